@@ -1,0 +1,53 @@
+"""The one error tree of envlock.
+
+Library code raises these; only ``envlock.cli`` turns them into a message and an
+exit code. Exit codes: 1 a check failed, 2 bad input or nothing fits,
+3 the environment failed (Docker daemon, network, disk).
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_USAGE = 2
+EXIT_ENVIRONMENT = 3
+
+
+class EnvlockError(Exception):
+    """Base class: a message for the user, an optional hint, an exit code."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(EnvlockError):
+    """Bad input from the user: a spec, a flag value, a file. Exit 2."""
+
+    exit_code = EXIT_USAGE
+
+
+class DataError(UsageError):
+    """A matrix or lock file is missing or corrupt. Exit 2."""
+
+
+class NoResolution(UsageError):
+    """Nothing satisfies the constraints. Exit 2."""
+
+
+class CheckFailed(EnvlockError):
+    """A check failed (smoke, verify, doctor, lock --check). Exit 1."""
+
+    exit_code = EXIT_CHECK_FAILED
+
+
+class EnvironmentFailure(EnvlockError):
+    """The environment failed: Docker daemon, network, disk. Exit 3."""
+
+    exit_code = EXIT_ENVIRONMENT

@@ -1,0 +1,81 @@
+"""Atomic file output: a failed run leaves earlier outputs as they were."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from envlock.errors import EnvironmentFailure
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _temp_for(path: Path, data: bytes, mode: int | None) -> Path:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return Path(tmp)
+
+
+def atomic_write(path: Path, data: bytes | str, mode: int | None = None) -> None:
+    """Write ``path`` through a temp file in the same folder and a rename."""
+    write_files(path.parent, {path.name: data}, modes={path.name: mode} if mode else None)
+
+
+def write_files(
+    directory: Path,
+    files: Mapping[str, bytes | str],
+    modes: Mapping[str, int | None] | None = None,
+) -> None:
+    """Write several files into ``directory`` as one step.
+
+    Every file is first written to a temp file beside its target; only when all
+    of them are on disk are they renamed into place. A failure before that point
+    removes the temp files and leaves the folder as it was.
+    """
+    modes = modes or {}
+    temps: list[tuple[Path, Path]] = []
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for rel, data in files.items():
+            target = directory / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            raw = data.encode("utf-8") if isinstance(data, str) else data
+            temps.append((_temp_for(target, raw, modes.get(rel)), target))
+        for tmp, target in temps:
+            os.replace(tmp, target)
+    except OSError as e:
+        for tmp, _ in temps:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        raise EnvironmentFailure(
+            f"cannot write to {directory}: {e.strerror or e}",
+            hint="check that the folder is writable and the disk is not full",
+        ) from e

@@ -1,0 +1,29 @@
+"""Access to the data that ships inside the package (templates/, matrices/).
+
+In a built wheel both folders live inside the ``envlock`` package (hatch
+force-include maps them); in a source checkout or an editable install they are
+the top-level folders of the repository. Read lazily, never at import time.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from importlib.abc import Traversable
+from pathlib import Path
+
+
+def data_dir(name: str) -> Traversable:
+    """Return the packaged folder ``name`` ("templates" or "matrices")."""
+    packaged = resources.files("envlock") / name
+    if packaged.is_dir():
+        return packaged
+    source = Path(__file__).resolve().parent.parent / name
+    return source
+
+
+def read_text(folder: str, filename: str) -> str:
+    return (data_dir(folder) / filename).read_text(encoding="utf-8")
+
+
+def read_bytes(folder: str, filename: str) -> bytes:
+    return (data_dir(folder) / filename).read_bytes()

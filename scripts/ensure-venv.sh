@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Make ./.venv with envlock installed (editable) and, with "test", its test tools.
+# Idempotent: re-installs only when pyproject.toml changed. Installs Debian's
+# python3-venv first when run as root on a machine that lacks it.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv="${ENVLOCK_VENV:-$root/.venv}"
+extra="${1:-}"
+py=$(command -v python3 || true)
+if [ -z "$py" ] || ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "envlock: installing python3 and python3-venv (Debian)" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
+    py=$(command -v python3)
+  else
+    echo "envlock: needs python3 (>= 3.9) with the venv module: apt-get install python3-venv" >&2
+    exit 3
+  fi
+fi
+if [ ! -x "$venv/bin/python" ]; then
+  "$py" -m venv "$venv"
+fi
+want="$(sha256sum "$root/pyproject.toml" | cut -d' ' -f1)-${extra}"
+stamp="$venv/.envlock-installed"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  spec="$root"
+  [ -n "$extra" ] && spec="$root[$extra]"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$spec"
+  echo "$want" >"$stamp"
+fi
