@@ -1,0 +1,70 @@
+"""Shared test setup: markers that skip with a reason, or fail in CI.
+
+- ``docker``: needs a Docker Engine. Without one the test is skipped, naming
+  why, unless ENVLOCK_REQUIRE_DOCKER=1 (set by .ci/run), which makes it fail.
+- ``gpu``: needs an NVIDIA GPU (nvidia-smi that lists one).
+- ``network``: uses the real package index; ENVLOCK_NO_NETWORK=1 skips them.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@functools.lru_cache(maxsize=1)
+def docker_problem() -> str | None:
+    """None when an engine answers, else why not."""
+    try:
+        import docker
+    except ImportError as e:  # pragma: no cover
+        return f"the docker SDK is not installed ({e})"
+    try:
+        client = docker.from_env(timeout=10)
+        client.ping()
+        client.close()
+    except Exception as e:
+        return f"no Docker Engine answers ({type(e).__name__}: {e}); run tests/docker/setup.sh as root"
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_problem() -> str | None:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return "no NVIDIA GPU here (nvidia-smi not found)"
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"nvidia-smi failed: {e}"
+    if out.returncode != 0 or "GPU" not in out.stdout:
+        return "nvidia-smi lists no GPU"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("docker"):
+        problem = docker_problem()
+        if problem:
+            if os.environ.get("ENVLOCK_REQUIRE_DOCKER") == "1":
+                pytest.fail(f"Docker is required here (ENVLOCK_REQUIRE_DOCKER=1): {problem}")
+            pytest.skip(problem)
+    if item.get_closest_marker("gpu"):
+        problem = gpu_problem()
+        if problem:
+            pytest.skip(problem)
+    if item.get_closest_marker("network") and os.environ.get("ENVLOCK_NO_NETWORK") == "1":
+        pytest.skip("ENVLOCK_NO_NETWORK=1: tests that use the real package index are off")
+
+
+@pytest.fixture(scope="session")
+def base_image() -> str:
+    """The local base image made by tests/docker/setup.sh."""
+    return os.environ.get("ENVLOCK_TEST_BASE_IMAGE", "envlock-test/bookworm-python:1")

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Give the tests a working Docker Engine and a local base image, as root.
+#
+# No registry can be reached here, so nothing is pulled: the base image
+# (Debian bookworm, minbase, python3 + venv + this machine's CA bundle) is made
+# with debootstrap from the mirror in apt's own sources and `docker import`ed.
+# Idempotent: an engine that already answers and an image that already exists
+# are reused. Prints nothing on success unless it had work to do.
+set -euo pipefail
+
+BASE_IMAGE="${ENVLOCK_TEST_BASE_IMAGE:-envlock-test/bookworm-python:1}"
+STATE=/run/envlock-test
+LOG=/var/log/envlock-dockerd.log
+
+say() { echo "docker-setup: $*" >&2; }
+
+engine_up() { docker info >/dev/null 2>&1; }
+
+apt_install() {
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+if ! engine_up; then
+  if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null; then
+    say "installing docker.io and debootstrap from Debian"
+    apt_install docker.io debootstrap
+  fi
+  mkdir -p "$STATE"
+  say "starting dockerd (log: $LOG)"
+  setsid dockerd --bridge=none --iptables=false >"$LOG" 2>&1 < /dev/null &
+  echo $! >"$STATE/dockerd.pid"
+  for _ in $(seq 1 60); do
+    engine_up && break
+    sleep 1
+  done
+  engine_up || { say "dockerd did not come up; last log lines:"; tail -n 20 "$LOG" >&2; exit 3; }
+fi
+
+if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+  command -v debootstrap >/dev/null || apt_install debootstrap
+  mirror=$(grep -h -E '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null \
+             | awk '{print $2}' | grep -E '/debian/?$' | head -n 1 || true)
+  if [ -z "$mirror" ]; then
+    mirror=$(grep -h -E '^deb ' /etc/apt/sources.list 2>/dev/null | awk '{print $2}' \
+               | grep -E '/debian/?$' | head -n 1 || true)
+  fi
+  [ -n "$mirror" ] || { say "no Debian mirror found in apt's sources"; exit 3; }
+  rootfs=$(mktemp -d /var/tmp/envlock-rootfs.XXXXXX)
+  trap 'rm -rf "$rootfs"' EXIT
+  say "debootstrap bookworm from $mirror (a few minutes, once)"
+  debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
+    bookworm "$rootfs" "$mirror" >/var/log/envlock-debootstrap.log 2>&1 \
+    || { tail -n 20 /var/log/envlock-debootstrap.log >&2; exit 3; }
+  # The machine's CA bundle carries the TLS-intercepting proxy's CA.
+  cp /etc/ssl/certs/ca-certificates.crt "$rootfs/etc/ssl/certs/ca-certificates.crt"
+  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+  tar -C "$rootfs" -c . | docker import \
+    -c 'ENV LANG=C.UTF-8' -c 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
+  say "built $BASE_IMAGE"
+fi
