@@ -31,7 +31,10 @@ def docker_problem() -> str | None:
         client.ping()
         client.close()
     except Exception as e:
-        return f"no Docker Engine answers ({type(e).__name__}: {e}); run tests/docker/setup.sh as root"
+        return (
+            f"no Docker Engine answers ({type(e).__name__}: {e}); "
+            "run tests/docker/setup.sh as root"
+        )
     return None
 
 
