@@ -1,0 +1,120 @@
+"""The version matrices: load and validate ``matrices/*.toml``.
+
+``load()`` reads the three files that ship with envlock (cached per process):
+``tensorflow.toml`` (parsed by ``envlock.matrix.tensorflow``), ``cuda.toml``
+and ``gpus.toml`` (parsed by ``envlock.matrix.cuda`` and ``envlock.matrix.gpus``,
+imported only when loading). Every problem is a ``DataError`` that names the
+file and the place inside it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envlock.errors import DataError
+from envlock.matrix.tensorflow import TFMatrix, TFRelease
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.9/3.10
+    import tomli as tomllib
+
+__all__ = ["Matrix", "TFMatrix", "TFRelease", "load", "load_tensorflow", "read_toml"]
+
+MATRIX_FOLDER = "matrices"
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """All matrix data. ``cuda``/``gpus`` are the parsers' own types."""
+
+    tensorflow: TFMatrix
+    cuda: Any  # envlock.matrix.cuda.CudaMatrix
+    gpus: Any  # envlock.matrix.gpus.GpuMatrix
+
+    @property
+    def data_version(self) -> str:
+        return self.tensorflow.data_version
+
+    @property
+    def digest(self) -> str:
+        """sha256 hex of tensorflow.toml's bytes."""
+        return self.tensorflow.digest
+
+
+def display_name(name: str) -> str:
+    return f"{MATRIX_FOLDER}/{name}"
+
+
+def decode_toml(data: bytes, filename: str) -> dict[str, Any]:
+    """Parse TOML bytes; a syntax error becomes a DataError naming the file."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(
+            f"{filename}: not UTF-8 text (byte {e.start})",
+            hint="restore the file from the envlock release or regenerate it",
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise DataError(
+            f"{filename}: not valid TOML: {e}",
+            hint="restore the file from the envlock release or regenerate it",
+        ) from None
+
+
+def read_toml(name: str, path: Path | None = None) -> tuple[dict[str, Any], str, str]:
+    """Read a matrix file: (document, sha256 hex of its bytes, name for messages).
+
+    ``name`` is the file name inside the packaged ``matrices/`` folder; ``path``
+    reads another file instead (``envlock matrix check FILE``).
+    """
+    from envlock import resources
+
+    shown = str(path) if path is not None else display_name(name)
+    try:
+        data = path.read_bytes() if path else resources.read_bytes(MATRIX_FOLDER, name)
+    except FileNotFoundError:
+        raise DataError(
+            f"{shown}: file not found",
+            hint="reinstall envlock, or regenerate the matrix with 'envlock matrix refresh'",
+        ) from None
+    except OSError as e:
+        raise DataError(f"{shown}: cannot read: {e.strerror or e}") from None
+    return decode_toml(data, shown), hashlib.sha256(data).hexdigest(), shown
+
+
+def load_tensorflow(path: Path | None = None) -> TFMatrix:
+    from envlock.matrix import tensorflow
+
+    doc, digest, shown = read_toml("tensorflow.toml", path)
+    return tensorflow.parse(doc, shown, digest=digest)
+
+
+def _load_other(module_name: str, filename: str) -> Any:
+    """Parse cuda.toml / gpus.toml with their own module, imported lazily."""
+    try:
+        module = importlib.import_module(f"envlock.matrix.{module_name}")
+    except ModuleNotFoundError as e:
+        if e.name != f"envlock.matrix.{module_name}":
+            raise
+        return None
+    doc, _digest, shown = read_toml(filename)
+    return module.parse(doc, shown)
+
+
+@functools.lru_cache(maxsize=1)
+def load() -> Matrix:
+    """The matrices shipped with envlock, validated; cached per process."""
+    return Matrix(
+        tensorflow=load_tensorflow(),
+        cuda=_load_other("cuda", "cuda.toml"),
+        gpus=_load_other("gpus", "gpus.toml"),
+    )
