@@ -1,0 +1,224 @@
+"""envlock report: sign a smoke result made elsewhere; show a report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from envlock import output
+from envlock.errors import DataError, UsageError
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("report", help="sign or show env reports (in-toto test results)")
+    rsub = p.add_subparsers(dest="report_command", metavar="ACTION")
+    rsub.required = True
+
+    s = rsub.add_parser(
+        "sign",
+        help="sign a smoke result JSON",
+        description="Wrap a smoke result in an in-toto test-result Statement and sign it "
+        "(DSSE). The subject is the image (--image) or, for a host run, the lock digest.",
+    )
+    s.add_argument("result", metavar="RESULT.json", help="smoke result JSON ('-' for stdin)")
+    s.add_argument("--key", required=True, metavar="KEY", help="private key (NAME.pem)")
+    s.add_argument(
+        "--lock",
+        metavar="DIR",
+        help="bundle folder: digests of pylock.toml, "
+        "requirements.txt and the Dockerfile go into the report",
+    )
+    s.add_argument("--image", metavar="REF", help="local image the smoke test ran in (the subject)")
+    s.add_argument("--url", help="where the run can be seen (a CI job URL), recorded in the report")
+    s.add_argument(
+        "-o", "--output", required=True, metavar="REPORT", help="write the envelope here"
+    )
+    s.add_argument("--json", action="store_true", help="print a summary as JSON")
+    s.set_defaults(func=run_sign)
+
+    w = rsub.add_parser(
+        "show",
+        help="show what a report says (does not check the signature)",
+        description="Print the statement inside a report. The signature is NOT checked; "
+        "use 'envlock verify REPORT --key PUB' for that.",
+    )
+    w.add_argument("report", metavar="REPORT")
+    w.add_argument("--json", action="store_true", help="print the decoded statement as JSON")
+    w.set_defaults(func=run_show)
+
+
+def _read_result(path: str) -> dict[str, Any]:
+    from envlock.report.dsse import EnvelopeError, strict_json
+
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except FileNotFoundError as e:
+        raise UsageError(
+            f"result {path} does not exist", hint="save 'envlock smoke --json' output"
+        ) from e
+    except IsADirectoryError as e:
+        raise UsageError(f"result {path} is a folder, not a file") from e
+    except OSError as e:
+        raise UsageError(f"cannot read result {path}: {e.strerror or e}") from e
+    try:
+        doc = strict_json(data, path)
+    except EnvelopeError as e:
+        raise DataError(str(e), hint="give the JSON the smoke harness printed") from e
+    if not isinstance(doc, dict):
+        raise DataError(f"{path} is a JSON {type(doc).__name__}, not a smoke result object")
+    return doc
+
+
+def run_sign(args: argparse.Namespace) -> int:
+    from envlock import fsutil
+    from envlock.report import envelope_bytes, sign_result
+    from envlock.report.image import local_image_id
+    from envlock.report.statement import check_result
+
+    result = _read_result(args.result)
+    check_result(result, args.result)
+    image_id = image_name = None
+    if args.image:
+        image_id = local_image_id(args.image)
+        image_name = None if args.image == image_id else args.image
+    envelope = sign_result(
+        result,
+        Path(args.key),
+        lock_dir=Path(args.lock) if args.lock else None,
+        image_id=image_id,
+        image_name=image_name,
+        url=args.url,
+    )
+    out = Path(args.output)
+    if out.is_dir():
+        raise UsageError(f"{out} is a folder", hint="give -o a file name, e.g. report.intoto.json")
+    fsutil.atomic_write(out, envelope_bytes(envelope))
+    summary = _summary(envelope)
+    summary["report"] = str(out)
+    if args.json:
+        output.emit_json(summary)
+    else:
+        rows = [
+            ["report", str(out)],
+            ["subject", summary["subject"]],
+            ["result", summary["result"]],
+            ["keyid", summary["keyids"][0]],
+            ["configuration", ", ".join(summary["configuration"]) or "(none)"],
+        ]
+        sys.stdout.write(output.table(["", "value"], rows))
+    return 0
+
+
+def _summary(envelope: dict[str, Any]) -> dict[str, Any]:
+    import base64
+    import json
+
+    doc = json.loads(base64.b64decode(envelope["payload"]))
+    subject = doc["subject"][0]
+    predicate = doc["predicate"]
+    return {
+        "subject": f"{subject['name']} sha256:{subject['digest']['sha256']}",
+        "result": predicate["result"],
+        "keyids": [s.get("keyid", "") for s in envelope["signatures"]],
+        "configuration": [c["name"] for c in predicate["configuration"]],
+    }
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from envlock.commands.verify import read_report
+    from envlock.report import dsse
+    from envlock.report.statement import PREDICATE_TYPE, statement_problems
+
+    data = read_report(args.report)
+    try:
+        env = dsse.parse_envelope(data)
+        doc = dsse.strict_json(env.payload, "the payload")
+    except dsse.EnvelopeError as e:
+        raise DataError(
+            f"{args.report}: {e}", hint="is this a report 'envlock report sign' wrote?"
+        ) from e
+    problems = statement_problems(doc)
+    if args.json:
+        output.emit_json(
+            {
+                "verified": False,
+                "payloadType": env.payload_type,
+                "keyids": [s.keyid for s in env.signatures],
+                "problems": problems,
+                "statement": doc,
+            }
+        )
+        return 0
+    rows: list[list[str]] = [
+        ["signature", "NOT checked (use: envlock verify REPORT --key PUB)"],
+        ["payloadType", env.payload_type],
+        ["keyids", ", ".join(s.keyid or "(none)" for s in env.signatures)],
+    ]
+    if isinstance(doc, dict):
+        rows.append(["predicateType", str(doc.get("predicateType"))])
+        for item in doc.get("subject") or []:
+            if isinstance(item, dict):
+                digest = item.get("digest") or {}
+                rows.append(
+                    [
+                        "subject",
+                        f"{item.get('name')} " + " ".join(f"{k}:{v}" for k, v in digest.items())
+                        if isinstance(digest, dict)
+                        else "?",
+                    ]
+                )
+    predicate = doc.get("predicate") if isinstance(doc, dict) else None
+    if isinstance(predicate, dict) and doc.get("predicateType") == PREDICATE_TYPE:
+        rows.append(["result", str(predicate.get("result"))])
+        for key in ("passedTests", "warnedTests", "failedTests"):
+            rows.append([key, ", ".join(map(str, predicate.get(key) or [])) or "-"])
+        for c in predicate.get("configuration") or []:
+            if isinstance(c, dict):
+                digest = c.get("digest") or {}
+                rows.append(["configuration", f"{c.get('name')} sha256:{digest.get('sha256')}"])
+        if predicate.get("url"):
+            rows.append(["url", str(predicate["url"])])
+        ext = predicate.get("envlock")
+        smoke = ext.get("smoke") if isinstance(ext, dict) else None
+        if isinstance(smoke, dict):
+            rows.append(["framework", f"{smoke.get('framework')} {smoke.get('version')}"])
+            for gpu in smoke.get("gpus") or []:
+                if isinstance(gpu, dict):
+                    rows.append(
+                        [
+                            "gpu",
+                            f"{gpu.get('name')} (cc {gpu.get('compute_capability')}, "
+                            f"driver {gpu.get('driver')})",
+                        ]
+                    )
+            for check in smoke.get("checks") or []:
+                if isinstance(check, dict):
+                    rows.append(
+                        [
+                            f"check {check.get('name')}",
+                            f"{check.get('status')}: {check.get('reason', '')}".rstrip(": "),
+                        ]
+                    )
+        measurements = ext.get("measurements") if isinstance(ext, dict) else None
+        for name, value in _flatten(measurements)[:24]:
+            rows.append([f"measure {name}", value])
+    out = output.table(["field", "value"], rows)
+    if problems:
+        out += "\nproblems:\n" + "".join(f"  - {p}\n" for p in problems)
+    sys.stdout.write(out)
+    return 0
+
+
+def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """Scalars of a nested measurements object as (dotted.name, text)."""
+    if isinstance(value, dict):
+        rows: list[tuple[str, str]] = []
+        for k, v in value.items():
+            rows += _flatten(v, f"{prefix}.{k}" if prefix else str(k))
+        return rows
+    if isinstance(value, (str, int, float, bool)) and prefix:
+        text = f"{value:.4g}" if isinstance(value, float) else str(value)
+        return [(prefix, text)]
+    return []

@@ -1,0 +1,131 @@
+"""envlock verify: check a signed env report against a public key, a lock, an image."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from envlock import output
+from envlock.errors import CheckFailed, UsageError
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "verify",
+        help="verify a signed env report",
+        description="Exit 0 when the report's signature is valid for KEY over the DSSE PAE, "
+        "it is an in-toto test-result statement, and the lock and image, when given, match. "
+        "Otherwise exit 1 saying what failed. A valid report of a FAILED smoke test verifies "
+        "(exit 0) but is shown as FAILED; add --require-pass to exit 1 unless it PASSED or WARNED.",
+    )
+    p.add_argument("report", metavar="REPORT", help="the DSSE envelope (.intoto.json)")
+    p.add_argument("--key", required=True, metavar="PUB", help="trusted public key (NAME.pub.pem)")
+    p.add_argument(
+        "--lock",
+        metavar="DIR",
+        help="bundle folder whose pylock.toml, requirements.txt "
+        "and Dockerfile must match the report",
+    )
+    p.add_argument(
+        "--image", metavar="REF", help="local image (name or id) that must be the subject"
+    )
+    p.add_argument(
+        "--require-pass",
+        action="store_true",
+        help="also exit 1 unless the smoke result is PASSED or WARNED (for CI)",
+    )
+    p.add_argument("--json", action="store_true", help="print the verification as JSON")
+    p.set_defaults(func=run)
+
+
+def read_report(path: str) -> bytes:
+    p = Path(path)
+    try:
+        return sys.stdin.buffer.read() if path == "-" else p.read_bytes()
+    except FileNotFoundError as e:
+        raise UsageError(
+            f"report {path} does not exist", hint="give the file 'envlock report sign -o' wrote"
+        ) from e
+    except IsADirectoryError as e:
+        raise UsageError(f"report {path} is a folder, not a file") from e
+    except OSError as e:
+        raise UsageError(f"cannot read report {path}: {e.strerror or e}") from e
+
+
+def _subject_text(subject: list[dict[str, Any]]) -> str:
+    parts = []
+    for item in subject:
+        digest = item.get("digest") or {}
+        algo, value = next(iter(digest.items()), ("?", "?"))
+        parts.append(f"{item.get('name', '?')} {algo}:{value}")
+    return "; ".join(parts)
+
+
+def run(args: argparse.Namespace) -> int:
+    from envlock.report import verify
+    from envlock.report.image import local_image_id
+
+    data = read_report(args.report)
+    image_id = local_image_id(args.image) if args.image else None
+    lock_dir = Path(args.lock) if args.lock else None
+    v = verify(data, Path(args.key), lock_dir=lock_dir, image_id=image_id)
+    passed = v.result in ("PASSED", "WARNED")
+    verified = v.ok and (passed or not args.require_pass)
+    if args.json:
+        doc = {"report": args.report, "verified": verified, **v.to_dict()}
+        output.emit_json(doc)
+    else:
+        sys.stdout.write(_table(args, v))
+    if not v.ok:
+        reasons = v.problems + [f"{f} drifted" for f, _, _ in v.drift]
+        raise CheckFailed(
+            f"{args.report}: NOT VERIFIED: {'; '.join(reasons)}",
+            hint=None if v.signature_ok else "check that PUB is the key the report was signed with",
+        )
+    if not verified:
+        raise CheckFailed(
+            f"{args.report}: the signature is valid but the smoke result is {v.result} "
+            "(--require-pass)"
+        )
+    return 0
+
+
+def _table(args: argparse.Namespace, v: Any) -> str:
+    rows: list[list[str]] = [["report", args.report]]
+    if v.signature_ok:
+        rows.append(["signature", f"valid ({v.key_type}, keyid {v.keyid[:16]}...)"])
+    else:
+        rows.append(["signature", f"NOT valid for {args.key}"])
+    if v.statement is not None:
+        rows.append(["subject", _subject_text(v.subject)])
+        predicate = v.statement["predicate"]
+        rows.append(["result", _result_text(v.result, predicate)])
+        for what, matches in v.checked.items():
+            given = args.lock if what == "lock" else args.image
+            rows.append([what, f"{given}: " + ("matches the report" if matches else "DRIFT")])
+    out = output.table(["check", "outcome"], rows)
+    if v.problems:
+        out += "\nproblems:\n" + "".join(f"  - {p}\n" for p in v.problems)
+    if v.drift:
+        out += "\ndrift:\n" + output.table(
+            ["field", "in the report", "actual"], [list(d) for d in v.drift]
+        )
+    if v.ok and v.result == "FAILED":
+        out += "\nthe signature is valid, but this report says the smoke test FAILED\n"
+    elif v.ok:
+        out += f"\nVERIFIED: signed by the given key, smoke result {v.result}\n"
+    return out
+
+
+def _result_text(result: str | None, predicate: dict[str, Any]) -> str:
+    failed = predicate.get("failedTests") or []
+    warned = predicate.get("warnedTests") or []
+    passed = predicate.get("passedTests") or []
+    text = f"{result} ({len(passed)} passed, {len(warned)} warned, {len(failed)} failed)"
+    if failed:
+        text += f"; failed: {', '.join(failed)}"
+    if warned:
+        text += f"; warned: {', '.join(warned)}"
+    return text

@@ -1,0 +1,46 @@
+"""Signed env reports: in-toto test-result Statements in DSSE envelopes.
+
+``sign_result`` turns a smoke result into a signed envelope; ``verify`` checks
+one against a public key and, when given, a lock folder and an image id.
+Only ``cryptography`` is used, imported lazily.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from envlock.report import dsse, statement
+from envlock.report import keys as keymod
+from envlock.report.verify import Verification, verify
+
+__all__ = ["Verification", "envelope_bytes", "sign_result", "verify"]
+
+
+def sign_result(
+    result: dict[str, Any],
+    key: Path,
+    *,
+    lock_dir: Path | None,
+    image_id: str | None,
+    image_name: str | None = None,
+    url: str | None = None,
+) -> dict[str, Any]:
+    """Sign a smoke result with the private key at ``key``; return the DSSE envelope.
+
+    The subject is ``image_id`` (a local image's config digest) when given,
+    else the lock digest (pylock.toml of ``lock_dir``, or the one the result
+    records). Raises UsageError/DataError for a bad key or result.
+    """
+    private_key = keymod.load_private(key)
+    doc = statement.build_statement(
+        result, lock_dir=lock_dir, image_id=image_id, image_name=image_name, url=url
+    )
+    payload = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return dsse.sign(dsse.INTOTO_PAYLOAD_TYPE, payload, private_key).to_dict()
+
+
+def envelope_bytes(envelope: dict[str, Any]) -> bytes:
+    """The envelope as the file envlock writes (indented JSON, trailing newline)."""
+    return (json.dumps(envelope, indent=2) + "\n").encode("utf-8")

@@ -1,0 +1,277 @@
+"""The in-toto Statement v1 that envlock signs: a test-result v0.1 predicate.
+
+::
+
+    {"_type": "https://in-toto.io/Statement/v1",
+     "subject": [{"name": "<image ref or pylock.toml>", "digest": {"sha256": "<hex>"}}],
+     "predicateType": "https://in-toto.io/attestation/test-result/v0.1",
+     "predicate": {
+        "result": "PASSED" | "WARNED" | "FAILED",
+        "configuration": [{"name": "pylock.toml", "digest": {"sha256": ...}}, ...],
+        "url": "...",                      # optional
+        "passedTests": [...], "warnedTests": [...], "failedTests": [...],
+        "envlock": {"schema": "envlock.report/v1", "subject_kind": "image" | "lock",
+                    "smoke": {...whole smoke JSON...}, "measurements": {...}}}}
+
+The subject is the image's config digest for a local image, or the lock
+digest (sha256 of pylock.toml) for a run on a host. ``docs/report-format.md``
+describes every field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from envlock.errors import DataError, UsageError
+from envlock.fsutil import sha256_bytes
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
+EXTENSION = "envlock"
+EXTENSION_SCHEMA = "envlock.report/v1"
+SMOKE_SCHEMA = "envlock.smoke/v1"
+RESULTS = ("PASSED", "WARNED", "FAILED")
+CONFIG_FILES = ("pylock.toml", "requirements.txt", "Dockerfile")
+
+HEX64 = re.compile(r"[0-9a-f]{64}")
+_CHECK_STATUS = {
+    "PASS": "passedTests",
+    "PASSED": "passedTests",
+    "WARN": "warnedTests",
+    "WARNED": "warnedTests",
+    "FAIL": "failedTests",
+    "FAILED": "failedTests",
+    "SKIP": None,
+    "SKIPPED": None,
+}
+
+
+def parse_digest(value: str, what: str) -> str:
+    """'sha256:<hex>' or '<hex>' -> '<hex>'; anything else is a UsageError."""
+    hexpart = value[7:] if value.startswith("sha256:") else value
+    if not HEX64.fullmatch(hexpart):
+        raise UsageError(
+            f"{what} {value!r} is not a sha256 digest",
+            hint="expected 'sha256:' followed by 64 lowercase hex digits",
+        )
+    return hexpart
+
+
+def lock_configuration(lock_dir: Path) -> dict[str, str]:
+    """{file name: sha256 hex} of the bundle files a report pins.
+
+    pylock.toml must be there; requirements.txt and the Dockerfile are
+    recorded when present (a host-only bundle may lack a Dockerfile).
+    """
+    if not lock_dir.is_dir():
+        raise UsageError(
+            f"lock folder {lock_dir} does not exist"
+            if not lock_dir.exists()
+            else f"{lock_dir} is not a folder",
+            hint="give --lock the folder 'envlock lock -o DIR' wrote",
+        )
+    out: dict[str, str] = {}
+    for name in CONFIG_FILES:
+        path = lock_dir / name
+        if not path.is_file():
+            continue
+        try:
+            out[name] = sha256_bytes(path.read_bytes())
+        except OSError as e:
+            raise UsageError(f"cannot read {path}: {e.strerror or e}") from e
+    if "pylock.toml" not in out:
+        raise DataError(
+            f"{lock_dir} has no pylock.toml",
+            hint="give --lock the folder 'envlock lock -o DIR' wrote",
+        )
+    return out
+
+
+def _tests(result: Mapping[str, Any], where: str) -> dict[str, list[str]]:
+    checks = result.get("checks")
+    if not isinstance(checks, list):
+        raise DataError(f"{where}: checks: missing or not a list", hint=_RESULT_HINT)
+    lists: dict[str, list[str]] = {"passedTests": [], "warnedTests": [], "failedTests": []}
+    for i, check in enumerate(checks):
+        if not isinstance(check, dict):
+            raise DataError(f"{where}: checks[{i}]: not an object", hint=_RESULT_HINT)
+        name = check.get("name")
+        status = check.get("status")
+        if not isinstance(name, str) or not name:
+            raise DataError(
+                f"{where}: checks[{i}].name: missing or not a string", hint=_RESULT_HINT
+            )
+        if not isinstance(status, str) or status.upper() not in _CHECK_STATUS:
+            raise DataError(
+                f"{where}: checks[{i}].status: {status!r} is not PASS, WARN, FAIL or SKIP",
+                hint=_RESULT_HINT,
+            )
+        bucket = _CHECK_STATUS[status.upper()]
+        if bucket:
+            lists[bucket].append(name)
+    return lists
+
+
+_RESULT_HINT = "sign the JSON that 'envlock smoke --json' or the bundle's harness printed"
+
+
+def check_result(result: Any, where: str = "result") -> tuple[str, dict[str, list[str]]]:
+    """Validate a smoke result; return (PASSED|WARNED|FAILED, test lists)."""
+    if not isinstance(result, dict):
+        raise DataError(f"{where}: not a JSON object", hint=_RESULT_HINT)
+    schema = result.get("schema")
+    if schema != SMOKE_SCHEMA:
+        raise DataError(
+            f"{where}: schema is {schema!r}, expected {SMOKE_SCHEMA!r}", hint=_RESULT_HINT
+        )
+    status = result.get("status")
+    if status not in RESULTS:
+        raise DataError(
+            f"{where}: status is {status!r}, expected one of {', '.join(RESULTS)}",
+            hint=_RESULT_HINT,
+        )
+    lists = _tests(result, where)
+    worst = "FAILED" if lists["failedTests"] else "WARNED" if lists["warnedTests"] else "PASSED"
+    if RESULTS.index(worst) > RESULTS.index(status):
+        raise DataError(
+            f"{where}: status is {status} but the checks say {worst} "
+            f"({', '.join(lists['failedTests'] or lists['warnedTests'])})",
+            hint="the result was edited or is corrupt; run the smoke test again",
+        )
+    return status, lists
+
+
+def _expected_lock_digest(result: Mapping[str, Any]) -> str | None:
+    expected = result.get("expected")
+    if isinstance(expected, dict):
+        value = expected.get("lock_digest")
+        if isinstance(value, str) and value:
+            return parse_digest(value, "the result's expected.lock_digest")
+    return None
+
+
+def build_statement(
+    result: Mapping[str, Any],
+    *,
+    lock_dir: Path | None = None,
+    image_id: str | None = None,
+    image_name: str | None = None,
+    url: str | None = None,
+) -> dict[str, Any]:
+    """The in-toto Statement for a smoke result (not yet signed)."""
+    status, lists = check_result(result)
+    config = lock_configuration(lock_dir) if lock_dir is not None else {}
+    seen_lock = _expected_lock_digest(result)
+    if config and seen_lock and seen_lock != config["pylock.toml"]:
+        raise UsageError(
+            f"the result was made with lock sha256:{seen_lock[:12]}..., but "
+            f"{lock_dir}/pylock.toml is sha256:{config['pylock.toml'][:12]}...",
+            hint="give --lock the bundle the smoke test ran against",
+        )
+    if not config and seen_lock:
+        config = {"pylock.toml": seen_lock}
+
+    if image_id is not None:
+        subject = [
+            {
+                "name": image_name or "image",
+                "digest": {"sha256": parse_digest(image_id, "image id")},
+            }
+        ]
+        kind = "image"
+    elif "pylock.toml" in config:
+        subject = [{"name": "pylock.toml", "digest": {"sha256": config["pylock.toml"]}}]
+        kind = "lock"
+    else:
+        raise UsageError(
+            "nothing to name as the report's subject: no image, no lock, and the result "
+            "records no lock digest",
+            hint="pass --image REF for an image run or --lock DIR for a host run",
+        )
+    predicate: dict[str, Any] = {
+        "result": status,
+        "configuration": [
+            {"name": name, "digest": {"sha256": digest}} for name, digest in config.items()
+        ],
+    }
+    if url:
+        predicate["url"] = url
+    predicate.update(lists)
+    predicate[EXTENSION] = {
+        "schema": EXTENSION_SCHEMA,
+        "subject_kind": kind,
+        "measurements": result.get("benchmark") or {},
+        "smoke": dict(result),
+    }
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": subject,
+        "predicateType": PREDICATE_TYPE,
+        "predicate": predicate,
+    }
+
+
+def statement_problems(doc: Any) -> list[str]:
+    """What is wrong with a (signed) statement; empty when it is usable."""
+    if not isinstance(doc, dict):
+        return [f"the statement is a JSON {type(doc).__name__}, not an object"]
+    problems: list[str] = []
+    if doc.get("_type") != STATEMENT_TYPE:
+        problems.append(f"statement _type is {doc.get('_type')!r}, expected {STATEMENT_TYPE!r}")
+    subject = doc.get("subject")
+    if not isinstance(subject, list) or not subject:
+        problems.append("statement subject is empty or missing")
+    else:
+        for i, item in enumerate(subject):
+            digest = item.get("digest") if isinstance(item, dict) else None
+            if not isinstance(digest, dict) or not digest:
+                problems.append(f"statement subject[{i}] has no digest")
+                continue
+            for algo, value in digest.items():
+                if not isinstance(value, str) or not value:
+                    problems.append(f"statement subject[{i}].digest.{algo} is not a string")
+    if doc.get("predicateType") != PREDICATE_TYPE:
+        problems.append(
+            f"predicateType is {doc.get('predicateType')!r}, expected {PREDICATE_TYPE!r}"
+        )
+        return problems
+    predicate = doc.get("predicate")
+    if not isinstance(predicate, dict):
+        problems.append("predicate is missing or not an object")
+        return problems
+    if predicate.get("result") not in RESULTS:
+        problems.append(
+            f"predicate result is {predicate.get('result')!r}, expected one of {', '.join(RESULTS)}"
+        )
+    config = predicate.get("configuration", [])
+    if not isinstance(config, list) or not all(isinstance(c, dict) for c in config):
+        problems.append("predicate configuration is not a list of resource descriptors")
+    return problems
+
+
+def subject_digests(doc: Mapping[str, Any]) -> list[str]:
+    """The sha256 digests named by the statement's subject."""
+    out: list[str] = []
+    for item in doc.get("subject") or []:
+        if isinstance(item, dict) and isinstance(item.get("digest"), dict):
+            value = item["digest"].get("sha256")
+            if isinstance(value, str):
+                out.append(value)
+    return out
+
+
+def configuration_digests(doc: Mapping[str, Any]) -> dict[str, str | None]:
+    """{name: sha256 or None} of the predicate's configuration."""
+    out: dict[str, str | None] = {}
+    predicate = doc.get("predicate")
+    if not isinstance(predicate, dict) or not isinstance(predicate.get("configuration"), list):
+        return out
+    for item in predicate["configuration"]:
+        if isinstance(item, dict) and isinstance(item.get("name"), str):
+            digest = item.get("digest")
+            value = digest.get("sha256") if isinstance(digest, dict) else None
+            out[item["name"]] = value if isinstance(value, str) else None
+    return out
