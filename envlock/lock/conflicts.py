@@ -1,0 +1,152 @@
+"""Turn a resolver's "no solution" output into one clear message.
+
+Both resolvers explain a failure in prose. envlock keeps that prose as detail
+and puts in front of it what the user needs: which of their pins conflict,
+and what the framework itself requires of those packages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from envlock.errors import NoResolution
+
+_NAME = r"(?P<who>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?"
+# uv: "tensorflow==2.15.1 depends on numpy>=1.23.5,<2.0.0 and ..."
+_UV_DEPENDS = re.compile(_NAME + r"(?:==(?P<ver>\S+?))? depends on (?P<req>\S+)")
+# pip: "    tensorflow 2.15.1 depends on numpy<2.0.0 and >=1.23.5"
+_PIP_DEPENDS = re.compile(
+    r"^\s*" + _NAME + r" (?P<ver>\S+) depends on (?P<req>.+?)\s*$", re.MULTILINE
+)
+_NO_VERSION = re.compile(
+    r"there is no version of (?P<req>\S+)"
+    r"|versions? of (?P<req2>\S+) (?:are|is) (?:unavailable|missing)"
+)
+_PIP_NO_MATCH = re.compile(r"No matching distribution found for (?P<req>\S+)")
+
+
+def _name_of(text: str) -> str | None:
+    head = re.split(r"[<>=!~;\[\s(]", text.strip(), maxsplit=1)[0]
+    return canonicalize_name(head) if head else None
+
+
+def _clean(req: str) -> str:
+    return req.rstrip(".,;:")
+
+
+_ONE_OF = re.compile(
+    _NAME + r"(?:==(?P<ver>\S+?))? depends on one of:\s*\n(?P<body>(?:[ \t]+\S+\n)+)"
+)
+_RANGE = re.compile(r"^(?P<name>[A-Za-z0-9._-]+)(?P<lop>>=?)(?P<lo>[^,<>=\s]+),<(?P<hi>[^,\s]+)$")
+
+
+def merge_one_of(reqs: list[str]) -> str:
+    """uv's "one of" list of adjacent ranges as one specifier.
+
+    ``x>=1,<2`` + ``x>2,<3`` -> ``x>=1,!=2,<3``; anything else is joined with "or".
+    """
+    matches = [_RANGE.match(r) for r in reqs]
+    ms = [m for m in matches if m]
+    if not reqs or len(ms) != len(reqs):
+        return " or ".join(reqs)
+    if len({canonicalize_name(m["name"]) for m in ms}) != 1:
+        return " or ".join(reqs)
+    parts = [f"{ms[0]['name']}{ms[0]['lop']}{ms[0]['lo']}"]
+    for prev, cur in zip(ms, ms[1:]):
+        if prev["hi"] != cur["lo"] or cur["lop"] != ">":
+            return " or ".join(reqs)
+        parts.append(f"!={cur['lo']}")
+    parts.append(f"<{ms[-1]['hi']}")
+    return ",".join(parts)
+
+
+def framework_requires(output: str, framework: str) -> dict[str, str]:
+    """{package name: requirement} that ``framework`` states in the resolver output."""
+    fw = canonicalize_name(framework)
+    found: dict[str, str] = {}
+    for m in _ONE_OF.finditer(output):
+        if canonicalize_name(m.group("who")) != fw:
+            continue
+        reqs = [ln.strip() for ln in m.group("body").splitlines() if ln.strip()]
+        name = _name_of(reqs[0]) if reqs else None
+        if name:
+            found.setdefault(name, merge_one_of(reqs))
+    for rx in (_UV_DEPENDS, _PIP_DEPENDS):
+        for m in rx.finditer(output):
+            if canonicalize_name(m.group("who")) != fw:
+                continue
+            req = _clean(m.group("req"))
+            name = _name_of(req)
+            if name:
+                found.setdefault(name, re.sub(r"\s+and\s+", ",", req))
+    return found
+
+
+def explain(
+    output: str,
+    *,
+    resolver: str,
+    framework: str,
+    framework_version: str,
+    user_requirements: Sequence[str],
+    target: str,
+) -> NoResolution:
+    """The NoResolution error for a resolver failure."""
+    detail = "\n".join("    " + line for line in output.strip().splitlines() if line.strip())
+    pins: dict[str, str] = {}
+    for line in user_requirements:
+        try:
+            pins[canonicalize_name(Requirement(line).name)] = line
+        except InvalidRequirement:
+            continue
+    low = output.lower()
+    mentioned = [
+        n
+        for n in pins
+        if re.search(rf"(?<![A-Za-z0-9._-]){re.escape(n)}(?![A-Za-z0-9_-])", low.replace("_", "-"))
+    ]
+    fw_needs = framework_requires(output, framework)
+    fw_label = f"{framework} {framework_version}"
+
+    missing = [_clean(m.group("req") or m.group("req2")) for m in _NO_VERSION.finditer(output)]
+    missing += [_clean(m.group("req")) for m in _PIP_NO_MATCH.finditer(output)]
+    missing_user = [r for r in missing if _name_of(r) in pins]
+    if missing_user and not fw_needs:
+        what = ", ".join(dict.fromkeys(missing_user))
+        return NoResolution(
+            f"no release on the index satisfies {what} for {target}\n  {resolver} said:\n{detail}",
+            hint="check the name and version of the pin; only wheels count for the target",
+        )
+
+    if mentioned:
+        parts = []
+        for name in mentioned:
+            need = fw_needs.get(name)
+            if need:
+                parts.append(f"you asked for {pins[name]}, but {fw_label} requires {need}")
+            else:
+                parts.append(
+                    f"you asked for {pins[name]}, which {fw_label} and its dependencies exclude"
+                )
+        names = ", ".join(mentioned)
+        return NoResolution(
+            f"your pins conflict with {fw_label} ({names}): " + "; ".join(parts) + "\n"
+            f"  {resolver} said:\n{detail}",
+            hint=f"relax or drop the pin on {names}, "
+            f"or choose a {framework} release that allows it",
+        )
+    if missing:
+        what = ", ".join(dict.fromkeys(missing))
+        return NoResolution(
+            f"no release on the index satisfies {what} for {target}\n  {resolver} said:\n{detail}",
+            hint="the target needs wheels (Linux x86_64 manylinux); check the versions asked for",
+        )
+    return NoResolution(
+        f"no set of packages satisfies the requirements for {fw_label} on {target}\n"
+        f"  {resolver} said:\n{detail}",
+        hint="relax the --with / -r pins, or choose another release",
+    )

@@ -1,0 +1,209 @@
+"""The pip engine: ``pip install --dry-run --report`` for the target platform.
+
+pip resolves with explicit platform tags, Python version and implementation,
+wheels only, into a throw-away ``--target`` so nothing on this machine is
+looked at. Its configuration files and PIP_* variables are kept out; the one
+index and the CA bundle are passed explicitly. pip's report names one wheel
+per package; the full list of the target's wheels, with url, size and sha256,
+comes from the index's PEP 691 JSON.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from envlock.errors import DataError, EnvironmentFailure, UsageError
+from envlock.lock.simple import fetch_files, wheels_for
+from envlock.lock.target import Target
+from envlock.lock.uv import ResolverFailed
+from envlock.model import LockedPackage, LockedWheel
+
+_NETWORK_HINTS = (
+    "newconnectionerror",
+    "failed to establish a new connection",
+    "connecttimeouterror",
+    "readtimeouterror",
+    "max retries exceeded",
+    "sslerror",
+    "proxyerror",
+    "connection refused",
+    "temporary failure in name resolution",
+)
+
+
+_NOISE = re.compile(
+    r"^\s*(Collecting|Downloading|Using cached|Obtaining|Requirement already|Would install|"
+    r"INFO:|WARNING: Retrying|\d\. |To fix this)"
+)
+
+
+def _explanation(text: str) -> str:
+    """pip's output without the progress lines: the errors and the conflict block."""
+    return "\n".join(ln for ln in text.splitlines() if ln.strip() and not _NOISE.match(ln)) + "\n"
+
+
+@functools.lru_cache(maxsize=1)
+def pip_version() -> str:
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "pip", "--version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env=pip_env(),
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        raise EnvironmentFailure(f"cannot run pip: {e}", hint="use --resolver uv") from e
+    m = re.match(r"pip (\S+)", out.stdout)
+    if out.returncode != 0 or not m:
+        raise EnvironmentFailure(
+            f"pip is not available to {sys.executable}",
+            hint="install pip into envlock's environment, or use --resolver uv",
+        )
+    return m.group(1)
+
+
+def pip_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["PYTHONIOENCODING"] = "utf-8"
+    return env
+
+
+def dry_run_command(report: str, workdir: str, target: Target, index: str) -> list[str]:
+    from envlock.http import ca_bundle
+
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--dry-run",
+        "--ignore-installed",
+        "--no-input",
+        "--report",
+        report,
+        "--only-binary=:all:",
+        "--python-version",
+        target.python,
+        "--implementation",
+        "cp",
+        "--abi",
+        target.cp,
+        "--target",
+        str(Path(workdir, "target")),
+        "--index-url",
+        index,
+        "--retries",
+        "3",
+        "--timeout",
+        "30",
+        "--progress-bar",
+        "off",
+    ]
+    for plat in target.platforms():
+        cmd += ["--platform", plat]
+    cert = ca_bundle()
+    if isinstance(cert, str):
+        cmd += ["--cert", cert]
+    return cmd
+
+
+def compile_lock(
+    requirements: Sequence[str], target: Target, index: str, *, offline: bool = False
+) -> tuple[LockedPackage, ...]:
+    if offline:
+        raise UsageError(
+            "--offline works with the uv resolver only (pip has no metadata cache to lock from)",
+            hint="drop --resolver pip, or drop --offline",
+        )
+    with tempfile.TemporaryDirectory(prefix="envlock-pip-") as tmp:
+        report = str(Path(tmp, "report.json"))
+        cmd = dry_run_command(report, tmp, target, index) + list(requirements)
+        try:
+            proc = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                env=pip_env(),
+                cwd=tmp,
+                timeout=3600,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as e:
+            raise EnvironmentFailure("pip did not finish within an hour") from e
+        except OSError as e:
+            raise EnvironmentFailure(f"cannot run pip: {e}") from e
+        text = _explanation((proc.stderr or "") + (proc.stdout or ""))
+        if proc.returncode != 0:
+            low = text.lower()
+            if any(h in low for h in _NETWORK_HINTS):
+                raise EnvironmentFailure(
+                    f"cannot reach the package index at {index}: pip could not connect",
+                    hint="check the network, proxy and CA settings, or pass --index-url",
+                )
+            if (
+                "resolutionimpossible" in low
+                or "conflicting dependencies" in low
+                or "no matching distribution" in low
+                or "could not find a version" in low
+            ):
+                raise ResolverFailed(text)
+            if "invalid requirement" in low:
+                raise UsageError(
+                    f"pip rejected the input: {text.strip()}", hint="check --with / -r lines"
+                )
+            raise EnvironmentFailure(f"pip failed (exit {proc.returncode}): {text.strip()[-2000:]}")
+        try:
+            data = json.loads(Path(report).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise EnvironmentFailure(f"pip wrote no readable report: {e}") from e
+
+    chosen: dict[str, tuple[str, str]] = {}
+    name: str
+    for item in data.get("install", []):
+        meta = item.get("metadata", {})
+        name = canonicalize_name(meta.get("name", ""))
+        sha = (
+            ((item.get("download_info") or {}).get("archive_info") or {})
+            .get("hashes", {})
+            .get("sha256", "")
+        )
+        chosen[name] = (str(meta.get("version")), sha)
+    files = fetch_files(index, chosen)
+    out: list[LockedPackage] = []
+    for name, (version, sha) in sorted(chosen.items()):
+        wheels = [
+            LockedWheel(filename=f.filename, url=f.url, size=f.size or 0, sha256=f.sha256)
+            for f in wheels_for(files[name], version)
+            if target.wheel_ok(f.filename)
+        ]
+        missing_size = [w.filename for w in wheels if not w.size]
+        if missing_size:
+            raise DataError(
+                f"the index gave no size for {missing_size[0]}",
+                hint="use an index that serves PEP 691 JSON v1.1 (with file sizes)",
+            )
+        if sha and sha not in {w.sha256 for w in wheels}:
+            raise DataError(
+                f"pip chose a wheel of {name} {version} (sha256 {sha}) the index does not list "
+                f"for {target.describe()}",
+                hint="the index changed during the run; run the lock again",
+            )
+        if not wheels:
+            raise DataError(f"{name} {version} has no wheel for {target.describe()}")
+        wheels.sort(key=lambda w: w.filename)
+        out.append(LockedPackage(name=name, version=version, wheels=tuple(wheels)))
+    return tuple(out)

@@ -1,0 +1,264 @@
+"""The uv engine: ``uv pip compile`` for the target, in pylock.toml form.
+
+uv resolves for the target platform (``--python-platform``, ``--python-version``,
+wheels only) against exactly one index: the one envlock was given. Its own
+configuration files and the UV_* index variables of this machine are kept
+out, so the lock depends only on the input and the index. uv's pylock output
+carries url, size and sha256 of every file as the index listed them; envlock
+keeps the wheels whose tags fit the target.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from packaging.utils import canonicalize_name
+
+from envlock.errors import DataError, EnvironmentFailure, UsageError
+from envlock.lock.target import Target
+from envlock.model import LockedPackage, LockedWheel
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+# Variables that would add indexes, find-links or config behind envlock's back.
+_UV_STRIP = (
+    "UV_INDEX",
+    "UV_INDEX_URL",
+    "UV_DEFAULT_INDEX",
+    "UV_EXTRA_INDEX_URL",
+    "UV_FIND_LINKS",
+    "UV_CONFIG_FILE",
+    "UV_NO_INDEX",
+    "UV_INDEX_STRATEGY",
+    "UV_OFFLINE",
+    "UV_PYTHON",
+    "UV_CONSTRAINT",
+    "UV_OVERRIDE",
+    "UV_BUILD_CONSTRAINT",
+    "UV_EXCLUDE_NEWER",
+    "UV_NO_BINARY",
+    "UV_NO_BUILD",
+    "UV_PRERELEASE",
+    "UV_RESOLUTION",
+)
+
+_NETWORK_HINTS = (
+    "failed to fetch",
+    "request failed after",
+    "error sending request",
+    "connection refused",
+    "tcp connect error",
+    "dns error",
+    "timed out",
+    "operation timed out",
+    "invalid peer certificate",
+    "unknownissuer",
+    "network is unreachable",
+    "could not connect",
+)
+
+
+def uv_bin() -> str:
+    try:
+        from uv import find_uv_bin
+    except ImportError as e:
+        raise EnvironmentFailure(
+            "the uv resolver is not installed", hint="pip install uv, or pass --resolver pip"
+        ) from e
+    try:
+        return str(find_uv_bin())
+    except FileNotFoundError as e:
+        raise EnvironmentFailure(
+            "the uv package is installed but its binary is missing",
+            hint="reinstall uv, or pass --resolver pip",
+        ) from e
+
+
+@functools.lru_cache(maxsize=1)
+def uv_version() -> str:
+    try:
+        out = subprocess.run(
+            [uv_bin(), "--version"], capture_output=True, text=True, timeout=30, check=True
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        raise EnvironmentFailure(f"cannot run uv: {e}", hint="reinstall uv") from e
+    m = re.search(r"uv (\S+)", out.stdout)
+    if not m:
+        raise EnvironmentFailure(f"unexpected output from uv --version: {out.stdout.strip()!r}")
+    return m.group(1)
+
+
+def uv_env(cache_dir: str | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _UV_STRIP}
+    env["NO_COLOR"] = "1"
+    env["UV_NO_PROGRESS"] = "1"
+    if cache_dir:
+        env["UV_CACHE_DIR"] = cache_dir
+    return env
+
+
+def compile_command(
+    requirements_file: str, output: str, target: Target, index: str, *, offline: bool
+) -> list[str]:
+    cmd = [
+        uv_bin(),
+        "pip",
+        "compile",
+        "--no-config",
+        "--quiet",
+        "--default-index",
+        index,
+        "--python-version",
+        target.python,
+        "--python-platform",
+        target.uv_platform,
+        "--only-binary",
+        ":all:",
+        "--generate-hashes",
+        "--no-header",
+        "-o",
+        output,
+        requirements_file,
+    ]
+    if offline:
+        cmd.insert(4, "--offline")
+    return cmd
+
+
+def _run(cmd: list[str], env: dict[str, str], cwd: str) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=1800, check=False
+        )
+    except subprocess.TimeoutExpired as e:
+        raise EnvironmentFailure(
+            "uv did not finish within 30 minutes", hint="check the network and the index"
+        ) from e
+    except OSError as e:
+        raise EnvironmentFailure(f"cannot run uv: {e}", hint="reinstall uv") from e
+
+
+class ResolverFailed(Exception):
+    """The resolver ran and found no solution; ``output`` is its explanation."""
+
+    def __init__(self, output: str) -> None:
+        super().__init__(output)
+        self.output = output
+
+
+def _network_error(text: str, index: str, offline: bool) -> EnvironmentFailure | None:
+    low = text.lower()
+    if offline and (
+        "network was disabled" in low
+        or "not found in the cache" in low
+        or "no version of" in low
+        or "offline" in low
+    ):
+        return EnvironmentFailure(
+            "--offline: uv's cache lacks metadata needed for this lock",
+            hint="run the same command once without --offline to fill the cache "
+            "(UV_CACHE_DIR selects the cache)",
+        )
+    if any(h in low for h in _NETWORK_HINTS):
+        causes = [ln.strip().removeprefix("cause:").strip() for ln in text.splitlines()]
+        causes = [c for c in causes if c]
+        reason = causes[-1] if causes else "unknown error"
+        return EnvironmentFailure(
+            f"cannot reach the package index at {index}: {reason}",
+            hint="check the network, proxy and CA settings, or pass --index-url "
+            "(pip's index-url and PIP_INDEX_URL are honoured)",
+        )
+    return None
+
+
+def compile_lock(
+    requirements: Sequence[str],
+    target: Target,
+    index: str,
+    *,
+    offline: bool = False,
+    cache_dir: str | None = None,
+) -> tuple[LockedPackage, ...]:
+    """Resolve ``requirements`` for ``target``; raise ResolverFailed on no solution."""
+    env = uv_env(cache_dir)
+    with tempfile.TemporaryDirectory(prefix="envlock-uv-") as tmp:
+        req = Path(tmp, "requirements.in")
+        req.write_text("".join(r + "\n" for r in requirements), encoding="utf-8")
+        out = str(Path(tmp, "pylock.toml"))
+        cmd = compile_command(str(req), out, target, index, offline=offline)
+        proc = _run([*cmd[:3], "--system-certs", *cmd[3:]], env, tmp)
+        if proc.returncode == 2 and "--system-certs" in proc.stderr:
+            # older uv: the flag was called --native-tls
+            proc = _run([*cmd[:3], "--native-tls", *cmd[3:]], env, tmp)
+        text = (proc.stderr or "") + (proc.stdout or "")
+        if proc.returncode != 0:
+            net = _network_error(text, index, offline)
+            if net:
+                raise net
+            if "no solution found" in text.lower() or "unsatisfiable" in text.lower():
+                raise ResolverFailed(text)
+            if proc.returncode == 2:
+                raise UsageError(
+                    f"uv rejected the input: {text.strip()}", hint="check --with / -r lines"
+                )
+            raise EnvironmentFailure(f"uv failed (exit {proc.returncode}): {text.strip()}")
+        try:
+            data = tomllib.loads(Path(out).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise EnvironmentFailure(f"uv wrote no readable pylock.toml: {e}") from e
+    return packages_from_pylock(data, target)
+
+
+def _filename(url: str) -> str:
+    return unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+
+
+def packages_from_pylock(data: dict[str, Any], target: Target) -> tuple[LockedPackage, ...]:
+    """The target's wheels from a pylock document written by a resolver."""
+    out: list[LockedPackage] = []
+    for i, pkg in enumerate(data.get("packages", [])):
+        where = f"resolver pylock.toml: packages[{i}]"
+        try:
+            name = canonicalize_name(pkg["name"])
+            version = str(pkg["version"])
+        except KeyError as e:
+            raise DataError(f"{where}: missing {e}") from None
+        if not target.marker_ok(pkg.get("marker")):
+            continue
+        wheels: list[LockedWheel] = []
+        for w in pkg.get("wheels", []):
+            url = w.get("url")
+            sha = (w.get("hashes") or {}).get("sha256")
+            size = w.get("size")
+            if not url or not sha:
+                raise DataError(f"{where} ({name}): a wheel without url or sha256")
+            filename = w.get("name") or _filename(url)
+            if not target.wheel_ok(filename):
+                continue
+            if size is None:
+                raise DataError(
+                    f"{where} ({name}): the index gave no size for {filename}",
+                    hint="use an index that serves PEP 691 JSON with file sizes",
+                )
+            wheels.append(LockedWheel(filename=filename, url=url, size=int(size), sha256=sha))
+        if not wheels:
+            raise DataError(
+                f"{name} {version} has no wheel for {target.describe()}",
+                hint="pin another version of it with --with",
+            )
+        wheels.sort(key=lambda w: w.filename)
+        out.append(LockedPackage(name=name, version=version, wheels=tuple(wheels)))
+    out.sort(key=lambda p: p.name)
+    return tuple(out)
