@@ -1,0 +1,163 @@
+"""envlock smoke: run the smoke harness inside an image or on this host."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from envlock.errors import UsageError
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "smoke",
+        help="prove inside an image (or on this host) that the GPU is really used",
+        description="Run the smoke harness: framework and CUDA/cuDNN build against the lock, "
+        "GPU visible, compute capability, cuDNN, an op on GPU:0, memory growth, matmul "
+        "TFLOP/s against the datasheet peak. Exit 0 PASSED/WARNED, 1 FAILED, 3 Docker failed.",
+    )
+    p.add_argument("image", nargs="?", help="image to test (name, tag or id)")
+    p.add_argument(
+        "--host", action="store_true", help="run in this interpreter instead of an image"
+    )
+    p.add_argument(
+        "--framework",
+        choices=("tensorflow", "torch", "jax"),
+        help="default: the lock's (expect.json or the image label), else the first importable",
+    )
+    p.add_argument("--expect", metavar="DIR", help="with --host: a bundle folder with expect.json")
+    p.add_argument("--gpus", default="all", help="all (default), none, or a number of GPUs")
+    p.add_argument("--allow-cpu", action="store_true", help="no GPU is a warning, not a failure")
+    p.add_argument("--size", type=int, help="matmul size N (default 8192 on GPU, 512 on CPU)")
+    p.add_argument("--peaks", metavar="FILE", help="with --host: JSON list of GPU datasheet peaks")
+    p.add_argument("--timeout", type=float, default=3600, help="seconds before the run is stopped")
+    p.add_argument("--json", action="store_true", help="print the result document")
+    p.add_argument(
+        "-o", "--output", metavar="FILE", help="write the result (or signed report) here"
+    )
+    p.add_argument("--sign", metavar="KEY", help="sign the result with this private key (needs -o)")
+    p.add_argument("--lock", metavar="DIR", help="bundle folder whose lock the signed report names")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from envlock.smoke import runner
+
+    if args.size is not None and args.size <= 0:
+        raise UsageError(f"--size {args.size}: must be a positive matrix size", hint="--size 4096")
+    if args.sign and not args.output:
+        raise UsageError("--sign needs -o FILE for the signed report", hint="-o report.intoto.json")
+    if args.host:
+        if args.image:
+            raise UsageError(
+                f"give an image or --host, not both ({args.image!r})",
+                hint="envlock smoke IMAGE, or envlock smoke --host",
+            )
+        result = runner.run_on_host(
+            args.framework,
+            Path(args.expect) if args.expect else None,
+            args.allow_cpu,
+            size=args.size,
+            peaks_file=Path(args.peaks) if args.peaks else None,
+            timeout=args.timeout,
+        )
+        image_id = None
+    else:
+        if not args.image:
+            raise UsageError("no image given", hint="envlock smoke IMAGE, or envlock smoke --host")
+        if args.expect or args.peaks:
+            raise UsageError(
+                "--expect and --peaks are for --host runs",
+                hint="an image carries its own /opt/envlock/expect.json",
+            )
+        result = runner.run_in_image(
+            args.image,
+            gpus=args.gpus,
+            allow_cpu=args.allow_cpu,
+            framework=args.framework,
+            size=args.size,
+            timeout=args.timeout,
+        )
+        image_id = result.get("image", {}).get("id")
+
+    if args.output:
+        from envlock.fsutil import atomic_write
+
+        out: dict[str, Any] = result
+        if args.sign:
+            out = _sign(result, Path(args.sign), args, image_id)
+        atomic_write(Path(args.output), json.dumps(out, indent=2) + "\n")
+    if args.json:
+        from envlock.output import emit_json
+
+        emit_json(result)
+    else:
+        sys.stdout.write(describe(result))
+    return runner.exit_code_for(result)
+
+
+def _sign(result: dict[str, Any], key: Path, args: argparse.Namespace, image_id: str | None) -> Any:
+    try:
+        from envlock.report import sign_result
+    except ImportError as e:
+        raise UsageError(
+            f"signing is not available in this installation ({e})",
+            hint="install envlock with its dependencies (cryptography)",
+        ) from e
+    lock_dir = Path(args.lock) if args.lock else None
+    if lock_dir is None and args.expect:
+        lock_dir = Path(args.expect)
+    if lock_dir is not None and not (lock_dir / "pylock.toml").is_file():
+        lock_dir = None
+    return sign_result(result, key, lock_dir=lock_dir, image_id=image_id)
+
+
+def describe(result: dict[str, Any]) -> str:
+    """The readable report: a header, the checks table, the benchmark table."""
+    from envlock.output import table
+
+    lines = []
+    head = f"{result.get('status')}: {result.get('framework') or '?'} {result.get('version') or ''}"
+    image = result.get("image")
+    if image:
+        head += f" in {image.get('ref')}"
+    lines.append(head.rstrip())
+    for gpu in result.get("gpus") or []:
+        lines.append(
+            f"GPU: {gpu.get('name')} (compute capability {gpu.get('compute_capability')}, "
+            f"{gpu.get('memory_total_mb')} MB, driver {gpu.get('driver')})"
+        )
+    lines.append("")
+    rows = [
+        [c.get("status", ""), c.get("name", ""), c.get("reason", "")]
+        for c in result.get("checks", [])
+    ]
+    lines.append(table(["status", "check", "reason"], rows).rstrip())
+    bench = (result.get("benchmark") or {}).get("results") or []
+    if bench:
+        lines.append("")
+        brows = []
+        for r in bench:
+            frac = r.get("fraction_of_peak")
+            brows.append(
+                [
+                    f"matmul {r['n']}^3",
+                    r.get("math", r.get("dtype", "")),
+                    r.get("device", ""),
+                    f"{r['seconds_per_op']['median'] * 1e3:.3f}",
+                    f"{r['tflops']:.2f}",
+                    str(r.get("peak_tflops", "-")),
+                    f"{frac * 100:.0f}%" if frac is not None else "-",
+                ]
+            )
+        lines.append(
+            table(
+                ["op", "math", "device", "ms (median)", "TFLOP/s", "peak", "of peak"], brows
+            ).rstrip()
+        )
+    if result.get("duration_s") is not None:
+        lines.append(f"\n({result['duration_s']} s)")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,1253 @@
+#!/usr/bin/env python3
+"""envlock smoke harness: prove from inside an environment that the GPU is used.
+
+One file, standard library only, Python 3.8 or newer, so it runs inside any
+image and on any host::
+
+    python envlock_smoke.py --expect expect.json [--allow-cpu] [--framework NAME]
+
+It imports the framework under test (tensorflow, torch or jax), compares what
+it finds with the lock's expectations, checks that the GPU is visible and
+really used, and measures matmul throughput against the GPU's datasheet peak.
+
+Output: ONE JSON document on stdout (schema ``envlock.smoke/v1``); everything
+else, the framework's own chatter included, goes to stderr. Exit status 0 when
+the result is PASSED or WARNED, 1 when FAILED. A check that crashes is reported
+as a FAIL naming the check and the exception, never as a traceback dump.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+
+SCHEMA = "envlock.smoke/v1"
+PASS, WARN, FAIL, SKIP = "PASS", "WARN", "FAIL", "SKIP"
+FRAMEWORKS = ("tensorflow", "torch", "jax")
+PRETTY = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
+DEFAULT_RUNTIME_FILES = ("/opt/envlock/runtime.json",)
+
+
+def log(message):
+    sys.stderr.write(f"envlock-smoke: {message}\n")
+    sys.stderr.flush()
+
+
+def _error_text(exc):
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    if len(first) > 300:
+        first = first[:300] + "..."
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _where(exc):
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return None
+    last = frames[-1]
+    return f"{os.path.basename(last.filename)}:{last.lineno} in {last.name}"
+
+
+# ---------------------------------------------------------------- versions
+
+
+def _parts(version):
+    """'12.2.140' -> [12, 2, 140]; stops at the first non-numeric part."""
+    out = []
+    for piece in str(version).split("+")[0].split("."):
+        digits = ""
+        for ch in piece:
+            if ch.isdigit():
+                digits += ch
+            else:
+                break
+        if not digits:
+            break
+        out.append(int(digits))
+        if digits != piece:
+            break
+    return out
+
+
+def same_release(expected, actual):
+    """Framework versions: equal public versions ('2.11.0' == '2.11.0+cu130')."""
+    return str(expected).split("+")[0].strip() == str(actual).split("+")[0].strip()
+
+
+def prefix_match(expected, actual):
+    """Compare the components both sides state: '12.2' vs '12.2.140' match,
+    '8.9' vs '8' match on the major only (the caller says so)."""
+    e, a = _parts(expected), _parts(actual)
+    if not e or not a:
+        return False
+    n = min(len(e), len(a))
+    return e[:n] == a[:n]
+
+
+def cudnn_from_int(value):
+    """cudnnGetVersion(): 8906 -> '8.9.6' (cuDNN 8), 91002 -> '9.10.2' (cuDNN 9+)."""
+    value = int(value)
+    if value >= 90000:
+        return f"{value // 10000}.{(value % 10000) // 100}.{value % 100}"
+    return f"{value // 1000}.{(value % 1000) // 100}.{value % 100}"
+
+
+def sm_of(capability):
+    """'9.0' -> 90."""
+    major, _, minor = str(capability).partition(".")
+    return int(major) * 10 + int(minor or 0)
+
+
+def capability_verdict(capability, compiled):
+    """Is a GPU of ``capability`` ('8.6') served by the compiled targets?
+
+    ``compiled`` lists 'sm_80' (machine code) and 'compute_80' (PTX) entries.
+    Machine code runs on the same major at an equal or higher minor; PTX is
+    JIT-compiled by the driver for any equal or newer GPU.
+    """
+    gpu = sm_of(capability)
+    sass, ptx = [], []
+    for entry in compiled:
+        text = str(entry).strip().lower()
+        kind, _, number = text.partition("_")
+        digits = "".join(ch for ch in number if ch.isdigit())
+        if not digits:
+            continue
+        (sass if kind == "sm" else ptx if kind == "compute" else []).append(int(digits))
+    listing = ", ".join(str(c) for c in compiled)
+    if gpu in sass:
+        return PASS, f"compute capability {capability} has machine code (sm_{gpu}) in the build"
+    same_major = [s for s in sass if s // 10 == gpu // 10 and s <= gpu]
+    if same_major:
+        best = max(same_major)
+        return PASS, f"compute capability {capability} runs the sm_{best} machine code of the build"
+    older_ptx = [p for p in ptx if p <= gpu]
+    if older_ptx:
+        return WARN, (
+            f"compute capability {capability} is not among the compiled targets ({listing}): "
+            f"kernels will be JIT-compiled from PTX (compute_{max(older_ptx)}), slow first start"
+        )
+    return FAIL, f"compute capability {capability} is unsupported: the build targets only {listing}"
+
+
+# ---------------------------------------------------------------- host probes
+
+
+def nvidia_smi():
+    """GPUs as nvidia-smi lists them (empty when there is no nvidia-smi)."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    query = "index,name,compute_cap,memory.total,driver_version"
+    try:
+        out = subprocess.run(
+            [smi, "--query-gpu=" + query, "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        log(f"nvidia-smi failed: {e}")
+        return []
+    if out.returncode != 0:
+        return []
+    rows = []
+    for line in out.stdout.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != 5:
+            continue
+        try:
+            memory = int(float(cells[3]))
+        except ValueError:
+            memory = None
+        rows.append(
+            {
+                "index": cells[0],
+                "name": cells[1],
+                "compute_capability": cells[2],
+                "memory_total_mb": memory,
+                "driver": cells[4],
+            }
+        )
+    return rows
+
+
+def driver_version():
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            text = f.read()
+    except OSError:
+        return None
+    for word in text.split():
+        parts = word.split(".")
+        if len(parts) >= 2 and all(p.isdigit() for p in parts):
+            return word
+    return None
+
+
+def loaded_libraries(stem):
+    """Paths of loaded shared objects whose file name starts with ``stem``."""
+    found = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.rstrip("\n").split(" ")[-1]
+                if os.path.basename(path).startswith(stem) and path not in found:
+                    found.append(path)
+    except OSError:
+        pass
+    return found
+
+
+def cudnn_runtime_version():
+    """(version, path) of the cuDNN this process has loaded, via cudnnGetVersion."""
+    import ctypes
+
+    for path in loaded_libraries("libcudnn.so") + loaded_libraries("libcudnn_graph.so"):
+        try:
+            lib = ctypes.CDLL(path)
+            lib.cudnnGetVersion.restype = ctypes.c_size_t
+            return cudnn_from_int(lib.cudnnGetVersion()), path
+        except (OSError, AttributeError):
+            continue
+    return None, None
+
+
+def cudnn_loadable(major):
+    """Can libcudnn.so.<major> be loaded by name? (version, or why not)."""
+    import ctypes
+
+    names = [f"libcudnn.so.{major}"] if major else ["libcudnn.so.9", "libcudnn.so.8"]
+    errors = []
+    for name in names:
+        try:
+            lib = ctypes.CDLL(name)
+            lib.cudnnGetVersion.restype = ctypes.c_size_t
+            return True, f"{name} loads by name: cuDNN {cudnn_from_int(lib.cudnnGetVersion())}"
+        except (OSError, AttributeError) as e:
+            errors.append(f"{name}: {e}")
+    return False, "; ".join(errors)
+
+
+def host_info():
+    info = {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "python_executable": sys.executable,
+        "cpu_count": os.cpu_count(),
+        "in_container": os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"),
+    }
+    driver = driver_version()
+    if driver:
+        info["driver"] = driver
+    return info
+
+
+# ---------------------------------------------------------------- runtime settings
+
+
+def load_runtime_config(expect_path):
+    """The bundle's runtime.json: ENVLOCK_RUNTIME_CONFIG, beside expect.json, /opt/envlock."""
+    candidates = []
+    env = os.environ.get("ENVLOCK_RUNTIME_CONFIG")
+    if env:
+        candidates.append(env)
+    if expect_path:
+        candidates.append(
+            os.path.join(os.path.dirname(os.path.abspath(expect_path)), "runtime.json")
+        )
+    candidates.extend(DEFAULT_RUNTIME_FILES)
+    for path in candidates:
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            if not isinstance(data, dict):
+                raise ValueError(f"{path}: expected a JSON object")
+            return path, data
+    return None, {}
+
+
+def _setting(config, *names):
+    for name in names:
+        if name in config:
+            return config[name]
+    return None
+
+
+def apply_environment(framework, config):
+    """Settings that must be in the environment before the framework is imported."""
+    applied = {}
+    visible = _setting(config, "visible_devices", "cuda_visible_devices")
+    if visible is not None and "CUDA_VISIBLE_DEVICES" not in os.environ:
+        if isinstance(visible, (list, tuple)):
+            visible = ",".join(str(v) for v in visible)
+        if str(visible) not in ("all", ""):
+            os.environ["CUDA_VISIBLE_DEVICES"] = str(visible)
+            applied["CUDA_VISIBLE_DEVICES"] = str(visible)
+    growth = _setting(config, "memory_growth")
+    growth = True if growth is None else bool(growth)
+    if framework == "jax" and growth and "XLA_PYTHON_CLIENT_PREALLOCATE" not in os.environ:
+        os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+        applied["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+    if framework == "tensorflow":
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+    return growth, applied
+
+
+# ---------------------------------------------------------------- adapters
+
+
+class Adapter:
+    """What the harness needs from a framework. Each method may raise."""
+
+    name = ""
+
+    def __init__(self):
+        self.module = None
+        self.gpu_list = []
+
+    def load(self):
+        raise NotImplementedError
+
+    def version(self):
+        raise NotImplementedError
+
+    def build_info(self):
+        """{'cuda': str|None, 'cudnn': str|None, 'compute_capabilities': [..]|None, ...}"""
+        raise NotImplementedError
+
+    def set_memory_growth(self, enabled):
+        """Called before the GPU is used; returns a reason string."""
+        raise NotImplementedError
+
+    def gpus(self):
+        """[{'name', 'compute_capability', 'memory_total_mb'}] of visible GPUs."""
+        raise NotImplementedError
+
+    def runtime_cudnn(self):
+        """(version string, where) of the cuDNN loaded at runtime, or (None, why)."""
+        raise NotImplementedError
+
+    def op_on_gpu(self):
+        """Run a small op on GPU 0; returns (device string, max abs error vs the CPU)."""
+        raise NotImplementedError
+
+    def memory_in_use(self):
+        """{'in_use_mb', 'reserved_mb'} for GPU 0, whatever the framework reports."""
+        return {}
+
+    def settings(self):
+        return {}
+
+    def matmul_timer(self, dtype, n, on_gpu):
+        """Return (run(k) -> seconds for k chained, synchronized products, math label)."""
+        raise NotImplementedError
+
+
+class TensorFlowAdapter(Adapter):
+    name = "tensorflow"
+
+    def load(self):
+        import tensorflow as tf
+
+        self.module = tf
+
+    def version(self):
+        return self.module.__version__
+
+    def build_info(self):
+        raw = dict(self.module.sysconfig.get_build_info())
+        caps = raw.get("cuda_compute_capabilities")
+        return {
+            "cuda": raw.get("cuda_version"),
+            "cudnn": raw.get("cudnn_version"),
+            "compute_capabilities": list(caps) if caps else None,
+            "is_cuda_build": bool(raw.get("is_cuda_build", False)),
+            "raw": {
+                k: (v if isinstance(v, (str, int, float, bool)) else str(v)) for k, v in raw.items()
+            },
+        }
+
+    def _physical_gpus(self):
+        return self.module.config.list_physical_devices("GPU")
+
+    def set_memory_growth(self, enabled):
+        gpus = self._physical_gpus()
+        if not gpus:
+            return None
+        for gpu in gpus:
+            self.module.config.experimental.set_memory_growth(gpu, enabled)
+        got = [self.module.config.experimental.get_memory_growth(g) for g in gpus]
+        if any(g != enabled for g in got):
+            raise RuntimeError(f"memory growth reads back {got} after setting {enabled}")
+        return f"memory growth {'on' if enabled else 'off'} on {len(gpus)} GPU(s)"
+
+    def gpus(self):
+        out = []
+        for gpu in self._physical_gpus():
+            details = self.module.config.experimental.get_device_details(gpu)
+            cc = details.get("compute_capability")
+            out.append(
+                {
+                    "name": details.get("device_name", gpu.name),
+                    "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
+                    "memory_total_mb": None,
+                    "device": gpu.name,
+                }
+            )
+        return out
+
+    def runtime_cudnn(self):
+        tf = self.module
+        with tf.device("/GPU:0"):
+            x = tf.random.normal([1, 16, 16, 4])
+            k = tf.random.normal([3, 3, 4, 4])
+            y = tf.nn.conv2d(x, k, strides=1, padding="SAME")
+            y.numpy()
+        version, path = cudnn_runtime_version()
+        return version, path or "no libcudnn in the process after a convolution on GPU:0"
+
+    def op_on_gpu(self):
+        tf = self.module
+        a = tf.random.uniform([256, 256], seed=1)
+        b = tf.random.uniform([256, 256], seed=2)
+        with tf.device("/GPU:0"):
+            c = tf.matmul(a, b)
+        with tf.device("/CPU:0"):
+            ref = tf.matmul(a, b)
+        err = float(tf.reduce_max(tf.abs(c - ref)).numpy())
+        return c.device, err
+
+    def memory_in_use(self):
+        info = self.module.config.experimental.get_memory_info("GPU:0")
+        return {
+            "in_use_mb": round(info["current"] / 2**20, 1),
+            "peak_mb": round(info["peak"] / 2**20, 1),
+        }
+
+    def settings(self):
+        out = {}
+        try:
+            out["tensor_float_32"] = bool(
+                self.module.config.experimental.tensor_float_32_execution_enabled()
+            )
+        except Exception as e:  # noqa: BLE001 - reported, not fatal
+            out["tensor_float_32"] = f"unknown ({_error_text(e)})"
+        try:
+            out["precision_policy"] = self.module.keras.mixed_precision.global_policy().name
+        except Exception as e:  # noqa: BLE001
+            out["precision_policy"] = f"unknown ({_error_text(e)})"
+        return out
+
+    def matmul_timer(self, dtype, n, on_gpu):
+        tf = self.module
+        device = "/GPU:0" if on_gpu else "/CPU:0"
+        tf_dtype = {"fp32": tf.float32, "fp16": tf.float16, "bf16": tf.bfloat16}[dtype]
+        with tf.device(device):
+            a = tf.cast(tf.random.normal([n, n]), tf_dtype)
+            b = tf.cast(tf.random.normal([n, n]), tf_dtype)
+            a.numpy()[0, 0]
+
+        def run(k):
+            with tf.device(device):
+                start = time.perf_counter()
+                c = None
+                for _ in range(k):
+                    c = tf.matmul(a, b)
+                c[0, 0].numpy()  # one element to the host: waits for the stream
+                return time.perf_counter() - start
+
+        math = dtype
+        if (
+            dtype == "fp32"
+            and on_gpu
+            and tf.config.experimental.tensor_float_32_execution_enabled()
+        ):
+            math = "tf32"
+        return run, math
+
+
+class TorchAdapter(Adapter):
+    name = "torch"
+
+    def load(self):
+        import torch
+
+        self.module = torch
+
+    def version(self):
+        return self.module.__version__
+
+    def build_info(self):
+        torch = self.module
+        cudnn = None
+        try:
+            if torch.backends.cudnn.is_available():
+                cudnn = cudnn_from_int(torch.backends.cudnn.version())
+        except Exception:  # noqa: BLE001 - a CPU build answers with errors
+            cudnn = None
+        caps = None
+        if torch.version.cuda:
+            try:
+                caps = list(torch.cuda.get_arch_list()) or None
+            except Exception:  # noqa: BLE001
+                caps = None
+        return {
+            "cuda": torch.version.cuda,
+            "cudnn": cudnn,
+            "compute_capabilities": caps,
+            "is_cuda_build": torch.version.cuda is not None,
+            "raw": {"git_version": getattr(torch.version, "git_version", None)},
+        }
+
+    def set_memory_growth(self, enabled):
+        # PyTorch's caching allocator takes memory as tensors need it; the
+        # check that follows the op (memory_in_use) shows it held a small part.
+        conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or "default config"
+        if not enabled:
+            return f"PyTorch has no preallocation switch; its allocator grows on demand ({conf})"
+        return f"PyTorch's caching allocator grows on demand ({conf})"
+
+    def gpus(self):
+        torch = self.module
+        if not torch.cuda.is_available():
+            return []
+        out = []
+        for i in range(torch.cuda.device_count()):
+            p = torch.cuda.get_device_properties(i)
+            out.append(
+                {
+                    "name": p.name,
+                    "compute_capability": f"{p.major}.{p.minor}",
+                    "memory_total_mb": int(p.total_memory // 2**20),
+                    "device": f"cuda:{i}",
+                }
+            )
+        return out
+
+    def runtime_cudnn(self):
+        torch = self.module
+        if not torch.backends.cudnn.is_available():
+            return None, "torch.backends.cudnn reports cuDNN unavailable"
+        x = torch.randn(1, 4, 16, 16, device="cuda:0")
+        w = torch.randn(4, 4, 3, 3, device="cuda:0")
+        torch.nn.functional.conv2d(x, w, padding=1)
+        torch.cuda.synchronize()
+        version = cudnn_from_int(torch.backends.cudnn.version())
+        paths = loaded_libraries("libcudnn")
+        return version, paths[0] if paths else "torch.backends.cudnn"
+
+    def op_on_gpu(self):
+        torch = self.module
+        g = torch.Generator().manual_seed(1)
+        a = torch.rand(256, 256, generator=g)
+        b = torch.rand(256, 256, generator=g)
+        c = a.to("cuda:0") @ b.to("cuda:0")
+        torch.cuda.synchronize()
+        err = float((c.cpu() - a @ b).abs().max())
+        return str(c.device), err
+
+    def memory_in_use(self):
+        torch = self.module
+        return {
+            "in_use_mb": round(torch.cuda.memory_allocated(0) / 2**20, 1),
+            "reserved_mb": round(torch.cuda.memory_reserved(0) / 2**20, 1),
+        }
+
+    def settings(self):
+        torch = self.module
+        return {
+            "allow_tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+            "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+        }
+
+    def matmul_timer(self, dtype, n, on_gpu):
+        torch = self.module
+        device = "cuda:0" if on_gpu else "cpu"
+        t_dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+        g = torch.Generator(device=device).manual_seed(0)
+        a = torch.randn(n, n, device=device, dtype=t_dtype, generator=g)
+        b = torch.randn(n, n, device=device, dtype=t_dtype, generator=g)
+        out = torch.empty(n, n, device=device, dtype=t_dtype)
+
+        def sync():
+            if on_gpu:
+                torch.cuda.synchronize()
+
+        def run(k):
+            sync()
+            start = time.perf_counter()
+            for _ in range(k):
+                torch.matmul(a, b, out=out)
+            sync()
+            return time.perf_counter() - start
+
+        math = dtype
+        if dtype == "fp32" and on_gpu and torch.backends.cuda.matmul.allow_tf32:
+            math = "tf32"
+        return run, math
+
+
+class JaxAdapter(Adapter):
+    name = "jax"
+
+    def load(self):
+        import jax
+
+        self.module = jax
+        self.jaxlib_version = None
+        try:
+            import jaxlib
+
+            self.jaxlib_version = getattr(jaxlib, "__version__", None)
+        except ImportError:
+            pass
+
+    def version(self):
+        return self.module.__version__
+
+    def _gpu_devices(self):
+        try:
+            return [d for d in self.module.devices() if d.platform in ("gpu", "cuda", "rocm")]
+        except RuntimeError:
+            return []
+
+    def _plugin(self):
+        """(name, version) of the installed CUDA plugin distribution, if any."""
+        try:
+            from importlib import metadata
+        except ImportError:  # Python < 3.8 has no importlib.metadata
+            return None, None
+        for dist in metadata.distributions():
+            name = (dist.metadata.get("Name") or "").lower()
+            if name.startswith("jax-cuda") and name.endswith("-plugin"):
+                return name, dist.version
+        return None, None
+
+    def build_info(self):
+        plugin, plugin_version = self._plugin()
+        cuda = None
+        if plugin:
+            digits = "".join(ch for ch in plugin.split("-")[1] if ch.isdigit())
+            cuda = digits or None
+        cudnn = None
+        try:
+            from jax._src.lib import cuda_versions  # jaxlib's own record, when present
+
+            if cuda_versions is not None:
+                cuda = self._cuda_text(cuda_versions.cuda_runtime_build_version()) or cuda
+                cudnn = cudnn_from_int(cuda_versions.cudnn_build_version())
+        except Exception:  # noqa: BLE001 - private API, optional
+            pass
+        return {
+            "cuda": cuda,
+            "cudnn": cudnn,
+            "compute_capabilities": None,
+            "is_cuda_build": plugin is not None,
+            "raw": {
+                "jaxlib": self.jaxlib_version,
+                "plugin": plugin,
+                "plugin_version": plugin_version,
+            },
+        }
+
+    @staticmethod
+    def _cuda_text(value):
+        if not value:
+            return None
+        value = int(value)
+        return f"{value // 1000}.{(value % 1000) // 10}"
+
+    def set_memory_growth(self, enabled):
+        value = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE")
+        if enabled and value != "false":
+            raise RuntimeError(
+                f"XLA_PYTHON_CLIENT_PREALLOCATE={value}: JAX preallocates most of the GPU"
+            )
+        return f"XLA_PYTHON_CLIENT_PREALLOCATE={value} before jax started"
+
+    def gpus(self):
+        out = []
+        for d in self._gpu_devices():
+            total = None
+            try:
+                stats = d.memory_stats() or {}
+                if "bytes_limit" in stats:
+                    total = int(stats["bytes_limit"] // 2**20)
+            except Exception:  # noqa: BLE001
+                pass
+            out.append(
+                {
+                    "name": d.device_kind,
+                    "compute_capability": getattr(d, "compute_capability", None),
+                    "memory_total_mb": total,
+                    "device": str(d),
+                }
+            )
+        return out
+
+    def runtime_cudnn(self):
+        jax = self.module
+        dev = self._gpu_devices()[0]
+        x = jax.device_put(jax.numpy.ones((1, 4, 16, 16), "float32"), dev)
+        w = jax.device_put(jax.numpy.ones((4, 4, 3, 3), "float32"), dev)
+        jax.lax.conv(x, w, (1, 1), "SAME").block_until_ready()
+        version, path = cudnn_runtime_version()
+        return version, path or "no libcudnn in the process after a convolution on the GPU"
+
+    def op_on_gpu(self):
+        jax = self.module
+        import random
+
+        rng = random.Random(1)
+        rows = [[rng.random() for _ in range(128)] for _ in range(128)]
+        dev = self._gpu_devices()[0]
+        cpu = jax.devices("cpu")[0]
+        a_gpu = jax.device_put(jax.numpy.asarray(rows, "float32"), dev)
+        a_cpu = jax.device_put(jax.numpy.asarray(rows, "float32"), cpu)
+        hi = jax.lax.Precision.HIGHEST
+        c = jax.numpy.matmul(a_gpu, a_gpu, precision=hi).block_until_ready()
+        ref = jax.numpy.matmul(a_cpu, a_cpu, precision=hi)
+        err = float(abs(jax.device_get(c) - jax.device_get(ref)).max())
+        devices = c.devices() if hasattr(c, "devices") else {c.device()}
+        return ",".join(str(d) for d in devices), err
+
+    def memory_in_use(self):
+        stats = self._gpu_devices()[0].memory_stats() or {}
+        out = {}
+        if "bytes_in_use" in stats:
+            out["in_use_mb"] = round(stats["bytes_in_use"] / 2**20, 1)
+        if "pool_bytes" in stats:
+            out["reserved_mb"] = round(stats["pool_bytes"] / 2**20, 1)
+        if "bytes_limit" in stats:
+            out["limit_mb"] = round(stats["bytes_limit"] / 2**20, 1)
+        return out
+
+    def settings(self):
+        cfg = self.module.config
+        return {
+            "XLA_PYTHON_CLIENT_PREALLOCATE": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
+            "XLA_PYTHON_CLIENT_MEM_FRACTION": os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION"),
+            "default_matmul_precision": str(getattr(cfg, "jax_default_matmul_precision", None)),
+        }
+
+    def matmul_timer(self, dtype, n, on_gpu):
+        jax = self.module
+        jnp = jax.numpy
+        dev = self._gpu_devices()[0] if on_gpu else jax.devices("cpu")[0]
+        j_dtype = {"fp32": jnp.float32, "fp16": jnp.float16, "bf16": jnp.bfloat16}[dtype]
+        k1, k2 = jax.random.split(jax.random.PRNGKey(0))
+        a = jax.device_put(jax.random.normal(k1, (n, n), j_dtype), dev)
+        b = jax.device_put(jax.random.normal(k2, (n, n), j_dtype), dev)
+        precision = jax.lax.Precision.HIGHEST if dtype == "fp32" else None
+        mm = jax.jit(lambda x, y: jnp.matmul(x, y, precision=precision))
+        mm(a, b).block_until_ready()
+
+        def run(k):
+            start = time.perf_counter()
+            outs = [mm(a, b) for _ in range(k)]
+            jax.block_until_ready(outs)
+            return time.perf_counter() - start
+
+        return run, dtype
+
+
+ADAPTERS = {"tensorflow": TensorFlowAdapter, "torch": TorchAdapter, "jax": JaxAdapter}
+
+
+def detect_framework():
+    import importlib.util
+
+    for name in FRAMEWORKS:
+        if importlib.util.find_spec(name) is not None:
+            return name
+    return None
+
+
+# ---------------------------------------------------------------- peaks
+
+
+def _normalize_gpu_name(name):
+    text = str(name).lower()
+    if "(" in text:
+        text = text.split("(")[0]
+    return " ".join(text.replace("-", " ").split())
+
+
+def find_peak(peaks, gpu_name):
+    """The gpu_peaks entry for a GPU name as the framework or nvidia-smi shows it."""
+    if not peaks or not gpu_name:
+        return None
+    wanted = _normalize_gpu_name(gpu_name)
+    exact = [p for p in peaks if _normalize_gpu_name(p.get("name", "")) == wanted]
+    if exact:
+        return exact[0]
+    loose = [
+        p
+        for p in peaks
+        if _normalize_gpu_name(p.get("name", "")) in wanted
+        or wanted in _normalize_gpu_name(p.get("name", ""))
+    ]
+    return loose[0] if len(loose) == 1 else None
+
+
+# ---------------------------------------------------------------- the run
+
+
+class Run:
+    def __init__(self, args):
+        self.args = args
+        self.checks = []
+        self.failed_steps = set()
+
+    def add(self, name, status, reason, **extra):
+        entry = {"name": name, "status": status, "reason": reason}
+        entry.update(extra)
+        self.checks.append(entry)
+        log(f"{status:<4} {name}: {reason}")
+        return entry
+
+    def step(self, name, fn):
+        """Run one check; an exception becomes a FAIL naming the check and the error."""
+        try:
+            outcome = fn()
+        except Exception as exc:  # noqa: BLE001 - this is the harness's safety net
+            self.failed_steps.add(name)
+            entry = self.add(name, FAIL, f"{name} crashed: {_error_text(exc)}")
+            entry["error"] = {
+                "type": type(exc).__name__,
+                "message": str(exc)[:2000],
+                "where": _where(exc),
+            }
+            if os.environ.get("ENVLOCK_SMOKE_DEBUG") == "1":
+                traceback.print_exc()
+            return None
+        if outcome is None:
+            return None
+        status, reason = outcome[0], outcome[1]
+        extra = outcome[2] if len(outcome) > 2 else {}
+        self.add(name, status, reason, **extra)
+        return status
+
+
+def overall(checks):
+    statuses = {c["status"] for c in checks}
+    if FAIL in statuses:
+        return "FAILED"
+    if WARN in statuses:
+        return "WARNED"
+    return "PASSED"
+
+
+def bench_matmul(adapter, dtype, n, on_gpu, warmup, repeats, per_repeat, peak):
+    run, math = adapter.matmul_timer(dtype, n, on_gpu)
+    run(max(1, warmup))
+    times = [run(per_repeat) / per_repeat for _ in range(repeats)]
+    median = statistics.median(times)
+    flops = 2.0 * n * n * n
+    entry = {
+        "op": "matmul",
+        "dtype": dtype,
+        "math": math,
+        "device": "gpu:0" if on_gpu else "cpu",
+        "n": n,
+        "warmup": warmup,
+        "repeats": repeats,
+        "per_repeat": per_repeat,
+        "seconds_per_op": {"median": median, "min": min(times), "max": max(times)},
+        "tflops": round(flops / median / 1e12, 3),
+    }
+    if peak is not None:
+        tflops = (peak.get("tflops") or {}).get(math)
+        if tflops:
+            entry["peak_tflops"] = tflops
+            entry["fraction_of_peak"] = round(flops / median / 1e12 / float(tflops), 4)
+    return entry
+
+
+def _load_json(path, what):
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    if not isinstance(data, (dict, list)):
+        raise ValueError(f"{what} {path}: expected a JSON object")
+    return data
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="envlock_smoke.py",
+        description="envlock smoke test: framework, CUDA/cuDNN build, GPU use and matmul speed.",
+    )
+    p.add_argument("--expect", metavar="FILE", help="expect.json from the bundle")
+    p.add_argument(
+        "--framework", choices=FRAMEWORKS, help="default: expect.json's, else the first importable"
+    )
+    p.add_argument("--allow-cpu", action="store_true", help="no GPU is a warning, not a failure")
+    p.add_argument(
+        "--size", type=int, help="matmul size N (NxN @ NxN); default 8192 on GPU, 512 on CPU"
+    )
+    p.add_argument("--repeats", type=int, default=7, help="timed repeats; the median is reported")
+    p.add_argument(
+        "--per-repeat", type=int, help="products per timed repeat (default 10 GPU, 2 CPU)"
+    )
+    p.add_argument("--warmup", type=int, default=3, help="untimed products first")
+    p.add_argument("--peaks", metavar="FILE", help="JSON list of GPU datasheet peaks (gpu_peaks)")
+    p.add_argument(
+        "--min-fraction",
+        type=float,
+        default=0.5,
+        help="half-precision matmul below this fraction of the peak is a warning (default 0.5)",
+    )
+    p.add_argument("--no-benchmark", action="store_true", help="checks only")
+    return p.parse_args(argv)
+
+
+def smoke(args, started):
+    run = Run(args)
+    result = {
+        "schema": SCHEMA,
+        "status": "FAILED",
+        "framework": None,
+        "version": None,
+        "expected": {},
+        "build_info": {},
+        "gpus": [],
+        "checks": run.checks,
+        "benchmark": {},
+        "settings": {},
+        "host": {},
+        "duration_s": None,
+    }
+    try:
+        _smoke(run, args, result)
+    except Exception as exc:  # noqa: BLE001 - last safety net: report, never dump
+        run.add(
+            "harness",
+            FAIL,
+            f"the harness crashed: {_error_text(exc)}",
+            error={"where": _where(exc)},
+        )
+    result["status"] = overall(run.checks)
+    result["duration_s"] = round(time.perf_counter() - started, 3)
+    return result
+
+
+def _smoke(run, args, result):
+    result["host"] = host_info()
+    expect = {}
+    if args.expect:
+        loaded = {}
+
+        def read_expect():
+            loaded["data"] = _load_json(args.expect, "expect file")
+            return None
+
+        run.step("expect", read_expect)
+        if "expect" in run.failed_steps:
+            return
+        expect = loaded["data"]
+    result["expected"] = expect
+    peaks = expect.get("gpu_peaks") if isinstance(expect, dict) else None
+    if args.peaks:
+        loaded_peaks = {}
+
+        def read_peaks():
+            data = _load_json(args.peaks, "peaks file")
+            loaded_peaks["data"] = data.get("gpu_peaks", data) if isinstance(data, dict) else data
+            return None
+
+        run.step("peaks", read_peaks)
+        peaks = loaded_peaks.get("data", peaks)
+
+    framework = args.framework or expect.get("framework") or detect_framework()
+    if framework not in ADAPTERS:
+        run.add(
+            "framework",
+            FAIL,
+            "no framework to test: pass --framework (tensorflow, torch, jax) or install one"
+            if framework is None
+            else "unknown framework {!r} (known: {})".format(framework, ", ".join(FRAMEWORKS)),
+        )
+        return
+    result["framework"] = framework
+    pretty = PRETTY[framework]
+
+    config_box = {}
+
+    def read_runtime():
+        config_box["path"], config_box["data"] = load_runtime_config(args.expect)
+        return None
+
+    run.step("runtime_config", read_runtime)
+    config = config_box.get("data") or {}
+    growth, applied = apply_environment(framework, config)
+    settings = {
+        "runtime_config": config_box.get("path"),
+        "runtime": config,
+        "applied_environment": applied,
+        "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "memory_growth": growth,
+    }
+    result["settings"] = settings
+
+    adapter = ADAPTERS[framework]()
+    run.step("import", lambda: (PASS, f"imported {framework}") if adapter.load() is None else None)
+    if "import" in run.failed_steps:
+        run.checks[-1]["reason"] = "cannot import {}: {}".format(
+            framework,
+            run.checks[-1]["reason"].split("crashed: ", 1)[-1],
+        )
+        return
+
+    # Memory growth must be set before anything touches the GPU.
+    growth_box = {}
+
+    def set_growth():
+        growth_box["reason"] = adapter.set_memory_growth(growth)
+        return None
+
+    run.step("memory_growth", set_growth)
+
+    def version_check():
+        version = adapter.version()
+        result["version"] = version
+        want = expect.get("version")
+        if not want:
+            return SKIP, f"{pretty} {version} (no version expected)"
+        if same_release(want, version):
+            return PASS, f"{pretty} {version} as locked"
+        return FAIL, f"{pretty} {version} is installed, the lock says {want}"
+
+    run.step("framework_version", version_check)
+
+    info = {}
+
+    def build_check():
+        info.update(adapter.build_info())
+        result["build_info"] = info
+        return None
+
+    run.step("build_info", build_check)
+    if "build_info" not in run.failed_steps:
+        for key, label in (("cuda", "CUDA"), ("cudnn", "cuDNN")):
+            run.step(
+                "build_" + key,
+                lambda key=key, label=label: _compare_build(info, expect, key, label, pretty),
+            )
+
+    gpus_box = {}
+
+    def gpu_check():
+        found = adapter.gpus()
+        smi = nvidia_smi()
+        for i, gpu in enumerate(found):
+            row = smi[i] if i < len(smi) else {}
+            if gpu.get("memory_total_mb") is None:
+                gpu["memory_total_mb"] = row.get("memory_total_mb")
+            gpu["driver"] = row.get("driver") or result["host"].get("driver")
+            if not gpu.get("compute_capability"):
+                gpu["compute_capability"] = row.get("compute_capability")
+        gpus_box["gpus"] = found
+        result["gpus"] = found
+        if found:
+            names = ", ".join("{} ({})".format(g["name"], g["compute_capability"]) for g in found)
+            return PASS, f"{len(found)} GPU(s) visible: {names}"
+        why = f"no GPU visible: {pretty} runs on the CPU"
+        if smi:
+            why += f" (nvidia-smi lists {len(smi)} GPU(s) that {pretty} cannot use)"
+        elif os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
+            why += " (CUDA_VISIBLE_DEVICES={!r})".format(os.environ.get("CUDA_VISIBLE_DEVICES"))
+        return (WARN if args.allow_cpu else FAIL), why + (
+            " (--allow-cpu)" if args.allow_cpu else ""
+        )
+
+    run.step("gpu_visible", gpu_check)
+    gpus = gpus_box.get("gpus") or []
+    on_gpu = bool(gpus)
+
+    if on_gpu:
+        gpu0 = gpus[0]
+
+        def capability_check():
+            compiled = info.get("compute_capabilities") or expect.get("compute_capabilities")
+            if not compiled:
+                return SKIP, f"{pretty} does not say which compute capabilities it was built for"
+            return capability_verdict(gpu0["compute_capability"], compiled)
+
+        run.step("compute_capability", capability_check)
+
+        def cudnn_check():
+            version, where = adapter.runtime_cudnn()
+            want = expect.get("cudnn") or info.get("cudnn")
+            if version is None:
+                major = _parts(want)[:1]
+                loadable, how = cudnn_loadable(major[0] if major else None)
+                if loadable:
+                    return WARN, f"{pretty} did not load cuDNN for a convolution ({where}); {how}"
+                return FAIL, f"cuDNN did not load: {where}; {how}"
+            extra = {"loaded": version, "library": where}
+            if not want:
+                return PASS, f"cuDNN {version} loaded ({where})", extra
+            if _parts(want)[:1] == _parts(version)[:1]:
+                return PASS, f"cuDNN {version} loaded, major {_parts(want)[0]} as expected", extra
+            return (
+                FAIL,
+                f"cuDNN {version} loaded, but {pretty} needs major {_parts(want)[0]}",
+                extra,
+            )
+
+        run.step("cudnn_runtime", cudnn_check)
+
+        def op_check():
+            device, err = adapter.op_on_gpu()
+            text = str(device).lower()
+            on_zero = (
+                ("gpu:0" in text)
+                or ("cuda:0" in text)
+                or text in ("cuda", "gpu")
+                or "cudadevice(id=0)" in text
+            )
+            if not on_zero:
+                return FAIL, f"a matmul placed on GPU 0 ran on {device}"
+            if err > 1e-2:
+                return FAIL, f"a matmul on {device} differs from the CPU by {err:.3g}"
+            return PASS, f"matmul ran on {device}, max difference to the CPU {err:.2g}"
+
+        run.step("op_on_gpu", op_check)
+
+        def memory_check():
+            usage = adapter.memory_in_use()
+            settings["gpu_memory"] = usage
+            total = gpu0.get("memory_total_mb")
+            held = usage.get("reserved_mb", usage.get("in_use_mb"))
+            if growth_box.get("reason") is None:
+                return None
+            if held is not None and total and held > 0.5 * total:
+                reason = growth_box["reason"]
+                return (
+                    WARN,
+                    f"{reason}; yet {pretty} holds {held:.0f} of {total} MB after small ops",
+                )
+            tail = f" ({pretty} holds {held:.0f} MB of {total} MB)" if held is not None else ""
+            return PASS, growth_box["reason"] + tail
+
+        if "memory_growth" not in run.failed_steps:
+            run.step("memory_held", memory_check)
+    else:
+        for name in ("compute_capability", "cudnn_runtime", "op_on_gpu"):
+            run.add(name, SKIP, "no GPU visible")
+
+    settings.update(_safe(adapter.settings))
+
+    if args.no_benchmark:
+        return
+    peak = find_peak(peaks, gpus[0]["name"]) if on_gpu else None
+    n = args.size or (8192 if on_gpu else 512)
+    per_repeat = args.per_repeat or (10 if on_gpu else 2)
+    dtypes = ["fp32"]
+    if on_gpu:
+        cc = gpus[0].get("compute_capability") or "0.0"
+        dtypes += ["fp16", "bf16"] if sm_of(cc) >= 80 else ["fp16"]
+    bench = {
+        "device": "gpu:0" if on_gpu else "cpu",
+        "gpu": gpus[0]["name"] if on_gpu else None,
+        "results": [],
+    }
+    if on_gpu:
+        bench["peak_source"] = peak.get("name") if peak else None
+    result["benchmark"] = bench
+    for dtype in dtypes:
+
+        def one(dtype=dtype):
+            entry = bench_matmul(
+                adapter, dtype, n, on_gpu, args.warmup, args.repeats, per_repeat, peak
+            )
+            bench["results"].append(entry)
+            return None
+
+        run.step("benchmark_" + dtype, one)
+
+    if on_gpu:
+        half = [r for r in bench["results"] if r["dtype"] in ("bf16", "fp16")]
+        best = max(half, key=lambda r: r.get("fraction_of_peak", 0), default=None)
+
+        def speed_check():
+            if best is None:
+                return SKIP, "no half-precision result"
+            if "fraction_of_peak" not in best:
+                return SKIP, "{} matmul {:.1f} TFLOP/s; no datasheet peak known for {}".format(
+                    best["dtype"], best["tflops"], gpus[0]["name"]
+                )
+            text = "{} matmul {:.1f} TFLOP/s = {:.0f}% of the {} peak {} TFLOP/s".format(
+                best["dtype"],
+                best["tflops"],
+                100 * best["fraction_of_peak"],
+                gpus[0]["name"],
+                best["peak_tflops"],
+            )
+            if best["fraction_of_peak"] < args.min_fraction:
+                return WARN, text + f" (below {100 * args.min_fraction:.0f}%)"
+            return PASS, text
+
+        run.step("matmul_speed", speed_check)
+
+
+def _compare_build(info, expect, key, label, pretty):
+    actual = info.get(key)
+    want = expect.get(key)
+    if not actual:
+        if want:
+            return FAIL, f"{pretty} build info names no {label}, the lock expects {label} {want}"
+        return SKIP, f"{pretty} build info names no {label}"
+    if not want:
+        return SKIP, f"built with {label} {actual} (nothing expected)"
+    if prefix_match(want, actual):
+        note = ""
+        if len(_parts(actual)) < len(_parts(want)):
+            note = f" (build info gives only {actual})"
+        return PASS, f"built with {label} {want} as locked{note}"
+    return FAIL, f"built with {label} {actual}, the lock says {want}"
+
+
+def _safe(fn):
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001
+        return {"settings_error": _error_text(exc)}
+
+
+def main(argv=None):
+    started = time.perf_counter()
+    args = parse_args(argv)
+    # Frameworks print to fd 1 (C++ logging, warnings): keep stdout for the
+    # JSON alone by pointing fd 1 at stderr until the end.
+    real_stdout = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        result = smoke(args, started)
+    finally:
+        sys.stdout.flush()
+    text = json.dumps(result, indent=2, default=str) + "\n"
+    with os.fdopen(real_stdout, "w") as out:
+        out.write(text)
+        out.flush()
+    return 0 if result["status"] in ("PASSED", "WARNED") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

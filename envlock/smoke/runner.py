@@ -1,0 +1,423 @@
+"""Start the smoke harness inside an image (Docker Engine API) or on this host.
+
+Both runners return the harness's JSON document (schema ``envlock.smoke/v1``).
+When the harness dies before it can answer (a segfault, an image without
+Python, a killed container), the runner writes the FAILED document itself,
+naming what happened and the last lines the harness printed.
+
+docker-py is imported inside the functions that use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+from envlock.errors import EnvironmentFailure, UsageError
+from envlock.smoke import HARNESS_PATH
+
+SCHEMA = "envlock.smoke/v1"
+IMAGE_PYTHON = "/opt/venv/bin/python"
+IMAGE_HARNESS = "/opt/envlock/envlock_smoke.py"
+IMAGE_EXPECT = "/opt/envlock/expect.json"
+INJECT_DIR = "/.envlock-smoke"  # where the runner puts its own files in a container
+FRAMEWORKS = ("tensorflow", "torch", "jax")
+TOOLKIT_HINT = (
+    "the NVIDIA container toolkit is missing on this Docker Engine (nvidia-container-toolkit, "
+    "then `nvidia-ctk runtime configure --runtime=docker` and restart dockerd)"
+)
+
+# Chosen inside the container: the bundle's venv, else any python3; files the
+# runner injected stand in for those the image lacks.
+_LAUNCH = r"""
+py=""
+for c in /opt/venv/bin/python python3 python; do
+  if command -v "$c" >/dev/null 2>&1; then py=$c; break; fi
+done
+if [ -z "$py" ]; then
+  echo "envlock-smoke: no Python interpreter in the image" >&2
+  exit 127
+fi
+harness=/opt/envlock/envlock_smoke.py
+[ -f "$harness" ] || harness=/.envlock-smoke/envlock_smoke.py
+set -- "$harness" "$@"
+if [ -f /opt/envlock/expect.json ]; then set -- "$@" --expect /opt/envlock/expect.json; fi
+if [ -f /.envlock-smoke/peaks.json ]; then set -- "$@" --peaks /.envlock-smoke/peaks.json; fi
+exec "$py" "$@"
+"""
+
+EXIT_NO_PYTHON = 127
+
+
+def failed_result(
+    reason: str,
+    *,
+    check: str = "harness",
+    framework: str | None = None,
+    checks: list[dict[str, Any]] | None = None,
+    stderr_tail: str = "",
+    exit_code: int | None = None,
+) -> dict[str, Any]:
+    """A FAILED smoke result for a harness that could not answer itself."""
+    entry: dict[str, Any] = {"name": check, "status": "FAIL", "reason": reason}
+    if stderr_tail:
+        entry["stderr_tail"] = stderr_tail
+    if exit_code is not None:
+        entry["exit_code"] = exit_code
+    return {
+        "schema": SCHEMA,
+        "status": "FAILED",
+        "framework": framework,
+        "version": None,
+        "expected": {},
+        "build_info": {},
+        "gpus": [],
+        "checks": [*(checks or []), entry],
+        "benchmark": {},
+        "settings": {},
+        "host": {},
+        "duration_s": None,
+    }
+
+
+def _tail(text: str, lines: int = 15) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        code = -code
+    elif code > 128:
+        code -= 128
+    else:
+        return f"exit status {code}"
+    try:
+        return f"killed by {signal.Signals(code).name}"
+    except ValueError:
+        return f"killed by signal {code}"
+
+
+def interpret(stdout: str, stderr: str, exit_code: int, framework: str | None) -> dict[str, Any]:
+    """The harness's document, or a FAILED one saying why there is none."""
+    text = stdout.strip()
+    if text:
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError:
+            doc = None
+        if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
+            return doc
+    if exit_code == EXIT_NO_PYTHON and "no Python interpreter" in stderr:
+        return failed_result(
+            "no Python interpreter in the image (/opt/venv/bin/python, python3, python): "
+            "it cannot run the framework",
+            check="python",
+            framework=framework,
+            exit_code=exit_code,
+        )
+    return failed_result(
+        f"the harness died before reporting ({_exit_text(exit_code)}); last lines: "
+        + (_tail(stderr, 3).replace("\n", " | ") or "(none)"),
+        framework=framework,
+        stderr_tail=_tail(stderr),
+        exit_code=exit_code,
+    )
+
+
+def recompute_status(result: dict[str, Any]) -> None:
+    statuses = {c.get("status") for c in result.get("checks", [])}
+    result["status"] = (
+        "FAILED" if "FAIL" in statuses else "WARNED" if "WARN" in statuses else "PASSED"
+    )
+
+
+def exit_code_for(result: dict[str, Any]) -> int:
+    return 0 if result.get("status") in ("PASSED", "WARNED") else 1
+
+
+# ---------------------------------------------------------------- peaks
+
+
+def gpu_peaks() -> list[dict[str, Any]] | None:
+    """Datasheet peaks from the gpus matrix, as the harness reads them (``gpu_peaks``)."""
+    try:
+        from envlock.matrix import load
+
+        gpus = load().gpus
+    except Exception:  # noqa: BLE001 - peaks only add a fraction; never fatal
+        return None
+    to_peaks = getattr(gpus, "to_peaks", None)
+    if callable(to_peaks):
+        peaks = to_peaks()
+        return list(peaks) if peaks else None
+    return None
+
+
+def _harness_args(
+    *,
+    framework: str | None,
+    allow_cpu: bool,
+    size: int | None,
+    extra: list[str] | None,
+) -> list[str]:
+    args: list[str] = []
+    if framework:
+        args += ["--framework", framework]
+    if allow_cpu:
+        args.append("--allow-cpu")
+    if size:
+        args += ["--size", str(size)]
+    return args + list(extra or [])
+
+
+# ---------------------------------------------------------------- host
+
+
+def run_on_host(
+    framework: str | None,
+    expect_dir: Path | None,
+    allow_cpu: bool,
+    *,
+    size: int | None = None,
+    peaks_file: Path | None = None,
+    python: str | None = None,
+    extra: list[str] | None = None,
+    timeout: float = 3600,
+) -> dict[str, Any]:
+    """Run the harness with this interpreter (or ``python``) in a subprocess."""
+    if framework is not None and framework not in FRAMEWORKS:
+        raise UsageError(
+            f"unknown framework {framework!r}", hint="use one of: " + ", ".join(FRAMEWORKS)
+        )
+    cmd = [python or sys.executable, str(HARNESS_PATH)]
+    cmd += _harness_args(framework=framework, allow_cpu=allow_cpu, size=size, extra=extra)
+    if expect_dir is not None:
+        expect = expect_dir / "expect.json" if expect_dir.is_dir() else expect_dir
+        if not expect.is_file():
+            raise UsageError(
+                f"{expect_dir}: no expect.json there",
+                hint="point --expect at a bundle folder written by `envlock lock`",
+            )
+        cmd += ["--expect", str(expect)]
+    tmp_peaks: Path | None = None
+    if peaks_file is not None:
+        if not peaks_file.is_file():
+            raise UsageError(
+                f"{peaks_file}: no such peaks file", hint="pass a JSON list of GPU peaks"
+            )
+        cmd += ["--peaks", str(peaks_file)]
+    else:
+        peaks = gpu_peaks()
+        if peaks:
+            import tempfile
+
+            fd, name = tempfile.mkstemp(prefix="envlock-peaks-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(peaks, f)
+            tmp_peaks = Path(name)
+            cmd += ["--peaks", name]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError as e:
+        raise UsageError(f"cannot start {cmd[0]}: {e.strerror}", hint="check --python") from e
+    except subprocess.TimeoutExpired as e:
+        stderr = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+        return failed_result(
+            f"the harness did not finish within {timeout:.0f} s",
+            framework=framework,
+            stderr_tail=_tail(stderr),
+        )
+    finally:
+        if tmp_peaks is not None:
+            tmp_peaks.unlink(missing_ok=True)
+    sys.stderr.write(proc.stderr)
+    return interpret(proc.stdout, proc.stderr, proc.returncode, framework)
+
+
+# ---------------------------------------------------------------- docker
+
+
+def docker_client(timeout: int = 600) -> Any:
+    """A docker-py client that answers, or EnvironmentFailure saying how to get one."""
+    import docker
+    from docker.errors import DockerException
+
+    where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except DockerException as e:
+        raise EnvironmentFailure(
+            f"cannot reach the Docker Engine at {where}: {_short(e)}",
+            hint="start one (`sudo systemctl start docker`, or `sudo dockerd &`; "
+            "tests/docker/setup.sh does it here) or point DOCKER_HOST at a running engine",
+        ) from e
+    return client
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:400] if text else type(exc).__name__
+
+
+def _device_requests(gpus: str) -> list[Any]:
+    import docker
+
+    if gpus == "none":
+        return []
+    count = -1 if gpus == "all" else int(gpus)
+    return [docker.types.DeviceRequest(count=count, capabilities=[["gpu"]])]
+
+
+def parse_gpus(value: str) -> str:
+    """Validate --gpus: all, none or a positive count."""
+    if value in ("all", "none"):
+        return value
+    if value.isdigit() and int(value) > 0:
+        return value
+    raise UsageError(f"--gpus {value!r}: expected all, none or a number of GPUs", hint="--gpus all")
+
+
+def _injected_files(peaks: list[dict[str, Any]] | None) -> bytes:
+    """A tar of the runner's harness (+ peaks) for images that lack them."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        top = tarfile.TarInfo(INJECT_DIR.strip("/"))
+        top.type = tarfile.DIRTYPE
+        top.mode = 0o755
+        tar.addfile(top)
+        files = {"envlock_smoke.py": HARNESS_PATH.read_bytes()}
+        if peaks:
+            files["peaks.json"] = json.dumps(peaks).encode()
+        for name, data in files.items():
+            info = tarfile.TarInfo(f"{INJECT_DIR.strip('/')}/{name}")
+            info.size = len(data)
+            info.mode = 0o644
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _is_gpu_request_error(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "device driver" in text or "nvidia" in text or "gpu" in text
+
+
+def run_in_image(
+    image: str,
+    *,
+    gpus: str = "all",
+    allow_cpu: bool = False,
+    framework: str | None = None,
+    size: int | None = None,
+    extra: list[str] | None = None,
+    timeout: float = 3600,
+    client: Any = None,
+) -> dict[str, Any]:
+    """Run the image's harness in a container without network; GPUs by device request."""
+    from docker.errors import APIError, DockerException, ImageNotFound
+
+    gpus = parse_gpus(gpus)
+    own_client = client is None
+    client = client or docker_client()
+    try:
+        try:
+            img = client.images.get(image)
+        except ImageNotFound as e:
+            raise UsageError(
+                f"no image {image!r} in this Docker Engine",
+                hint="build it with `envlock build DIR --tag NAME`, or check the name",
+            ) from e
+        labels = (img.attrs.get("Config") or {}).get("Labels") or {}
+        framework = framework or labels.get("io.envlock.framework")
+        args = _harness_args(framework=framework, allow_cpu=allow_cpu, size=size, extra=extra)
+        command = ["/bin/sh", "-c", _LAUNCH, "envlock-smoke", *args]
+        payload = _injected_files(gpu_peaks())
+        pre_checks: list[dict[str, Any]] = []
+        requests = _device_requests(gpus)
+        try:
+            stdout, stderr, code = _run_container(
+                client, img.id, command, payload, requests, timeout
+            )
+        except APIError as e:
+            if not requests or not _is_gpu_request_error(e):
+                raise
+            reason = (
+                f"the GPU request failed when the container started: {TOOLKIT_HINT} ({_short(e)})"
+            )
+            pre_checks.append(
+                {"name": "gpu_request", "status": "WARN" if allow_cpu else "FAIL", "reason": reason}
+            )
+            sys.stderr.write(f"envlock: {reason}; running without GPUs\n")
+            stdout, stderr, code = _run_container(client, img.id, command, payload, [], timeout)
+    except (APIError, DockerException) as e:
+        if isinstance(e, ImageNotFound):
+            raise
+        raise EnvironmentFailure(
+            f"Docker failed while running the smoke test in {image}: {_short(e)}",
+            hint="check `docker info` and the image",
+        ) from e
+    finally:
+        if own_client:
+            client.close()
+    if stderr:
+        sys.stderr.write(stderr if stderr.endswith("\n") else stderr + "\n")
+    if code is None:
+        result = failed_result(
+            f"the harness did not finish within {timeout:.0f} s; the container was stopped",
+            framework=framework,
+            stderr_tail=_tail(stderr),
+        )
+    else:
+        result = interpret(stdout, stderr, code, framework)
+    if pre_checks:
+        result["checks"] = pre_checks + list(result.get("checks", []))
+        recompute_status(result)
+    result["image"] = {"ref": image, "id": img.id, "labels": labels}
+    result["runner"] = {"kind": "docker", "gpus": gpus, "network": "none"}
+    return result
+
+
+def _run_container(
+    client: Any,
+    image_id: str,
+    command: list[str],
+    payload: bytes,
+    device_requests: list[Any],
+    timeout: float,
+) -> tuple[str, str, int | None]:
+    """Create, inject, start, wait; returns (stdout, stderr, exit code or None on timeout)."""
+    container = client.containers.create(
+        image_id,
+        command=command,
+        entrypoint=[],
+        network_mode="none",
+        device_requests=device_requests or None,
+        detach=True,
+        labels={"io.envlock.smoke": "1"},
+    )
+    try:
+        container.put_archive("/", payload)
+        container.start()
+        code: int | None
+        try:
+            status = container.wait(timeout=timeout)
+            code = int(status.get("StatusCode", 1))
+        except Exception:  # noqa: BLE001 - requests' read timeout: the run is too long
+            container.kill()
+            code = None
+        stdout = container.logs(stdout=True, stderr=False).decode("utf-8", "replace")
+        stderr = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
+        return stdout, stderr, code
+    finally:
+        with contextlib.suppress(Exception):  # best effort cleanup
+            container.remove(force=True)
