@@ -1,0 +1,1 @@
+"""Files copied verbatim into every bundle (standard library only, Python 3.8+)."""
