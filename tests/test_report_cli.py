@@ -1,0 +1,189 @@
+"""envlock report sign/show and envlock verify on the command line: outputs, exit codes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from report_support import cli, decode, make_bundle, make_keys, smoke_result
+
+from envlock.report import sign_result
+
+
+@pytest.fixture
+def keypair(tmp_path: Path) -> tuple[Path, Path]:
+    return make_keys(tmp_path)
+
+
+@pytest.fixture
+def result_file(tmp_path: Path) -> Path:
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(smoke_result("WARNED", build_cuda="WARN")))
+    return path
+
+
+def test_report_sign_then_verify_then_show(
+    tmp_path: Path, keypair: tuple[Path, Path], result_file: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    priv, pub = keypair
+    bundle = make_bundle(tmp_path)
+    report = tmp_path / "out" / "env.intoto.json"
+    code, out, err = cli(
+        capsys, "report", "sign", str(result_file), "--key", str(priv), "--lock", str(bundle),
+        "-o", str(report), "--json",
+    )
+    assert code == 0, err
+    summary = json.loads(out)
+    lock_sha = hashlib.sha256((bundle / "pylock.toml").read_bytes()).hexdigest()
+    assert summary == {
+        "subject": f"pylock.toml sha256:{lock_sha}",
+        "result": "WARNED",
+        "keyids": [hashlib.sha256(_der(pub)).hexdigest()],
+        "configuration": ["pylock.toml", "requirements.txt", "Dockerfile"],
+        "report": str(report),
+    }
+    envelope = json.loads(report.read_text())
+    assert envelope["payloadType"] == "application/vnd.in-toto+json"
+    assert decode(envelope)["predicate"]["envlock"]["smoke"] == json.loads(result_file.read_text())
+
+    code, out, err = cli(capsys, "verify", str(report), "--key", str(pub), "--lock", str(bundle))
+    assert code == 0, err
+    assert "VERIFIED: signed by the given key, smoke result WARNED" in out
+    assert f"lock       {bundle}: matches the report" in out
+    assert "WARNED (3 passed, 1 warned, 0 failed); warned: build_cuda" in out
+
+    code, out, err = cli(capsys, "report", "show", str(report))
+    assert code == 0, err
+    assert "NOT checked" in out
+    assert "warnedTests                 build_cuda" in out
+    assert "measure matmul.fp16_tflops  610" in out
+    code, out, err = cli(capsys, "report", "show", str(report), "--json")
+    shown = json.loads(out)
+    assert shown["verified"] is False and shown["problems"] == []
+    assert shown["statement"] == decode(envelope)
+
+
+def _der(pub: Path) -> bytes:
+    from envlock.report import keys
+
+    return keys.public_der(keys.load_public(pub))
+
+
+def test_report_sign_reads_stdin(
+    tmp_path: Path, keypair: tuple[Path, Path], result_file: Path,
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+    import sys
+
+    priv, pub = keypair
+    image = "sha256:" + "ab" * 32
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(result_file.read_bytes())))
+    report = tmp_path / "r.json"
+    code, out, err = cli(
+        capsys, "report", "sign", "-", "--key", str(priv), "--image", image, "-o", str(report)
+    )
+    assert code == 0, err
+    assert decode(json.loads(report.read_text()))["subject"][0]["digest"] == {"sha256": "ab" * 32}
+    assert cli(capsys, "verify", str(report), "--key", str(pub), "--image", image)[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "the envelope is not JSON"),
+        (b"{not json", "the envelope is not JSON"),
+        (b"[]", "the envelope is a JSON list, not an object"),
+        (b'{"payload": "e30", "payloadType": 1, "signatures": []}',
+         "the envelope's payloadType is not a string"),
+        (b'{"payload": "%%%", "payloadType": "x", "signatures": []}',
+         "the envelope's payload is not base64"),
+        (b"\x89PNG\r\n\x1a\n", "the envelope is not UTF-8 text"),
+    ],
+)
+def test_malformed_report_exits_1_with_one_message(
+    tmp_path: Path, keypair: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
+    content: bytes, message: str,
+) -> None:
+    _, pub = keypair
+    report = tmp_path / "bad.json"
+    report.write_bytes(content)
+    code, out, err = cli(capsys, "verify", str(report), "--key", str(pub))
+    assert code == 1
+    assert err.startswith(f"envlock: error: {report}: NOT VERIFIED: {message}")
+    assert "Traceback" not in err
+    code, out, err = cli(capsys, "verify", str(report), "--key", str(pub), "--json")
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["ok"] is False and doc["signature_ok"] is False and doc["result"] is None
+    assert doc["problems"][0].startswith(message)
+    code, out, err = cli(capsys, "report", "show", str(report))
+    assert code == 2 and err.startswith(f"envlock: error: {report}: {message}")
+
+
+def test_unreadable_inputs_exit_2(
+    tmp_path: Path, keypair: tuple[Path, Path], result_file: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    priv, pub = keypair
+    report = tmp_path / "r.json"
+    report.write_text(json.dumps(sign_result(smoke_result(), priv, lock_dir=None,
+                                             image_id="sha256:" + "0" * 64)))
+    cases = [
+        (("verify", str(tmp_path / "missing.json"), "--key", str(pub)), "does not exist"),
+        (("verify", str(tmp_path), "--key", str(pub)), "is a folder, not a file"),
+        (("verify", str(report), "--key", str(tmp_path / "nokey.pub.pem")), "does not exist"),
+        (("verify", str(report), "--key", str(priv)), "is a private key; verify with the public"),
+        (("verify", str(report), "--key", str(pub), "--lock", str(tmp_path / "nolock")),
+         "does not exist"),
+        (("report", "sign", str(tmp_path / "nope.json"), "--key", str(priv), "-o", "x"),
+         "does not exist"),
+        (("report", "sign", str(result_file), "--key", str(pub), "-o", "x", "--image",
+          "sha256:" + "0" * 64), "is a public key; signing needs the private key"),
+        (("report", "sign", str(report), "--key", str(priv), "-o", "x"),
+         "schema is None, expected 'envlock.smoke/v1'"),
+        (("report", "show", str(tmp_path / "missing.json")), "does not exist"),
+    ]
+    for argv, message in cases:
+        code, out, err = cli(capsys, *argv)
+        assert code == 2, (argv, err)
+        assert message in err.splitlines()[0], (argv, err)
+        assert "Traceback" not in err
+
+
+def test_failed_sign_leaves_the_earlier_report_untouched(
+    tmp_path: Path, keypair: tuple[Path, Path], result_file: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    priv, pub = keypair
+    report = tmp_path / "r.json"
+    image = ["--image", "sha256:" + "0" * 64]
+    assert cli(capsys, "report", "sign", str(result_file), "--key", str(priv), "-o",
+               str(report), *image)[0] == 0
+    before = report.read_bytes()
+    bad = json.loads(result_file.read_text())
+    bad["status"] = "BROKEN"
+    result_file.write_text(json.dumps(bad))
+    code, _, err = cli(capsys, "report", "sign", str(result_file), "--key", str(priv), "-o",
+                       str(report), *image)
+    assert code == 2 and "status is 'BROKEN'" in err
+    assert report.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["key.pem", "key.pub.pem", "result.json", "r.json"]
+    )
+
+
+def test_duplicate_keys_in_a_result_are_refused(
+    tmp_path: Path, keypair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    priv, _ = keypair
+    text = json.dumps(smoke_result("FAILED"))
+    result = tmp_path / "dup.json"
+    result.write_text(text[:-1] + ', "status": "PASSED"}')
+    code, _, err = cli(capsys, "report", "sign", str(result), "--key", str(priv), "-o",
+                       str(tmp_path / "r.json"), "--image", "sha256:" + "0" * 64)
+    assert code == 2
+    assert f"{result}: duplicate key 'status' in JSON object" in err
