@@ -28,12 +28,17 @@ from envlock.errors import DataError
 SCHEMA_VERSION = 1
 GENERATED_BY = "envlock matrix refresh"
 
-CUDA_SOURCES = ("build_info", "tested-configs")
-CUDNN_SOURCES = ("build_info+and-cuda", "build_info+tested-configs", "tested-configs")
+CUDA_SOURCES = ("build_info", "build_info+tested-configs", "tested-configs")
+CUDNN_SOURCES = (
+    "build_info",
+    "build_info+and-cuda",
+    "build_info+tested-configs",
+    "tested-configs",
+)
 
 _MINOR = re.compile(r"^[0-9]+\.[0-9]+$")
 _PYTHON = re.compile(r"^3\.[0-9]+$")
-_CUDA_FULL = re.compile(r"^[0-9]+\.[0-9]+(\.[0-9]+)?$")
+_CUDA_FULL = re.compile(r"^[0-9]+(\.[0-9]+){0,2}$")
 _CAPABILITY = re.compile(r"^(sm|compute)_[0-9]{2,3}[a-z]?$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
@@ -48,6 +53,7 @@ _FIELDS = (
     "cuda_from",
     "cudnn",
     "cudnn_from",
+    "cuda_build",
     "compute_capabilities",
     "and_cuda",
     "wheel",
@@ -65,7 +71,7 @@ class TFRelease:
     python: tuple[str, ...]  # "3.9", "3.10", ... sorted by minor
     requires_python: str
     cuda: str  # major.minor
-    cuda_full: str  # as build_info states it ("12.5.1"), or the table's value
+    cuda_full: str  # as build_info states it ("12.5.1", "10" for 2.2), else the table's value
     cuda_from: str  # one of CUDA_SOURCES
     cudnn: str  # major.minor
     cudnn_from: str  # one of CUDNN_SOURCES
@@ -75,6 +81,7 @@ class TFRelease:
     sha256: str
     yanked: bool = False
     note: str = ""
+    cuda_build: bool = True  # build_info's is_cuda_build (2.0.x wheels are CPU builds)
 
     def to_dict(self) -> dict[str, Any]:
         """The TOML/JSON shape, fields in the schema's order."""
@@ -87,6 +94,7 @@ class TFRelease:
             "cuda_from": self.cuda_from,
             "cudnn": self.cudnn,
             "cudnn_from": self.cudnn_from,
+            "cuda_build": self.cuda_build,
             "compute_capabilities": list(self.compute_capabilities),
             "and_cuda": list(self.and_cuda),
             "wheel": self.wheel,
@@ -238,8 +246,8 @@ def _release(c: _Checker, row: Any, path: str) -> TFRelease:
             ) from None
 
     cuda = c.pattern(row, "cuda", path, _MINOR, "X.Y")
-    cuda_full = c.pattern(row, "cuda_full", path, _CUDA_FULL, "X.Y[.Z]")
-    if major_minor(cuda_full) != cuda:
+    cuda_full = c.pattern(row, "cuda_full", path, _CUDA_FULL, "X[.Y[.Z]]")
+    if major_minor(cuda_full) != cuda and cuda_full != cuda.split(".")[0]:
         raise c.fail(
             f"{path}.cuda_full", f"{_show(cuda_full)} does not start with cuda {_show(cuda)}"
         )
@@ -263,6 +271,9 @@ def _release(c: _Checker, row: Any, path: str) -> TFRelease:
     if not isinstance(yanked, bool):
         raise c.fail(f"{path}.yanked", f"expected true or false, got {_show(yanked)}")
     note = c.string(row, "note", path, empty=True) if "note" in row else ""
+    cuda_build = row.get("cuda_build", True)
+    if not isinstance(cuda_build, bool):
+        raise c.fail(f"{path}.cuda_build", f"expected true or false, got {_show(cuda_build)}")
 
     return TFRelease(
         version=version,
@@ -279,6 +290,7 @@ def _release(c: _Checker, row: Any, path: str) -> TFRelease:
         sha256=sha256,
         yanked=yanked,
         note=note,
+        cuda_build=cuda_build,
     )
 
 

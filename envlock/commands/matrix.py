@@ -1,0 +1,231 @@
+"""``envlock matrix refresh|check|show``: the TensorFlow matrix and its checks."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from envlock.errors import EXIT_CHECK_FAILED, EXIT_OK, UsageError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "matrix",
+        help="show, check or refresh the version matrices",
+        description="The version matrices that envlock resolves against.",
+    )
+    sub = parser.add_subparsers(dest="matrix_command", metavar="ACTION")
+    sub.required = True
+
+    p = sub.add_parser(
+        "refresh",
+        help="regenerate tensorflow.toml from the package index",
+        description="Read every TensorFlow 2.x release's facts from its Linux x86_64 "
+        "wheel on the package index (by HTTP range requests) and write tensorflow.toml.",
+    )
+    p.add_argument("--index-url", help="simple API of the package index (default: pip's)")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="file to write (default: the tensorflow.toml envlock ships)",
+    )
+    p.add_argument(
+        "--jobs", type=int, default=None, help="releases read at once (default: 16)"
+    )
+    p.add_argument(
+        "--notes-only",
+        action="store_true",
+        help="offline: only re-apply matrices/tf-notes.toml to the existing file",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON summary")
+    p.set_defaults(func=run_refresh)
+
+    c = sub.add_parser(
+        "check",
+        help="validate the matrices and cross-check them with the tested configurations",
+        description="Validate every matrix file and compare tensorflow.toml with "
+        "TensorFlow's tested-configurations table. A disagreement without a recorded "
+        "note fails (exit 1).",
+    )
+    c.add_argument("--matrix", type=Path, help="check this tensorflow.toml instead")
+    c.add_argument("--json", action="store_true", help="print the report as JSON")
+    c.set_defaults(func=run_check)
+
+    s = sub.add_parser(
+        "show",
+        help="print the TensorFlow releases",
+        description="Print the rows of tensorflow.toml.",
+    )
+    s.add_argument("--matrix", type=Path, help="show this tensorflow.toml instead")
+    s.add_argument("--json", action="store_true", help="print a JSON list of rows")
+    s.set_defaults(func=run_show)
+
+
+def _default_output() -> Path:
+    from envlock import resources
+
+    folder = resources.data_dir("matrices")
+    if not isinstance(folder, Path):  # pragma: no cover - zipped install
+        raise UsageError(
+            "envlock's own matrices folder is not a writable directory",
+            hint="pass -o FILE",
+        )
+    return folder / "tensorflow.toml"
+
+
+class _Progress:
+    """A rich progress bar on stderr when it is a terminal; nothing otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+            self._bar = Progress(
+                "reading wheels",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._bar.__enter__()
+        return self
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            return
+        if self._task is None:
+            self._task = self._bar.add_task("refresh", total=total)
+        self._bar.update(self._task, completed=done)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+
+def run_refresh(args: argparse.Namespace) -> int:
+    from envlock import fsutil, output
+    from envlock.index import index_url
+    from envlock.matrix import check, load_tensorflow, tested
+    from envlock.matrix import refresh as refresh_mod
+    from envlock.matrix.tensorflow import dumps
+
+    jobs = args.jobs if args.jobs is not None else refresh_mod.DEFAULT_JOBS
+    if jobs < 1 or jobs > 64:
+        raise UsageError(f"--jobs {jobs} is out of range", hint="use a number from 1 to 64")
+    out_path: Path = args.output or _default_output()
+    table = tested.load()
+    notes = check.load_notes()
+
+    if args.notes_only:
+        current = load_tensorflow(out_path)
+        updated = check.apply_notes(current, table, notes)
+        text = dumps(updated)
+        fsutil.atomic_write(out_path, text)
+        summary: dict[str, Any] = {
+            "output": str(out_path),
+            "releases": len(updated.releases),
+            "data_version": updated.data_version,
+            "notes": sum(1 for r in updated.releases if r.note),
+        }
+    else:
+        index = index_url(args.index_url)
+        show_progress = not args.json and output.stderr_is_tty()
+        with _Progress(show_progress) as progress:
+            result = refresh_mod.refresh(
+                index, tested=table, notes=notes, jobs=jobs, progress=progress
+            )
+        text = dumps(result.matrix)
+        fsutil.atomic_write(out_path, text)
+        summary = dict(refresh_mod.summary(result, str(out_path)))
+
+    if args.json:
+        output.emit_json(summary)
+    else:
+        rows = [[k.replace("_", " "), str(v)] for k, v in summary.items()]
+        sys.stdout.write(output.table(["refresh", "value"], rows))
+    return EXIT_OK
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from envlock import output
+    from envlock.matrix.check import check_all
+
+    report = check_all(args.matrix)
+    if args.json:
+        output.emit_json(report.to_dict())
+        return EXIT_OK if report.ok else EXIT_CHECK_FAILED
+    w = sys.stdout.write
+    w("validated: " + ", ".join(report.files) + "\n")
+    if report.findings:
+        rows = [
+            [
+                str(f.disagreement.version),
+                f.disagreement.field,
+                f.disagreement.matrix,
+                f.disagreement.table,
+                "yes" if f.explained else "NO",
+            ]
+            for f in report.findings
+        ]
+        w("\ndisagreements with the tested-configurations table:\n")
+        w(output.table(["release", "field", "wheels", "tested-configs", "explained"], rows))
+        unexplained = [f for f in report.findings if not f.explained]
+        for f in unexplained:
+            w(f"unexplained: {f.disagreement.describe()}\n")
+    for problem in report.note_problems:
+        w(f"note problem: {problem}\n")
+    n = len(report.findings)
+    bad = sum(1 for f in report.findings if not f.explained)
+    if report.ok:
+        w(f"\nok: {n} disagreement(s), all explained by matrices/tf-notes.toml\n")
+        return EXIT_OK
+    sys.stderr.write(
+        f"envlock: check failed: {bad} unexplained disagreement(s), "
+        f"{len(report.note_problems)} note problem(s)\n"
+        "  hint: explain each one in matrices/tf-notes.toml, then run "
+        "'envlock matrix refresh --notes-only'\n"
+    )
+    return EXIT_CHECK_FAILED
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from envlock import output
+    from envlock.matrix import load_tensorflow
+    from envlock.matrix.tested import format_python_range
+
+    matrix = load_tensorflow(args.matrix)
+    if args.json:
+        output.emit_json([r.to_dict() for r in matrix.releases])
+        return EXIT_OK
+    rows = []
+    for r in matrix.releases:
+        newest_cc = r.compute_capabilities[-1] if r.compute_capabilities else "-"
+        rows.append(
+            [
+                str(r.version),
+                format_python_range(r.python),
+                r.cuda if r.cuda_build else f"({r.cuda})",
+                r.cudnn,
+                newest_cc,
+                r.cuda_from,
+                "yanked" if r.yanked else ("note" if r.note else ""),
+            ]
+        )
+    sys.stdout.write(
+        output.table(["tensorflow", "python", "cuda", "cudnn", "newest cc", "cuda from", ""], rows)
+    )
+    sys.stdout.write(
+        f"{len(matrix.releases)} releases, data version {matrix.data_version}"
+        " ((cuda) = CPU-only wheel; the table's CUDA for the series)\n"
+    )
+    return EXIT_OK

@@ -1,0 +1,177 @@
+"""One way to talk HTTP: a requests session with timeouts, retries and clear errors.
+
+``session()`` gives a ``requests.Session`` that
+- has a default (connect, read) timeout on every request,
+- retries connection errors, 429 and 5xx answers with exponential backoff
+  (honouring ``Retry-After``), through urllib3's ``Retry``,
+- verifies TLS against the system's CA bundle (or the one the user configured
+  for requests, curl, pip or OpenSSL), so networks that intercept TLS work.
+
+``get(...)`` does one request and maps every failure to ``EnvironmentFailure``
+(exit 3): "cannot reach the package index at <url>: ..." plus a hint.
+requests is imported only inside these functions.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from envlock.errors import EnvironmentFailure
+
+if TYPE_CHECKING:
+    import requests
+
+DEFAULT_TIMEOUT = (10.0, 60.0)  # connect, read (seconds)
+DEFAULT_RETRIES = 4
+DEFAULT_BACKOFF = 0.5  # seconds; doubled each retry
+RETRY_STATUS = (429, 500, 502, 503, 504)
+
+_SYSTEM_BUNDLES = (
+    "/etc/ssl/certs/ca-certificates.crt",  # Debian, Ubuntu, Alpine
+    "/etc/pki/tls/certs/ca-bundle.crt",  # Fedora, RHEL
+    "/etc/ssl/ca-bundle.pem",  # openSUSE
+    "/etc/ssl/cert.pem",  # macOS, BSD
+)
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    timeout: tuple[float, float] = DEFAULT_TIMEOUT
+    retries: int = DEFAULT_RETRIES
+    backoff: float = DEFAULT_BACKOFF
+    pool_size: int = 16
+
+
+def _pip_cert() -> str | None:
+    for path in (Path("/etc/pip.conf"), Path.home() / ".config" / "pip" / "pip.conf"):
+        if not path.is_file():
+            continue
+        parser = configparser.RawConfigParser()
+        try:
+            parser.read(path, encoding="utf-8")
+        except (configparser.Error, OSError):
+            continue
+        if parser.has_option("global", "cert"):
+            return parser.get("global", "cert").strip()
+    return None
+
+
+def ca_bundle() -> str | bool:
+    """The CA bundle to verify TLS with; True means requests' own default."""
+    for var in ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE", "PIP_CERT"):
+        value = os.environ.get(var)
+        if value and os.path.isfile(value):
+            return value
+    pip_cert = _pip_cert()
+    if pip_cert and os.path.isfile(pip_cert):
+        return pip_cert
+    for path in _SYSTEM_BUNDLES:
+        if os.path.isfile(path):
+            return path
+    return True
+
+
+def session(settings: HttpSettings | None = None) -> requests.Session:
+    """A pooled session with timeouts, retries with backoff, and the system CAs."""
+    import requests
+    from requests.adapters import HTTPAdapter
+    from urllib3.util.retry import Retry
+
+    s = settings or HttpSettings()
+
+    class _Adapter(HTTPAdapter):
+        """Pooled connections, retries, and a timeout on every request."""
+
+        def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("timeout") is None:
+                kwargs["timeout"] = s.timeout
+            return super().send(request, *args, **kwargs)
+
+    retry = Retry(
+        total=s.retries,
+        connect=s.retries,
+        read=s.retries,
+        status=s.retries,
+        backoff_factor=s.backoff,
+        status_forcelist=RETRY_STATUS,
+        allowed_methods=frozenset({"GET", "HEAD"}),
+        respect_retry_after_header=True,
+        raise_on_status=False,
+    )
+    adapter = _Adapter(max_retries=retry, pool_connections=s.pool_size, pool_maxsize=s.pool_size)
+    sess = requests.Session()
+    sess.mount("https://", adapter)
+    sess.mount("http://", adapter)
+    sess.verify = ca_bundle()
+    sess.headers["User-Agent"] = _user_agent()
+    return sess
+
+
+def _user_agent() -> str:
+    from envlock import __version__
+
+    return f"envlock/{__version__}"
+
+
+def unreachable(url: str, reason: str) -> EnvironmentFailure:
+    return EnvironmentFailure(
+        f"cannot reach the package index at {url}: {reason}",
+        hint="check the network, proxy and CA settings, or pass --index-url "
+        "(pip's index-url and PIP_INDEX_URL are honoured)",
+    )
+
+
+def _reason(exc: Exception) -> str:
+    """A short reason from a requests/urllib3 exception chain."""
+    text = str(exc)
+    low = text.lower()
+    if "connection refused" in low:
+        return "connection refused"
+    if "name or service not known" in low or "nodename nor servname" in low:
+        return "host name not found"
+    if "certificate verify failed" in low:
+        return "TLS certificate verification failed"
+    if "max retries exceeded" in low and "too many" in low and "error responses" in low:
+        return "the server kept answering with errors"
+    if "timed out" in low or "timeout" in low:
+        return "timed out"
+    return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
+def get(
+    sess: requests.Session,
+    url: str,
+    *,
+    index: str,
+    headers: dict[str, str] | None = None,
+    ok: tuple[int, ...] = (200,),
+    stream: bool = False,
+) -> requests.Response:
+    """GET ``url``; any network failure or an unexpected status -> EnvironmentFailure.
+
+    ``index`` is the index URL named in the message. With ``stream`` the body is
+    not read before the status is checked (a response with another status is
+    closed unread, so an ignored Range header never downloads a whole wheel).
+    """
+    import requests
+
+    try:
+        resp = sess.get(url, headers=headers, stream=stream)
+    except requests.exceptions.SSLError as e:
+        raise unreachable(index, f"TLS failed ({_reason(e)})") from None
+    except requests.exceptions.RetryError as e:
+        raise unreachable(index, f"{_reason(e)} for {url}") from None
+    except requests.exceptions.ConnectionError as e:
+        raise unreachable(index, _reason(e)) from None
+    except requests.exceptions.Timeout:
+        raise unreachable(index, f"timed out fetching {url}") from None
+    except requests.exceptions.RequestException as e:
+        raise unreachable(index, _reason(e)) from None
+    if resp.status_code not in ok:
+        resp.close()
+        raise unreachable(index, f"HTTP {resp.status_code} {resp.reason or ''} for {url}".strip())
+    return resp

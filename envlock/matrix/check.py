@@ -1,0 +1,263 @@
+"""Cross-check tensorflow.toml against TensorFlow's tested-configurations table.
+
+A *disagreement* is a fact where the wheel and the table differ for a release:
+``python`` (the minors with wheels vs the table's range), ``cuda`` and
+``cudnn`` (major.minor), ``cuda_build`` (the wheel is not a CUDA build although
+the table lists CUDA for its series) or ``table`` (the table has no row for
+the series). Disagreements are expected (the table lists one row per series,
+patch releases add or drop Python versions, ...); each one must be explained.
+
+Explanations live in ``matrices/tf-notes.toml``, written and reviewed by
+people: each entry names releases (version specifiers, any of which may
+match), the field, optionally
+the exact values it explains, and the text. ``envlock matrix refresh`` copies
+the matching texts into each row's ``note`` as ``"<field>: <text>"`` segments
+joined by ``"; "``. ``check`` fails on a disagreement whose field has no
+segment in the row's note, and on a note that differs from what the notes file
+gives (a note typed into tensorflow.toml by hand, or a stale one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
+from envlock.errors import DataError
+from envlock.matrix.tensorflow import TFMatrix, TFRelease
+from envlock.matrix.tested import TestedConfigs, format_python_range, python3_minors
+
+NOTES_FILENAME = "tf-notes.toml"
+NOTES_SCHEMA = 1
+FIELDS = ("table", "cuda_build", "python", "cuda", "cudnn")
+SEPARATOR = "; "
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    version: Version
+    field: str  # one of FIELDS
+    matrix: str  # what the wheel (tensorflow.toml) says
+    table: str  # what the tested-configurations table says
+
+    def describe(self) -> str:
+        return (
+            f"{self.version}: {self.field}: wheels say {self.matrix}, "
+            f"tested-configs say {self.table}"
+        )
+
+
+@dataclass(frozen=True)
+class Note:
+    releases: tuple[SpecifierSet, ...]  # any of them
+    field: str
+    text: str
+    matrix: str | None = None
+    table: str | None = None
+
+    def explains(self, d: Disagreement) -> bool:
+        return (
+            d.field == self.field
+            and any(r.contains(d.version, prereleases=True) for r in self.releases)
+            and (self.matrix is None or self.matrix == d.matrix)
+            and (self.table is None or self.table == d.table)
+        )
+
+
+@dataclass(frozen=True)
+class Finding:
+    disagreement: Disagreement
+    explained: bool
+    note: str  # the row's segment for this field, "" if none
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.disagreement
+        return {
+            "version": str(d.version),
+            "field": d.field,
+            "wheels": d.matrix,
+            "tested_configs": d.table,
+            "explained": self.explained,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    files: tuple[str, ...]  # files that validated
+    findings: tuple[Finding, ...]
+    note_problems: tuple[str, ...]  # rows whose note differs from the notes file
+
+    @property
+    def ok(self) -> bool:
+        return all(f.explained for f in self.findings) and not self.note_problems
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "files": list(self.files),
+            "disagreements": [f.to_dict() for f in self.findings],
+            "unexplained": sum(1 for f in self.findings if not f.explained),
+            "note_problems": list(self.note_problems),
+        }
+
+
+def disagreements(rel: TFRelease, tested: TestedConfigs) -> list[Disagreement]:
+    """Where ``rel`` and the table row for its series differ, in FIELDS order."""
+    cfg = tested.for_release(rel.version)
+    if cfg is None:
+        series = ".".join(str(p) for p in rel.version.release[:2])
+        return [Disagreement(rel.version, "table", str(rel.version), f"no row for {series}")]
+    out: list[Disagreement] = []
+    if not rel.cuda_build:
+        out.append(
+            Disagreement(rel.version, "cuda_build", "not a CUDA build", f"CUDA {cfg.cuda}")
+        )
+    wheels = format_python_range(rel.python)
+    table = format_python_range(python3_minors(cfg.python_minors))
+    if wheels != table:
+        out.append(Disagreement(rel.version, "python", wheels, table))
+    if rel.cuda != cfg.cuda:
+        out.append(Disagreement(rel.version, "cuda", rel.cuda, cfg.cuda))
+    if rel.cudnn != cfg.cudnn:
+        out.append(Disagreement(rel.version, "cudnn", rel.cudnn, cfg.cudnn))
+    return out
+
+
+def note_for(found: Sequence[Disagreement], notes: Sequence[Note]) -> str:
+    """The ``note`` a row gets: one ``field: text`` segment per explained disagreement."""
+    segments: list[str] = []
+    for d in found:
+        for n in notes:
+            if n.explains(d):
+                segments.append(f"{d.field}: {n.text}")
+                break
+    return SEPARATOR.join(segments)
+
+
+def _segment(note: str, field: str) -> str:
+    for seg in note.split(SEPARATOR) if note else []:
+        if seg.startswith(f"{field}: "):
+            return seg
+    return ""
+
+
+def parse_notes(doc: Mapping[str, Any], filename: str) -> tuple[Note, ...]:
+    def fail(path: str, problem: str) -> DataError:
+        return DataError(
+            f"{filename}: {path}: {problem}",
+            hint="each [[notes]] entry needs releases (a specifier), field and text",
+        )
+
+    if doc.get("schema_version") != NOTES_SCHEMA:
+        raise fail("schema_version", f"expected {NOTES_SCHEMA}")
+    rows = doc.get("notes", [])
+    if not isinstance(rows, list):
+        raise fail("notes", "expected an array of tables ([[notes]])")
+    out: list[Note] = []
+    for i, row in enumerate(rows):
+        path = f"notes[{i}]"
+        if not isinstance(row, dict):
+            raise fail(path, "expected a table")
+        unknown = sorted(set(row) - {"releases", "field", "text", "matrix", "table"})
+        if unknown:
+            raise fail(f"{path}.{unknown[0]}", "unknown field")
+        for key in ("field", "text"):
+            if not isinstance(row.get(key), str) or not row[key].strip():
+                raise fail(f"{path}.{key}", "expected a non-empty string")
+        raw = row.get("releases")
+        items = [raw] if isinstance(raw, str) else raw
+        if not isinstance(items, list) or not items:
+            raise fail(f"{path}.releases", "expected a version specifier or a list of them")
+        specs: list[SpecifierSet] = []
+        for j, item in enumerate(items):
+            where = f"{path}.releases" if isinstance(raw, str) else f"{path}.releases[{j}]"
+            if not isinstance(item, str) or not item.strip():
+                raise fail(where, "expected a non-empty version specifier")
+            try:
+                specs.append(SpecifierSet(item))
+            except InvalidSpecifier:
+                raise fail(where, f"not a version specifier: {item!r}") from None
+        if row["field"] not in FIELDS:
+            allowed = ", ".join(FIELDS)
+            raise fail(f"{path}.field", f"expected one of {allowed}, got {row['field']!r}")
+        text = row["text"].strip()
+        if SEPARATOR in text or "\n" in text:
+            raise fail(f"{path}.text", f"must be one line without {SEPARATOR!r}")
+        for key in ("matrix", "table"):
+            if key in row and not isinstance(row[key], str):
+                raise fail(f"{path}.{key}", "expected a string")
+        out.append(Note(tuple(specs), row["field"], text, row.get("matrix"), row.get("table")))
+    return tuple(out)
+
+
+def load_notes(path: Path | None = None) -> tuple[Note, ...]:
+    from envlock.matrix import read_toml
+
+    doc, _digest, shown = read_toml(NOTES_FILENAME, path)
+    return parse_notes(doc, shown)
+
+
+def apply_notes(
+    matrix: TFMatrix, tested: TestedConfigs, notes: Sequence[Note]
+) -> TFMatrix:
+    """The same matrix with every row's ``note`` recomputed from the notes file."""
+    from dataclasses import replace
+
+    rows = tuple(
+        replace(r, note=note_for(disagreements(r, tested), notes)) for r in matrix.releases
+    )
+    return replace(matrix, releases=rows)
+
+
+def cross_check(
+    matrix: TFMatrix, tested: TestedConfigs, notes: Sequence[Note], files: Sequence[str] = ()
+) -> CheckReport:
+    findings: list[Finding] = []
+    problems: list[str] = []
+    for rel in matrix.releases:
+        found = disagreements(rel, tested)
+        for d in found:
+            seg = _segment(rel.note, d.field)
+            findings.append(Finding(d, bool(seg), seg))
+        expected = note_for(found, notes)
+        if rel.note != expected:
+            problems.append(
+                f"{rel.version}: note {rel.note!r} differs from what {NOTES_FILENAME} gives "
+                f"({expected!r})"
+            )
+    return CheckReport(tuple(files), tuple(findings), tuple(problems))
+
+
+def check_all(tensorflow_path: Path | None = None) -> CheckReport:
+    """Validate every matrix file and cross-check tensorflow.toml.
+
+    A file that does not validate raises DataError (exit 2); disagreements are
+    returned in the report.
+    """
+    import importlib
+
+    from envlock.matrix import display_name, load_tensorflow, read_toml
+    from envlock.matrix import tested as tested_mod
+
+    matrix = load_tensorflow(tensorflow_path)
+    files = [str(tensorflow_path) if tensorflow_path else display_name("tensorflow.toml")]
+    for module_name, filename in (("cuda", "cuda.toml"), ("gpus", "gpus.toml")):
+        try:
+            module = importlib.import_module(f"envlock.matrix.{module_name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"envlock.matrix.{module_name}":
+                raise
+            continue
+        doc, _digest, shown = read_toml(filename)
+        module.parse(doc, shown)
+        files.append(shown)
+    tested = tested_mod.load()
+    files.append(display_name(tested_mod.FILENAME))
+    notes = load_notes()
+    files.append(display_name(NOTES_FILENAME))
+    return cross_check(matrix, tested, notes, files)

@@ -1,0 +1,571 @@
+"""``envlock matrix refresh``: regenerate tensorflow.toml from the package index.
+
+1. The project page through the simple API with JSON (PEP 691) lists every
+   file with its URL, sha256, size, upload time and yanked flag.
+2. Releases: every final 2.x version with a Linux x86_64 wheel; its Python
+   minors are the ``cp3X`` tags of those wheels (Python 2 wheels are left out:
+   envlock targets CPython 3).
+3. Facts: from ONE wheel per release (not yanked if possible, the newest
+   CPython tag, then the greatest file name) read through HTTP range requests:
+   the zip directory, ``*.dist-info/METADATA`` (Requires-Python, the
+   ``and-cuda`` extra) and ``.../python/platform/build_info.py`` (CUDA, cuDNN,
+   compute capabilities; parsed with ``ast``, never executed).
+4. Where the wheel says too little (2.0/2.1 have no CUDA details, 2.2 states
+   CUDA "10", build_info gives only the cuDNN major before the and-cuda extra
+   existed), the tested-configurations table completes it; each row records
+   the source of CUDA and cuDNN.
+5. Notes come from matrices/tf-notes.toml (see envlock.matrix.check).
+
+Same index state, same bytes: rows sorted by version, ``data_version`` is the
+date of the newest upload among the rows, nothing depends on the clock.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from email.parser import BytesHeaderParser
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
+
+from packaging.markers import Marker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from envlock.errors import DataError, EnvironmentFailure, UsageError
+from envlock.matrix.tensorflow import (
+    GENERATED_BY,
+    SCHEMA_VERSION,
+    TFMatrix,
+    TFRelease,
+    major_minor,
+)
+from envlock.matrix.tested import TestedConfig, TestedConfigs
+from envlock.matrix.wheelzip import RemoteZip
+
+if TYPE_CHECKING:
+    import requests
+
+    from envlock.matrix.check import Note
+
+PROJECT = "tensorflow"
+JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
+BUILD_INFO_SUFFIX = "/python/platform/build_info.py"
+DEFAULT_JOBS = 16
+
+_CP3 = re.compile(r"^cp3([0-9]+)$")
+_CUDNN_PACKAGE = re.compile(r"^nvidia-cudnn-cu[0-9]+$")
+_EXTRA_CLAUSE = re.compile(r"""extra\s*==\s*["']and-cuda["']""")
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    filename: str
+    url: str
+    sha256: str
+    size: int | None
+    upload_time: str
+    yanked: bool
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A release with its Linux x86_64 wheels."""
+
+    version: Version
+    files: tuple[IndexFile, ...]
+    python: tuple[str, ...]  # "3.X" minors with a wheel
+    chosen: IndexFile
+
+
+@dataclass(frozen=True)
+class WheelFacts:
+    requires_python: str
+    requires_dist: tuple[str, ...]
+    build_info: dict[str, Any]  # {} when the wheel has no build_info.py
+    build_info_path: str
+    requests: int
+    bytes_read: int
+
+
+@dataclass
+class Stats:
+    releases: int = 0
+    requests: int = 0
+    bytes_read: int = 0
+    seconds: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, facts: WheelFacts) -> None:
+        with self.lock:
+            self.releases += 1
+            self.requests += facts.requests
+            self.bytes_read += facts.bytes_read
+
+
+# -- the index page --------------------------------------------------------
+
+
+def project_files(sess: requests.Session, index: str, project: str = PROJECT) -> list[IndexFile]:
+    """Every file of ``project`` as the PEP 691 JSON page lists it."""
+    from envlock import http
+
+    if not index.startswith(("http://", "https://")):
+        raise UsageError(
+            f"envlock matrix refresh needs an http(s) index, got {index}",
+            hint="pass --index-url https://your.index/simple",
+        )
+    page = f"{index.rstrip('/')}/{project}/"
+    resp = http.get(sess, page, index=index, headers={"Accept": JSON_ACCEPT}, ok=(200, 404))
+    if resp.status_code == 404:
+        raise UsageError(
+            f"the package index at {index} has no project {project!r}",
+            hint="check --index-url / pip's index-url",
+        )
+    ctype = resp.headers.get("Content-Type", "").split(";")[0].strip()
+    if ctype != JSON_ACCEPT:
+        raise UsageError(
+            f"the package index at {index} does not answer the JSON simple API "
+            f"(PEP 691); it sent {ctype or 'no content type'}",
+            hint="use an index that serves application/vnd.pypi.simple.v1+json",
+        )
+    try:
+        doc = resp.json()
+        entries = doc["files"]
+    except (ValueError, KeyError, TypeError):
+        raise EnvironmentFailure(
+            f"the package index at {index} sent a broken project page for {project}",
+            hint="try again; if it persists, the index or a proxy is at fault",
+        ) from None
+    base = resp.url or page
+    out: list[IndexFile] = []
+    for e in entries:
+        try:
+            name = str(e["filename"])
+            sha = str(e.get("hashes", {}).get("sha256", ""))
+            size = e.get("size")
+            out.append(
+                IndexFile(
+                    filename=name,
+                    url=urljoin(base, str(e["url"])),
+                    sha256=sha.lower(),
+                    size=int(size) if isinstance(size, int) else None,
+                    upload_time=str(e.get("upload-time") or ""),
+                    yanked=bool(e.get("yanked", False)),
+                )
+            )
+        except (KeyError, TypeError, AttributeError):
+            continue
+    return out
+
+
+def _linux_x86_64_minors(filename: str) -> tuple[str, ...] | None:
+    """The CPython 3 minors of a Linux x86_64 wheel, None for other files."""
+    if not filename.endswith(".whl"):
+        return None
+    try:
+        _name, _ver, _build, tags = parse_wheel_filename(filename)
+    except (InvalidWheelFilename, InvalidVersion):
+        return None
+    minors: set[int] = set()
+    linux = False
+    for tag in tags:
+        if tag.platform.endswith("x86_64") and "linux" in tag.platform:
+            linux = True
+            m = _CP3.match(tag.interpreter)
+            if m:
+                minors.add(int(m.group(1)))
+    if not linux:
+        return None
+    return tuple(f"3.{n}" for n in sorted(minors))
+
+
+def candidates(files: Iterable[IndexFile]) -> list[Candidate]:
+    """Final 2.x releases with Linux x86_64 CPython 3 wheels, sorted by version."""
+    by_version: dict[Version, list[tuple[IndexFile, tuple[str, ...]]]] = {}
+    for f in files:
+        minors = _linux_x86_64_minors(f.filename)
+        if not minors:
+            continue
+        version = parse_wheel_filename(f.filename)[1]
+        if version.major != 2 or version.is_prerelease or version.is_devrelease:
+            continue
+        by_version.setdefault(version, []).append((f, minors))
+    out: list[Candidate] = []
+    for version in sorted(by_version):
+        entries = by_version[version]
+        python = sorted({m for _f, ms in entries for m in ms}, key=Version)
+
+        def rank(entry: tuple[IndexFile, tuple[str, ...]]) -> tuple[bool, Version, str]:
+            f, ms = entry
+            return (not f.yanked, max(Version(m) for m in ms), f.filename)
+
+        chosen = max(entries, key=rank)[0]
+        out.append(
+            Candidate(
+                version=version,
+                files=tuple(sorted((f for f, _ in entries), key=lambda f: f.filename)),
+                python=tuple(python),
+                chosen=chosen,
+            )
+        )
+    return out
+
+
+# -- reading one wheel -----------------------------------------------------
+
+
+def _range_fetcher(
+    sess: requests.Session, url: str, index: str
+) -> Callable[[int, int | None], tuple[bytes, int]]:
+    from envlock import http
+
+    def fetch(start: int, end: int | None) -> tuple[bytes, int]:
+        rng = f"bytes={start}" if end is None else f"bytes={start}-{end}"
+        resp = http.get(sess, url, index=index, headers={"Range": rng}, ok=(206,), stream=True)
+        try:
+            crange = resp.headers.get("Content-Range", "")
+            total = int(crange.rsplit("/", 1)[1])
+            data = resp.content
+        except (IndexError, ValueError):
+            raise EnvironmentFailure(
+                f"the file server of {index} sent no usable Content-Range for {url}",
+                hint="a proxy may be rewriting range requests",
+            ) from None
+        except Exception as e:  # a connection that dies while reading the body
+            import requests
+
+            if isinstance(e, requests.exceptions.RequestException):
+                from envlock.http import unreachable
+
+                raise unreachable(index, f"reading {url} failed: {e}") from None
+            raise
+        finally:
+            resp.close()
+        return data, total
+
+    return fetch
+
+
+def parse_build_info(text: str, filename: str = "build_info.py") -> dict[str, Any]:
+    """The literal assignments of a build_info.py, parsed with ``ast`` (never run).
+
+    Knows the three shapes TensorFlow wrote: ``build_info = {...}``,
+    ``build_info = collections.OrderedDict([...])`` and plain module variables
+    (``cuda_version_number = '10.1'``). ``*_version_number`` become ``*_version``.
+    """
+    try:
+        tree = ast.parse(text, filename=filename)
+    except SyntaxError as e:
+        raise DataError(f"{filename}: not valid Python: {e.msg} (line {e.lineno})") from None
+    out: dict[str, Any] = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target = node.targets[0]
+        if not isinstance(target, ast.Name):
+            continue
+        value = node.value
+        if target.id == "build_info":
+            if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
+                value = value.args[0]  # OrderedDict([...]) -> the list of pairs
+            try:
+                literal = ast.literal_eval(value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue
+            if isinstance(literal, (list, tuple)):
+                try:
+                    literal = dict(literal)
+                except (TypeError, ValueError):
+                    continue
+            if isinstance(literal, dict):
+                out.update({str(k): v for k, v in literal.items()})
+            continue
+        try:
+            out[target.id] = ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            continue
+    renames = (("cuda_version_number", "cuda_version"), ("cudnn_version_number", "cudnn_version"))
+    for old, new in renames:
+        if old in out and new not in out:
+            out[new] = out.pop(old)
+    return out
+
+
+def read_wheel(sess: requests.Session, index: str, f: IndexFile) -> WheelFacts:
+    """METADATA and build_info.py of one remote wheel, by range requests."""
+    z = RemoteZip(_range_fetcher(sess, f.url, index), f.filename)
+    metadata = z.find(lambda n: n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
+    if not metadata:
+        raise DataError(f"{f.filename}: no .dist-info/METADATA in the wheel")
+    info_paths = z.find(lambda n: n.endswith(BUILD_INFO_SUFFIX))
+    # tensorflow/ (2.2+) or tensorflow_core/ (2.0, 2.1); prefer the shortest path
+    info_paths.sort(key=lambda n: (n.count("/"), n))
+    build_info: dict[str, Any] = {}
+    info_path = ""
+    if info_paths:
+        info_path = info_paths[0]
+        text = z.read(info_path).decode("utf-8", errors="replace")
+        build_info = parse_build_info(text, f"{f.filename}:{info_path}")
+    msg = BytesHeaderParser().parsebytes(z.read(metadata[0]))
+    return WheelFacts(
+        requires_python=str(msg.get("Requires-Python", "") or "").strip(),
+        requires_dist=tuple(str(v).strip() for v in msg.get_all("Requires-Dist", [])),
+        build_info=build_info,
+        build_info_path=info_path,
+        requests=z.requests,
+        bytes_read=z.bytes_read,
+    )
+
+
+# -- facts -> row ------------------------------------------------------------
+
+
+def and_cuda_requirements(requires_dist: Iterable[str], python: str) -> tuple[str, ...]:
+    """The ``and-cuda`` extra's requirements, normalised, extra marker stripped."""
+    base_env = {
+        "python_version": python,
+        "python_full_version": f"{python}.0",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "platform_machine": "x86_64",
+        "os_name": "posix",
+    }
+    out: list[str] = []
+    for line in requires_dist:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is None:
+            continue
+        with_extra = req.marker.evaluate({**base_env, "extra": "and-cuda"})
+        without = req.marker.evaluate({**base_env, "extra": ""})
+        if not with_extra or without:
+            continue
+        text = f"{req.name}{'[' + ','.join(sorted(req.extras)) + ']' if req.extras else ''}"
+        text += str(req.specifier)
+        rest = _strip_extra(str(req.marker))
+        if rest:
+            text += f"; {rest}"
+        out.append(text)
+    return tuple(out)
+
+
+def _strip_extra(marker: str) -> str:
+    """``A and extra == "and-cuda"`` -> ``A``; a lone extra clause -> ``""``."""
+    text = _EXTRA_CLAUSE.sub("__EXTRA__", marker)
+    for pattern in (" and __EXTRA__", "__EXTRA__ and ", "__EXTRA__"):
+        text = text.replace(pattern, "")
+    text = text.strip()
+    while text.startswith("(") and text.endswith(")"):
+        text = text[1:-1].strip()
+    if not text:
+        return ""
+    Marker(text)  # still a valid marker
+    return text
+
+
+def _cudnn_from_and_cuda(and_cuda: Iterable[str]) -> str | None:
+    """major.minor of the nvidia-cudnn pin's lower bound (==, ===, ~= or >=)."""
+    for line in and_cuda:
+        req = Requirement(line.split(";")[0])
+        if not _CUDNN_PACKAGE.match(canonicalize_name(req.name)):
+            continue
+        for spec in sorted(req.specifier, key=str):
+            if spec.operator in ("==", "===", "~=", ">="):
+                try:
+                    v = Version(spec.version.rstrip(".*"))
+                except InvalidVersion:
+                    continue
+                if len(v.release) >= 2:
+                    return f"{v.release[0]}.{v.release[1]}"
+    return None
+
+
+def _major(value: str) -> str:
+    return value.split(".")[0]
+
+
+def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TFRelease:
+    """One tensorflow.toml row from the wheel's facts, completed from the table."""
+    where = f"tensorflow {cand.version} ({cand.chosen.filename})"
+
+    def need_table(what: str) -> TestedConfig:
+        if cfg is None:
+            raise DataError(
+                f"{where}: {what}, and the tested-configurations table has no row "
+                f"for its series",
+                hint="add the series to matrices/tf-tested-configs.toml from upstream",
+            )
+        return cfg
+
+    bi = facts.build_info
+    cuda_build = bool(bi.get("is_cuda_build", bool(bi.get("cuda_version"))))
+    and_cuda = and_cuda_requirements(facts.requires_dist, cand.python[-1])
+
+    raw_cuda = str(bi.get("cuda_version") or "").strip()
+    if raw_cuda and "." in raw_cuda:
+        cuda, cuda_full, cuda_from = major_minor(raw_cuda), raw_cuda, "build_info"
+    elif raw_cuda:
+        table = need_table(f"build_info gives only CUDA {raw_cuda}")
+        if _major(table.cuda) != raw_cuda:
+            raise DataError(f"{where}: build_info says CUDA {raw_cuda}, the table {table.cuda}")
+        cuda, cuda_full, cuda_from = table.cuda, raw_cuda, "build_info+tested-configs"
+    else:
+        table = need_table("the wheel states no CUDA version")
+        cuda, cuda_full, cuda_from = table.cuda, table.cuda, "tested-configs"
+
+    raw_cudnn = str(bi.get("cudnn_version") or "").strip()
+    pinned = _cudnn_from_and_cuda(and_cuda)
+    if raw_cudnn and "." in raw_cudnn:
+        cudnn, cudnn_from = major_minor(raw_cudnn), "build_info"
+    elif raw_cudnn and pinned and _major(pinned) == raw_cudnn:
+        cudnn, cudnn_from = pinned, "build_info+and-cuda"
+    elif raw_cudnn:
+        table = need_table(f"build_info gives only cuDNN {raw_cudnn}")
+        if _major(table.cudnn) != raw_cudnn:
+            raise DataError(
+                f"{where}: build_info says cuDNN {raw_cudnn}, the table {table.cudnn}",
+                hint="the minor cannot be completed; check matrices/tf-tested-configs.toml",
+            )
+        cudnn, cudnn_from = table.cudnn, "build_info+tested-configs"
+    else:
+        cudnn, cudnn_from = need_table("the wheel states no cuDNN version").cudnn, "tested-configs"
+
+    caps = bi.get("cuda_compute_capabilities") or []
+    if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
+        raise DataError(f"{where}: build_info's cuda_compute_capabilities is not a list of names")
+    return TFRelease(
+        version=cand.version,
+        python=cand.python,
+        requires_python=facts.requires_python,
+        cuda=cuda,
+        cuda_full=cuda_full,
+        cuda_from=cuda_from,
+        cudnn=cudnn,
+        cudnn_from=cudnn_from,
+        compute_capabilities=tuple(caps),
+        and_cuda=and_cuda,
+        wheel=cand.chosen.filename,
+        sha256=cand.chosen.sha256,
+        yanked=all(f.yanked for f in cand.files),
+        note="",
+        cuda_build=cuda_build,
+    )
+
+
+# -- the whole refresh ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RefreshResult:
+    matrix: TFMatrix
+    releases: int
+    requests: int
+    bytes_read: int
+    seconds: float
+
+
+def refresh(
+    index: str,
+    *,
+    tested: TestedConfigs,
+    notes: tuple[Note, ...],
+    jobs: int = DEFAULT_JOBS,
+    only: Iterable[Version] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    http_settings: Any = None,
+) -> RefreshResult:
+    """Read every release's facts from the index and build the matrix.
+
+    ``only`` limits the refresh to some releases (tests, spot checks);
+    ``progress(done, total)`` is called after each release.
+    """
+    from envlock import http
+    from envlock.matrix.check import apply_notes
+
+    started = time.monotonic()
+    jobs = max(1, jobs)
+    settings = http_settings or http.HttpSettings(pool_size=max(jobs, 4))
+    sess = http.session(settings)
+    try:
+        files = project_files(sess, index)
+        cands = candidates(files)
+        if only is not None:
+            wanted = set(only)
+            missing = sorted(wanted - {c.version for c in cands})
+            if missing:
+                raise UsageError(
+                    f"no Linux x86_64 wheel on the index for tensorflow "
+                    f"{', '.join(str(v) for v in missing)}",
+                    hint="see 'envlock matrix show' for the known releases",
+                )
+            cands = [c for c in cands if c.version in wanted]
+        if not cands:
+            raise DataError(
+                f"the package index at {index} lists no tensorflow 2.x Linux x86_64 wheels",
+                hint="check --index-url / pip's index-url",
+            )
+        stats = Stats()
+        facts: dict[Version, WheelFacts] = {}
+        done = 0
+        if progress:
+            progress(0, len(cands))
+        with ThreadPoolExecutor(max_workers=min(jobs, len(cands))) as pool:
+            futures: dict[Future[WheelFacts], Candidate] = {
+                pool.submit(read_wheel, sess, index, c.chosen): c for c in cands
+            }
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for fut in finished:
+                    exc = fut.exception()
+                    if exc is not None:
+                        for other in pending:
+                            other.cancel()
+                        raise exc
+                    cand = futures[fut]
+                    facts[cand.version] = fut.result()
+                    stats.add(facts[cand.version])
+                    done += 1
+                    if progress:
+                        progress(done, len(cands))
+    finally:
+        sess.close()
+
+    rows = tuple(make_row(c, facts[c.version], tested.for_release(c.version)) for c in cands)
+    newest = max(f.upload_time for c in cands for f in c.files)
+    matrix = TFMatrix(
+        schema_version=SCHEMA_VERSION,
+        data_version=newest[:10] if newest else "1970-01-01",
+        generated_by=GENERATED_BY,
+        releases=rows,
+    )
+    matrix = apply_notes(matrix, tested, notes)
+    return RefreshResult(
+        matrix=matrix,
+        releases=len(rows),
+        requests=stats.requests + 1,
+        bytes_read=stats.bytes_read,
+        seconds=time.monotonic() - started,
+    )
+
+
+def summary(result: RefreshResult, output: str) -> Mapping[str, Any]:
+    return {
+        "output": output,
+        "releases": result.releases,
+        "data_version": result.matrix.data_version,
+        "requests": result.requests,
+        "bytes_read": result.bytes_read,
+        "seconds": round(result.seconds, 2),
+    }
