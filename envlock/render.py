@@ -10,6 +10,7 @@ templates, the smoke harness and, when asked for, the ``--ca-cert`` file.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import shlex
@@ -36,13 +37,6 @@ UID = 10001
 # The uv release whose image provides the `uv` binary when the base image's
 # Ubuntu has another Python minor than the lock (--python-from uv).
 UV_IMAGE = "ghcr.io/astral-sh/uv:0.13.9"
-# The python3 each Ubuntu release ships (reference/cuda.md). Only these
-# minors come from apt without third-party archives.
-OS_DEFAULT_PYTHON: Mapping[str, str] = {
-    "ubuntu20.04": "3.8",
-    "ubuntu22.04": "3.10",
-    "ubuntu24.04": "3.12",
-}
 FRAMEWORK_TITLES: Mapping[str, str] = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
 
 _OS_RE = re.compile(r"^ubuntu(\d{2})\.(\d{2})$")
@@ -92,6 +86,7 @@ class BundleContext:
     base_pinned: bool
     os: str  # "ubuntu22.04", or "" when the base image is not an Ubuntu tag
     os_python: str  # the OS's own python3 minor, "" when unknown
+    os_pythons: tuple[tuple[str, str], ...]  # (ubuntuXX.YY, python3 minor) from cuda.toml
     python_from: str  # image | apt | uv
     python_reason: str
     python_bin: str  # "python3.11"
@@ -255,6 +250,39 @@ def _wheel_dirs(lock: Lock) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(sorted(set(libs))), tuple(sorted(set(bins)))
 
 
+@functools.lru_cache(maxsize=1)
+def _cuda_matrix() -> Any:
+    """cuda.toml (Ubuntu python3 minors, image tags, end-of-life); read once."""
+    from envlock.matrix import cuda, read_toml
+
+    doc, _digest, shown = read_toml("cuda.toml")
+    return cuda.parse(doc, shown)
+
+
+def _image_release(cuda_image_version: str) -> Any:
+    for image in _cuda_matrix().images:
+        if image.version == cuda_image_version:
+            return image
+    return None
+
+
+def _end_of_life(cuda_image_version: str, image: str) -> list[str]:
+    """End-of-life notes for the nvidia/cuda release of the base image."""
+    try:
+        release = Version(cuda_image_version).release
+    except InvalidVersion:
+        return []
+    row = _cuda_matrix().release(".".join(str(p) for p in release[:2]))
+    if row is None or row.images not in ("eol", "deleted"):
+        return []
+    state = "were deleted" if row.images == "deleted" else "are end of life"
+    return [
+        f"the nvidia/cuda {row.version} images {state} ({row.images_note}); NVIDIA deletes "
+        f"end-of-life tags six months after end of life, so {image} may vanish: copy it to "
+        "your own registry and render with --base-image"
+    ]
+
+
 def _harness() -> bytes:
     from importlib import resources
 
@@ -356,13 +384,24 @@ def bundle_context(
                 hint="give the full image with --base-image instead",
             )
         if wanted != os_name:
-            name = _OS_SUFFIX_RE.sub(f"-{wanted}", name)
-            if digest and not options.base_digest:
-                warnings.append(
-                    f"the base image's digest belongs to the {os_name} tag; {name} is "
-                    "not pinned (pass --base-digest to pin it)"
+            image = _image_release(res.cuda_image_version)
+            release = wanted.removeprefix("ubuntu")
+            if image is not None and release not in image.os:
+                raise UsageError(
+                    f"--os {wanted}: nvidia/cuda {image.version} images exist for "
+                    + ", ".join(f"ubuntu{o}" for o in image.os),
+                    hint="pick one of those, or give an image with --base-image",
                 )
-            digest = None
+            old_name, name = name, _OS_SUFFIX_RE.sub(f"-{wanted}", name)
+            known = None
+            if image is not None and not overridden:
+                known = image.digest(name.split(":", 1)[-1])
+            if digest and not known and not options.base_digest:
+                warnings.append(
+                    f"the digest {digest} belongs to {old_name}, not {name}: the base image "
+                    "is not pinned for --os " + wanted
+                )
+            digest = known
             os_name = wanted
     if options.base_digest:
         if digest and digest != options.base_digest:
@@ -378,7 +417,10 @@ def bundle_context(
             "(pass --base-digest sha256:...)"
         )
 
-    os_python = OS_DEFAULT_PYTHON.get(os_name or "", "")
+    ubuntu = _cuda_matrix().ubuntu_release(os_name) if os_name else None
+    os_python = ubuntu.python if ubuntu is not None else ""
+    if not overridden:
+        warnings.extend(_end_of_life(res.cuda_image_version, name))
     python_from, python_reason = _python_source(options.python_from, python, os_name, os_python)
     if python_from == "apt" and os_python != python:
         raise UsageError(
@@ -440,6 +482,7 @@ def bundle_context(
         base_pinned=digest is not None,
         os=os_name or "",
         os_python=os_python,
+        os_pythons=tuple((u.name, u.python) for u in _cuda_matrix().ubuntu),
         python_from=python_from,
         python_reason=python_reason,
         python_bin=f"python{python}",
