@@ -36,6 +36,7 @@ class Resolution:
     matrix_digest: str  # sha256 of tensorflow.toml
     warnings: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()  # why this release / python / image was chosen
+    os_python: str | None = None  # python3 minor of the base image's OS, "3.10"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -1,0 +1,993 @@
+"""Constraints + matrix -> Resolution: what goes with a TensorFlow requirement.
+
+``resolve`` is pure: it reads only the matrices it is given (or the packaged
+ones) and the constraints; host detection (``--driver auto``) happens in
+``constraints_from_args``, before it. The newest release that satisfies every
+constraint wins; when none does, ``NoResolution`` says which constraint
+removed which releases and what would work instead.
+
+Choices made here, with the reasons given in every Resolution:
+
+- ``==X.Y`` means the X.Y series (``==X.Y.*``), as people mean it; every other
+  specifier keeps PEP 440 meaning. Pre-releases only when the requirement
+  names one; yanked releases only when pinned exactly (PEP 592).
+- Python: the newest minor the release has Linux x86_64 wheels for.
+- CUDA source ``system`` (CUDA and cuDNN from a ``-cudnn-runtime`` image) by
+  default; the image's cuDNN must have the compiled major and at least the
+  compiled minor. The image's CUDA is the compiled minor when such an image
+  has a new enough cuDNN, else the nearest newer minor of the same major
+  (minor-version compatibility, CUDA 11+). When no image fits (TensorFlow
+  2.16/2.17: cuDNN 8.9 with CUDA 12.3, for which no cudnn8 image exists) and
+  the release has the ``and-cuda`` extra, the default falls back to the
+  ``pip`` source (the nvidia-* wheels on the ``-base`` image) with a warning,
+  because that is the configuration that works; an explicit
+  ``--cuda-source system`` fails instead, naming the alternatives.
+- OS: the Ubuntu release whose own python3 is the chosen Python when the
+  image exists for it (no second interpreter in the image), else the newest
+  Ubuntu the image exists for (longest support).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from envlock.errors import NoResolution, UsageError
+from envlock.model import CUDA_SOURCES, Resolution
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    from envlock.driver import HostInfo
+    from envlock.matrix import Matrix, TFRelease
+    from envlock.matrix.cuda import CudaMatrix, ImageRelease, UbuntuRelease
+    from envlock.matrix.gpus import GpuMatrix
+
+FRAMEWORK = "tensorflow"
+
+_PYTHON = re.compile(r"^3\.[0-9]{1,2}$")
+_MAJOR_MINOR = re.compile(r"^[0-9]{1,2}(\.[0-9]{1,2})?$")
+_DRIVER = re.compile(r"^[0-9]{3}(\.[0-9]{1,3}){0,2}$")
+_OS = re.compile(r"^ubuntu[0-9]{2}\.[0-9]{2}$")
+_CAPABILITY = re.compile(r"^[0-9]{1,2}\.[0-9]$")
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A GPU the result should serve: from the host, or named with --gpu."""
+
+    name: str
+    compute_capability: str | None = None  # "9.0"; None: look the name up in gpus.toml
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """What the user asked for. Validated by ``resolve``."""
+
+    spec: str = FRAMEWORK
+    python: str | None = None  # "3.11"
+    cuda: str | None = None  # "12.2" or "12": the CUDA TensorFlow was built with
+    cudnn: str | None = None  # "8.9" or "8": the cuDNN TensorFlow was built with
+    driver: str | None = None  # the host driver, "535.104.05" (never "auto" here)
+    driver_from: str = ""  # where the driver came from: "", "NVML", "nvidia-smi"
+    os: str | None = None  # "ubuntu22.04"
+    cuda_source: str | None = None  # None: system, falling back to pip; or as given
+    gpus: tuple[Gpu, ...] = field(default=())
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def add_resolve_arguments(parser: argparse.ArgumentParser) -> None:
+    """The resolve flags, shared by ``envlock resolve`` and ``envlock lock``."""
+    parser.add_argument(
+        "spec",
+        metavar="SPEC",
+        help="a requirement on tensorflow: 'tensorflow==2.15' (the 2.15 series), "
+        "'tensorflow~=2.13.0', 'tensorflow>=2.14,<2.17', 'tensorflow'",
+    )
+    parser.add_argument("--python", metavar="X.Y", help="CPython minor (default: newest supported)")
+    parser.add_argument("--cuda", metavar="X.Y", help="CUDA the release was built with")
+    parser.add_argument("--cudnn", metavar="X.Y", help="cuDNN the release was built with")
+    parser.add_argument(
+        "--driver",
+        metavar="VERSION|auto",
+        help="host NVIDIA driver; releases needing a newer one are skipped "
+        "('auto' reads this machine: NVML, else nvidia-smi)",
+    )
+    parser.add_argument("--os", metavar="ubuntuXX.YY", help="Ubuntu release of the base image")
+    parser.add_argument(
+        "--cuda-source",
+        choices=CUDA_SOURCES,
+        help="system: CUDA/cuDNN from the nvidia/cuda cudnn image; pip: nvidia-* wheels "
+        "(tensorflow[and-cuda]) on the -base image (default: system, pip when no image fits)",
+    )
+    parser.add_argument(
+        "--gpu",
+        metavar="NAME|X.Y",
+        action="append",
+        default=[],
+        help="a GPU to check the compiled kernels against: a name from matrices/gpus.toml "
+        "or a compute capability (repeatable; --driver auto adds the host's GPUs)",
+    )
+
+
+def constraints_from_args(
+    args: argparse.Namespace, detect: Callable[[], HostInfo] | None = None
+) -> Constraints:
+    """Constraints from parsed arguments. ``--driver auto`` asks ``detect``
+    (default: ``envlock.driver.detect``) for the host's driver and GPUs."""
+    driver: str | None = getattr(args, "driver", None)
+    driver_from = ""
+    gpus: list[Gpu] = []
+    for value in getattr(args, "gpu", None) or []:
+        value = value.strip()
+        if _CAPABILITY.match(value):
+            gpus.append(Gpu(name=f"compute capability {value}", compute_capability=value))
+        else:
+            gpus.append(Gpu(name=value))
+    if driver is not None and driver.strip().lower() == "auto":
+        if detect is None:
+            from envlock.driver import detect as detect_host
+
+            detect = detect_host
+        host = detect()
+        driver = host.driver
+        driver_from = host.source
+        gpus.extend(Gpu(name=g.name, compute_capability=g.compute_capability) for g in host.gpus)
+    return Constraints(
+        spec=args.spec,
+        python=getattr(args, "python", None),
+        cuda=getattr(args, "cuda", None),
+        cudnn=getattr(args, "cudnn", None),
+        driver=driver,
+        driver_from=driver_from,
+        os=getattr(args, "os", None),
+        cuda_source=getattr(args, "cuda_source", None),
+        gpus=tuple(gpus),
+    )
+
+
+# ---------------------------------------------------------------- validation
+
+
+@dataclass(frozen=True)
+class _Spec:
+    text: str  # as given
+    specifier: SpecifierSet  # with ==X.Y widened to ==X.Y.*
+    prereleases: bool
+    exact: Version | None  # pinned exactly (==X.Y.Z or ===): yanked allowed
+    and_cuda: bool  # the [and-cuda] extra was asked for
+
+
+def _parse_spec(text: str) -> _Spec:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.specifiers import Specifier, SpecifierSet
+    from packaging.utils import canonicalize_name
+    from packaging.version import Version
+
+    hint = "write a requirement on tensorflow, e.g. 'tensorflow==2.15' or 'tensorflow>=2.14,<2.17'"
+    stripped = text.strip()
+    if not stripped:
+        raise UsageError("SPEC is empty", hint=hint)
+    try:
+        req = Requirement(stripped)
+    except InvalidRequirement as e:
+        first = str(e).splitlines()[0] if str(e) else "cannot parse it"
+        raise UsageError(f"SPEC {text!r} is not a valid requirement: {first}", hint=hint) from None
+    if canonicalize_name(req.name) != FRAMEWORK:
+        raise UsageError(
+            f"SPEC {text!r} is a requirement on {req.name!r}; envlock resolves tensorflow",
+            hint="the GPU build is the 'tensorflow' package itself since 2.1: "
+            + hint.split(", ", 1)[1],
+        )
+    if req.url:
+        raise UsageError(
+            f"SPEC {text!r} names a URL; envlock resolves releases on the index", hint=hint
+        )
+    if req.marker is not None:
+        raise UsageError(
+            f"SPEC {text!r} has an environment marker; the target is fixed (Linux x86_64)",
+            hint="drop the '; ...' part and use --python for the interpreter",
+        )
+    extras = {canonicalize_name(e) for e in req.extras}
+    unknown = sorted(extras - {"and-cuda"})
+    if unknown:
+        raise UsageError(
+            f"SPEC {text!r} asks for the extra {unknown[0]!r}; only [and-cuda] is understood",
+            hint="use 'tensorflow[and-cuda]==X.Y' or --cuda-source pip for the CUDA wheels",
+        )
+    widened: list[str] = []
+    exact: Version | None = None
+    prereleases = False
+    for spec in req.specifier:
+        version_text = spec.version
+        if spec.operator == "===":
+            if _is_version(version_text):
+                exact = Version(version_text)
+            widened.append(str(spec))
+            continue
+        if version_text.endswith(".*"):
+            widened.append(str(spec))
+            continue
+        version = Version(version_text)
+        if version.is_prerelease:
+            prereleases = True
+        if (
+            spec.operator == "=="
+            and len(version.release) == 2
+            and version.pre is None
+            and version.post is None
+            and version.dev is None
+            and version.local is None
+        ):
+            widened.append(f"=={version.major}.{version.minor}.*")
+            continue
+        if spec.operator == "==" and len(req.specifier) == 1:
+            exact = version
+        widened.append(str(Specifier(f"{spec.operator}{version_text}")))
+    return _Spec(
+        text=stripped,
+        specifier=SpecifierSet(",".join(widened)),
+        prereleases=prereleases,
+        exact=exact,
+        and_cuda="and-cuda" in extras,
+    )
+
+
+def _is_version(text: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
+
+
+def _check_value(
+    value: str | None, regex: re.Pattern[str], flag: str, shape: str, example: str
+) -> str | None:
+    if value is None:
+        return None
+    value = value.strip()
+    if not regex.match(value):
+        raise UsageError(f"{flag} {value!r} is not {shape}", hint=f"e.g. {flag} {example}")
+    return value
+
+
+# ---------------------------------------------------------------- image placement
+
+
+@dataclass(frozen=True)
+class _Placement:
+    source: str
+    image: ImageRelease
+    os: UbuntuRelease
+    tag: str
+    reasons: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _NoPlacement:
+    reason: str
+
+
+def _vkey(text: str) -> Version:
+    from packaging.version import Version
+
+    return Version(text)
+
+
+def _split_minor(text: str) -> tuple[int, int]:
+    major, minor = text.split(".")[:2]
+    return int(major), int(minor)
+
+
+def _pick_os(
+    cm: CudaMatrix, image: ImageRelease, want_os: str | None, python: str
+) -> tuple[UbuntuRelease, str] | None:
+    """Choose the Ubuntu release of an image; None when ``want_os`` is not there."""
+    releases = [u for u in (cm.ubuntu_release(o) for o in image.os) if u is not None]
+    if want_os is not None:
+        for u in releases:
+            if u.name == want_os:
+                return u, f"{u.name} as asked (--os)"
+        return None
+    newest = max(releases, key=lambda u: _vkey(u.release))
+    for u in sorted(releases, key=lambda u: _vkey(u.release), reverse=True):
+        if u.python == python:
+            return u, f"{u.name}: its own python3 is {python}, the chosen Python"
+    return newest, (
+        f"{newest.name}: the newest Ubuntu with this image; no Ubuntu it exists for has "
+        f"python3 {python} (Python comes from a standalone build)"
+    )
+
+
+def _os_list(image: ImageRelease) -> str:
+    return ", ".join(f"ubuntu{o}" for o in image.os)
+
+
+def _place_system(
+    rel: TFRelease, cm: CudaMatrix, c: Constraints, python: str
+) -> _Placement | _NoPlacement:
+    from packaging.version import Version
+
+    cuda_major, cuda_minor = _split_minor(rel.cuda)
+    cudnn_need = Version(rel.cudnn)
+    notes: list[str] = []
+    ranked: list[tuple[tuple[int, int, int], ImageRelease, bool]] = []
+    for image in cm.images:
+        major, minor = _split_minor(image.cuda)
+        if major != cuda_major or minor < cuda_minor:
+            continue
+        if minor > cuda_minor and major < 11:
+            continue  # no minor-version compatibility before CUDA 11
+        if image.cudnn_major != cudnn_need.major:
+            continue
+        found = image.cudnn_version
+        if found is not None and found < cudnn_need:
+            notes.append(
+                f"nvidia/cuda:{image.version}-{image.cudnn_flavour} carries cuDNN {image.cudnn}, "
+                f"older than the {rel.cudnn} tensorflow {rel.version} was built with"
+            )
+            continue
+        known = found is not None
+        same = minor == cuda_minor
+        # rank: same CUDA minor first (known cuDNN before unknown), then the nearest
+        # newer minor with a known cuDNN, then unknown ones; newest patch first.
+        rank = (0 if same else 1, 0 if (known or same) else 1, minor - cuda_minor)
+        if same and not known:
+            rank = (0, 1, 0)
+        ranked.append((rank, image, known))
+    if not ranked:
+        what = f"cuDNN {cudnn_need.major}.x >= {rel.cudnn} with CUDA {rel.cuda}"
+        if cuda_major >= 11:
+            what += f" or a newer CUDA {cuda_major}.x"
+        reason = f"no nvidia/cuda cudnn image carries {what}"
+        if notes:
+            reason += " (" + "; ".join(notes) + ")"
+        return _NoPlacement(reason)
+    ranked.sort(key=lambda t: (t[0], [-p for p in t[1].key.release]))
+    os_misses: list[str] = []
+    for _rank, image, known in ranked:
+        picked = _pick_os(cm, image, c.os, python)
+        if picked is None:
+            os_misses.append(f"{image.version} ({_os_list(image)})")
+            continue
+        ubuntu, os_reason = picked
+        tag = image.tag("runtime", ubuntu.release, cudnn=True)
+        reasons: list[str] = []
+        warnings: list[str] = []
+        minor = _split_minor(image.cuda)[1]
+        cudnn_text = f"cuDNN {image.cudnn}" if known else f"cuDNN {image.cudnn_major}.x"
+        if minor == cuda_minor:
+            reasons.append(
+                f"base image nvidia/cuda:{tag}: CUDA {image.version} with {cudnn_text}, "
+                f"for a build with CUDA {rel.cuda} and cuDNN {rel.cudnn}"
+            )
+        else:
+            reasons.append(
+                f"base image nvidia/cuda:{tag}: no CUDA {rel.cuda} image has a cuDNN "
+                f"{cudnn_need.major}.x >= {rel.cudnn}; CUDA {image.version} runs a CUDA "
+                f"{rel.cuda} build by minor-version compatibility and has {cudnn_text}"
+            )
+            warnings.append(
+                f"the image's CUDA {image.cuda} is newer than the {rel.cuda} TensorFlow was "
+                f"built with: the container runtime asks for a driver that supports CUDA "
+                f"{image.cuda} unless NVIDIA_DISABLE_REQUIRE=1 is set"
+            )
+        reasons.extend(notes)
+        if not known:
+            warnings.append(
+                f"the exact cuDNN inside nvidia/cuda:{tag} is not recorded (the tag promises "
+                f"cuDNN {image.cudnn_major}.x; tensorflow {rel.version} needs >= {rel.cudnn}): "
+                f"check NV_CUDNN_VERSION in the image"
+            )
+        reasons.append(f"OS {os_reason}")
+        return _Placement("system", image, ubuntu, tag, tuple(reasons), tuple(warnings))
+    return _NoPlacement(
+        f"no fitting nvidia/cuda cudnn image exists for {c.os}: " + ", ".join(os_misses)
+    )
+
+
+def _place_pip(
+    rel: TFRelease, cm: CudaMatrix, c: Constraints, python: str
+) -> _Placement | _NoPlacement:
+    if not rel.and_cuda:
+        return _NoPlacement(
+            f"tensorflow {rel.version} has no and-cuda extra (the nvidia-* CUDA wheels "
+            f"start with tensorflow 2.14)"
+        )
+    cuda_major, cuda_minor = _split_minor(rel.cuda)
+    ranked: list[tuple[int, ImageRelease]] = []
+    for image in cm.images:
+        major, minor = _split_minor(image.cuda)
+        if major == cuda_major and minor >= cuda_minor:
+            ranked.append((minor - cuda_minor, image))
+    ranked.sort(key=lambda t: (t[0], [-p for p in t[1].key.release]))
+    misses: list[str] = []
+    for _distance, image in ranked:
+        picked = _pick_os(cm, image, c.os, python)
+        if picked is None:
+            misses.append(f"{image.version} ({_os_list(image)})")
+            continue
+        ubuntu, os_reason = picked
+        tag = image.tag("base", ubuntu.release, cudnn=False)
+        cudnn_req = next((r for r in rel.and_cuda if r.lower().startswith("nvidia-cudnn")), "")
+        reasons = [
+            f"base image nvidia/cuda:{tag}: only the CUDA runtime; CUDA and cuDNN come "
+            f"from tensorflow[and-cuda]'s nvidia-* wheels"
+            + (f" ({cudnn_req})" if cudnn_req else ""),
+            f"OS {os_reason}",
+        ]
+        return _Placement("pip", image, ubuntu, tag, tuple(reasons), ())
+    if misses:
+        return _NoPlacement(
+            f"no nvidia/cuda CUDA {cuda_major}.x base image exists for {c.os}: " + ", ".join(misses)
+        )
+    return _NoPlacement(f"no nvidia/cuda image for CUDA {rel.cuda} is recorded in cuda.toml")
+
+
+# ---------------------------------------------------------------- helpers for messages
+
+
+def _python_ranges(versions: Iterable[str]) -> str:
+    """["3.9", "3.10", "3.11", "3.13"] -> "3.9-3.11, 3.13"."""
+    minors = sorted({int(v.split(".")[1]) for v in versions})
+    parts: list[str] = []
+    start = prev = None
+    for m in minors:
+        if start is None:
+            start = prev = m
+        elif prev is not None and m == prev + 1:
+            prev = m
+        else:
+            parts.append(f"3.{start}" if start == prev else f"3.{start}-3.{prev}")
+            start = prev = m
+    if start is not None:
+        parts.append(f"3.{start}" if start == prev else f"3.{start}-3.{prev}")
+    return ", ".join(parts)
+
+
+def _series(rel: TFRelease) -> str:
+    return f"{rel.version.major}.{rel.version.minor}"
+
+
+def _describe(releases: Sequence[TFRelease]) -> str:
+    """A set of releases in words: "tensorflow 2.15.x" or "tensorflow 2.14.0-2.16.2"."""
+    series = sorted({(r.version.major, r.version.minor) for r in releases})
+    if len(series) == 1:
+        return f"tensorflow {series[0][0]}.{series[0][1]}.x"
+    versions = sorted(r.version for r in releases)
+    return f"tensorflow {versions[0]}-{versions[-1]}"
+
+
+def _distinct(values: Iterable[str]) -> str:
+    out: list[str] = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return ", ".join(sorted(out, key=_vkey))
+
+
+# ---------------------------------------------------------------- resolve
+
+
+@dataclass
+class _Checked:
+    """Validated constraint values."""
+
+    spec: _Spec
+    python: str | None
+    cuda: str | None
+    cudnn: str | None
+    driver: Version | None
+    os: str | None
+    source: str | None  # explicit source (flag or [and-cuda])
+    gpus: tuple[Gpu, ...]
+
+
+def _validate(c: Constraints, cm: CudaMatrix) -> _Checked:
+    from packaging.version import Version
+
+    spec = _parse_spec(c.spec)
+    python = _check_value(c.python, _PYTHON, "--python", "a CPython minor (3.X)", "3.11")
+    cuda = _check_value(c.cuda, _MAJOR_MINOR, "--cuda", "a CUDA version (X.Y or X)", "12.2")
+    cudnn = _check_value(c.cudnn, _MAJOR_MINOR, "--cudnn", "a cuDNN version (X.Y or X)", "8.9")
+    driver_text = _check_value(
+        c.driver, _DRIVER, "--driver", "a driver version (NNN[.NN[.NN]]) or auto", "535.104.05"
+    )
+    os = c.os.strip() if c.os is not None else None
+    known_os = [u.name for u in cm.ubuntu]
+    if os is not None and (not _OS.match(os) or os not in known_os):
+        raise UsageError(
+            f"--os {os!r} is not a known Ubuntu release of the nvidia/cuda images",
+            hint="one of: " + ", ".join(known_os),
+        )
+    if c.cuda_source is not None and c.cuda_source not in CUDA_SOURCES:
+        raise UsageError(
+            f"--cuda-source {c.cuda_source!r} is not one of {', '.join(CUDA_SOURCES)}",
+            hint="system: from the nvidia/cuda cudnn image; pip: tensorflow[and-cuda] wheels",
+        )
+    source = c.cuda_source
+    if spec.and_cuda:
+        if source == "system":
+            raise UsageError(
+                f"SPEC {c.spec!r} asks for [and-cuda] but --cuda-source is system",
+                hint="drop [and-cuda] (system CUDA) or --cuda-source system (pip CUDA)",
+            )
+        source = "pip"
+    gpus: list[Gpu] = []
+    for gpu in c.gpus:
+        if gpu.compute_capability is not None and not _CAPABILITY.match(gpu.compute_capability):
+            raise UsageError(
+                f"GPU {gpu.name!r}: compute capability {gpu.compute_capability!r} is not X.Y",
+                hint="e.g. --gpu 9.0 or --gpu 'NVIDIA H100 PCIe'",
+            )
+        gpus.append(gpu)
+    return _Checked(
+        spec=spec,
+        python=python,
+        cuda=cuda,
+        cudnn=cudnn,
+        driver=Version(driver_text) if driver_text else None,
+        os=os,
+        source=source,
+        gpus=tuple(gpus),
+    )
+
+
+def _matches(value: str, wanted: str) -> bool:
+    """Whether "12.2" satisfies --cuda 12.2 or --cuda 12 (a major alone)."""
+    if "." in wanted:
+        return value == wanted
+    return value.split(".")[0] == wanted
+
+
+@dataclass
+class _Stage:
+    """One constraint: its flag text, and a test returning None or why not."""
+
+    name: str
+    test: Callable[[TFRelease], str | None]
+
+
+def resolve(c: Constraints, matrix: Matrix | None = None) -> Resolution:
+    """The newest release (and Python, image, ...) satisfying every constraint."""
+    if matrix is None:
+        from envlock.matrix import load
+
+        matrix = load()
+    cm: CudaMatrix | None = matrix.cuda
+    gm: GpuMatrix | None = matrix.gpus
+    if cm is None:
+        from envlock.errors import DataError
+
+        raise DataError("matrices/cuda.toml: not available", hint="reinstall envlock")
+    k = _validate(c, cm)
+    tf = matrix.tensorflow
+    newest_first = sorted(tf.releases, key=lambda r: r.version, reverse=True)
+
+    # 1. the requirement itself
+    def spec_ok(r: TFRelease) -> bool:
+        if r.version.is_prerelease and not k.spec.prereleases:
+            return False
+        if not k.spec.specifier.contains(r.version, prereleases=True):
+            return False
+        return not (r.yanked and r.version != k.spec.exact)
+
+    matched = [r for r in newest_first if spec_ok(r)]
+    if not matched:
+        raise _no_match(k, newest_first)
+
+    # 2. the other constraints, in the order they are reported
+    def python_for(r: TFRelease) -> str:
+        return k.python if k.python else r.python[-1]
+
+    def driver_min(r: TFRelease) -> str | None:
+        row = cm.release(r.cuda)
+        return row.driver_min if row else None
+
+    def place(r: TFRelease) -> _Placement | _NoPlacement:
+        return _place(r, cm, k, c, python_for(r))
+
+    stages: list[_Stage] = [
+        _Stage(
+            "gpu build",
+            lambda r: (
+                None
+                if getattr(r, "cuda_build", True)
+                else f"the tensorflow {_series(r)}.x wheels are CPU-only builds (the GPU "
+                f"build of {_series(r)} was the separate tensorflow-gpu package)"
+            ),
+        ),
+    ]
+    if k.python:
+        want_py = k.python
+        stages.append(
+            _Stage(
+                f"--python {want_py}",
+                lambda r: None if want_py in r.python else f"no Python {want_py} wheel",
+            )
+        )
+    if k.cuda:
+        want_cuda = k.cuda
+        stages.append(
+            _Stage(
+                f"--cuda {want_cuda}",
+                lambda r: None if _matches(r.cuda, want_cuda) else f"built with CUDA {r.cuda}",
+            )
+        )
+    if k.cudnn:
+        want_cudnn = k.cudnn
+        stages.append(
+            _Stage(
+                f"--cudnn {want_cudnn}",
+                lambda r: None if _matches(r.cudnn, want_cudnn) else f"built with cuDNN {r.cudnn}",
+            )
+        )
+    if k.driver is not None:
+        have = k.driver
+
+        def driver_test(r: TFRelease) -> str | None:
+            need = driver_min(r)
+            if need is None:
+                return f"matrices/cuda.toml has no CUDA {r.cuda} row"
+            return None if have >= _vkey(need) else f"needs driver >= {need} (CUDA {r.cuda})"
+
+        stages.append(_Stage(f"--driver {c.driver}", driver_test))
+
+    def image_test(r: TFRelease) -> str | None:
+        p = place(r)
+        return p.reason if isinstance(p, _NoPlacement) else None
+
+    image_stage_name = "the base image" + (f" (--os {k.os})" if k.os else "")
+    if k.source:
+        image_stage_name += f" (--cuda-source {k.source})"
+    stages.append(_Stage(image_stage_name, image_test))
+
+    removed_by: dict[str, list[tuple[TFRelease, str]]] = {}
+    remaining = matched
+    for stage in stages:
+        kept: list[TFRelease] = []
+        for r in remaining:
+            why = stage.test(r)
+            if why is None:
+                kept.append(r)
+            else:
+                removed_by.setdefault(stage.name, []).append((r, why))
+        if not kept:
+            raise _nothing_fits(k, c, stage, remaining, newest_first, stages, matrix)
+        remaining = kept
+    chosen = remaining[0]
+    placement = place(chosen)
+    assert isinstance(placement, _Placement)
+    return _resolution(chosen, placement, k, c, matrix, cm, gm, removed_by, matched)
+
+
+def _place(
+    r: TFRelease, cm: CudaMatrix, k: _Checked, c: Constraints, python: str
+) -> _Placement | _NoPlacement:
+    c_os = replace(c, os=k.os)
+    if k.source == "pip":
+        return _place_pip(r, cm, c_os, python)
+    system = _place_system(r, cm, c_os, python)
+    if isinstance(system, _Placement) or k.source == "system":
+        return system
+    pip = _place_pip(r, cm, c_os, python)
+    if isinstance(pip, _NoPlacement):
+        return _NoPlacement(f"{system.reason}; the pip source does not fit either: {pip.reason}")
+    return _Placement(
+        pip.source,
+        pip.image,
+        pip.os,
+        pip.tag,
+        pip.reasons,
+        (
+            f"CUDA source pip, not system: {system.reason}; the nvidia-* wheels of "
+            f"tensorflow[and-cuda] bring the CUDA and cuDNN it was built with",
+            *pip.warnings,
+        ),
+    )
+
+
+def _no_match(k: _Checked, newest_first: Sequence[TFRelease]) -> NoResolution:
+    spec = k.spec
+    inside = [r for r in newest_first if spec.specifier.contains(r.version, prereleases=True)]
+    pre = [r for r in inside if r.version.is_prerelease]
+    yanked = [r for r in inside if r.yanked and not r.version.is_prerelease]
+    finals = [r for r in newest_first if not r.version.is_prerelease and not r.yanked]
+    hint_parts: list[str] = []
+    if yanked:
+        pins = ", ".join(f"tensorflow=={r.version}" for r in yanked[:3])
+        hint_parts.append(f"yanked releases are used only when pinned exactly ({pins})")
+    if pre:
+        hint_parts.append(
+            "pre-releases are used only when the requirement names one "
+            f"(e.g. tensorflow=={pre[0].version})"
+        )
+    if finals:
+        hint_parts.append(f"the matrix has tensorflow {finals[-1].version} to {finals[0].version}")
+    return NoResolution(
+        f"no tensorflow release matches {spec.text!r}",
+        hint="; ".join(hint_parts) or "try 'tensorflow' to get the newest release",
+    )
+
+
+def _nearest(
+    k: _Checked,
+    stage: _Stage,
+    blocked: Sequence[TFRelease],
+    newest_first: Sequence[TFRelease],
+    stages: Sequence[_Stage],
+) -> str | None:
+    """The release series nearest to the blocked set that passes every stage."""
+    ok = [
+        r
+        for r in newest_first
+        if not r.version.is_prerelease and not r.yanked and all(s.test(r) is None for s in stages)
+    ]
+    if not ok:
+        return None
+    lo = min(r.version for r in blocked)
+    hi = max(r.version for r in blocked)
+    newer = [r for r in ok if r.version > hi]
+    older = [r for r in ok if r.version < lo]
+    if newer:
+        first = min(newer, key=lambda r: r.version)
+        return f"tensorflow>={_series(first)}"
+    if older:
+        best = max(older, key=lambda r: r.version)
+        return f"tensorflow=={_series(best)}"
+    inside = max(ok, key=lambda r: r.version)
+    return f"tensorflow=={inside.version}"
+
+
+def _nothing_fits(
+    k: _Checked,
+    c: Constraints,
+    stage: _Stage,
+    blocked: Sequence[TFRelease],
+    newest_first: Sequence[TFRelease],
+    stages: Sequence[_Stage],
+    matrix: Matrix,
+) -> NoResolution:
+    what = _describe(blocked)
+    why = sorted({stage.test(r) or "" for r in blocked})
+    nearest = _nearest(k, stage, blocked, newest_first, stages)
+    hints: list[str] = []
+    if stage.name.startswith("--python"):
+        supported = _python_ranges(p for r in blocked for p in r.python)
+        message = f"{what} supports Python {supported}; there is no Python {k.python} wheel"
+        if nearest:
+            hints.append(f"for Python {k.python} use {nearest}")
+        hints.append("or drop --python to get the newest Python the release supports")
+    elif stage.name.startswith("--cuda "):
+        message = f"{what} was built with CUDA {_distinct(r.cuda for r in blocked)}, not {k.cuda}"
+        if nearest:
+            hints.append(f"for CUDA {k.cuda} use {nearest}")
+    elif stage.name.startswith("--cudnn"):
+        message = (
+            f"{what} was built with cuDNN {_distinct(r.cudnn for r in blocked)}, not {k.cudnn}"
+        )
+        if nearest:
+            hints.append(f"for cuDNN {k.cudnn} use {nearest}")
+    elif stage.name.startswith("--driver"):
+        message = f"{what} needs a newer driver than {c.driver}: " + "; ".join(why)
+        if nearest:
+            hints.append(f"with driver {c.driver} use {nearest}")
+        hints.append("or upgrade the driver")
+    elif stage.name == "gpu build":
+        message = "; ".join(why)
+        if nearest:
+            hints.append(f"the nearest GPU build is {nearest}")
+    else:
+        message = f"{what}: " + "; ".join(why)
+        if nearest:
+            hints.append(f"use {nearest}")
+        alternatives = _source_alternatives(k, blocked[0], matrix)
+        hints.extend(alternatives)
+    prior = [s.name for s in stages[: list(stages).index(stage)] if s.name != "gpu build"]
+    if prior:
+        message += f" (after {', '.join(prior)})"
+    return NoResolution(f"nothing fits: {message}", hint="; ".join(hints) or None)
+
+
+def _source_alternatives(k: _Checked, rel: TFRelease, matrix: Matrix) -> list[str]:
+    """Other settings under which ``rel`` would place: another source, another OS."""
+    cm: CudaMatrix = matrix.cuda
+    python = k.python or rel.python[-1]
+    out: list[str] = []
+    for source in CUDA_SOURCES:
+        if source == k.source:
+            continue
+        c = Constraints(spec=k.spec.text, os=k.os)
+        place = _place_pip if source == "pip" else _place_system
+        p = place(rel, cm, c, python)
+        if isinstance(p, _Placement):
+            out.append(f"or --cuda-source {source} (nvidia/cuda:{p.tag})")
+    if k.os:
+        for source in CUDA_SOURCES if k.source is None else (k.source,):
+            place = _place_pip if source == "pip" else _place_system
+            p = place(rel, cm, Constraints(spec=k.spec.text), python)
+            if isinstance(p, _Placement):
+                out.append(f"or without --os: nvidia/cuda:{p.tag}")
+                break
+    return out
+
+
+def _compute_warnings(rel: TFRelease, gpus: Sequence[Gpu], gm: GpuMatrix | None) -> list[str]:
+    """Warn when a GPU is served only through PTX JIT, or not at all."""
+    out: list[str] = []
+    sms = sorted(
+        int(cap[3:].rstrip("abcdefghijklmnopqrstuvwxyz"))
+        for cap in rel.compute_capabilities
+        if cap.startswith("sm_")
+    )
+    ptx = sorted(
+        int(cap[8:].rstrip("abcdefghijklmnopqrstuvwxyz"))
+        for cap in rel.compute_capabilities
+        if cap.startswith("compute_")
+    )
+    for gpu in gpus:
+        cc = gpu.compute_capability
+        if cc is None and gm is not None:
+            model = gm.find(gpu.name)
+            cc = model.compute_capability if model else None
+        if cc is None:
+            out.append(
+                f"GPU {gpu.name!r}: compute capability unknown (not in matrices/gpus.toml); "
+                f"give it with --gpu X.Y to check the compiled kernels"
+            )
+            continue
+        major, minor = (int(x) for x in cc.split("."))
+        have = major * 10 + minor
+        if not sms and not ptx:
+            out.append(
+                f"tensorflow {rel.version}: the wheel does not list its compiled capabilities"
+            )
+            continue
+        if any(s // 10 == major and s <= have for s in sms):
+            continue
+        usable_ptx = [p for p in ptx if p <= have]
+        compiled = ", ".join(rel.compute_capabilities)
+        if usable_ptx:
+            out.append(
+                f"GPU {gpu.name} (compute capability {cc}) has no compiled kernels in tensorflow "
+                f"{rel.version} ({compiled}): they are JIT-compiled from compute_{usable_ptx[-1]} "
+                f"PTX at first start (minutes; cached afterwards)"
+            )
+        else:
+            out.append(
+                f"GPU {gpu.name} (compute capability {cc}) is not supported by tensorflow "
+                f"{rel.version} (compiled for {compiled}): GPU ops will fail"
+            )
+    return out
+
+
+def _image_warnings(cm: CudaMatrix, placement: _Placement) -> list[str]:
+    out: list[str] = []
+    row = cm.release(placement.image.cuda)
+    ref = f"nvidia/cuda:{placement.tag}"
+    if row is None:
+        return out
+    if row.images == "deleted":
+        out.append(
+            f"{ref} is gone: {row.images_note}; build from a mirror that still has it "
+            f"(--base-image)"
+        )
+    elif row.images == "eol":
+        out.append(
+            f"{ref} is end-of-life ({row.images_note}); NVIDIA deletes end-of-life tags "
+            f"six months later: pin it by digest or mirror it"
+        )
+    elif row.driver_branch:
+        branch = cm.branch(row.driver_branch)
+        if branch is not None:
+            out.append(
+                f"{ref}: CUDA {row.version} shipped with driver branch {branch.branch}, "
+                f"supported until {branch.ends}; NVIDIA deletes the tags six months after "
+                f"that: pin it by digest or mirror it"
+            )
+    return out
+
+
+def _resolution(
+    rel: TFRelease,
+    placement: _Placement,
+    k: _Checked,
+    c: Constraints,
+    matrix: Matrix,
+    cm: CudaMatrix,
+    gm: GpuMatrix | None,
+    removed_by: dict[str, list[tuple[TFRelease, str]]],
+    matched: Sequence[TFRelease],
+) -> Resolution:
+    reasons: list[str] = []
+    first = f"tensorflow {rel.version}: the newest release matching {k.spec.text!r}"
+    if k.spec.specifier != _plain_specifier(k.spec.text):
+        first += f" (read as {FRAMEWORK}{k.spec.specifier}: ==X.Y means the X.Y series)"
+    reasons.append(first)
+    for name, removed in removed_by.items():
+        newer = [r for r, _ in removed if r.version > rel.version]
+        if newer:
+            why = _distinct_text(w for r, w in removed if r.version > rel.version)
+            reasons.append(f"newer {_describe(newer)} excluded by {name}: {why}")
+    python = k.python or rel.python[-1]
+    if k.python:
+        reasons.append(
+            f"Python {python} as asked (--python); wheels exist for {_python_ranges(rel.python)}"
+        )
+    else:
+        reasons.append(f"Python {python}: the newest of {_python_ranges(rel.python)} with a wheel")
+    cuda_row = cm.release(rel.cuda)
+    driver_min = cuda_row.driver_min if cuda_row else ""
+    reasons.append(
+        f"built with CUDA {rel.cuda_full} ({rel.cuda_from}) "
+        f"and cuDNN {rel.cudnn} ({rel.cudnn_from})"
+    )
+    if cuda_row:
+        major = rel.cuda.split(".")[0]
+        rule = (
+            f"any CUDA {major}.x runs on it (minor-version compatibility)"
+            if int(major) >= 11
+            else f"CUDA {rel.cuda}'s own minimum"
+        )
+        text = f"driver >= {driver_min}: {rule}"
+        if k.driver is not None:
+            origin = f" (read by {c.driver_from})" if c.driver_from else ""
+            text += f"; driver {c.driver}{origin} is new enough"
+        reasons.append(text)
+    reasons.extend(placement.reasons)
+
+    warnings: list[str] = list(placement.warnings)
+    warnings.extend(_image_warnings(cm, placement))
+    if rel.yanked:
+        warnings.append(
+            f"tensorflow {rel.version} is yanked on the index; used because it is pinned exactly"
+        )
+    warnings.extend(_compute_warnings(rel, k.gpus, gm))
+
+    return Resolution(
+        framework=FRAMEWORK,
+        version=str(rel.version),
+        python=python,
+        python_supported=tuple(rel.python),
+        cuda=rel.cuda,
+        cudnn=rel.cudnn,
+        driver_min=driver_min,
+        compute_capabilities=tuple(rel.compute_capabilities),
+        cuda_source=placement.source,
+        os=placement.os.name,
+        base_image=f"nvidia/cuda:{placement.tag}",
+        base_image_digest=placement.image.digest(placement.tag),
+        cuda_image_version=placement.image.version,
+        image_cudnn=placement.image.cudnn if placement.source == "system" else None,
+        and_cuda=tuple(rel.and_cuda),
+        requires_python=rel.requires_python,
+        matrix_version=matrix.data_version,
+        matrix_digest=matrix.digest,
+        warnings=tuple(warnings),
+        reasons=tuple(reasons),
+        os_python=placement.os.python,
+    )
+
+
+def _plain_specifier(text: str) -> Any:
+    from packaging.requirements import Requirement
+
+    return Requirement(text).specifier
+
+
+def _distinct_text(values: Iterable[str]) -> str:
+    out: list[str] = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return "; ".join(out)
