@@ -79,7 +79,7 @@ def validate(data: Any, origin: str = "runtime.json") -> dict[str, Any]:
     devices = out["visible_devices"]
     if devices is not None:
         if not isinstance(devices, str):
-            raise ConfigError(f"{origin}: visible_devices must be null or a string like \"0,1\"")
+            raise ConfigError(f'{origin}: visible_devices must be null or a string like "0,1"')
         parts = [p.strip() for p in devices.split(",")] if devices.strip() else []
         if not all(p.isdigit() or p.startswith(("GPU-", "MIG-")) for p in parts):
             raise ConfigError(
