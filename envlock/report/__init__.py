@@ -34,6 +34,15 @@ def sign_result(
     records). Raises UsageError/DataError for a bad key or result.
     """
     private_key = keymod.load_private(key)
+    # results of run_in_image carry {"id", "ref"}: name the subject by the ref
+    image = result.get("image")
+    if (
+        image_name is None
+        and isinstance(image, dict)
+        and image.get("id") == image_id
+        and isinstance(image.get("ref"), str)
+    ):
+        image_name = image["ref"]
     doc = statement.build_statement(
         result, lock_dir=lock_dir, image_id=image_id, image_name=image_name, url=url
     )

@@ -85,8 +85,8 @@ def _drift(
         reported = statement.configuration_digests(doc)
         for name in [*statement.CONFIG_FILES, *sorted(set(reported) - set(statement.CONFIG_FILES))]:
             have, want = actual.get(name), reported.get(name)
-            if have is None and want is None:
-                continue
+            if name not in reported:
+                continue  # the report makes no claim about this file
             if have != want:
                 drift.append(
                     (
