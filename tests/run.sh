@@ -10,6 +10,11 @@ venv="${ENVLOCK_VENV:-$root/.venv}"
 if [ "$(id -u)" = 0 ] && [ -f tests/docker/setup.sh ]; then
   bash tests/docker/setup.sh
 fi
+if [ "$(id -u)" = 0 ] && ! command -v shellcheck >/dev/null 2>&1; then
+  # Debian's shellcheck lints the rendered bootstrap.sh (tests/test_render_golden.py).
+  apt-get install -y --no-install-recommends shellcheck >/dev/null 2>&1 \
+    || { apt-get update >/dev/null && apt-get install -y --no-install-recommends shellcheck >/dev/null; }
+fi
 if [ -f tests/docker/env.sh ]; then
   # shellcheck disable=SC1091
   . tests/docker/env.sh
