@@ -17,7 +17,9 @@ from envlock.errors import NoResolution
 
 _NAME = r"(?P<who>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?"
 # uv: "tensorflow==2.15.1 depends on numpy>=1.23.5,<2.0.0 and ..."
-_UV_DEPENDS = re.compile(_NAME + r"(?:==(?P<ver>\S+?))? depends on (?P<req>\S+)")
+# uv also writes "all versions of fakefw depend on ..." and "tensorflow>=2.15 depends on ..."
+_UV_WHO = r"(?:all versions of )?" + _NAME + r"(?:(?:==|>=|<=|~=|>|<)(?P<ver>\S+?))?"
+_UV_DEPENDS = re.compile(_UV_WHO + r" depends? on (?P<req>\S+)")
 # pip: "    tensorflow 2.15.1 depends on numpy<2.0.0 and >=1.23.5"
 _PIP_DEPENDS = re.compile(
     r"^\s*" + _NAME + r" (?P<ver>\S+) depends on (?P<req>.+?)\s*$", re.MULTILINE
@@ -38,9 +40,7 @@ def _clean(req: str) -> str:
     return req.rstrip(".,;:")
 
 
-_ONE_OF = re.compile(
-    _NAME + r"(?:==(?P<ver>\S+?))? depends on one of:\s*\n(?P<body>(?:[ \t]+\S+\n)+)"
-)
+_ONE_OF = re.compile(_UV_WHO + r" depends? on one of:\s*\n(?P<body>(?:[ \t]+\S+\n)+)")
 _RANGE = re.compile(r"^(?P<name>[A-Za-z0-9._-]+)(?P<lop>>=?)(?P<lo>[^,<>=\s]+),<(?P<hi>[^,\s]+)$")
 
 

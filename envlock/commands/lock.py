@@ -1,0 +1,341 @@
+"""envlock lock: resolve, then pin the whole closure with hashes, and render the bundle.
+
+``envlock lock SPEC -o DIR`` writes pylock.toml, requirements.txt and the
+rendered bundle files with one all-or-nothing write; ``envlock lock --check
+DIR`` recomputes from DIR's recorded input and exits 1 when the lock would
+change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from envlock.errors import UsageError
+
+if TYPE_CHECKING:
+    from envlock.model import Lock, LockInput, Resolution
+
+
+def register(sub: Any) -> None:
+    from envlock.render import add_render_arguments
+    from envlock.resolve import add_resolve_arguments
+
+    p = sub.add_parser(
+        "lock",
+        help="pin the whole dependency closure with hashes and write the bundle",
+        description="Resolve SPEC as 'envlock resolve' does, then lock the full dependency "
+        "closure for the target (Linux x86_64 manylinux, the resolved CPython minor) with "
+        "hashes: DIR/pylock.toml (PEP 751), DIR/requirements.txt and the rendered bundle. "
+        "Exit 2 when the pins conflict, 3 when the index cannot be reached.",
+    )
+    add_resolve_arguments(p)
+    _optional_spec(p)
+    p.add_argument(
+        "--with",
+        dest="with_requirements",
+        action="append",
+        default=[],
+        metavar="REQ",
+        help="also pin this requirement (repeatable), e.g. --with numpy==1.26.4",
+    )
+    p.add_argument(
+        "-r",
+        "--requirement",
+        dest="requirement_files",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="also pin the requirements listed in FILE (one per line)",
+    )
+    p.add_argument(
+        "--resolver",
+        choices=("uv", "pip"),
+        default=None,
+        help="resolver engine (default uv; pip is the fallback; --check: the recorded one)",
+    )
+    p.add_argument(
+        "--index-url",
+        metavar="URL",
+        help="simple-API index (default: the pip/uv configuration of this machine)",
+    )
+    p.add_argument(
+        "--offline",
+        action="store_true",
+        help="use only uv's cached index metadata (no network)",
+    )
+    p.add_argument("-o", "--output", metavar="DIR", help="bundle folder to write")
+    p.add_argument(
+        "--check",
+        metavar="DIR",
+        help="recompute DIR's lock from its recorded input; exit 1 if it would change",
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_render_arguments(p)
+    p.set_defaults(func=run)
+
+
+def _optional_spec(parser: argparse.ArgumentParser) -> None:
+    """SPEC is required for a lock, not for --check DIR: checked in run()."""
+    for action in parser._actions:
+        if action.dest == "spec" and not action.option_strings:
+            action.nargs = "?"
+            action.required = False
+            action.default = None
+
+
+def read_requirement_file(path: str) -> list[str]:
+    """Requirement lines of a -r FILE (comments, blanks and continuations handled)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"-r {path}: no such file", hint="check the path") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"-r {path}: cannot read it ({e})", hint="check the file") from None
+    out: list[str] = []
+    joined = text.replace("\\\n", " ")
+    for number, raw in enumerate(joined.splitlines(), start=1):
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("-"):
+            raise UsageError(
+                f"-r {path}: line {number}: {line.split()[0]} is not supported here",
+                hint="list only requirements (name and version specifiers), one per line",
+            )
+        out.append(line)
+    return out
+
+
+def _lock_input(args: argparse.Namespace, constraints: Any, resolution: Resolution) -> LockInput:
+    from envlock.lock import check_requirements
+    from envlock.model import LockInput
+
+    reqs = list(check_requirements(args.with_requirements, "--with"))
+    for path in args.requirement_files:
+        reqs += check_requirements(read_requirement_file(path), f"-r {path}")
+
+    def given(name: str) -> str | None:
+        value = getattr(constraints, name, None)
+        return str(value) if value not in (None, "") else None
+
+    return LockInput(
+        spec=args.spec,
+        with_requirements=tuple(reqs),
+        python=given("python"),
+        cuda=given("cuda"),
+        cudnn=given("cudnn"),
+        driver=given("driver"),
+        os=given("os"),
+        cuda_source=resolution.cuda_source,
+        index_url=args.index_url or None,
+    )
+
+
+def _resolve_input(lock_input: LockInput) -> Resolution:
+    """Resolve again from a recorded LockInput (for --check)."""
+    from envlock.resolve import add_resolve_arguments, constraints_from_args, resolve
+
+    parser = argparse.ArgumentParser(add_help=False)
+    add_resolve_arguments(parser)
+    argv = [lock_input.spec]
+    for flag, value in (
+        ("--python", lock_input.python),
+        ("--cuda", lock_input.cuda),
+        ("--cudnn", lock_input.cudnn),
+        ("--driver", lock_input.driver),
+        ("--os", lock_input.os),
+        ("--cuda-source", lock_input.cuda_source),
+    ):
+        if value:
+            argv += [flag, value]
+    args, _ = parser.parse_known_args(argv)
+    return resolve(constraints_from_args(args))
+
+
+def _progress(message: str) -> None:
+    from envlock.output import stderr_is_tty
+
+    if stderr_is_tty():
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.check:
+        if args.output:
+            raise UsageError(
+                "give -o DIR or --check DIR, not both", hint="envlock lock --check DIR"
+            )
+        return check(args)
+    if not args.spec:
+        raise UsageError("what to lock is missing", hint="envlock lock 'tensorflow==2.15' -o DIR")
+    if not args.output:
+        raise UsageError("no output folder", hint=f"envlock lock '{args.spec}' -o DIR")
+    from envlock.fsutil import sha256_bytes, write_files
+    from envlock.lock import PYLOCK, REQUIREMENTS, lock, pylock_text, requirements_text
+    from envlock.render import EXECUTABLE, options_from_args, render_bundle
+    from envlock.resolve import constraints_from_args, resolve
+
+    constraints = constraints_from_args(args)
+    resolution = resolve(constraints)
+    lock_input = _lock_input(args, constraints, resolution)
+    resolver = args.resolver or "uv"
+    _progress(f"locking {resolution.framework} {resolution.version} with {resolver} ...")
+    locked = lock(
+        resolution, lock_input, resolver=resolver, index_url=args.index_url, offline=args.offline
+    )
+    pylock = pylock_text(locked).encode("utf-8")
+    requirements = requirements_text(locked).encode("utf-8")
+    lock_files = {PYLOCK: pylock, REQUIREMENTS: requirements}
+    files: dict[str, str | bytes] = {PYLOCK: pylock, REQUIREMENTS: requirements}
+    files.update(render_bundle(locked, options_from_args(args), lock_files))
+    out = Path(args.output)
+    write_files(out, files, modes={name: 0o755 for name in EXECUTABLE})
+    _print_lock(args, locked, out, sorted(files), sha256_bytes(pylock))
+    return 0
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
+
+
+def _print_lock(
+    args: argparse.Namespace, locked: Lock, out: Path, files: list[str], digest: str
+) -> None:
+    from envlock.output import emit_json, table
+
+    r = locked.resolution
+    if args.json:
+        emit_json(
+            {
+                "dir": str(out),
+                "lock_digest": f"sha256:{digest}",
+                "resolver": locked.resolver,
+                "resolver_version": locked.resolver_version,
+                "top_requirements": list(locked.top_requirements),
+                "resolution": r.to_dict(),
+                "input": locked.input.to_dict(),
+                "packages": [_package_json(p) for p in locked.packages],
+                "files": files,
+            }
+        )
+        return
+    rows = [
+        [p.name, p.version, str(len(p.wheels)), _mb(max(w.size for w in p.wheels))]
+        for p in locked.packages
+    ]
+    sys.stdout.write(table(["package", "version", "wheels", "size"], rows))
+    total = sum(max(w.size for w in p.wheels) for p in locked.packages)
+    sys.stdout.write(
+        f"\nlocked {len(locked.packages)} packages ({_mb(total)}) for {r.framework} {r.version}, "
+        f"Python {r.python}, CUDA {r.cuda}, cuDNN {r.cudnn}, CUDA source {r.cuda_source}, "
+        f"with {locked.resolver} {locked.resolver_version}\n"
+        f"wrote {', '.join(files)} to {out}\n"
+        f"install: pip install --require-hashes --no-deps -r {out / 'requirements.txt'}\n"
+    )
+
+
+def _package_json(p: Any) -> dict[str, Any]:
+    return {
+        "name": p.name,
+        "version": p.version,
+        "wheels": [
+            {"filename": w.filename, "url": w.url, "size": w.size, "sha256": w.sha256}
+            for w in p.wheels
+        ],
+    }
+
+
+def diff_locks(old: Lock, new: Lock) -> list[str]:
+    """What changed between two locks, one line per change, packages first."""
+    changes: list[str] = []
+    before = {p.name: p for p in old.packages}
+    after = {p.name: p for p in new.packages}
+    for name in sorted(before.keys() | after.keys()):
+        a, b = before.get(name), after.get(name)
+        if a is None and b is not None:
+            changes.append(f"+ {name} {b.version} (new)")
+        elif b is None and a is not None:
+            changes.append(f"- {name} {a.version} (no longer needed)")
+        elif a is not None and b is not None:
+            if a.version != b.version:
+                changes.append(f"~ {name} {a.version} -> {b.version}")
+            elif {w.sha256 for w in a.wheels} != {w.sha256 for w in b.wheels}:
+                changes.append(f"~ {name} {a.version}: wheels or hashes changed on the index")
+            elif a.wheels != b.wheels:
+                changes.append(f"~ {name} {a.version}: wheel urls or sizes changed")
+    old_r, new_r = old.resolution.to_dict(), new.resolution.to_dict()
+    for key in old_r:
+        if old_r[key] != new_r.get(key):
+            changes.append(f"~ resolution.{key}: {old_r[key]!r} -> {new_r.get(key)!r}")
+    if old.top_requirements != new.top_requirements:
+        changes.append(
+            f"~ requirements given to the resolver: {' '.join(old.top_requirements)} -> "
+            f"{' '.join(new.top_requirements)}"
+        )
+    if old.resolver != new.resolver:
+        changes.append(f"~ resolver: {old.resolver} -> {new.resolver}")
+    return changes
+
+
+def check(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from envlock.lock import PYLOCK, REQUIREMENTS, lock, pylock_text, read_lock, requirements_text
+    from envlock.lock.pylock import regenerate_command
+    from envlock.output import emit_json
+
+    folder = Path(args.check)
+    old = read_lock(folder)
+    if args.spec:
+        raise UsageError(
+            f"--check recomputes from {folder}'s recorded input; SPEC {args.spec!r} is not used",
+            hint=f"envlock lock --check {folder}",
+        )
+    resolver = args.resolver or old.resolver or "uv"
+    resolution = _resolve_input(old.input)
+    _progress(f"recomputing {folder / PYLOCK} with {resolver} ...")
+    new = lock(
+        resolution,
+        old.input,
+        resolver=resolver,
+        index_url=old.input.index_url or args.index_url,
+        offline=args.offline,
+    )
+    notes: list[str] = []
+    if new.resolver_version != old.resolver_version and new.resolver == old.resolver:
+        notes.append(
+            f"{new.resolver} is {new.resolver_version} here, the lock was made with "
+            f"{old.resolver_version}; the comparison ignores that"
+        )
+        new = dataclasses.replace(new, resolver_version=old.resolver_version)
+    changes = diff_locks(old, new)
+    for name, text in ((PYLOCK, pylock_text(new)), (REQUIREMENTS, requirements_text(new))):
+        path = folder / name
+        try:
+            current = path.read_text(encoding="utf-8")
+        except OSError:
+            current = None
+        if current != text:
+            state = "missing" if current is None else "would be rewritten"
+            changes.append(f"! {name} {state}")
+    ok = not changes
+    if args.json:
+        emit_json({"dir": str(folder), "ok": ok, "changes": changes, "notes": notes})
+    else:
+        for note in notes:
+            sys.stdout.write(f"note: {note}\n")
+        if ok:
+            sys.stdout.write(
+                f"{folder}: the lock is current ({len(new.packages)} packages, "
+                f"{new.resolution.framework} {new.resolution.version})\n"
+            )
+        else:
+            sys.stdout.write(f"{folder}: the lock would change:\n")
+            for line in changes:
+                sys.stdout.write(f"  {line}\n")
+            sys.stdout.write(f"  regenerate: {regenerate_command(old, str(folder))}\n")
+    return 0 if ok else 1
