@@ -9,11 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from report_support import cli, decode, make_bundle, make_keys, smoke_result
 
 from envlock.errors import DataError, UsageError
 from envlock.report import dsse, keys, sign_result, verify
-from envlock.report.statement import PREDICATE_TYPE, STATEMENT_TYPE, build_statement
+from envlock.report.statement import (
+    PREDICATE_TYPE,
+    STATEMENT_TYPE,
+    build_statement,
+    check_result,
+)
 
 INTOTO = "application/vnd.in-toto+json"
 IMAGE_A = "sha256:" + hashlib.sha256(b"image a").hexdigest()
@@ -269,3 +276,52 @@ def test_a_signed_statement_calling_failed_checks_passed_is_rejected(
     doc["predicate"]["passedTests"].append("gpu_visible")
     v = verify(signed(priv, doc), pub)
     assert v.problems == ["predicate result is PASSED but the signed smoke result says FAILED"]
+
+
+ORDER = ("PASSED", "WARNED", "FAILED")
+CHECK_STATUSES = ["PASS", "WARN", "FAIL", "SKIP"]
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.sampled_from(["schema", "status", "checks", "name", "x"]), inner,
+                      max_size=4),
+    max_leaves=25,
+)
+
+
+@given(json_values)
+@settings(max_examples=200)
+def test_check_result_on_arbitrary_json_raises_only_data_errors(doc: Any) -> None:
+    try:
+        status, lists = check_result(doc)
+    except DataError as e:
+        assert str(e).startswith("result")
+    else:
+        assert status in ("PASSED", "WARNED", "FAILED")
+        assert set(lists) == {"passedTests", "warnedTests", "failedTests"}
+
+
+@given(
+    checks=st.lists(
+        st.tuples(st.text(min_size=1, max_size=8), st.sampled_from(CHECK_STATUSES)),
+        max_size=6,
+    )
+)
+@settings(max_examples=100)
+def test_statement_result_never_better_than_its_checks(checks: list[tuple[str, str]]) -> None:
+    result = smoke_result()
+    result["checks"] = [{"name": n, "status": s, "reason": ""} for n, s in checks]
+    statuses = {s for _, s in checks}
+    worst = "FAILED" if "FAIL" in statuses else "WARNED" if "WARN" in statuses else "PASSED"
+    for status in ORDER:
+        result["status"] = status
+        better = ORDER.index(status) < ORDER.index(worst)
+        if better:
+            with pytest.raises(DataError, match="but the checks say"):
+                build_statement(result, image_id=IMAGE_A)
+        else:
+            p = build_statement(result, image_id=IMAGE_A)["predicate"]
+            assert p["result"] == status
+            assert p["failedTests"] == [n for n, s in checks if s == "FAIL"]
+            assert p["warnedTests"] == [n for n, s in checks if s == "WARN"]
+            assert p["passedTests"] == [n for n, s in checks if s == "PASS"]
