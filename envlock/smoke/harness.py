@@ -182,6 +182,54 @@ def nvidia_smi():
     return rows
 
 
+THROTTLE_REASONS = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal",
+    0x40: "hw_thermal",
+    0x80: "hw_power_brake",
+    0x100: "display_clocks",
+}
+
+
+def gpu_state(index=0):
+    """Clocks, power and throttle reasons of one GPU now (nvidia-smi), or None."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    fields = ["clocks.sm", "clocks.max.sm", "power.draw", "power.limit", "temperature.gpu"]
+    for reasons in ("clocks_event_reasons.active", "clocks_throttle_reasons.active"):
+        try:
+            out = subprocess.run(
+                [smi, "-i", str(index), "--query-gpu=" + ",".join([*fields, reasons])]
+                + ["--format=csv,noheader,nounits"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if out.returncode == 0:
+            break
+    else:
+        return None
+    cells = [c.strip() for c in out.stdout.strip().split(",")]
+    if len(cells) != len(fields) + 1:
+        return None
+    state = dict(
+        zip(["sm_clock_mhz", "sm_clock_max_mhz", "power_w", "power_limit_w", "temp_c"], cells)
+    )
+    try:
+        mask = int(cells[-1], 16)
+        state["clock_limited_by"] = [n for bit, n in THROTTLE_REASONS.items() if mask & bit]
+    except ValueError:
+        state["clock_limited_by"] = cells[-1]
+    return state
+
+
 def driver_version():
     try:
         with open("/proc/driver/nvidia/version") as f:
@@ -683,18 +731,11 @@ class JaxAdapter(Adapter):
     def gpus(self):
         out = []
         for d in self._gpu_devices():
-            total = None
-            try:
-                stats = d.memory_stats() or {}
-                if "bytes_limit" in stats:
-                    total = int(stats["bytes_limit"] // 2**20)
-            except Exception:  # noqa: BLE001
-                pass
             out.append(
                 {
                     "name": d.device_kind,
                     "compute_capability": getattr(d, "compute_capability", None),
-                    "memory_total_mb": total,
+                    "memory_total_mb": None,  # nvidia-smi's; memory_stats has the pool limit
                     "device": str(d),
                 }
             )
@@ -853,9 +894,20 @@ def overall(checks):
     return "PASSED"
 
 
-def bench_matmul(adapter, dtype, n, on_gpu, warmup, repeats, per_repeat, peak):
+def bench_matmul(adapter, dtype, n, on_gpu, warmup, repeats, per_repeat, peak, timing):
+    """Median of ``repeats`` timed windows of ``per_repeat`` chained, synchronized products.
+
+    Warm-up runs at least ``warmup`` products and ``timing['warmup_s']`` seconds (a GPU's
+    clocks climb from idle under load); with ``per_repeat`` None each window holds
+    enough products to last ``timing['window_s']`` (timer and launch overhead stay small).
+    """
     run, math = adapter.matmul_timer(dtype, n, on_gpu)
-    run(max(1, warmup))
+    one = run(max(1, warmup)) / max(1, warmup)
+    warm_end = time.perf_counter() + timing.get("warmup_s", 0.0)
+    while time.perf_counter() < warm_end:
+        one = run(max(1, warmup)) / max(1, warmup)
+    if per_repeat is None:
+        per_repeat = max(2, min(1000, int(timing.get("window_s", 0.05) / max(one, 1e-9)) + 1))
     times = [run(per_repeat) / per_repeat for _ in range(repeats)]
     median = statistics.median(times)
     flops = 2.0 * n * n * n
@@ -866,11 +918,18 @@ def bench_matmul(adapter, dtype, n, on_gpu, warmup, repeats, per_repeat, peak):
         "device": "gpu:0" if on_gpu else "cpu",
         "n": n,
         "warmup": warmup,
+        "warmup_s": timing.get("warmup_s", 0.0),
         "repeats": repeats,
         "per_repeat": per_repeat,
         "seconds_per_op": {"median": median, "min": min(times), "max": max(times)},
+        "samples_s": [round(t, 9) for t in times],
         "tflops": round(flops / median / 1e12, 3),
+        "tflops_best": round(flops / min(times) / 1e12, 3),
     }
+    if on_gpu:
+        state = _safe(gpu_state)
+        if state:
+            entry["gpu_state_after"] = state
     if peak is not None:
         tflops = (peak.get("tflops") or {}).get(math)
         if tflops:
@@ -902,9 +961,16 @@ def parse_args(argv):
     )
     p.add_argument("--repeats", type=int, default=7, help="timed repeats; the median is reported")
     p.add_argument(
-        "--per-repeat", type=int, help="products per timed repeat (default 10 GPU, 2 CPU)"
+        "--per-repeat",
+        type=int,
+        help="products per timed repeat (default: 50 ms worth on GPU, 2 on CPU)",
     )
     p.add_argument("--warmup", type=int, default=3, help="untimed products first")
+    p.add_argument(
+        "--warmup-seconds",
+        type=float,
+        help="keep warming up this long (default 1.0 on GPU, 0 on CPU)",
+    )
     p.add_argument("--peaks", metavar="FILE", help="JSON list of GPU datasheet peaks (gpu_peaks)")
     p.add_argument(
         "--min-fraction",
@@ -1157,7 +1223,13 @@ def _smoke(run, args, result):
         return
     peak = find_peak(peaks, gpus[0]["name"]) if on_gpu else None
     n = args.size or (8192 if on_gpu else 512)
-    per_repeat = args.per_repeat or (10 if on_gpu else 2)
+    per_repeat = args.per_repeat or (None if on_gpu else 2)
+    timing = {
+        "warmup_s": args.warmup_seconds
+        if args.warmup_seconds is not None
+        else (1.0 if on_gpu else 0.0),
+        "window_s": 0.05,
+    }
     dtypes = ["fp32"]
     if on_gpu:
         cc = gpus[0].get("compute_capability") or "0.0"
@@ -1174,7 +1246,7 @@ def _smoke(run, args, result):
 
         def one(dtype=dtype):
             entry = bench_matmul(
-                adapter, dtype, n, on_gpu, args.warmup, args.repeats, per_repeat, peak
+                adapter, dtype, n, on_gpu, args.warmup, args.repeats, per_repeat, peak, timing
             )
             bench["results"].append(entry)
             return None
