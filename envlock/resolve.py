@@ -127,7 +127,7 @@ def constraints_from_args(
     for value in getattr(args, "gpu", None) or []:
         value = value.strip()
         if _CAPABILITY.match(value):
-            gpus.append(Gpu(name=f"compute capability {value}", compute_capability=value))
+            gpus.append(Gpu(name="", compute_capability=value))
         else:
             gpus.append(Gpu(name=value))
     if driver is not None and driver.strip().lower() == "auto":
@@ -178,12 +178,21 @@ def _parse_spec(text: str) -> _Spec:
         req = Requirement(stripped)
     except InvalidRequirement as e:
         first = str(e).splitlines()[0] if str(e) else "cannot parse it"
+        single = re.match(r"^([A-Za-z0-9._-]+)\s*=\s*([0-9][^=<>!~,;]*)$", stripped)
+        if single:
+            hint = f"did you mean '{single.group(1)}=={single.group(2).strip()}'?"
         raise UsageError(f"SPEC {text!r} is not a valid requirement: {first}", hint=hint) from None
-    if canonicalize_name(req.name) != FRAMEWORK:
+    name = canonicalize_name(req.name)
+    if name != FRAMEWORK:
+        other = hint
+        if name.startswith(("tensorflow-", "tf-")):
+            other = (
+                "the GPU build is the 'tensorflow' package itself since 2.1; "
+                "write e.g. 'tensorflow==2.15'"
+            )
         raise UsageError(
             f"SPEC {text!r} is a requirement on {req.name!r}; envlock resolves tensorflow",
-            hint="the GPU build is the 'tensorflow' package itself since 2.1: "
-            + hint.split(", ", 1)[1],
+            hint=other,
         )
     if req.url:
         raise UsageError(
@@ -334,7 +343,7 @@ def _place_system(
         if found is not None and found < cudnn_need:
             notes.append(
                 f"nvidia/cuda:{image.version}-{image.cudnn_flavour} carries cuDNN {image.cudnn}, "
-                f"older than the {rel.cudnn} tensorflow {rel.version} was built with"
+                f"older than the {rel.cudnn} TensorFlow {_series(rel)} was built with"
             )
             continue
         known = found is not None
@@ -401,8 +410,8 @@ def _place_pip(
 ) -> _Placement | _NoPlacement:
     if not rel.and_cuda:
         return _NoPlacement(
-            f"tensorflow {rel.version} has no and-cuda extra (the nvidia-* CUDA wheels "
-            f"start with tensorflow 2.14)"
+            "no and-cuda extra to take CUDA from (the nvidia-* CUDA wheels start with "
+            "tensorflow 2.14)"
         )
     cuda_major, cuda_minor = _split_minor(rel.cuda)
     ranked: list[tuple[int, ImageRelease]] = []
@@ -426,7 +435,15 @@ def _place_pip(
             + (f" ({cudnn_req})" if cudnn_req else ""),
             f"OS {os_reason}",
         ]
-        return _Placement("pip", image, ubuntu, tag, tuple(reasons), ())
+        warnings: tuple[str, ...] = ()
+        if _split_minor(image.cuda)[1] != cuda_minor:
+            warnings = (
+                f"the image's CUDA {image.cuda} is newer than the {rel.cuda} TensorFlow was "
+                f"built with (no CUDA {rel.cuda} image for {ubuntu.name}): the container runtime "
+                f"asks for a driver that supports CUDA {image.cuda} unless "
+                f"NVIDIA_DISABLE_REQUIRE=1 is set",
+            )
+        return _Placement("pip", image, ubuntu, tag, tuple(reasons), warnings)
     if misses:
         return _NoPlacement(
             f"no nvidia/cuda CUDA {cuda_major}.x base image exists for {c.os}: " + ", ".join(misses)
@@ -527,7 +544,8 @@ def _validate(c: Constraints, cm: CudaMatrix) -> _Checked:
     for gpu in c.gpus:
         if gpu.compute_capability is not None and not _CAPABILITY.match(gpu.compute_capability):
             raise UsageError(
-                f"GPU {gpu.name!r}: compute capability {gpu.compute_capability!r} is not X.Y",
+                f"GPU {gpu.name or '(--gpu)'}: compute capability "
+                f"{gpu.compute_capability!r} is not X.Y",
                 hint="e.g. --gpu 9.0 or --gpu 'NVIDIA H100 PCIe'",
             )
         gpus.append(gpu)
@@ -639,7 +657,11 @@ def resolve(c: Constraints, matrix: Matrix | None = None) -> Resolution:
             need = driver_min(r)
             if need is None:
                 return f"matrices/cuda.toml has no CUDA {r.cuda} row"
-            return None if have >= _vkey(need) else f"needs driver >= {need} (CUDA {r.cuda})"
+            if have >= _vkey(need):
+                return None
+            major = r.cuda.split(".")[0]
+            builds = f"CUDA {major}.x builds" if int(major) >= 11 else f"CUDA {r.cuda} builds"
+            return f"{builds} need driver >= {need}"
 
         stages.append(_Stage(f"--driver {c.driver}", driver_test))
 
@@ -759,7 +781,7 @@ def _nothing_fits(
     matrix: Matrix,
 ) -> NoResolution:
     what = _describe(blocked)
-    why = sorted({stage.test(r) or "" for r in blocked})
+    why = _first_distinct((stage.test(r) or "" for r in blocked), limit=3)
     nearest = _nearest(k, stage, blocked, newest_first, stages)
     hints: list[str] = []
     if stage.name.startswith("--python"):
@@ -767,7 +789,7 @@ def _nothing_fits(
         message = f"{what} supports Python {supported}; there is no Python {k.python} wheel"
         if nearest:
             hints.append(f"for Python {k.python} use {nearest}")
-        hints.append("or drop --python to get the newest Python the release supports")
+        hints.append("drop --python to get the newest Python the release supports")
     elif stage.name.startswith("--cuda "):
         message = f"{what} was built with CUDA {_distinct(r.cuda for r in blocked)}, not {k.cuda}"
         if nearest:
@@ -779,10 +801,11 @@ def _nothing_fits(
         if nearest:
             hints.append(f"for cuDNN {k.cudnn} use {nearest}")
     elif stage.name.startswith("--driver"):
-        message = f"{what} needs a newer driver than {c.driver}: " + "; ".join(why)
+        message = f"{what}: " + "; ".join(why) + f", and the driver is {c.driver}"
         if nearest:
             hints.append(f"with driver {c.driver} use {nearest}")
-        hints.append("or upgrade the driver")
+        need = _driver_min_of(matrix, blocked[0])
+        hints.append(f"upgrade the driver to >= {need}" if need else "upgrade the driver")
     elif stage.name == "gpu build":
         message = "; ".join(why)
         if nearest:
@@ -796,7 +819,12 @@ def _nothing_fits(
     prior = [s.name for s in stages[: list(stages).index(stage)] if s.name != "gpu build"]
     if prior:
         message += f" (after {', '.join(prior)})"
-    return NoResolution(f"nothing fits: {message}", hint="; ".join(hints) or None)
+    return NoResolution(f"nothing fits: {message}", hint="; or ".join(hints) or None)
+
+
+def _driver_min_of(matrix: Matrix, rel: TFRelease) -> str | None:
+    row = matrix.cuda.release(rel.cuda) if matrix.cuda is not None else None
+    return row.driver_min if row is not None else None
 
 
 def _source_alternatives(k: _Checked, rel: TFRelease, matrix: Matrix) -> list[str]:
@@ -811,13 +839,13 @@ def _source_alternatives(k: _Checked, rel: TFRelease, matrix: Matrix) -> list[st
         place = _place_pip if source == "pip" else _place_system
         p = place(rel, cm, c, python)
         if isinstance(p, _Placement):
-            out.append(f"or --cuda-source {source} (nvidia/cuda:{p.tag})")
+            out.append(f"--cuda-source {source} (nvidia/cuda:{p.tag})")
     if k.os:
         for source in CUDA_SOURCES if k.source is None else (k.source,):
             place = _place_pip if source == "pip" else _place_system
             p = place(rel, cm, Constraints(spec=k.spec.text), python)
             if isinstance(p, _Placement):
-                out.append(f"or without --os: nvidia/cuda:{p.tag}")
+                out.append(f"drop --os (nvidia/cuda:{p.tag})")
                 break
     return out
 
@@ -836,6 +864,7 @@ def _compute_warnings(rel: TFRelease, gpus: Sequence[Gpu], gm: GpuMatrix | None)
         if cap.startswith("compute_")
     )
     for gpu in gpus:
+        label = f"GPU {gpu.name}" if gpu.name else "a GPU"
         cc = gpu.compute_capability
         if cc is None and gm is not None:
             model = gm.find(gpu.name)
@@ -859,13 +888,13 @@ def _compute_warnings(rel: TFRelease, gpus: Sequence[Gpu], gm: GpuMatrix | None)
         compiled = ", ".join(rel.compute_capabilities)
         if usable_ptx:
             out.append(
-                f"GPU {gpu.name} (compute capability {cc}) has no compiled kernels in tensorflow "
+                f"{label} (compute capability {cc}) has no compiled kernels in tensorflow "
                 f"{rel.version} ({compiled}): they are JIT-compiled from compute_{usable_ptx[-1]} "
                 f"PTX at first start (minutes; cached afterwards)"
             )
         else:
             out.append(
-                f"GPU {gpu.name} (compute capability {cc}) is not supported by tensorflow "
+                f"{label} (compute capability {cc}) is not supported by tensorflow "
                 f"{rel.version} (compiled for {compiled}): GPU ops will fail"
             )
     return out
@@ -983,6 +1012,16 @@ def _plain_specifier(text: str) -> Any:
     from packaging.requirements import Requirement
 
     return Requirement(text).specifier
+
+
+def _first_distinct(values: Iterable[str], limit: int) -> list[str]:
+    out: list[str] = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    if len(out) > limit:
+        out = [*out[:limit], f"and {len(out) - limit} more"]
+    return out
 
 
 def _distinct_text(values: Iterable[str]) -> str:
