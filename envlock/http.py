@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envlock.errors import EnvironmentFailure
+from envlock.errors import EnvironmentFailure, UsageError
 
 if TYPE_CHECKING:
     import requests
@@ -44,6 +44,34 @@ class HttpSettings:
     retries: int = DEFAULT_RETRIES
     backoff: float = DEFAULT_BACKOFF
     pool_size: int = 16
+
+    @classmethod
+    def from_env(cls, pool_size: int = 16) -> HttpSettings:
+        """Defaults, overridden by ENVLOCK_HTTP_TIMEOUT / _RETRIES / _BACKOFF."""
+        timeout = DEFAULT_TIMEOUT
+        retries = DEFAULT_RETRIES
+        backoff = DEFAULT_BACKOFF
+        raw = os.environ.get("ENVLOCK_HTTP_TIMEOUT")
+        if raw:
+            t = _number("ENVLOCK_HTTP_TIMEOUT", raw)
+            timeout = (t, t)
+        raw = os.environ.get("ENVLOCK_HTTP_RETRIES")
+        if raw:
+            retries = int(_number("ENVLOCK_HTTP_RETRIES", raw))
+        raw = os.environ.get("ENVLOCK_HTTP_BACKOFF")
+        if raw:
+            backoff = _number("ENVLOCK_HTTP_BACKOFF", raw)
+        return cls(timeout=timeout, retries=retries, backoff=backoff, pool_size=pool_size)
+
+
+def _number(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise UsageError(f"{name}={raw!r} is not a non-negative number", hint=f"unset {name}")
+    return value
 
 
 def _pip_cert() -> str | None:
@@ -81,7 +109,7 @@ def session(settings: HttpSettings | None = None) -> requests.Session:
     from requests.adapters import HTTPAdapter
     from urllib3.util.retry import Retry
 
-    s = settings or HttpSettings()
+    s = settings or HttpSettings.from_env()
 
     class _Adapter(HTTPAdapter):
         """Pooled connections, retries, and a timeout on every request."""

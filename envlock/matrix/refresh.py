@@ -228,7 +228,16 @@ def _range_fetcher(
 
     def fetch(start: int, end: int | None) -> tuple[bytes, int]:
         rng = f"bytes={start}" if end is None else f"bytes={start}-{end}"
-        resp = http.get(sess, url, index=index, headers={"Range": rng}, ok=(206,), stream=True)
+        resp = http.get(
+            sess, url, index=index, headers={"Range": rng}, ok=(200, 206), stream=True
+        )
+        if resp.status_code == 200:
+            resp.close()
+            raise EnvironmentFailure(
+                f"the file server of {index} ignores HTTP range requests "
+                f"(it answered 200 with the whole file for {url})",
+                hint="envlock reads wheels in parts; use an index or proxy that honours Range",
+            )
         try:
             crange = resp.headers.get("Content-Range", "")
             total = int(crange.rsplit("/", 1)[1])
@@ -495,7 +504,7 @@ def refresh(
 
     started = time.monotonic()
     jobs = max(1, jobs)
-    settings = http_settings or http.HttpSettings(pool_size=max(jobs, 4))
+    settings = http_settings or http.HttpSettings.from_env(pool_size=max(jobs, 4))
     sess = http.session(settings)
     try:
         files = project_files(sess, index)

@@ -1,0 +1,332 @@
+"""envlock matrix refresh against a local index serving real (tiny) zip wheels."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fixtures.index.fakeindex import FakeIndex, FakeWheel, closed_port, make_wheel
+from packaging.version import Version
+
+from envlock.cli import main
+from envlock.errors import EnvironmentFailure, UsageError
+from envlock.matrix import check, load_tensorflow, tested
+from envlock.matrix import refresh as refresh_mod
+from envlock.matrix.wheelzip import TAIL, RemoteZip
+
+BUILD_INFO_2_15 = '''"""Auto-generated module providing information about the build."""
+import collections
+
+build_info = collections.OrderedDict([('cpu_compiler', '/usr/lib/llvm-17/bin/clang'), \
+('cuda_compute_capabilities', ['sm_50', 'sm_60', 'sm_70', 'sm_75', 'compute_80']), \
+('cuda_version', '12.2'), ('cudnn_version', '8'), ('is_cuda_build', True), \
+('is_rocm_build', False), ('is_tensorrt_build', True)])
+'''
+
+BUILD_INFO_2_21 = '''import collections
+build_info = collections.OrderedDict([('cpu_compiler', 'clang'), \
+('cuda_compute_capabilities', ['sm_60', 'sm_70', 'sm_80', 'sm_89', 'compute_90']), \
+('cuda_version', '12.5.1'), ('cudnn_version', '9'), ('is_cuda_build', True)])
+'''
+
+BUILD_INFO_2_3 = """from __future__ import absolute_import
+build_info = {'cuda_version': '10.1', 'cudnn_version': '7', \
+'cuda_compute_capabilities': ['sm_35', 'sm_37', 'sm_52', 'sm_60', 'sm_61', 'compute_70'], \
+'cpu_compiler': '/usr/bin/gcc-5', 'is_rocm_build': False, 'is_cuda_build': True}
+"""
+
+BUILD_INFO_2_2 = """is_rocm_build = False
+is_cuda_build = True
+cuda_version_number = '10'
+cudnn_version_number = '7'
+"""
+
+BUILD_INFO_2_0 = """is_rocm_build = False
+is_cuda_build = False
+"""
+
+META_2_15 = """Metadata-Version: 2.1
+Name: tensorflow
+Version: 2.15.1
+Requires-Python: >=3.9
+Requires-Dist: absl-py (>=1.0.0)
+Requires-Dist: numpy (<2.0.0,>=1.23.5)
+Requires-Dist: tensorflow-intel (==2.15.1) ; platform_system == "Windows"
+Requires-Dist: nvidia-cublas-cu12 (==12.2.5.6) ; extra == 'and-cuda'
+Requires-Dist: nvidia-cudnn-cu12 (==8.9.4.25) ; extra == 'and-cuda'
+Requires-Dist: nvidia-nccl-cu12 ==2.16.5 ; extra == 'and-cuda'
+Provides-Extra: and-cuda
+
+TensorFlow is an open source machine learning framework for everyone.
+"""
+
+META_2_21 = """Metadata-Version: 2.4
+Name: tensorflow
+Version: 2.21.0
+Requires-Python: >=3.10
+Requires-Dist: absl-py>=1.0.0
+Requires-Dist: nvidia-cublas-cu12<13.0,>=12.5.3.2; extra == "and-cuda"
+Requires-Dist: nvidia-cudnn-cu12<10.0,>=9.3.0.75; extra == "and-cuda"
+Requires-Dist: tensorflow-io-gcs-filesystem>=0.23.1; (sys_platform != "win32" and \
+python_version < "3.13") and extra == "gcs-filesystem"
+Provides-Extra: and-cuda
+"""
+
+
+def _meta(version: str) -> str:
+    return f"Metadata-Version: 2.1\nName: tensorflow\nVersion: {version}\nRequires-Dist: six\n"
+
+
+LINUX = "manylinux_2_17_x86_64.manylinux2014_x86_64"
+
+
+def _wheel(version: str, py: str, plat: str = LINUX, **kw: object) -> str:
+    abi = f"cp{py}m" if py in ("35", "36", "37") else f"cp{py}"
+    return f"tensorflow-{version}-cp{py}-{abi}-{plat}.whl"
+
+
+def build_index(filler: int = 0) -> FakeIndex:
+    idx = FakeIndex()
+
+    def add(filename: str, meta: str, info: str | None, *, path: str | None = None,
+            upload: str = "2024-01-01T00:00:00Z", yanked: bool | str = False,
+            zip64: bool = False) -> None:
+        kwargs: dict[str, object] = {}
+        if path:
+            kwargs["build_info_path"] = path
+        data = make_wheel(filename, metadata=meta, build_info=info, filler_members=filler,
+                          force_zip64=zip64, **kwargs)  # type: ignore[arg-type]
+        idx.add(FakeWheel(filename, data, upload_time=upload, yanked=yanked))
+
+    for py in ("39", "310", "311"):
+        add(_wheel("2.15.1", py), META_2_15, BUILD_INFO_2_15, upload="2024-03-08T18:00:00Z")
+    add(_wheel("2.15.1", "311", "macosx_10_15_x86_64"), META_2_15, BUILD_INFO_2_15)
+    add(_wheel("2.15.1", "311", "manylinux_2_17_aarch64.manylinux2014_aarch64"), META_2_15, None)
+    for py in ("310", "313"):
+        add(_wheel("2.21.0", py, "manylinux_2_27_x86_64"), META_2_21, BUILD_INFO_2_21,
+            upload="2026-03-06T10:00:00Z", zip64=(py == "313"))
+    add(_wheel("2.22.0rc0", "313", "manylinux_2_27_x86_64"), META_2_21, BUILD_INFO_2_21,
+        upload="2026-05-01T00:00:00Z")
+    for py in ("36", "37", "38"):
+        add(_wheel("2.3.0", py, "manylinux2010_x86_64"), _meta("2.3.0"), BUILD_INFO_2_3)
+        add(_wheel("2.2.0", py, "manylinux2010_x86_64"), _meta("2.2.0"), BUILD_INFO_2_2,
+            yanked="broken upload")
+    for py in ("35", "36", "37"):
+        add(_wheel("2.0.0", py, "manylinux2010_x86_64"), _meta("2.0.0"), BUILD_INFO_2_0,
+            path="tensorflow_core/python/platform/build_info.py")
+    add("tensorflow-2.0.0-cp27-cp27mu-manylinux2010_x86_64.whl", _meta("2.0.0"), BUILD_INFO_2_0,
+        path="tensorflow_core/python/platform/build_info.py")
+    add("tensorflow-1.15.0-cp37-cp37m-manylinux2010_x86_64.whl", _meta("1.15.0"), None)
+    return idx
+
+
+@pytest.fixture
+def fake_index(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeIndex]:
+    monkeypatch.setenv("ENVLOCK_HTTP_BACKOFF", "0.01")
+    monkeypatch.setenv("ENVLOCK_HTTP_RETRIES", "3")
+    idx = build_index().start()
+    try:
+        yield idx
+    finally:
+        idx.stop()
+
+
+def _refresh(idx: FakeIndex, **kw: object) -> refresh_mod.RefreshResult:
+    return refresh_mod.refresh(
+        idx.url, tested=tested.load(), notes=check.load_notes(), jobs=4, **kw  # type: ignore[arg-type]
+    )
+
+
+def test_rows_read_from_the_wheels(fake_index: FakeIndex) -> None:
+    result = _refresh(fake_index)
+    m = result.matrix
+    assert [str(r.version) for r in m.releases] == ["2.0.0", "2.2.0", "2.3.0", "2.15.1", "2.21.0"]
+    # newest upload among the rows' Linux x86_64 wheels (the rc is not a row)
+    assert m.data_version == "2026-03-06"
+
+    r = m.get("2.15.1")
+    assert r is not None
+    assert r.python == ("3.9", "3.10", "3.11")
+    assert r.requires_python == ">=3.9"
+    assert (r.cuda, r.cuda_full, r.cuda_from) == ("12.2", "12.2", "build_info")
+    assert (r.cudnn, r.cudnn_from) == ("8.9", "build_info+and-cuda")
+    assert r.compute_capabilities == ("sm_50", "sm_60", "sm_70", "sm_75", "compute_80")
+    assert r.and_cuda == (
+        "nvidia-cublas-cu12==12.2.5.6",
+        "nvidia-cudnn-cu12==8.9.4.25",
+        "nvidia-nccl-cu12==2.16.5",
+    )
+    assert r.wheel == _wheel("2.15.1", "311")
+    assert r.sha256 == fake_index.wheels[r.wheel].sha256
+    assert r.cuda_build and not r.yanked and r.note == ""
+
+    r = m.get("2.21.0")
+    assert r is not None
+    assert (r.cuda, r.cuda_full, r.cudnn) == ("12.5", "12.5.1", "9.3")
+    assert r.and_cuda == ("nvidia-cublas-cu12<13.0,>=12.5.3.2", "nvidia-cudnn-cu12<10.0,>=9.3.0.75")
+    assert r.python == ("3.10", "3.13")
+    assert r.wheel == _wheel("2.21.0", "313", "manylinux_2_27_x86_64")
+
+    r = m.get("2.3.0")
+    assert r is not None
+    assert (r.cuda, r.cuda_from, r.cudnn, r.cudnn_from) == (
+        "10.1", "build_info", "7.6", "build_info+tested-configs")
+    assert r.and_cuda == () and r.requires_python == ""
+
+    r = m.get("2.2.0")
+    assert r is not None
+    assert (r.cuda, r.cuda_full, r.cuda_from) == ("10.1", "10", "build_info+tested-configs")
+    assert r.compute_capabilities == ()
+    assert r.yanked is True
+
+    r = m.get("2.0.0")
+    assert r is not None
+    assert r.cuda_build is False
+    assert (r.cuda, r.cuda_from, r.cudnn, r.cudnn_from) == (
+        "10.0", "tested-configs", "7.4", "tested-configs")
+    assert r.python == ("3.5", "3.6", "3.7")  # the cp27 wheel is not a Python 3 target
+    # notes come from matrices/tf-notes.toml, one segment per disagreement
+    assert r.note.startswith("cuda_build: the tensorflow 2.0 wheels are CPU builds")
+    assert "; python: the table gives the range tested for source builds" in r.note
+    # the fixture's wheels leave out Pythons the table lists: the check catches it
+    report = check.cross_check(m, tested.load(), check.load_notes())
+    assert not report.ok
+    assert [f.disagreement.describe() for f in report.findings if not f.explained] == [
+        "2.2.0: python: wheels say 3.6-3.8, tested-configs say 3.5-3.8",
+        "2.3.0: python: wheels say 3.6-3.8, tested-configs say 3.5-3.8",
+        "2.21.0: python: wheels say 3.10, 3.13, tested-configs say 3.10-3.13",
+    ]
+
+
+def test_only_range_requests_and_few_of_them(fake_index: FakeIndex) -> None:
+    result = _refresh(fake_index, only=[Version("2.15.1")])
+    assert result.releases == 1
+    wheel = _wheel("2.15.1", "311")
+    # tail (holds the whole small directory), build_info, METADATA; never a full GET
+    assert fake_index.hits[f"/files/{wheel}"] == 3
+    assert all(r.startswith("bytes=") for r in fake_index.ranges)
+    assert len(fake_index.ranges) == 3
+    assert result.bytes_read < len(fake_index.wheels[wheel].data) + 4096
+
+
+def test_big_central_directory_and_zip64() -> None:
+    """A directory larger than the first tail read costs one more range request."""
+    data = make_wheel(
+        "tensorflow-2.15.1-cp311-cp311-linux_x86_64.whl",
+        metadata=META_2_15,
+        build_info=BUILD_INFO_2_15,
+        filler_members=1200,
+        force_zip64=True,
+    )
+    calls: list[tuple[int, int | None]] = []
+
+    def fetch(start: int, end: int | None) -> tuple[bytes, int]:
+        calls.append((start, end))
+        if end is None:
+            return data[start:], len(data)
+        return data[start : end + 1], len(data)
+
+    z = RemoteZip(fetch, "x.whl")
+    with zipfile.ZipFile(io.BytesIO(data)) as real:
+        assert set(z.members) == set(real.namelist())
+        assert z.read("tensorflow/python/platform/build_info.py") == real.read(
+            "tensorflow/python/platform/build_info.py"
+        )
+    assert calls[0] == (-TAIL, None)
+    assert len(calls) == 3  # tail, directory, member
+
+
+def test_same_index_same_bytes(fake_index: FakeIndex, tmp_path: Path) -> None:
+    out1, out2 = tmp_path / "a.toml", tmp_path / "b.toml"
+    for out, jobs in ((out1, "1"), (out2, "8")):
+        code = main(["matrix", "refresh", "--index-url", fake_index.url, "-o", str(out),
+                     "--jobs", jobs, "--json"])
+        assert code == 0
+    assert out1.read_bytes() == out2.read_bytes()
+    # and what was written loads and passes the cross-check
+    assert len(load_tensorflow(out1).releases) == 5
+    # the fixture rows have unexplained Python gaps (see above): check fails, exit 1
+    assert main(["matrix", "check", "--matrix", str(out1)]) == 1
+
+
+def test_503_then_success_is_retried(fake_index: FakeIndex) -> None:
+    wheel = _wheel("2.15.1", "311")
+    fake_index.faults["/simple/tensorflow/"] = [503, 503]
+    fake_index.faults[f"/files/{wheel}"] = [503, 502]
+    result = _refresh(fake_index, only=[Version("2.15.1")])
+    assert result.matrix.releases[0].cudnn == "8.9"
+    assert fake_index.hits["/simple/tensorflow/"] == 3
+    assert fake_index.hits[f"/files/{wheel}"] == 5
+
+
+def test_persistent_5xx_is_exit_3(
+    fake_index: FakeIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_index.faults["/simple/tensorflow/"] = [503] * 10
+    out = tmp_path / "tf.toml"
+    out.write_text("earlier output\n")
+    code = main(["matrix", "refresh", "--index-url", fake_index.url, "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert f"cannot reach the package index at {fake_index.url}: HTTP 503" in err
+    assert "hint:" in err and "Traceback" not in err
+    assert out.read_text() == "earlier output\n"  # a failed run leaves it as it was
+    assert fake_index.hits["/simple/tensorflow/"] == 4  # first try + 3 retries
+
+
+def test_connection_refused_is_exit_3(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ENVLOCK_HTTP_BACKOFF", "0.01")
+    url = f"http://127.0.0.1:{closed_port()}/simple"
+    out = tmp_path / "tf.toml"
+    code = main(["matrix", "refresh", "--index-url", url, "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert err.startswith(f"envlock: error: cannot reach the package index at {url}: "
+                          "connection refused\n")
+    assert "  hint: " in err
+    assert not out.exists()
+
+
+def test_server_ignoring_range_is_refused_not_downloaded(fake_index: FakeIndex) -> None:
+    fake_index.ignore_range = True
+    with pytest.raises(EnvironmentFailure, match="ignores HTTP range requests"):
+        _refresh(fake_index, only=[Version("2.15.1")])
+
+
+def test_index_without_json_api(
+    fake_index: FakeIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_index.json_api = False
+    code = main(["matrix", "refresh", "--index-url", fake_index.url, "-o", str(tmp_path / "x")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "does not answer the JSON simple API (PEP 691); it sent text/html" in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_unknown_release_and_bad_jobs(
+    fake_index: FakeIndex, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(UsageError, match=r"no Linux x86_64 wheel .* tensorflow 2\.9\.9"):
+        _refresh(fake_index, only=[Version("2.9.9")])
+    assert main(["matrix", "refresh", "--jobs", "0"]) == 2
+    assert "--jobs 0 is out of range" in capsys.readouterr().err
+
+
+def test_json_summary(fake_index: FakeIndex, tmp_path: Path,
+                      capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "tf.toml"
+    assert main(["matrix", "refresh", "--index-url", fake_index.url, "-o", str(out),
+                 "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["releases"] == 5
+    assert summary["data_version"] == "2026-03-06"
+    assert summary["output"] == str(out)
+    # 1 page + per release: tail + build_info + METADATA (small wheels: directory in the tail)
+    assert summary["requests"] == 1 + 5 * 3
