@@ -1,0 +1,207 @@
+"""matrices/cuda.toml: the shipped file is valid and says what the sources say;
+every kind of damage is a DataError naming the file and the path."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from packaging.version import Version
+
+from envlock.errors import DataError
+from envlock.matrix import cuda, load, read_toml
+
+FILE = "matrices/cuda.toml"
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict[str, Any]:
+    data, _digest, shown = read_toml("cuda.toml")
+    assert shown == FILE
+    return data
+
+
+@pytest.fixture(scope="module")
+def cm(doc: dict[str, Any]) -> cuda.CudaMatrix:
+    return cuda.parse(doc, FILE)
+
+
+def test_load_gives_the_parsed_cuda_matrix(cm: cuda.CudaMatrix) -> None:
+    loaded = load().cuda
+    assert isinstance(loaded, cuda.CudaMatrix)
+    assert loaded == cm
+    assert cm.schema_version == 1
+    assert cm.data_version == "2026-11-30"
+
+
+@pytest.mark.parametrize(
+    ("minor", "driver"),
+    [
+        ("10.0", "410.48"),
+        ("10.1", "418.39"),
+        ("10.2", "440.33"),
+        ("11.0", "450.80.02"),
+        ("11.2", "450.80.02"),
+        ("11.8", "450.80.02"),
+        ("12.0", "525.60.13"),
+        ("12.2", "525.60.13"),
+        ("12.3", "525.60.13"),
+        ("12.5", "525.60.13"),
+        ("12.9", "525.60.13"),
+    ],
+)
+def test_minimum_drivers_from_the_compatibility_table(
+    cm: cuda.CudaMatrix, minor: str, driver: str
+) -> None:
+    row = cm.release(minor)
+    assert row is not None
+    assert row.driver_min == driver
+    assert row.driver_min_from == "compat"
+
+
+@pytest.mark.parametrize(
+    ("version", "cudnn"),
+    [
+        ("11.8.0", "8.9.6.50"),
+        ("12.1.1", "8.9.0.131"),
+        ("12.2.2", "8.9.6.50"),
+        ("12.4.1", "9.1.0.70"),
+        ("12.5.1", "9.2.1.18"),
+        ("12.6.1", "9.3.0.75"),
+        ("12.6.2", "9.5.1.17"),
+        ("12.6.3", "9.5.1.17"),
+        ("12.8.1", "9.8.0.87"),
+    ],
+)
+def test_exact_cudnn_inside_images_matches_the_reference_table(
+    cm: cuda.CudaMatrix, version: str, cudnn: str
+) -> None:
+    image = next(im for im in cm.images if im.version == version)
+    assert image.cudnn == cudnn
+    assert image.cudnn_from == "nvidia-dockerfiles"
+
+
+def test_cudnn_flavours_follow_the_tag_scheme(cm: cuda.CudaMatrix) -> None:
+    """cudnn8 for 11.0.3-12.2.2, cudnn9 for 12.3.x, unversioned from 12.4.1 on."""
+    for image in cm.images:
+        v = Version(image.version)
+        if v.major == 10:
+            assert image.cudnn_flavour == "cudnn7"
+        elif v < Version("12.3"):
+            assert image.cudnn_flavour == "cudnn8", image.version
+        elif v < Version("12.4"):
+            assert image.cudnn_flavour == "cudnn9", image.version
+        else:
+            assert image.cudnn_flavour == "cudnn" and image.cudnn_major == 9, image.version
+    assert not [im for im in cm.images if im.cuda == "12.3" and im.cudnn_major == 8]
+
+
+def test_ubuntu_releases_by_cuda_release(cm: cuda.CudaMatrix) -> None:
+    by_version = {im.version: im.os for im in cm.images}
+    assert by_version["11.2.2"] == ("16.04", "18.04", "20.04")
+    assert by_version["11.8.0"] == ("18.04", "20.04", "22.04")
+    assert by_version["12.5.1"] == ("20.04", "22.04")
+    assert by_version["12.6.3"] == ("20.04", "22.04", "24.04")
+    assert {u.release: u.python for u in cm.ubuntu} == {
+        "16.04": "3.5",
+        "18.04": "3.6",
+        "20.04": "3.8",
+        "22.04": "3.10",
+        "24.04": "3.12",
+    }
+
+
+def test_tags_and_their_shape(cm: cuda.CudaMatrix) -> None:
+    im = next(im for im in cm.images if im.version == "12.2.2")
+    assert im.tag("runtime", "22.04", cudnn=True) == "12.2.2-cudnn8-runtime-ubuntu22.04"
+    assert im.tag("base", "20.04", cudnn=False) == "12.2.2-base-ubuntu20.04"
+    old = next(im for im in cm.images if im.version == "10.1")
+    assert old.tag("runtime", "18.04", cudnn=True) == "10.1-cudnn7-runtime-ubuntu18.04"
+    assert all(im.digests == () for im in cm.images)  # none known here
+
+
+def test_every_fact_names_a_known_source(doc: dict[str, Any]) -> None:
+    keys = set(doc["sources"])
+    for table in ("cuda", "images", "ubuntu", "driver_branches"):
+        for row in doc[table]:
+            for field, value in row.items():
+                if field == "from" or field.endswith("_from"):
+                    assert value in keys, (table, row, field)
+
+
+def test_end_of_life_and_branches(cm: cuda.CudaMatrix) -> None:
+    assert {r.version for r in cm.cuda if r.images == "deleted"} == {"10.0", "10.1", "10.2"}
+    assert all(cm.release(f"11.{m}").images == "eol" for m in range(9))  # type: ignore[union-attr]
+    r122 = cm.release("12.2")
+    assert r122 is not None and r122.driver_branch == "R535"
+    branch = cm.branch("R535")
+    assert branch is not None and branch.ends == "2026-06"
+
+
+def _damaged(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    out = copy.deepcopy(doc)
+    target: Any = out
+    for key in path[:-1]:
+        target = target[key]
+    if value is _DELETE:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return out
+
+
+_DELETE = object()
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (("schema_version",), 2, "matrices/cuda.toml: schema_version: this envlock reads schema 1"),
+        (("data_version",), "yesterday", 'data_version: expected "YYYY-MM-DD", got "yesterday"'),
+        (("cuda", 3, "driver_min"), "new", 'cuda[3].driver_min: expected "NNN[.NN[.NN]]"'),
+        (("cuda", 3, "driver_min_from"), "rumour", "cuda[3].driver_min_from: \"rumour\" is not"),
+        (("cuda", 0, "images"), "gone", 'cuda[0].images: expected one of "deleted", "eol"'),
+        (("cuda", 1, "version"), "10.0", 'cuda[1]: "10.0" is listed twice (also cuda[0])'),
+        (("cuda", 2, "colour"), "red", "cuda[2].colour: unknown field"),
+        (("images", 4, "cudnn"), "8", 'images[4].cudnn: expected "X.Y.Z[.W]", got "8"'),
+        (("images", 4, "cudnn_major"), "8", 'images[4].cudnn_major: expected an integer, got "8"'),
+        (("images", 4, "cudnn_flavour"), "cudnn9", "images[4].cudnn_major: 8 does not match"),
+        (("images", 4, "cuda"), "11.9", 'images[4].cuda: "11.9" is not the major.minor'),
+        (("images", 4, "os"), ["19.10"], "images[4].os[0]: Ubuntu 19.10 has no [[ubuntu]] row"),
+        (("images", 4, "os"), [], "images[4].os: expected a non-empty list"),
+        (("images", 4, "from"), _DELETE, "images[4].from: missing"),
+        (("images", 4, "digests"), {"x": "sha256:00"}, 'images[4].digests: "x" is not a tag'),
+        (("ubuntu", 0, "python"), "3", 'ubuntu[0].python: expected "3.X", got "3"'),
+        (("driver_branches", 0, "ends"), "June", 'driver_branches[0].ends: expected "YYYY-MM"'),
+        (("images",), [], "images: expected a non-empty array of tables"),
+        (("sources",), {}, "sources: expected a table of source descriptions"),
+    ],
+)
+def test_damage_is_reported_with_file_and_path(
+    doc: dict[str, Any], path: tuple[Any, ...], value: Any, message: str
+) -> None:
+    with pytest.raises(DataError) as err:
+        cuda.parse(_damaged(doc, path, value), FILE)
+    assert message in err.value.message
+    assert err.value.message.startswith("matrices/cuda.toml: ")
+    assert err.value.exit_code == 2
+    assert err.value.hint
+
+
+def test_image_of_unknown_cuda_is_refused(doc: dict[str, Any]) -> None:
+    damaged = copy.deepcopy(doc)
+    damaged["cuda"] = [r for r in damaged["cuda"] if r["version"] != "12.6"]
+    with pytest.raises(DataError, match=r"images\[\d+\]\.cuda: CUDA 12.6 has no \[\[cuda\]\] row"):
+        cuda.parse(damaged, FILE)
+
+
+def test_digests_are_read_when_present(doc: dict[str, Any]) -> None:
+    damaged = copy.deepcopy(doc)
+    row = next(r for r in damaged["images"] if r["version"] == "12.2.2")
+    digest = "sha256:" + "ab" * 32
+    row["digests"] = {"12.2.2-cudnn8-runtime-ubuntu22.04": digest}
+    parsed = cuda.parse(damaged, FILE)
+    image = next(im for im in parsed.images if im.version == "12.2.2")
+    assert image.digest("12.2.2-cudnn8-runtime-ubuntu22.04") == digest
+    assert image.digest("12.2.2-cudnn8-runtime-ubuntu20.04") is None
