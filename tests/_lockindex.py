@@ -21,18 +21,21 @@ from packaging.utils import canonicalize_name
 
 
 def make_wheel(
-    name: str, version: str, tag: str = "py3-none-any", requires: tuple[str, ...] = (),
+    name: str,
+    version: str,
+    tag: str = "py3-none-any",
+    requires: tuple[str, ...] = (),
     extras: dict[str, tuple[str, ...]] | None = None,
 ) -> tuple[str, bytes]:
     """(filename, bytes) of a minimal valid wheel with one module."""
     dist = name.replace("-", "_")
     filename = f"{dist}-{version}-{tag}.whl"
     info = f"{dist}-{version}.dist-info"
-    meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     meta += [f"Requires-Dist: {r}" for r in requires]
     for extra, reqs in (extras or {}).items():
         meta.append(f"Provides-Extra: {extra}")
-        meta += [f"Requires-Dist: {r} ; extra == \"{extra}\"" for r in reqs]
+        meta += [f'Requires-Dist: {r} ; extra == "{extra}"' for r in reqs]
     files = {
         f"{dist}/__init__.py": f"VERSION = {version!r}\n".encode(),
         f"{info}/METADATA": ("\n".join(meta) + "\n").encode(),

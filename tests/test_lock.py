@@ -1,0 +1,499 @@
+"""envlock.lock without the real index: a local PEP 691 index on 127.0.0.1.
+
+uv and pip are the real resolvers; the index is a small HTTP server serving
+tiny wheels made here (one framework "fakefw" with an and-cuda extra, a
+dependency in three versions, wheels for other platforms that must be left
+out). Faults are injected through the server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomllib
+from hypothesis import given
+from hypothesis import strategies as st
+from packaging.pylock import Pylock
+
+from envlock.errors import DataError, EnvironmentFailure, NoResolution, UsageError
+from envlock.lock import (
+    Target,
+    check_requirements,
+    lock,
+    parse_pylock,
+    pylock_text,
+    read_lock,
+    requirements_text,
+)
+from envlock.lock.conflicts import explain, merge_one_of
+from envlock.model import Lock, LockedPackage, LockedWheel, LockInput, Resolution
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _lockindex import LocalIndex  # noqa: E402
+
+GOLDEN = Path(__file__).parent / "golden" / "lock"
+FW_TAG = "cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64"
+
+
+def resolution(cuda_source: str = "system", framework: str = "fakefw") -> Resolution:
+    return Resolution.from_dict(
+        {
+            "framework": framework,
+            "version": "2.15.1",
+            "python": "3.11",
+            "python_supported": ["3.9", "3.10", "3.11"],
+            "cuda": "12.2",
+            "cudnn": "8.9",
+            "driver_min": "525.60.13",
+            "compute_capabilities": ["sm_60", "sm_70", "sm_80", "compute_80"],
+            "cuda_source": cuda_source,
+            "os": "ubuntu22.04",
+            "base_image": "nvidia/cuda:12.2.2-cudnn8-runtime-ubuntu22.04",
+            "base_image_digest": None,
+            "cuda_image_version": "12.2.2",
+            "image_cudnn": "8.9.6.50",
+            "and_cuda": ["nvidia-fake-cu12==12.2.1"],
+            "requires_python": ">=3.9",
+            "matrix_version": "2026-11-30",
+            "matrix_digest": "0" * 64,
+            "reasons": ["newest 2.15 release"],
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def index() -> Iterator[LocalIndex]:
+    idx = LocalIndex()
+    idx.add(
+        "fakefw",
+        "2.15.1",
+        tag=FW_TAG,
+        requires=("dep-a>=1,<2", "dep-b"),
+        extras={"and-cuda": ("nvidia-fake-cu12==12.2.1",)},
+    )
+    idx.add("fakefw", "2.15.1", tag="cp311-cp311-macosx_12_0_arm64", requires=("dep-a>=1,<2",))
+    idx.add("fakefw", "2.15.1", tag="cp312-cp312-manylinux_2_17_x86_64", requires=("dep-a",))
+    for v in ("1.0", "1.5", "2.0"):
+        idx.add("dep-a", v)
+    # dep-b: a newer version whose only wheel needs a glibc newer than the target's
+    idx.add("dep-b", "1.0", tag="cp311-cp311-manylinux_2_28_x86_64")
+    idx.add("dep-b", "1.0", tag="py3-none-any")
+    idx.add("dep-b", "1.0", tag="cp311-cp311-musllinux_1_2_x86_64")
+    idx.add("dep-b", "2.0", tag="cp311-cp311-manylinux_2_39_x86_64")
+    idx.add("nvidia-fake-cu12", "12.2.1", tag="py3-none-manylinux1_x86_64")
+    idx.add("nvidia-fake-cu12", "12.2.1", tag="py3-none-win_amd64")
+    idx.start()
+    yield idx
+    idx.stop()
+
+
+@pytest.fixture()
+def cache(tmp_path: Path) -> str:
+    return str(tmp_path / "uv-cache")
+
+
+def _lock(
+    idx: LocalIndex,
+    cache: str | None = None,
+    *,
+    source: str = "system",
+    with_: tuple[str, ...] = (),
+    resolver: str = "uv",
+    offline: bool = False,
+) -> Lock:
+    return lock(
+        resolution(source),
+        LockInput(spec="fakefw==2.15", with_requirements=with_, cuda_source=source),
+        resolver=resolver,
+        index_url=idx.url,
+        offline=offline,
+        cache_dir=cache,
+    )
+
+
+# ------------------------------------------------------------------ target
+
+
+def test_target_keeps_only_wheels_for_linux_x86_64_and_the_python_minor() -> None:
+    t = Target.for_lock("3.11", "ubuntu22.04")
+    assert t.glibc == (2, 35)
+    assert t.uv_platform == "x86_64-manylinux_2_35"
+    ok = [
+        "numpy-1.26.4-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+        "six-1.17.0-py2.py3-none-any.whl",
+        "cryptography-50.0.2-cp39-abi3-manylinux_2_28_x86_64.whl",
+        "libclang-18.1.1-py2.py3-none-manylinux2010_x86_64.whl",
+        "nvidia_cublas_cu12-12.2.5.6-py3-none-manylinux1_x86_64.whl",
+        "x-1.0-cp311-cp311-manylinux_2_35_x86_64.whl",
+    ]
+    bad = [
+        "numpy-1.26.4-cp312-cp312-manylinux_2_17_x86_64.whl",
+        "numpy-1.26.4-cp311-cp311-macosx_11_0_arm64.whl",
+        "numpy-1.26.4-cp311-cp311-manylinux_2_17_aarch64.whl",
+        "numpy-1.26.4-cp311-cp311-musllinux_1_1_x86_64.whl",
+        "numpy-1.26.4-cp311-cp311-win_amd64.whl",
+        "x-1.0-cp311-cp311-manylinux_2_39_x86_64.whl",
+        "x-1.0-cp311-cp311-linux_x86_64.whl",
+        "not-a-wheel.tar.gz",
+    ]
+    assert [f for f in ok if t.wheel_ok(f)] == ok
+    assert [f for f in bad if t.wheel_ok(f)] == []
+
+
+def test_target_rejects_a_python_that_is_not_a_minor() -> None:
+    with pytest.raises(UsageError, match="CPython minor"):
+        Target.for_lock("3", None)
+
+
+def test_target_unknown_os_uses_manylinux_2_28() -> None:
+    assert Target.for_lock("3.10", "somethingelse").manylinux == "manylinux_2_28_x86_64"
+
+
+# ------------------------------------------------------------------ uv engine
+
+
+def test_uv_locks_the_closure_with_only_target_wheels(index: LocalIndex, cache: str) -> None:
+    lk = _lock(index, cache)
+    got = {p.name: p.version for p in lk.packages}
+    # dep-a: newest below 2; dep-b 2.0 has no wheel for manylinux_2_35, so 1.0
+    assert got == {"dep-a": "1.5", "dep-b": "1.0", "fakefw": "2.15.1"}
+    assert lk.resolver == "uv" and lk.resolver_version
+    assert lk.top_requirements == ("fakefw==2.15.1",)
+    by_name = {p.name: p for p in lk.packages}
+    fw = by_name["fakefw"].wheels
+    assert [w.filename for w in fw] == [f"fakefw-2.15.1-{FW_TAG}.whl"]
+    assert fw[0].sha256 == index.sha256(fw[0].filename)
+    assert fw[0].size == len(index.files["fakefw"][fw[0].filename])
+    assert fw[0].url == f"{index.url.removesuffix('/simple')}/files/{fw[0].filename}"
+    assert sorted(w.filename for w in by_name["dep-b"].wheels) == [
+        "dep_b-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "dep_b-1.0-py3-none-any.whl",
+    ]
+
+
+def test_pip_cuda_source_locks_the_and_cuda_wheels(index: LocalIndex, cache: str) -> None:
+    lk = _lock(index, cache, source="pip")
+    assert lk.top_requirements == ("fakefw[and-cuda]==2.15.1",)
+    nv = {p.name: p for p in lk.packages}["nvidia-fake-cu12"]
+    assert nv.version == "12.2.1"
+    assert [w.filename for w in nv.wheels] == [
+        "nvidia_fake_cu12-12.2.1-py3-none-manylinux1_x86_64.whl"
+    ]
+
+
+def test_both_resolvers_give_the_same_lock(index: LocalIndex, cache: str) -> None:
+    by_uv = _lock(index, cache, source="pip", with_=("dep-a<1.5",))
+    by_pip = _lock(index, source="pip", with_=("dep-a<1.5",), resolver="pip")
+    assert by_pip.resolver == "pip"
+    assert {p.name: p.version for p in by_uv.packages} == {
+        "dep-a": "1.0",
+        "dep-b": "1.0",
+        "fakefw": "2.15.1",
+        "nvidia-fake-cu12": "12.2.1",
+    }
+    assert by_uv.packages == by_pip.packages
+
+
+def test_same_input_gives_byte_identical_files(index: LocalIndex, tmp_path: Path) -> None:
+    a = _lock(index, str(tmp_path / "c1"))
+    b = _lock(index, str(tmp_path / "c2"))
+    assert pylock_text(a) == pylock_text(b)
+    assert requirements_text(a) == requirements_text(b)
+
+
+def test_pylock_is_valid_pep751_and_reads_back(index: LocalIndex, cache: str) -> None:
+    lk = _lock(index, cache, source="pip")
+    text = pylock_text(lk)
+    doc = tomllib.loads(text)
+    pylock = Pylock.from_dict(doc)
+    pylock.validate()
+    assert pylock.created_by == "envlock"
+    assert str(pylock.requires_python) == "==3.11.*"
+    # packaging selects one wheel per package for the target's tags
+    env = Target.for_lock("3.11", "ubuntu22.04")
+    chosen = {
+        pkg.name: dist.name
+        for pkg, dist in pylock.select(
+            environment=env.marker_environment(),  # type: ignore[arg-type]
+            tags=sorted(env.tags, key=str),
+        )
+    }
+    assert set(chosen) == {p.name for p in lk.packages}
+    assert parse_pylock(text, "x") == lk
+    tool = doc["tool"]["envlock"]
+    assert tool["resolution"]["matrix_version"] == "2026-11-30"
+    assert tool["resolution"]["matrix_digest"] == "0" * 64
+    assert tool["input"] == {"spec": "fakefw==2.15", "with_requirements": [], "cuda_source": "pip"}
+    assert tool["resolver"] == "uv" and tool["resolver_version"] == lk.resolver_version
+
+
+def test_requirements_txt_lists_every_target_hash(index: LocalIndex, cache: str) -> None:
+    lk = _lock(index, cache)
+    text = requirements_text(lk)
+    assert "pip install --require-hashes --no-deps -r requirements.txt" in text
+    assert "envlock lock fakefw==2.15 --cuda-source system -o ." in text
+    body = [ln for ln in text.splitlines() if not ln.startswith("#") and ln]
+    expected: list[str] = []
+    for p in lk.packages:
+        expected.append(f"{p.name}=={p.version} \\")
+        hashes = sorted(
+            hashlib.sha256(index.files[p.name][w.filename]).hexdigest() for w in p.wheels
+        )
+        expected += [
+            f"    --hash=sha256:{h}" + (" \\" if i < len(hashes) - 1 else "")
+            for i, h in enumerate(hashes)
+        ]
+    assert body == expected
+
+
+# ------------------------------------------------------------------ failures
+
+
+def test_conflicting_pin_names_the_package_and_what_the_framework_needs(
+    index: LocalIndex, cache: str
+) -> None:
+    with pytest.raises(NoResolution) as err:
+        _lock(index, cache, with_=("dep-a>=2",))
+    msg = err.value.message
+    assert msg.startswith("your pins conflict with fakefw 2.15.1 (dep-a): ")
+    assert "you asked for dep-a>=2, but fakefw 2.15.1 requires dep-a>=1,<2" in msg
+    assert "uv said:" in msg  # the resolver's own explanation is kept as detail
+    assert err.value.exit_code == 2
+    assert "dep-a" in (err.value.hint or "")
+
+
+def test_conflict_through_pip_names_the_same(index: LocalIndex) -> None:
+    with pytest.raises(NoResolution) as err:
+        _lock(index, with_=("dep-a>=2",), resolver="pip")
+    assert "you asked for dep-a>=2, but fakefw 2.15.1 requires dep-a<2,>=1" in err.value.message
+
+
+def test_pin_of_a_missing_version(index: LocalIndex, cache: str) -> None:
+    with pytest.raises(NoResolution) as err:
+        _lock(index, cache, with_=("dep-b==9.9",))
+    assert "dep-b==9.9" in err.value.message
+
+
+def test_bad_with_line_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="not a valid requirement"):
+        check_requirements(["numpy=>1"])
+    with pytest.raises(UsageError, match="direct URL"):
+        check_requirements(["pkg @ https://example.invalid/pkg.whl"])
+
+
+def test_pinning_the_framework_itself_is_refused(index: LocalIndex, cache: str) -> None:
+    with pytest.raises(UsageError, match="comes from the resolution"):
+        _lock(index, cache, with_=("fakefw==2.16",))
+
+
+def test_transient_503_answers_are_retried(index: LocalIndex, cache: str) -> None:
+    index.faults["/simple/dep-a/"] = 2
+    before = index.hits.get("/simple/dep-a/", 0)
+    lk = _lock(index, cache)
+    assert {p.name for p in lk.packages} == {"dep-a", "dep-b", "fakefw"}
+    assert index.hits["/simple/dep-a/"] - before == 3
+
+
+def test_transient_503_answers_are_retried_by_the_pip_engine_listing(index: LocalIndex) -> None:
+    index.faults["/simple/dep-b/"] = 2
+    lk = _lock(index, resolver="pip")
+    assert {p.name for p in lk.packages} == {"dep-a", "dep-b", "fakefw"}
+
+
+@pytest.mark.slow
+def test_unreachable_index_is_exit_3() -> None:
+    # uv retries the refused connection with backoff before giving up
+    with pytest.raises(EnvironmentFailure) as err:
+        lock(
+            resolution(),
+            LockInput(spec="fakefw==2.15"),
+            index_url="http://127.0.0.1:9/simple",
+        )
+    assert err.value.exit_code == 3
+    assert err.value.message.startswith(
+        "cannot reach the package index at http://127.0.0.1:9/simple"
+    )
+    assert "refused" in err.value.message.lower()
+
+
+def test_offline_with_an_empty_cache_says_so(index: LocalIndex, tmp_path: Path) -> None:
+    with pytest.raises(EnvironmentFailure) as err:
+        _lock(index, str(tmp_path / "empty"), offline=True)
+    assert "--offline" in err.value.message and "cache" in err.value.message
+    assert "without --offline" in (err.value.hint or "")
+
+
+def test_offline_uses_the_cache_of_an_earlier_run(index: LocalIndex, cache: str) -> None:
+    online = _lock(index, cache)
+    hits = dict(index.hits)
+    offline = _lock(index, cache, offline=True)
+    assert offline.packages == online.packages
+    assert index.hits == hits  # not one request
+
+
+def test_offline_with_the_pip_resolver_is_a_usage_error(index: LocalIndex) -> None:
+    with pytest.raises(UsageError, match="uv resolver only"):
+        _lock(index, resolver="pip", offline=True)
+
+
+# ------------------------------------------------------------------ read_lock
+
+
+def test_read_lock_round_trip(index: LocalIndex, cache: str, tmp_path: Path) -> None:
+    lk = _lock(index, cache, with_=("dep-a==1.0",))
+    (tmp_path / "pylock.toml").write_text(pylock_text(lk), encoding="utf-8")
+    assert read_lock(tmp_path) == lk
+
+
+def test_read_lock_errors_name_the_file(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="does not exist"):
+        read_lock(tmp_path)
+    path = tmp_path / "pylock.toml"
+    path.write_text("lock-version = \n", encoding="utf-8")
+    with pytest.raises(DataError, match=f"{path}: not valid TOML"):
+        read_lock(tmp_path)
+    path.write_text('lock-version = "1.0"\npackages = []\n', encoding="utf-8")
+    with pytest.raises(DataError, match="not a valid PEP 751 lock.*created-by"):
+        read_lock(tmp_path)
+    path.write_text('lock-version = "1.0"\ncreated-by = "x"\npackages = []\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"no \[tool.envlock\] table"):
+        read_lock(tmp_path)
+
+
+# ------------------------------------------------------------------ golden
+
+
+def _fixed_lock() -> Lock:
+    base = "http://127.0.0.1:8080/files"
+
+    def wheel(fn: str, size: int) -> LockedWheel:
+        return LockedWheel(fn, f"{base}/{fn}", size, hashlib.sha256(fn.encode()).hexdigest())
+
+    return Lock(
+        resolution=resolution("pip", framework="tensorflow"),
+        input=LockInput(
+            spec="tensorflow==2.15",
+            with_requirements=("numpy==1.26.4",),
+            python="3.11",
+            cuda_source="pip",
+        ),
+        packages=(
+            LockedPackage(
+                "numpy",
+                "1.26.4",
+                (
+                    wheel(
+                        "numpy-1.26.4-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+                        18252005,
+                    ),
+                ),
+            ),
+            LockedPackage(
+                "tensorflow",
+                "2.15.1",
+                (
+                    wheel(
+                        "tensorflow-2.15.1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64"
+                        ".whl",
+                        475258663,
+                    ),
+                ),
+            ),
+            LockedPackage(
+                "wrapt",
+                "1.14.2",
+                (
+                    wheel(
+                        "wrapt-1.14.2-cp311-cp311-manylinux1_x86_64.manylinux_2_28_x86_64"
+                        ".manylinux_2_5_x86_64.whl",
+                        77384,
+                    ),
+                    wheel("wrapt-1.14.2-py3-none-any.whl", 21577),
+                ),
+            ),
+        ),
+        resolver="uv",
+        resolver_version="0.13.9",
+        top_requirements=("tensorflow[and-cuda]==2.15.1", "numpy==1.26.4"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "writer"), [("pylock.toml", pylock_text), ("requirements.txt", requirements_text)]
+)
+def test_writers_match_golden_files(name: str, writer: Any) -> None:
+    text = writer(_fixed_lock())
+    path = GOLDEN / name
+    if os.environ.get("ENVLOCK_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
+
+
+# ------------------------------------------------------------------ conflict parsing
+
+
+UV_ONE_OF = """error: No solution found when resolving dependencies
+  cause: Because tensorflow==2.15.1 depends on one of:
+             protobuf>=3.20.3,<4.21.0
+             protobuf>4.21.0,<4.21.1
+             protobuf>4.21.1,<5.0.0.dev0
+         and you require tensorflow==2.15.1, we can conclude that you require one of:
+             protobuf>=3.20.3,<4.21.0
+         And because you require protobuf>=6, we can conclude that your requirements are \
+unsatisfiable.
+"""
+
+
+def test_uv_one_of_list_becomes_one_specifier() -> None:
+    err = explain(
+        UV_ONE_OF,
+        resolver="uv",
+        framework="tensorflow",
+        framework_version="2.15.1",
+        user_requirements=["protobuf>=6"],
+        target="CPython 3.11",
+    )
+    assert (
+        "you asked for protobuf>=6, but tensorflow 2.15.1 requires "
+        "protobuf>=3.20.3,!=4.21.0,!=4.21.1,<5.0.0.dev0"
+    ) in err.message
+
+
+def test_merge_one_of_keeps_what_it_cannot_merge() -> None:
+    assert merge_one_of(["a>=1,<2", "a>3,<4"]) == "a>=1,<2 or a>3,<4"
+    assert merge_one_of(["a>=1,<2", "a>2,<4"]) == "a>=1,!=2,<4"
+    assert merge_one_of(["a>=1,<2", "b>2,<4"]) == "a>=1,<2 or b>2,<4"
+
+
+@given(st.text(max_size=200))
+def test_explain_never_fails_on_any_resolver_output(text: str) -> None:
+    err = explain(
+        text,
+        resolver="uv",
+        framework="tensorflow",
+        framework_version="2.15.1",
+        user_requirements=["numpy>=2", "not a req ("],
+        target="t",
+    )
+    assert isinstance(err, NoResolution) and err.message
+
+
+_names = st.from_regex(r"[a-z][a-z0-9]{0,8}(-[a-z0-9]{1,5})?", fullmatch=True)
+_versions = st.from_regex(r"[0-9]{1,2}(\.[0-9]{1,3}){0,2}", fullmatch=True)
+
+
+@given(
+    st.lists(
+        st.tuples(_names, st.sampled_from(["==", ">=", "<", "~=", "!="]), _versions), max_size=6
+    )
+)
+def test_check_requirements_keeps_valid_lines(reqs: list[tuple[str, str, str]]) -> None:
+    lines = [f"{n}{op}{v}" for n, op, v in reqs if not (op == "~=" and "." not in v)]
+    assert check_requirements(lines + ["", "  "]) == tuple(lines)
