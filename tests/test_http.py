@@ -1,0 +1,72 @@
+"""envlock.http: session settings, CA bundle choice, error mapping."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fixtures.index.fakeindex import FakeIndex, closed_port
+
+from envlock import http
+from envlock.errors import EnvironmentFailure, UsageError
+
+
+def test_ca_bundle_prefers_the_configured_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n")
+    for var in ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE", "PIP_CERT"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    assert http.ca_bundle() == str(bundle)
+    assert http.session().verify == str(bundle)
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
+    chosen = http.ca_bundle()
+    assert chosen != str(tmp_path / "missing.pem")
+    if Path("/etc/ssl/certs/ca-certificates.crt").is_file():
+        assert isinstance(chosen, str) and Path(chosen).is_file()
+
+
+def test_settings_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVLOCK_HTTP_TIMEOUT", "5")
+    monkeypatch.setenv("ENVLOCK_HTTP_RETRIES", "2")
+    monkeypatch.setenv("ENVLOCK_HTTP_BACKOFF", "0.1")
+    s = http.HttpSettings.from_env(pool_size=3)
+    assert s == http.HttpSettings(timeout=(5.0, 5.0), retries=2, backoff=0.1, pool_size=3)
+    monkeypatch.setenv("ENVLOCK_HTTP_RETRIES", "many")
+    with pytest.raises(UsageError, match="ENVLOCK_HTTP_RETRIES='many' is not a non-negative"):
+        http.HttpSettings.from_env()
+
+
+def test_timeout_is_applied(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that accepts and never answers fails with exit 3 after the timeout."""
+    import socket
+
+    monkeypatch.setenv("ENVLOCK_HTTP_TIMEOUT", "0.3")
+    monkeypatch.setenv("ENVLOCK_HTTP_RETRIES", "0")
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        url = f"http://127.0.0.1:{srv.getsockname()[1]}/simple"
+        with pytest.raises(EnvironmentFailure, match="timed out") as info:
+            http.get(http.session(), url + "/x/", index=url)
+    assert info.value.exit_code == 3
+
+
+def test_errors_become_environment_failures(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENVLOCK_HTTP_BACKOFF", "0")
+    url = f"http://127.0.0.1:{closed_port()}/simple"
+    with pytest.raises(EnvironmentFailure) as info:
+        http.get(http.session(), url + "/tensorflow/", index=url)
+    assert str(info.value) == f"cannot reach the package index at {url}: connection refused"
+    assert info.value.hint and "--index-url" in info.value.hint
+
+    idx = FakeIndex().start()
+    try:
+        idx.faults["/simple/nothing/"] = [429, 429]
+        with pytest.raises(EnvironmentFailure, match=r"HTTP 404 Not Found for .*/simple/nothing/"):
+            http.get(http.session(), idx.url + "/nothing/", index=idx.url)
+        assert idx.hits["/simple/nothing/"] == 3  # 429 twice, retried, then the real 404
+    finally:
+        idx.stop()
