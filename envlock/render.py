@@ -419,7 +419,8 @@ def bundle_context(
 
     ubuntu = _cuda_matrix().ubuntu_release(os_name) if os_name else None
     os_python = ubuntu.python if ubuntu is not None else ""
-    if not overridden:
+    said = any("end-of-life" in w or "end of life" in w for w in warnings)
+    if not overridden and not said:
         warnings.extend(_end_of_life(res.cuda_image_version, name))
     python_from, python_reason = _python_source(options.python_from, python, os_name, os_python)
     if python_from == "apt" and os_python != python:
