@@ -27,7 +27,14 @@ from envlock.render import RenderOptions, render_bundle
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden" / "render"
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "case.json").is_file())
-COMPARED = ("Dockerfile", "bootstrap.sh", ".dockerignore", "README.md", "expect.json", "runtime.json")
+COMPARED = (
+    "Dockerfile",
+    "bootstrap.sh",
+    ".dockerignore",
+    "README.md",
+    "expect.json",
+    "runtime.json",
+)
 UPDATE = os.environ.get("ENVLOCK_UPDATE_GOLDEN") == "1"
 
 
@@ -74,7 +81,8 @@ def test_cases_cover_the_releases_the_issue_names() -> None:
         ("2.18", "system", "3.12"),
         ("2.21", "system", "3.13"),
     ]:
-        assert wanted in seen, f"no golden case for TF {wanted[0]} ({wanted[1]}, Python {wanted[2]})"
+        version, source, python = wanted
+        assert wanted in seen, f"no golden case for TF {version} ({source}, Python {python})"
 
 
 @pytest.mark.parametrize("case", CASES)
