@@ -1,0 +1,342 @@
+"""resolve() over the real matrices: every TensorFlow minor, every constraint,
+and what it says when nothing fits."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from packaging.version import Version
+
+from envlock.errors import NoResolution, UsageError
+from envlock.matrix import Matrix, load
+from envlock.resolve import Constraints, Gpu, resolve
+
+# minor -> (release, python, cuda, cudnn, cuda_source, base image)
+EXPECTED = {
+    "2.1": ("2.1.4", "3.7", "10.1", "7.6", "system", "10.1-cudnn7-runtime-ubuntu18.04"),
+    "2.2": ("2.2.3", "3.8", "10.1", "7.6", "system", "10.1-cudnn7-runtime-ubuntu18.04"),
+    "2.3": ("2.3.4", "3.8", "10.1", "7.6", "system", "10.1-cudnn7-runtime-ubuntu18.04"),
+    "2.4": ("2.4.4", "3.8", "11.0", "8.0", "system", "11.0.3-cudnn8-runtime-ubuntu20.04"),
+    "2.5": ("2.5.3", "3.9", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
+    "2.6": ("2.6.5", "3.9", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
+    "2.7": ("2.7.4", "3.9", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
+    "2.8": ("2.8.4", "3.10", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
+    "2.9": ("2.9.3", "3.10", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
+    "2.10": ("2.10.1", "3.10", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
+    "2.11": ("2.11.1", "3.10", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
+    "2.12": ("2.12.1", "3.11", "11.8", "8.6", "system", "11.8.0-cudnn8-runtime-ubuntu22.04"),
+    "2.13": ("2.13.1", "3.11", "11.8", "8.6", "system", "11.8.0-cudnn8-runtime-ubuntu22.04"),
+    "2.14": ("2.14.1", "3.11", "11.8", "8.7", "system", "11.8.0-cudnn8-runtime-ubuntu22.04"),
+    "2.15": ("2.15.1", "3.11", "12.2", "8.9", "system", "12.2.2-cudnn8-runtime-ubuntu22.04"),
+    "2.16": ("2.16.2", "3.12", "12.3", "8.9", "pip", "12.3.2-base-ubuntu22.04"),
+    "2.17": ("2.17.1", "3.12", "12.3", "8.9", "pip", "12.3.2-base-ubuntu22.04"),
+    "2.18": ("2.18.1", "3.12", "12.5", "9.3", "system", "12.6.3-cudnn-runtime-ubuntu24.04"),
+    "2.19": ("2.19.1", "3.12", "12.5", "9.3", "system", "12.6.3-cudnn-runtime-ubuntu24.04"),
+    "2.20": ("2.20.0", "3.13", "12.5", "9.3", "system", "12.6.3-cudnn-runtime-ubuntu24.04"),
+    "2.21": ("2.21.0", "3.13", "12.5", "9.3", "system", "12.6.3-cudnn-runtime-ubuntu24.04"),
+}
+
+
+@pytest.fixture(scope="module")
+def matrix() -> Matrix:
+    return load()
+
+
+def test_every_minor_in_the_matrix_is_covered(matrix: Matrix) -> None:
+    minors = {f"{r.version.major}.{r.version.minor}" for r in matrix.tensorflow.releases}
+    assert minors == set(EXPECTED) | {"2.0"}
+
+
+@pytest.mark.parametrize("minor", sorted(EXPECTED, key=Version))
+def test_each_minor(matrix: Matrix, minor: str) -> None:
+    version, python, cuda, cudnn, source, tag = EXPECTED[minor]
+    res = resolve(Constraints(spec=f"tensorflow=={minor}"), matrix)
+    assert (res.version, res.python, res.cuda, res.cudnn, res.cuda_source) == (
+        version,
+        python,
+        cuda,
+        cudnn,
+        source,
+    )
+    assert res.base_image == f"nvidia/cuda:{tag}"
+    assert res.os == "ubuntu" + tag.rsplit("ubuntu", 1)[1]
+    rel = matrix.tensorflow.get(version)
+    assert rel is not None
+    assert res.python_supported == rel.python
+    assert res.python == rel.python[-1]
+    assert res.compute_capabilities == rel.compute_capabilities
+    assert res.and_cuda == rel.and_cuda
+    assert res.requires_python == rel.requires_python
+    assert res.matrix_version == matrix.data_version
+    assert res.matrix_digest == matrix.digest
+    drivers = {"12": "525.60.13", "11": "450.80.02", "10": "418.39"}
+    assert res.driver_min == drivers[cuda.split(".")[0]]
+    assert res.reasons and res.reasons[0].startswith(f"tensorflow {version}: the newest release")
+    if source == "system":
+        # the image's cuDNN has the compiled major and at least the compiled minor
+        assert res.image_cudnn is not None or minor == "2.4"
+        if res.image_cudnn:
+            assert Version(res.image_cudnn).major == Version(cudnn).major
+            assert Version(res.image_cudnn) >= Version(cudnn)
+        assert "-cudnn" in tag and "-runtime-" in tag
+    else:
+        assert res.image_cudnn is None and "-base-" in tag
+        assert any(r.startswith("nvidia-cudnn-cu12") for r in res.and_cuda)
+
+
+def test_2_0_wheels_are_cpu_only(matrix: Matrix) -> None:
+    with pytest.raises(NoResolution) as err:
+        resolve(Constraints(spec="tensorflow==2.0"), matrix)
+    assert "2.0.x wheels are CPU-only builds" in err.value.message
+    assert err.value.hint == "the nearest GPU build is tensorflow>=2.1"
+
+
+def test_plain_tensorflow_is_the_newest(matrix: Matrix) -> None:
+    res = resolve(Constraints(), matrix)
+    newest = max(r.version for r in matrix.tensorflow.releases)
+    assert res.version == str(newest)
+
+
+def test_newer_cudnn_minor_needed_skips_the_same_cuda_minor_image(matrix: Matrix) -> None:
+    """2.18+ are built with cuDNN 9.3; 12.5.1-cudnn carries 9.2.1 and must not be used."""
+    res = resolve(Constraints(spec="tensorflow==2.18", os="ubuntu22.04"), matrix)
+    assert res.base_image == "nvidia/cuda:12.6.3-cudnn-runtime-ubuntu22.04"
+    assert res.image_cudnn == "9.5.1.17"
+    assert res.cuda_image_version == "12.6.3"
+    text = "\n".join(res.reasons)
+    assert "12.5.1-cudnn carries cuDNN 9.2.1.18, older than the 9.3" in text
+    assert "minor-version compatibility" in text
+    assert any("NVIDIA_DISABLE_REQUIRE" in w for w in res.warnings)
+
+
+def test_2_16_system_source_fails_with_the_alternatives(matrix: Matrix) -> None:
+    with pytest.raises(NoResolution) as err:
+        resolve(Constraints(spec="tensorflow==2.16", cuda_source="system"), matrix)
+    assert "no nvidia/cuda cudnn image carries cuDNN 8.x >= 8.9 with CUDA 12.3" in err.value.message
+    assert err.value.hint is not None
+    assert "tensorflow>=2.18" in err.value.hint
+    assert "--cuda-source pip (nvidia/cuda:12.3.2-base-ubuntu22.04)" in err.value.hint
+
+
+def test_2_16_default_falls_back_to_pip_with_a_warning(matrix: Matrix) -> None:
+    res = resolve(Constraints(spec="tensorflow==2.16"), matrix)
+    assert res.cuda_source == "pip"
+    assert res.warnings[0].startswith("CUDA source pip, not system: no nvidia/cuda cudnn image")
+
+
+def test_and_cuda_extra_means_pip(matrix: Matrix) -> None:
+    res = resolve(Constraints(spec="tensorflow[and-cuda]==2.15"), matrix)
+    assert (res.cuda_source, res.base_image) == ("pip", "nvidia/cuda:12.2.2-base-ubuntu22.04")
+    with pytest.raises(UsageError, match=r"asks for \[and-cuda\] but --cuda-source is system"):
+        resolve(Constraints(spec="tensorflow[and-cuda]==2.15", cuda_source="system"), matrix)
+
+
+def test_pip_source_needs_the_and_cuda_extra(matrix: Matrix) -> None:
+    with pytest.raises(NoResolution) as err:
+        resolve(Constraints(spec="tensorflow==2.13", cuda_source="pip"), matrix)
+    assert err.value.message == (
+        "nothing fits: tensorflow 2.13.x: no and-cuda extra to take CUDA from "
+        "(the nvidia-* CUDA wheels start with tensorflow 2.14)"
+    )
+    assert err.value.hint == (
+        "use tensorflow>=2.14; or --cuda-source system "
+        "(nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "version"),
+    [
+        ("tensorflow==2.15", "2.15.1"),
+        ("tensorflow==2.15.0", "2.15.0"),
+        ("tensorflow==2.15.0.post1", "2.15.0.post1"),
+        ("tensorflow==2.15.*", "2.15.1"),
+        ("tensorflow~=2.13.0", "2.13.1"),
+        ("tensorflow~=2.13", "2.21.0"),
+        ("tensorflow>=2.14,<2.17", "2.16.2"),
+        ("tensorflow<2.15", "2.14.1"),
+        ("tensorflow!=2.21.0", "2.20.0"),
+        ("tensorflow==2.15.1", "2.15.1"),
+        ("tensorflow===2.15.1", "2.15.1"),
+        ("TensorFlow==2.15", "2.15.1"),
+        ("  tensorflow  ==  2.12  ", "2.12.1"),
+    ],
+)
+def test_spec_semantics(matrix: Matrix, spec: str, version: str) -> None:
+    assert resolve(Constraints(spec=spec), matrix).version == version
+
+
+def _with_release(matrix: Matrix, version: str, **changes: object) -> Matrix:
+    """The real matrix with one row changed or a row added (copied from another)."""
+    tf = matrix.tensorflow
+    rows = list(tf.releases)
+    like = str(changes.pop("like", version))
+    base = next(r for r in rows if str(r.version) == like)
+    new = dataclasses.replace(base, version=Version(version), **changes)  # type: ignore[arg-type]
+    rows = [r for r in rows if r.version != new.version] + [new]
+    rows.sort(key=lambda r: r.version)
+    return dataclasses.replace(matrix, tensorflow=dataclasses.replace(tf, releases=tuple(rows)))
+
+
+def test_yanked_release_only_when_pinned_exactly(matrix: Matrix) -> None:
+    m = _with_release(matrix, "2.15.1", yanked=True)
+    assert resolve(Constraints(spec="tensorflow==2.15"), m).version == "2.15.0.post1"
+    pinned = resolve(Constraints(spec="tensorflow==2.15.1"), m)
+    assert pinned.version == "2.15.1"
+    assert any("yanked" in w for w in pinned.warnings)
+
+
+def test_prerelease_only_when_named(matrix: Matrix) -> None:
+    m = _with_release(matrix, "2.22.0rc0", like="2.21.0")
+    assert resolve(Constraints(), m).version == "2.21.0"
+    assert resolve(Constraints(spec="tensorflow>=2.22.0rc0"), m).version == "2.22.0rc0"
+    assert resolve(Constraints(spec="tensorflow==2.22.0rc0"), m).version == "2.22.0rc0"
+    with pytest.raises(NoResolution) as err:
+        resolve(Constraints(spec="tensorflow>2.21"), m)
+    assert "pre-releases are used only when the requirement names one" in (err.value.hint or "")
+
+
+def test_python_constraint(matrix: Matrix) -> None:
+    res = resolve(Constraints(spec="tensorflow", python="3.9"), matrix)
+    assert res.python == "3.9"
+    rel = matrix.tensorflow.get(res.version)
+    assert rel is not None and "3.9" in rel.python
+    newer = [r for r in matrix.tensorflow.releases if r.version > rel.version]
+    assert newer and all("3.9" not in r.python for r in newer)
+    assert any(r.startswith("newer tensorflow") and "--python 3.9" in r for r in res.reasons)
+
+
+def test_python_error_names_the_range_and_the_way_out(matrix: Matrix) -> None:
+    with pytest.raises(NoResolution) as err:
+        resolve(Constraints(spec="tensorflow==2.15", python="3.12"), matrix)
+    assert err.value.message == (
+        "nothing fits: tensorflow 2.15.x supports Python 3.9-3.11; there is no Python 3.12 wheel"
+    )
+    assert err.value.hint == (
+        "for Python 3.12 use tensorflow>=2.16; "
+        "or drop --python to get the newest Python the release supports"
+    )
+    with pytest.raises(NoResolution) as err:
+        resolve(Constraints(spec="tensorflow>=2.14", python="3.8"), matrix)
+    assert (err.value.hint or "").startswith("for Python 3.8 use tensorflow==2.13")
+
+
+def test_driver_constraint(matrix: Matrix) -> None:
+    res = resolve(Constraints(spec="tensorflow", driver="470.82.01"), matrix)
+    assert res.version == "2.14.1" and res.cuda == "11.8"
+    assert Version(res.driver_min) <= Version("470.82.01")
+    with pytest.raises(NoResolution) as err:
+        resolve(Constraints(spec="tensorflow>=2.15", driver="470.82.01"), matrix)
+    assert err.value.message == (
+        "nothing fits: tensorflow 2.15.0-2.21.0: CUDA 12.x builds need driver >= 525.60.13, "
+        "and the driver is 470.82.01"
+    )
+    assert err.value.hint == (
+        "with driver 470.82.01 use tensorflow==2.14; or upgrade the driver to >= 525.60.13"
+    )
+    assert resolve(Constraints(spec="tensorflow", driver="525.60.13"), matrix).version == "2.21.0"
+
+
+def test_cuda_and_cudnn_constraints(matrix: Matrix) -> None:
+    assert resolve(Constraints(cuda="11.8"), matrix).version == "2.14.1"
+    assert resolve(Constraints(cuda="11"), matrix).version == "2.14.1"
+    assert resolve(Constraints(cudnn="8.6"), matrix).version == "2.13.1"
+    assert resolve(Constraints(cudnn="8"), matrix).version == "2.17.1"
+    with pytest.raises(NoResolution, match=r"tensorflow 2.15.x was built with CUDA 12.2, not 11.8"):
+        resolve(Constraints(spec="tensorflow==2.15", cuda="11.8"), matrix)
+
+
+def test_os_constraint(matrix: Matrix) -> None:
+    res = resolve(Constraints(spec="tensorflow==2.15", os="ubuntu20.04"), matrix)
+    assert res.base_image == "nvidia/cuda:12.2.2-cudnn8-runtime-ubuntu20.04"
+    assert res.os_python == "3.8"
+    # no 12.2 image on 24.04: the default source moves to pip, an explicit system fails
+    res = resolve(Constraints(spec="tensorflow==2.15", os="ubuntu24.04"), matrix)
+    assert res.cuda_source == "pip" and res.os == "ubuntu24.04"
+    with pytest.raises(NoResolution) as err:
+        resolve(
+            Constraints(spec="tensorflow==2.15", os="ubuntu24.04", cuda_source="system"), matrix
+        )
+    assert "12.2.2 (ubuntu20.04, ubuntu22.04)" in err.value.message
+    assert "drop --os (nvidia/cuda:12.2.2-cudnn8-runtime-ubuntu22.04)" in (err.value.hint or "")
+
+
+def test_os_prefers_the_one_whose_python_is_the_chosen_one(matrix: Matrix) -> None:
+    res = resolve(Constraints(spec="tensorflow==2.18"), matrix)
+    assert (res.python, res.os, res.os_python) == ("3.12", "ubuntu24.04", "3.12")
+    res = resolve(Constraints(spec="tensorflow==2.18", python="3.10"), matrix)
+    assert (res.os, res.os_python) == ("ubuntu22.04", "3.10")
+    assert any("its own python3 is 3.10" in r for r in res.reasons)
+
+
+def test_end_of_life_warnings(matrix: Matrix) -> None:
+    old = resolve(Constraints(spec="tensorflow==2.3"), matrix)
+    assert any("is gone: CUDA 10 images were deleted" in w for w in old.warnings)
+    eol = resolve(Constraints(spec="tensorflow==2.14"), matrix)
+    assert any("is end-of-life" in w and "pin it by digest" in w for w in eol.warnings)
+    r535 = resolve(Constraints(spec="tensorflow==2.15"), matrix)
+    assert any("driver branch R535, supported until 2026-06" in w for w in r535.warnings)
+
+
+def test_gpu_warnings(matrix: Matrix) -> None:
+    hopper = Gpu(name="NVIDIA H200")
+    res = resolve(Constraints(spec="tensorflow==2.15", gpus=(hopper,)), matrix)
+    assert any(
+        "GPU NVIDIA H200 (compute capability 9.0) has no compiled kernels" in w
+        and "JIT-compiled from compute_80 PTX" in w
+        for w in res.warnings
+    )
+    res = resolve(Constraints(spec="tensorflow==2.21", gpus=(hopper,)), matrix)
+    # 2.17+ carry compute_90 PTX but no sm_90 binary: still JIT, from Hopper's own PTX
+    assert any("H200" in w and "from compute_90 PTX" in w for w in res.warnings)
+    ampere = Gpu(name="NVIDIA A10")  # 8.6 runs sm_80 binaries (2.17+), JIT before that
+    res = resolve(Constraints(spec="tensorflow==2.21", gpus=(ampere,)), matrix)
+    assert not any("A10" in w for w in res.warnings)
+    res = resolve(Constraints(spec="tensorflow==2.15", gpus=(ampere,)), matrix)
+    assert any("GPU NVIDIA A10 (compute capability 8.6)" in w for w in res.warnings)
+    kepler = Gpu(name="", compute_capability="3.0")
+    res = resolve(Constraints(spec="tensorflow==2.21", gpus=(kepler,)), matrix)
+    assert any("a GPU (compute capability 3.0) is not supported" in w for w in res.warnings)
+    unknown = Gpu(name="NVIDIA GeForce RTX 4090")
+    res = resolve(Constraints(spec="tensorflow==2.21", gpus=(unknown,)), matrix)
+    assert any("compute capability unknown" in w for w in res.warnings)
+
+
+@pytest.mark.parametrize(
+    ("constraints", "message", "hint"),
+    [
+        (Constraints(spec=""), "SPEC is empty", "e.g. 'tensorflow==2.15'"),
+        (Constraints(spec="torch==2.1"), "is a requirement on 'torch'", "tensorflow==2.15"),
+        (Constraints(spec="tensorflow-gpu==2.4"), "requirement on 'tensorflow-gpu'", "since 2.1"),
+        (Constraints(spec="tensorflow=2.15"), "is not a valid requirement", "'tensorflow==2.15'?"),
+        (Constraints(spec="tensorflow[gpu]"), "the extra 'gpu'", "[and-cuda]"),
+        (Constraints(spec="tensorflow; python_version>'3'"), "environment marker", "--python"),
+        (Constraints(spec="tensorflow @ file:///x.whl"), "names a URL", "tensorflow"),
+        (Constraints(python="3"), "--python '3' is not a CPython minor (3.X)", "--python 3.11"),
+        (Constraints(python="python3.11"), "--python 'python3.11'", "--python 3.11"),
+        (Constraints(cuda="12.x"), "--cuda '12.x' is not a CUDA version", "--cuda 12.2"),
+        (Constraints(cudnn="eight"), "--cudnn 'eight'", "--cudnn 8.9"),
+        (Constraints(driver="latest"), "--driver 'latest' is not a driver version", "535.104.05"),
+        (Constraints(driver="5"), "--driver '5'", "535.104.05"),
+        (Constraints(os="jammy"), "--os 'jammy' is not a known Ubuntu release", "ubuntu22.04"),
+        (Constraints(os="ubuntu19.10"), "--os 'ubuntu19.10'", "ubuntu24.04"),
+        (Constraints(cuda_source="conda"), "--cuda-source 'conda'", "pip"),
+    ],
+)
+def test_bad_input_is_one_usage_error(
+    matrix: Matrix, constraints: Constraints, message: str, hint: str
+) -> None:
+    with pytest.raises(UsageError) as err:
+        resolve(constraints, matrix)
+    assert type(err.value) is UsageError
+    assert message in err.value.message
+    assert hint in (err.value.hint or "")
+    assert "\n" not in err.value.message
+
+
+def test_no_release_matches(matrix: Matrix) -> None:
+    with pytest.raises(NoResolution) as err:
+        resolve(Constraints(spec="tensorflow==2.22"), matrix)
+    assert err.value.message == "no tensorflow release matches 'tensorflow==2.22'"
+    assert err.value.hint == "the matrix has tensorflow 2.0.0 to 2.21.0"
