@@ -144,8 +144,9 @@ def _smi(smi: str) -> HostInfo:
     return HostInfo(driver=driver, cuda_driver=None, gpus=gpus, source="nvidia-smi")
 
 
-def detect(library: str = NVML_LIBRARY, smi: str | None = None) -> HostInfo:
+def detect(library: str | None = None, smi: str | None = None) -> HostInfo:
     """The host's driver and GPUs: NVML, else nvidia-smi, else a UsageError."""
+    library = library or NVML_LIBRARY
     try:
         return _nvml(library)
     except _NvmlMissing as e:
@@ -153,7 +154,7 @@ def detect(library: str = NVML_LIBRARY, smi: str | None = None) -> HostInfo:
     path = smi if smi is not None else shutil.which("nvidia-smi")
     if not path:
         raise UsageError(
-            f"--driver auto: no NVIDIA driver found on this machine ({NVML_LIBRARY} does not "
+            f"--driver auto: no NVIDIA driver found on this machine ({library} does not "
             f"load: {nvml_problem}; nvidia-smi is not on PATH)",
             hint=_NOT_FOUND_HINT,
         )
