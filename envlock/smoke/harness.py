@@ -338,12 +338,13 @@ def apply_environment(framework, config):
     """Settings that must be in the environment before the framework is imported."""
     applied = {}
     visible = _setting(config, "visible_devices", "cuda_visible_devices")
+    # null: leave CUDA_VISIBLE_DEVICES alone; "": no GPU; "0,1": these GPUs.
+    # A value already in the environment (docker run -e, the user) wins.
     if visible is not None and "CUDA_VISIBLE_DEVICES" not in os.environ:
         if isinstance(visible, (list, tuple)):
             visible = ",".join(str(v) for v in visible)
-        if str(visible) not in ("all", ""):
-            os.environ["CUDA_VISIBLE_DEVICES"] = str(visible)
-            applied["CUDA_VISIBLE_DEVICES"] = str(visible)
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(visible)
+        applied["CUDA_VISIBLE_DEVICES"] = str(visible)
     growth = _setting(config, "memory_growth")
     growth = True if growth is None else bool(growth)
     if framework == "jax" and growth and "XLA_PYTHON_CLIENT_PREALLOCATE" not in os.environ:
@@ -398,6 +399,13 @@ class Adapter:
 
     def settings(self):
         return {}
+
+    def set_precision_policy(self, policy):
+        """Put runtime.json's mixed_precision in force; (status, reason)."""
+        return SKIP, (
+            f"runtime.json asks for {policy}; {PRETTY[self.name]} has no global precision "
+            "policy (the training code chooses autocast/dtypes)"
+        )
 
     def matmul_timer(self, dtype, n, on_gpu):
         """Return (run(k) -> seconds for k chained, synchronized products, math label)."""
@@ -498,6 +506,14 @@ class TensorFlowAdapter(Adapter):
         except Exception as e:  # noqa: BLE001
             out["precision_policy"] = f"unknown ({_error_text(e)})"
         return out
+
+    def set_precision_policy(self, policy):
+        mp = self.module.keras.mixed_precision
+        mp.set_global_policy(policy)
+        got = mp.global_policy().name
+        if got != policy:
+            return FAIL, f"asked for precision policy {policy}, Keras reports {got}"
+        return PASS, f"Keras precision policy {got} in force (runtime.json)"
 
     def matmul_timer(self, dtype, n, on_gpu):
         tf = self.module
@@ -823,27 +839,35 @@ def detect_framework():
 
 
 def _normalize_gpu_name(name):
-    text = str(name).lower()
+    text = str(name)
     if "(" in text:
         text = text.split("(")[0]
-    return " ".join(text.replace("-", " ").split())
+    return " ".join(text.split()).casefold()
 
 
 def find_peak(peaks, gpu_name):
-    """The gpu_peaks entry for a GPU name as the framework or nvidia-smi shows it."""
+    """The gpu_peaks entry for a GPU name as the framework or nvidia-smi shows it.
+
+    Exact (ignoring case and a parenthesised suffix), else the longest entry name
+    the reported name starts with, followed by a space or a dash
+    ("Tesla V100-SXM2-16GB" -> "Tesla V100-SXM2"), as envlock's gpus matrix matches.
+    """
     if not peaks or not gpu_name:
         return None
     wanted = _normalize_gpu_name(gpu_name)
-    exact = [p for p in peaks if _normalize_gpu_name(p.get("name", "")) == wanted]
-    if exact:
-        return exact[0]
-    loose = [
-        p
-        for p in peaks
-        if _normalize_gpu_name(p.get("name", "")) in wanted
-        or wanted in _normalize_gpu_name(p.get("name", ""))
-    ]
-    return loose[0] if len(loose) == 1 else None
+    best = None
+    for entry in peaks:
+        if not isinstance(entry, dict):
+            continue
+        name = _normalize_gpu_name(entry.get("name", ""))
+        if not name:
+            continue
+        if name == wanted:
+            return entry
+        longer = best is None or len(name) > len(_normalize_gpu_name(best["name"]))
+        if wanted.startswith(name) and wanted[len(name)] in " -" and longer:
+            best = entry
+    return best
 
 
 # ---------------------------------------------------------------- the run
@@ -1089,6 +1113,10 @@ def _smoke(run, args, result):
         return None
 
     run.step("memory_growth", set_growth)
+
+    policy = config.get("mixed_precision")
+    if policy and policy != "float32":
+        run.step("precision_policy", lambda: adapter.set_precision_policy(policy))
 
     def version_check():
         version = adapter.version()

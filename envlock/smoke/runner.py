@@ -148,18 +148,32 @@ def exit_code_for(result: dict[str, Any]) -> int:
 
 
 def gpu_peaks() -> list[dict[str, Any]] | None:
-    """Datasheet peaks from the gpus matrix, as the harness reads them (``gpu_peaks``)."""
+    """Datasheet peaks from the gpus matrix, in the harness's ``gpu_peaks`` shape."""
     try:
         from envlock.matrix import load
 
-        gpus = load().gpus
+        models = load().gpus.gpus
     except Exception:  # noqa: BLE001 - peaks only add a fraction; never fatal
         return None
-    to_peaks = getattr(gpus, "to_peaks", None)
-    if callable(to_peaks):
-        peaks = to_peaks()
-        return list(peaks) if peaks else None
-    return None
+    peaks = []
+    for gpu in models:
+        tflops = {
+            "fp32": gpu.fp32_tflops,
+            "tf32": gpu.tf32_tflops,
+            "fp16": gpu.fp16_tflops,
+            "bf16": gpu.bf16_tflops,
+        }
+        peaks.append(
+            {
+                "name": gpu.name,
+                "form_factor": gpu.form_factor,
+                "compute_capability": gpu.compute_capability,
+                "tflops": {k: v for k, v in tflops.items() if v is not None},
+                "memory_bandwidth_tbs": gpu.memory_bandwidth_tbs,
+                "source": gpu.source,
+            }
+        )
+    return peaks or None
 
 
 def _harness_args(
