@@ -264,7 +264,7 @@ def diff_locks(old: Lock, new: Lock) -> list[str]:
             if a.version != b.version:
                 changes.append(f"~ {name} {a.version} -> {b.version}")
             elif {w.sha256 for w in a.wheels} != {w.sha256 for w in b.wheels}:
-                changes.append(f"~ {name} {a.version}: wheels or hashes changed on the index")
+                changes.append(f"~ {name} {a.version}: wheels or hashes differ from the index")
             elif a.wheels != b.wheels:
                 changes.append(f"~ {name} {a.version}: wheel urls or sizes changed")
     old_r, new_r = old.resolution.to_dict(), new.resolution.to_dict()
