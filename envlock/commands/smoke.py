@@ -120,7 +120,9 @@ def describe(result: dict[str, Any]) -> str:
     from envlock.output import table
 
     lines = []
-    head = f"{result.get('status')}: {result.get('framework') or '?'} {result.get('version') or ''}"
+    head = f"{result.get('status')}: {result.get('framework') or '?'}"
+    if result.get("version"):
+        head += f" {result['version']}"
     image = result.get("image")
     if image:
         head += f" in {image.get('ref')}"

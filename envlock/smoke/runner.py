@@ -32,8 +32,8 @@ IMAGE_EXPECT = "/opt/envlock/expect.json"
 INJECT_DIR = "/.envlock-smoke"  # where the runner puts its own files in a container
 FRAMEWORKS = ("tensorflow", "torch", "jax")
 TOOLKIT_HINT = (
-    "the NVIDIA container toolkit is missing on this Docker Engine (nvidia-container-toolkit, "
-    "then `nvidia-ctk runtime configure --runtime=docker` and restart dockerd)"
+    "the NVIDIA container toolkit is missing on this Docker Engine (install "
+    "nvidia-container-toolkit, run `nvidia-ctk runtime configure --runtime=docker`, restart dockerd)"
 )
 
 # Chosen inside the container: the bundle's venv, else any python3; files the
@@ -365,13 +365,15 @@ def run_in_image(
         except APIError as e:
             if not requests or not _is_gpu_request_error(e):
                 raise
+            engine_said = str(getattr(e, "explanation", "") or _short(e))
             reason = (
-                f"the GPU request failed when the container started: {TOOLKIT_HINT} ({_short(e)})"
+                f"the GPU request failed when the container started ({engine_said}): "
+                f"{TOOLKIT_HINT}; the harness ran without GPUs"
             )
             pre_checks.append(
                 {"name": "gpu_request", "status": "WARN" if allow_cpu else "FAIL", "reason": reason}
             )
-            sys.stderr.write(f"envlock: {reason}; running without GPUs\n")
+            sys.stderr.write(f"envlock: {reason}\n")
             stdout, stderr, code = _run_container(client, img.id, command, payload, [], timeout)
     except (APIError, DockerException) as e:
         if isinstance(e, ImageNotFound):

@@ -1,0 +1,319 @@
+"""Build a bundle's image through the Docker Engine API (docker-py).
+
+The build context is the bundle folder alone, filtered by its .dockerignore
+(docker-py's own context tar applies it). The log streams as it comes; each
+``Step N/M`` of the classic builder is recorded with whether the engine took
+it from its cache, so a rebuild can show that nothing ran again.
+
+docker-py is imported inside the functions that use it.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
+
+PROGRESS = ("auto", "plain", "quiet")
+_STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
+# A reference as `docker tag` takes it: [host[:port]/]path[:tag]
+_REFERENCE = re.compile(
+    r"^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
+)
+LOG_TAIL = 12
+
+
+@dataclass(frozen=True)
+class BuildStep:
+    number: int
+    instruction: str  # "RUN python3.11 -m venv /opt/venv"
+    cached: bool  # the engine reused a cached layer
+    cacheable: bool  # FROM and ARG before the first FROM never say "Using cache"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "instruction": self.instruction,
+            "cached": self.cached,
+            "cacheable": self.cacheable,
+        }
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    image_id: str
+    tags: tuple[str, ...]
+    cached_steps: int
+    total_steps: int
+    log: tuple[str, ...]
+    steps: tuple[BuildStep, ...] = ()
+    seconds: float = 0.0
+    labels: dict[str, str] = field(default_factory=dict)
+    size_bytes: int | None = None
+
+    @property
+    def cacheable_steps(self) -> int:
+        return sum(1 for s in self.steps if s.cacheable)
+
+    @property
+    def fully_cached(self) -> bool:
+        """Every step that can come from the cache did."""
+        return bool(self.steps) and all(s.cached for s in self.steps if s.cacheable)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "image_id": self.image_id,
+            "tags": list(self.tags),
+            "seconds": round(self.seconds, 3),
+            "total_steps": self.total_steps,
+            "cacheable_steps": self.cacheable_steps,
+            "cached_steps": self.cached_steps,
+            "fully_cached": self.fully_cached,
+            "size_bytes": self.size_bytes,
+            "labels": dict(self.labels),
+            "steps": [s.to_dict() for s in self.steps],
+            "log_tail": list(self.log[-LOG_TAIL:]),
+        }
+
+
+def check_bundle(directory: Path) -> Path:
+    """The Dockerfile of a bundle folder, or UsageError saying what is wrong."""
+    if not directory.exists():
+        raise UsageError(
+            f"{directory}: no such folder",
+            hint="pass the folder `envlock lock ... -o DIR` wrote",
+        )
+    if not directory.is_dir():
+        raise UsageError(f"{directory}: not a folder", hint="pass the bundle folder, not a file")
+    dockerfile = directory / "Dockerfile"
+    if not dockerfile.is_file():
+        raise UsageError(
+            f"{directory}: no Dockerfile in this folder",
+            hint="render one with `envlock render DIR` or `envlock lock SPEC -o DIR`",
+        )
+    return dockerfile
+
+
+def check_reference(value: str, what: str) -> str:
+    if not _REFERENCE.match(value):
+        raise UsageError(
+            f"{what} {value!r} is not a valid image reference",
+            hint="use lowercase name[:tag], e.g. envlock/tf:2.15.1",
+        )
+    return value
+
+
+class _StepTracker:
+    """Follows the classic builder's stream: steps, cache hits, the image id."""
+
+    def __init__(self) -> None:
+        self.steps: list[dict[str, Any]] = []
+        self.log: list[str] = []
+        self.image_id: str | None = None
+        self.seen_from = False
+        self._partial = ""
+
+    def feed_text(self, text: str) -> list[str]:
+        text = self._partial + text
+        lines = text.split("\n")
+        self._partial = lines.pop()
+        for line in lines:
+            self._line(line.rstrip("\r"))
+        return lines
+
+    def flush(self) -> None:
+        if self._partial:
+            self._line(self._partial)
+            self._partial = ""
+
+    def _line(self, line: str) -> None:
+        self.log.append(line)
+        m = _STEP.match(line)
+        if m:
+            instruction = m.group(3).strip()
+            keyword = instruction.split(None, 1)[0].upper() if instruction else ""
+            is_from = keyword == "FROM"
+            cacheable = not is_from and not (keyword == "ARG" and not self.seen_from)
+            self.seen_from = self.seen_from or is_from
+            self.steps.append(
+                {
+                    "number": int(m.group(1)),
+                    "total": int(m.group(2)),
+                    "instruction": instruction,
+                    "cached": False,
+                    "cacheable": cacheable,
+                }
+            )
+            return
+        if line.strip() == "---> Using cache" and self.steps:
+            self.steps[-1]["cached"] = True
+        elif line.startswith("Successfully built "):
+            self.image_id = self.image_id or line.split()[-1]
+
+    @property
+    def current(self) -> dict[str, Any] | None:
+        return self.steps[-1] if self.steps else None
+
+
+def build_image(
+    directory: Path,
+    *,
+    tag: str | None = None,
+    base_image: str | None = None,
+    no_cache: bool = False,
+    network: str | None = None,
+    progress: str = "auto",
+    client: Any = None,
+    out: Callable[[str], None] | None = None,
+) -> BuildResult:
+    """Build ``directory``'s Dockerfile with ``directory`` as the whole context."""
+    from docker.errors import DockerException
+
+    from envlock.smoke.runner import docker_client
+
+    dockerfile = check_bundle(directory)
+    if progress not in PROGRESS:
+        raise UsageError(f"--progress {progress!r}", hint="use auto, plain or quiet")
+    if tag is not None:
+        check_reference(tag, "--tag")
+    buildargs: dict[str, str] = {}
+    if base_image is not None:
+        check_reference(base_image, "--base-image")
+        text = dockerfile.read_text(encoding="utf-8", errors="replace")
+        if not re.search(r"^\s*ARG\s+BASE_IMAGE\b", text, re.MULTILINE | re.IGNORECASE):
+            raise UsageError(
+                f"{dockerfile}: takes no BASE_IMAGE build argument, so --base-image cannot apply",
+                hint="re-render the bundle with envlock, or drop --base-image",
+            )
+        buildargs["BASE_IMAGE"] = base_image
+    show = progress == "plain" or (progress == "auto" and sys.stderr.isatty())
+    write = out or (lambda s: (sys.stderr.write(s), sys.stderr.flush()))
+
+    own_client = client is None
+    client = client or docker_client(timeout=3600)
+    try:
+        tracker, elapsed = _stream_build(
+            client, directory, tag, no_cache, network, buildargs, show, write
+        )
+        image_id = tracker.image_id or ""
+        if not image_id.startswith("sha256:"):
+            image_id = str(client.images.get(image_id).id)
+        image = client.images.get(image_id)
+    except DockerException as e:
+        raise EnvironmentFailure(
+            f"the Docker Engine failed during the build: {e}",
+            hint="check `docker info`; the engine may have stopped",
+        ) from e
+    finally:
+        if own_client:
+            client.close()
+    attrs = image.attrs or {}
+    labels = dict(((attrs.get("Config") or {}).get("Labels")) or {})
+    steps = tuple(
+        BuildStep(s["number"], s["instruction"], s["cached"], s["cacheable"]) for s in tracker.steps
+    )
+    return BuildResult(
+        image_id=image_id,
+        tags=tuple(image.tags),
+        cached_steps=sum(1 for s in steps if s.cached),
+        total_steps=len(steps),
+        log=tuple(tracker.log),
+        steps=steps,
+        seconds=elapsed,
+        labels=labels,
+        size_bytes=attrs.get("Size"),
+    )
+
+
+def _stream_build(
+    client: Any,
+    directory: Path,
+    tag: str | None,
+    no_cache: bool,
+    network: str | None,
+    buildargs: dict[str, str],
+    show: bool,
+    write: Callable[[str], Any],
+) -> tuple[_StepTracker, float]:
+    from docker.errors import APIError
+
+    tracker = _StepTracker()
+    started = time.perf_counter()
+    try:
+        stream = client.api.build(
+            path=str(directory),
+            tag=tag,
+            nocache=no_cache,
+            rm=True,
+            forcerm=True,
+            pull=False,
+            buildargs=buildargs or None,
+            network_mode=network,
+            decode=True,
+        )
+        for chunk in stream:
+            if "stream" in chunk:
+                lines = tracker.feed_text(str(chunk["stream"]))
+                if show:
+                    for line in lines:
+                        write(line + "\n")
+            elif "status" in chunk:
+                line = " ".join(str(chunk[k]) for k in ("id", "status", "progress") if chunk.get(k))
+                tracker.log.append(line)
+                if show and "progress" not in chunk:
+                    write(line + "\n")
+            elif "aux" in chunk and isinstance(chunk["aux"], dict) and "ID" in chunk["aux"]:
+                tracker.image_id = str(chunk["aux"]["ID"])
+            elif "error" in chunk or "errorDetail" in chunk:
+                tracker.flush()
+                detail = chunk.get("errorDetail") or {}
+                message = str(chunk.get("error") or detail.get("message") or "unknown error")
+                raise _step_failure(tracker, message.strip())
+        tracker.flush()
+    except APIError as e:
+        tracker.flush()
+        raise _api_failure(e, tracker) from e
+    if not tracker.image_id:
+        raise _step_failure(tracker, "the engine reported no image id")
+    return tracker, time.perf_counter() - started
+
+
+def _tail(lines: list[str], n: int = LOG_TAIL) -> str:
+    kept = [line for line in lines if line.strip()][-n:]
+    return "\n".join("  | " + line for line in kept)
+
+
+def _step_failure(tracker: _StepTracker, message: str) -> EnvironmentFailure:
+    step = tracker.current
+    where = (
+        f"step {step['number']}/{step['total']} ({step['instruction']})" if step else "the build"
+    )
+    hint = "fix the step, or rerun with --progress plain to see the whole log"
+    if step and step["instruction"].upper().startswith("FROM"):
+        hint = (
+            "the base image is neither local nor pullable here: build or load it, "
+            "or pass --base-image with a local image"
+        )
+    return EnvironmentFailure(
+        f"the build failed at {where}: {message}\nlast lines of its log:\n{_tail(tracker.log)}",
+        hint=hint,
+    )
+
+
+def _api_failure(e: Any, tracker: _StepTracker) -> EnvlockError:
+    status = getattr(e, "status_code", None)
+    explanation = str(getattr(e, "explanation", "") or e)
+    if status == 400 or (status is not None and 400 <= int(status) < 500):
+        return UsageError(
+            f"the Docker Engine refused the build: {explanation}",
+            hint="check --tag, --base-image and --network",
+        )
+    return _step_failure(tracker, explanation)
