@@ -1,0 +1,140 @@
+"""Host driver detection for `--driver auto`: NVML, else nvidia-smi.
+
+This machine has no NVIDIA driver, so the nvidia-smi path is exercised with
+small executables that print what nvidia-smi prints; the real thing runs in
+the gpu-marked test on a GPU host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from envlock.driver import HostGpu, HostInfo, detect, parse_smi
+from envlock.errors import EnvironmentFailure, UsageError
+from envlock.matrix import load
+from envlock.resolve import add_resolve_arguments, constraints_from_args, resolve
+
+MISSING_NVML = "/nonexistent/libnvidia-ml.so.1"
+
+
+def _smi(tmp_path: Path, body: str) -> str:
+    path = tmp_path / "nvidia-smi"
+    path.write_text("#!/bin/sh\n" + body, encoding="utf-8")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_parse_smi_lines() -> None:
+    text = "550.54.15, NVIDIA H200, 9.0\n550.54.15, NVIDIA H200, 9.0\n"
+    assert parse_smi(text) == (
+        "550.54.15",
+        (HostGpu("NVIDIA H200", "9.0"), HostGpu("NVIDIA H200", "9.0")),
+    )
+    assert parse_smi("470.82.01, Tesla T4\n") == ("470.82.01", (HostGpu("Tesla T4", None),))
+    assert parse_smi("535.104.05, Tesla V100-SXM2-16GB, [N/A]\n")[1][0].compute_capability is None
+    with pytest.raises(EnvironmentFailure, match="unexpected line"):
+        parse_smi("NVIDIA-SMI has failed because it couldn't communicate with the driver\n")
+    with pytest.raises(EnvironmentFailure, match="listed no GPU"):
+        parse_smi("\n")
+
+
+def test_nvidia_smi_when_nvml_does_not_load(tmp_path: Path) -> None:
+    smi = _smi(
+        tmp_path,
+        'case "$1" in --query-gpu=driver_version,name,compute_cap) '
+        'echo "535.104.05, NVIDIA A100-SXM4-80GB, 8.0";; *) exit 2;; esac\n',
+    )
+    info = detect(library=MISSING_NVML, smi=smi)
+    assert info == HostInfo(
+        driver="535.104.05",
+        cuda_driver=None,
+        gpus=(HostGpu("NVIDIA A100-SXM4-80GB", "8.0"),),
+        source="nvidia-smi",
+    )
+
+
+def test_old_nvidia_smi_without_compute_cap(tmp_path: Path) -> None:
+    smi = _smi(
+        tmp_path,
+        'case "$1" in\n'
+        "  *compute_cap*) echo 'Field \"compute_cap\" is not a valid field to query.'; exit 2;;\n"
+        '  --query-gpu=driver_version,name) echo "470.82.01, Tesla T4";;\n'
+        "esac\n",
+    )
+    info = detect(library=MISSING_NVML, smi=smi)
+    assert (info.driver, info.gpus) == ("470.82.01", (HostGpu("Tesla T4", None),))
+
+
+def test_nvidia_smi_failing_is_an_environment_failure(tmp_path: Path) -> None:
+    smi = _smi(
+        tmp_path, "echo 'Failed to initialize NVML: Driver/library version mismatch'\nexit 18\n"
+    )
+    with pytest.raises(EnvironmentFailure) as err:
+        detect(library=MISSING_NVML, smi=smi)
+    assert err.value.exit_code == 3
+    assert "nvidia-smi failed (exit 18): Failed to initialize NVML" in err.value.message
+
+
+def test_no_driver_at_all_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(UsageError) as err:
+        detect(library=MISSING_NVML)
+    assert err.value.exit_code == 2
+    assert "no NVIDIA driver found" in err.value.message
+    assert err.value.hint == "pass the driver version instead, e.g. --driver 535.104.05"
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_resolve_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_driver_auto_feeds_driver_and_gpus_into_resolve(tmp_path: Path) -> None:
+    smi = _smi(tmp_path, 'echo "470.82.01, NVIDIA A100-PCIE-40GB, 8.0"\n')
+    c = constraints_from_args(
+        _args("tensorflow", "--driver", "auto"), detect=lambda: detect(MISSING_NVML, smi)
+    )
+    assert (c.driver, c.driver_from) == ("470.82.01", "nvidia-smi")
+    assert [g.name for g in c.gpus] == ["NVIDIA A100-PCIE-40GB"]
+    res = resolve(c, load())
+    assert (res.version, res.cuda) == ("2.14.1", "11.8")  # 12.x builds need >= 525.60.13
+    assert any("driver 470.82.01 (read by nvidia-smi) is new enough" in r for r in res.reasons)
+    # 2.14.1 ships sm_35..sm_75 and compute_80 PTX: an A100 JIT-compiles from that PTX
+    assert res.compute_capabilities[-1] == "compute_80"
+    assert any(
+        w.startswith("GPU NVIDIA A100-PCIE-40GB (compute capability 8.0) has no compiled kernels")
+        for w in res.warnings
+    )
+
+
+def test_gpu_flag_by_name_and_by_capability() -> None:
+    c = constraints_from_args(_args("tensorflow==2.15", "--gpu", "9.0", "--gpu", "Tesla T4"))
+    assert [(g.name, g.compute_capability) for g in c.gpus] == [("", "9.0"), ("Tesla T4", None)]
+    res = resolve(c, load())
+    assert any("a GPU (compute capability 9.0)" in w for w in res.warnings)
+    assert not any("Tesla T4" in w for w in res.warnings)  # sm_75 is compiled in 2.15
+
+
+@pytest.mark.gpu
+def test_real_host_driver_matches_nvidia_smi() -> None:
+    smi = shutil.which("nvidia-smi")
+    assert smi
+    info = detect()
+    assert info.source == "NVML"
+    out = subprocess.run(
+        [smi, "--query-gpu=driver_version,name,compute_cap", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    driver, gpus = parse_smi(out)
+    assert info.driver == driver
+    assert info.gpus == gpus
+    assert info.cuda_driver is not None
+    assert detect(library=MISSING_NVML) == HostInfo(driver, None, gpus, "nvidia-smi")
