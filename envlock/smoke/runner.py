@@ -33,7 +33,8 @@ INJECT_DIR = "/.envlock-smoke"  # where the runner puts its own files in a conta
 FRAMEWORKS = ("tensorflow", "torch", "jax")
 TOOLKIT_HINT = (
     "the NVIDIA container toolkit is missing on this Docker Engine (install "
-    "nvidia-container-toolkit, run `nvidia-ctk runtime configure --runtime=docker`, restart dockerd)"
+    "nvidia-container-toolkit, run `nvidia-ctk runtime configure --runtime=docker`, "
+    "restart dockerd)"
 )
 
 # Chosen inside the container: the bundle's venv, else any python3; files the
