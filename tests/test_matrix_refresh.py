@@ -5,11 +5,13 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from fixtures.index.fakeindex import FakeIndex, FakeWheel, closed_port, make_wheel
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from packaging.version import Version
 
 from envlock.cli import main
@@ -330,3 +332,40 @@ def test_json_summary(fake_index: FakeIndex, tmp_path: Path,
     assert summary["output"] == str(out)
     # 1 page + per release: tail + build_info + METADATA (small wheels: directory in the tail)
     assert summary["requests"] == 1 + 5 * 3
+
+
+def _fetch_from(data: bytes) -> Callable[[int, int | None], tuple[bytes, int]]:
+    def fetch(start: int, end: int | None) -> tuple[bytes, int]:
+        if end is None:
+            return data[start:], len(data)
+        return data[start : end + 1], len(data)
+
+    return fetch
+
+
+pieces = st.sampled_from(["a", "/", "build_info.py", "python/platform/", "METADATA", ".bak",
+                          "PK\x01\x02", "é", "x.dist-info/"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(pieces, min_size=1, max_size=6).map("".join), min_size=1,
+                max_size=30, unique=True),
+       st.sampled_from(["/python/platform/build_info.py", ".dist-info/METADATA", "a"]),
+       st.booleans())
+def test_find_suffix_matches_zipfile(names: list[str], suffix: str, comment: bool) -> None:
+    """The fast directory search gives what walking every entry with zipfile gives."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for i, name in enumerate(names):
+            info = zipfile.ZipInfo(name)
+            if comment:
+                info.comment = f"see {suffix} PK\x01\x02".encode()
+            zf.writestr(info, f"member {i}")
+    data = buf.getvalue()
+    expected = sorted(n for n in names if n.endswith(suffix))
+    z = RemoteZip(_fetch_from(data), "t.whl")
+    found = z.find_suffix(suffix)
+    assert [m.name for m in found] == expected
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        for m in found:
+            assert z.read(m) == zf.read(m.name)

@@ -241,7 +241,7 @@ def _range_fetcher(
         try:
             crange = resp.headers.get("Content-Range", "")
             total = int(crange.rsplit("/", 1)[1])
-            data = resp.content
+            data = b"".join(resp.iter_content(1 << 20))
         except (IndexError, ValueError):
             raise EnvironmentFailure(
                 f"the file server of {index} sent no usable Content-Range for {url}",
@@ -310,17 +310,17 @@ def parse_build_info(text: str, filename: str = "build_info.py") -> dict[str, An
 def read_wheel(sess: requests.Session, index: str, f: IndexFile) -> WheelFacts:
     """METADATA and build_info.py of one remote wheel, by range requests."""
     z = RemoteZip(_range_fetcher(sess, f.url, index), f.filename)
-    metadata = z.find(lambda n: n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
+    metadata = [m for m in z.find_suffix(".dist-info/METADATA") if m.name.count("/") == 1]
     if not metadata:
         raise DataError(f"{f.filename}: no .dist-info/METADATA in the wheel")
-    info_paths = z.find(lambda n: n.endswith(BUILD_INFO_SUFFIX))
+    info_members = z.find_suffix(BUILD_INFO_SUFFIX)
     # tensorflow/ (2.2+) or tensorflow_core/ (2.0, 2.1); prefer the shortest path
-    info_paths.sort(key=lambda n: (n.count("/"), n))
+    info_members.sort(key=lambda m: (m.name.count("/"), m.name))
     build_info: dict[str, Any] = {}
     info_path = ""
-    if info_paths:
-        info_path = info_paths[0]
-        text = z.read(info_path).decode("utf-8", errors="replace")
+    if info_members:
+        info_path = info_members[0].name
+        text = z.read(info_members[0]).decode("utf-8", errors="replace")
         build_info = parse_build_info(text, f"{f.filename}:{info_path}")
     msg = BytesHeaderParser().parsebytes(z.read(metadata[0]))
     return WheelFacts(

@@ -31,6 +31,8 @@ _LOCAL = b"PK\x03\x04"
 # fetch(start, end_inclusive) -> bytes ; fetch(-n, None) -> last n bytes
 Fetch = Callable[[int, "int | None"], "tuple[bytes, int]"]
 
+_CENTRAL_HEADER = struct.Struct("<4sHHHHHHIIIHHHHHII")  # 46 bytes
+
 
 @dataclass(frozen=True)
 class Member:
@@ -54,8 +56,27 @@ class RemoteZip:
         self.name = name
         self.requests = 0
         self.bytes_read = 0
-        self.members: dict[str, Member] = {}
+        self._directory = b""
+        self._count = 0
+        self._entries: list[tuple[bytes, int]] | None = None  # (raw name, offset), lazily
+        self._members: dict[str, Member] | None = None
         self._read_directory()
+
+    @property
+    def entries(self) -> list[tuple[bytes, int]]:
+        if self._entries is None:
+            self._entries = self._walk_directory()
+        return self._entries
+
+    @property
+    def members(self) -> dict[str, Member]:
+        """Every member by name (decoded on first use; wheels have tens of thousands)."""
+        if self._members is None:
+            self._members = {}
+            for _raw, pos in self.entries:
+                m = self._member_at(pos)
+                self._members[m.name] = m
+        return self._members
 
     def _get(self, start: int, end: int | None) -> tuple[bytes, int]:
         data, total = self._fetch(start, end)
@@ -89,7 +110,10 @@ class RemoteZip:
             directory, _ = self._get(cd_offset, cd_offset + cd_size - 1)
         if len(directory) != cd_size:
             raise self._bad("short central directory")
-        self._parse_directory(directory, n_total)
+        if directory[:4] != _CENTRAL and n_total:
+            raise self._bad("broken central directory")
+        self._directory = directory
+        self._count = n_total
 
     def _zip64(self, tail: bytes, tail_start: int, eocd_pos: int) -> tuple[int, int, int]:
         loc = eocd_pos - 20
@@ -106,44 +130,79 @@ class RemoteZip:
         n_total, cd_size, cd_offset = fields[7], fields[8], fields[9]
         return n_total, cd_size, cd_offset
 
-    def _parse_directory(self, data: bytes, count: int) -> None:
+    def _walk_directory(self) -> list[tuple[bytes, int]]:
+        """Every entry's raw name and position (no decoding: wheels have ~20k)."""
+        data = self._directory
+        count = self._count
+        unpack = _CENTRAL_HEADER.unpack_from
+        entries: list[tuple[bytes, int]] = []
         pos = 0
+        size = len(data)
         for _ in range(count):
-            if data[pos : pos + 4] != _CENTRAL:
+            if pos + 46 > size:
+                raise self._bad("short central directory")
+            head = unpack(data, pos)
+            if head[0] != _CENTRAL:
                 raise self._bad("broken central directory entry")
-            (
-                _sig,
-                _made,
-                _need,
-                flags,
-                method,
-                _time,
-                _date,
-                crc,
-                csize,
-                usize,
-                nlen,
-                xlen,
-                clen,
-                _disk,
-                _iattr,
-                _eattr,
-                offset,
-            ) = struct.unpack("<4sHHHHHHIIIHHHHHII", data[pos : pos + 46])
-            raw_name = data[pos + 46 : pos + 46 + nlen]
-            extra = data[pos + 46 + nlen : pos + 46 + nlen + xlen]
-            name = raw_name.decode("utf-8" if flags & 0x800 else "cp437")
-            if 0xFFFFFFFF in (csize, usize, offset):
-                usize, csize, offset = _zip64_extra(extra, usize, csize, offset)
-            self.members[name] = Member(name, method, csize, usize, offset, crc)
+            nlen, xlen, clen = head[10], head[11], head[12]
+            entries.append((data[pos + 46 : pos + 46 + nlen], pos))
             pos += 46 + nlen + xlen + clen
+        return entries
+
+    def _member_at(self, pos: int) -> Member:
+        data = self._directory
+        head = _CENTRAL_HEADER.unpack_from(data, pos)
+        flags, method, crc, csize, usize = head[3], head[4], head[7], head[8], head[9]
+        nlen, xlen, offset = head[10], head[11], head[16]
+        raw_name = data[pos + 46 : pos + 46 + nlen]
+        extra = data[pos + 46 + nlen : pos + 46 + nlen + xlen]
+        name = raw_name.decode("utf-8" if flags & 0x800 else "cp437")
+        if 0xFFFFFFFF in (csize, usize, offset):
+            usize, csize, offset = _zip64_extra(extra, usize, csize, offset)
+        return Member(name, method, csize, usize, offset, crc)
 
     def find(self, predicate: Callable[[str], bool]) -> list[str]:
         return sorted(n for n in self.members if predicate(n))
 
-    def read(self, name: str) -> bytes:
+    def find_suffix(self, suffix: str) -> list[Member]:
+        """Members whose name ends with ``suffix``, sorted by name.
+
+        Searches the directory bytes for the suffix and checks that each hit is
+        the end of an entry's name; anything unexpected falls back to walking
+        every entry, so the answer is the same either way.
+        """
+        needle = suffix.encode("utf-8")
+        if self._entries is None:
+            fast = self._find_fast(needle)
+            if fast is not None:
+                return sorted((self._member_at(pos) for pos in fast), key=lambda m: m.name)
+        found = [self._member_at(pos) for raw, pos in self.entries if raw.endswith(needle)]
+        return sorted(found, key=lambda m: m.name)
+
+    def _find_fast(self, needle: bytes) -> list[int] | None:
+        data = self._directory
+        hits: list[int] = []
+        q = data.find(needle)
+        while q >= 0:
+            start = data.rfind(_CENTRAL, 0, q)
+            if start < 0 or start + 46 > len(data):
+                return None
+            head = _CENTRAL_HEADER.unpack_from(data, start)
+            name_start, name_end = start + 46, start + 46 + head[10]
+            if not name_start <= q < name_end:
+                return None  # the hit is not inside the entry found before it: walk instead
+            if name_end == q + len(needle):
+                hits.append(start)
+            q = data.find(needle, q + 1)
+        return hits
+
+    def read(self, name: str | Member) -> bytes:
         """The uncompressed bytes of one member (its CRC is checked)."""
-        m = self.members.get(name)
+        if isinstance(name, Member):
+            m: Member | None = name
+            name = name.name
+        else:
+            m = self.members.get(name)
         if m is None:
             raise self._bad(f"no member {name}")
         want = 30 + len(name.encode("utf-8")) + LOCAL_SLACK + m.compressed_size
