@@ -34,7 +34,19 @@ def _command_modules() -> list[str]:
     return sorted(names)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_in(argv: Sequence[str], names: Sequence[str]) -> str | None:
+    """The sub-command named on the command line, if it is a known one (so only
+    its module needs importing); None for --help, --version or anything else."""
+    for arg in argv:
+        if arg.startswith("-"):
+            return None
+        return arg if arg in names else None
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given ``argv`` naming a sub-command, only that one is loaded
+    (start-up time), else all of them (top-level help, unknown commands)."""
     parser = _Parser(
         prog="envlock",
         description="Reproducible GPU TensorFlow environments: resolve, lock, render, "
@@ -43,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"envlock {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in _command_modules():
+    names = _command_modules()
+    only = _command_in(argv, names) if argv is not None else None
+    for name in [only] if only else names:
         module = importlib.import_module(f"envlock.commands.{name}")
         module.register(sub)
     return parser
@@ -56,7 +70,9 @@ def print_error(err: EnvlockError) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         code = args.func(args)
