@@ -49,11 +49,11 @@ if TYPE_CHECKING:
 
 FRAMEWORK = "tensorflow"
 
-_PYTHON = re.compile(r"^3\.[0-9]{1,2}$")
-_MAJOR_MINOR = re.compile(r"^[0-9]{1,2}(\.[0-9]{1,2})?$")
-_DRIVER = re.compile(r"^[0-9]{3}(\.[0-9]{1,3}){0,2}$")
-_OS = re.compile(r"^ubuntu[0-9]{2}\.[0-9]{2}$")
-_CAPABILITY = re.compile(r"^[0-9]{1,2}\.[0-9]$")
+_PYTHON = r"^3\.[0-9]{1,2}$"
+_MAJOR_MINOR = r"^[0-9]{1,2}(\.[0-9]{1,2})?$"
+_DRIVER = r"^[0-9]{3}(\.[0-9]{1,3}){0,2}$"
+_OS = r"^ubuntu[0-9]{2}\.[0-9]{2}$"
+_CAPABILITY = r"^[0-9]{1,2}\.[0-9]$"
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def constraints_from_args(
     gpus: list[Gpu] = []
     for value in getattr(args, "gpu", None) or []:
         value = value.strip()
-        if _CAPABILITY.match(value):
+        if re.fullmatch(_CAPABILITY, value):
             gpus.append(Gpu(name="", compute_capability=value))
         else:
             gpus.append(Gpu(name=value))
@@ -178,7 +178,7 @@ def _parse_spec(text: str) -> _Spec:
         req = Requirement(stripped)
     except InvalidRequirement as e:
         first = str(e).splitlines()[0] if str(e) else "cannot parse it"
-        single = re.match(r"^([A-Za-z0-9._-]+)\s*=\s*([0-9][^=<>!~,;]*)$", stripped)
+        single = re.fullmatch(r"^([A-Za-z0-9._-]+)\s*=\s*([0-9][^=<>!~,;]*)$", stripped)
         if single:
             hint = f"did you mean '{single.group(1)}=={single.group(2).strip()}'?"
         raise UsageError(f"SPEC {text!r} is not a valid requirement: {first}", hint=hint) from None
@@ -258,13 +258,11 @@ def _is_version(text: str) -> bool:
     return True
 
 
-def _check_value(
-    value: str | None, regex: re.Pattern[str], flag: str, shape: str, example: str
-) -> str | None:
+def _check_value(value: str | None, regex: str, flag: str, shape: str, example: str) -> str | None:
     if value is None:
         return None
     value = value.strip()
-    if not regex.match(value):
+    if not re.fullmatch(regex, value):
         raise UsageError(f"{flag} {value!r} is not {shape}", hint=f"e.g. {flag} {example}")
     return value
 
@@ -522,7 +520,7 @@ def _validate(c: Constraints, cm: CudaMatrix) -> _Checked:
     )
     os = c.os.strip() if c.os is not None else None
     known_os = [u.name for u in cm.ubuntu]
-    if os is not None and (not _OS.match(os) or os not in known_os):
+    if os is not None and (not re.fullmatch(_OS, os) or os not in known_os):
         raise UsageError(
             f"--os {os!r} is not a known Ubuntu release of the nvidia/cuda images",
             hint="one of: " + ", ".join(known_os),
@@ -542,7 +540,9 @@ def _validate(c: Constraints, cm: CudaMatrix) -> _Checked:
         source = "pip"
     gpus: list[Gpu] = []
     for gpu in c.gpus:
-        if gpu.compute_capability is not None and not _CAPABILITY.match(gpu.compute_capability):
+        if gpu.compute_capability is not None and not re.fullmatch(
+            _CAPABILITY, gpu.compute_capability
+        ):
             raise UsageError(
                 f"GPU {gpu.name or '(--gpu)'}: compute capability "
                 f"{gpu.compute_capability!r} is not X.Y",

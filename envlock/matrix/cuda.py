@@ -29,17 +29,17 @@ CUDNN_FLAVOURS = ("cudnn7", "cudnn8", "cudnn9", "cudnn")
 VARIANTS = ("base", "runtime", "devel")
 CUDNN_VARIANTS = ("runtime", "devel")
 
-_MINOR = re.compile(r"^[0-9]+\.[0-9]+$")
-_IMAGE_VERSION = re.compile(r"^[0-9]+\.[0-9]+(\.[0-9]+)?$")
-_DRIVER = re.compile(r"^[0-9]+(\.[0-9]+){0,2}$")
-_CUDNN = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(\.[0-9]+)?$")
-_UBUNTU = re.compile(r"^[0-9]{2}\.[0-9]{2}$")
-_PYTHON = re.compile(r"^3\.[0-9]+$")
-_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
-_MONTH = re.compile(r"^[0-9]{4}-[0-9]{2}$")
-_BRANCH = re.compile(r"^R[0-9]{3}$")
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-_TAG = re.compile(r"^[0-9][0-9A-Za-z.\-]*$")
+_MINOR = r"^[0-9]+\.[0-9]+$"
+_IMAGE_VERSION = r"^[0-9]+\.[0-9]+(\.[0-9]+)?$"
+_DRIVER = r"^[0-9]+(\.[0-9]+){0,2}$"
+_CUDNN = r"^[0-9]+\.[0-9]+\.[0-9]+(\.[0-9]+)?$"
+_UBUNTU = r"^[0-9]{2}\.[0-9]{2}$"
+_PYTHON = r"^3\.[0-9]+$"
+_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+_MONTH = r"^[0-9]{4}-[0-9]{2}$"
+_BRANCH = r"^R[0-9]{3}$"
+_DIGEST = r"^sha256:[0-9a-f]{64}$"
+_TAG = r"^[0-9][0-9A-Za-z.\-]*$"
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ class _Checker:
         obj: Mapping[str, Any],
         key: str,
         path: str,
-        regex: re.Pattern[str] | None = None,
+        regex: str | None = None,
         shape: str = "",
         *,
         required: bool = True,
@@ -197,7 +197,7 @@ class _Checker:
             raise self.fail(where, f"expected a string, got {show(value)}")
         if not value.strip():
             raise self.fail(where, "must not be empty")
-        if regex is not None and not regex.match(value):
+        if regex is not None and not re.fullmatch(regex, value):
             raise self.fail(where, f'expected "{shape}", got {show(value)}')
         return value
 
@@ -217,7 +217,7 @@ class _Checker:
         return value
 
     def strings(
-        self, obj: Mapping[str, Any], key: str, path: str, regex: re.Pattern[str], shape: str
+        self, obj: Mapping[str, Any], key: str, path: str, regex: str, shape: str
     ) -> tuple[str, ...]:
         where = f"{path}.{key}"
         value = obj.get(key)
@@ -227,7 +227,7 @@ class _Checker:
             raise self.fail(where, f"expected a non-empty list of strings, got {show(value)}")
         out: list[str] = []
         for i, item in enumerate(value):
-            if not isinstance(item, str) or not regex.match(item):
+            if not isinstance(item, str) or not re.fullmatch(regex, item):
                 raise self.fail(f"{where}[{i}]", f'expected "{shape}", got {show(item)}')
             if item in out:
                 raise self.fail(f"{where}[{i}]", f"{show(item)} is listed twice")
@@ -349,9 +349,9 @@ def _image_row(c: _Checker, raw: Any, path: str) -> ImageRelease:
             f"{path}.digests", f"expected a table of tag = digest, got {show(raw_digests)}"
         )
     for tag, digest in raw_digests.items():
-        if not _TAG.match(tag) or not tag.startswith(version + "-"):
+        if not re.fullmatch(_TAG, tag) or not tag.startswith(version + "-"):
             raise c.fail(f"{path}.digests", f"{show(tag)} is not a tag of release {version}")
-        if not isinstance(digest, str) or not _DIGEST.match(digest):
+        if not isinstance(digest, str) or not re.fullmatch(_DIGEST, digest):
             raise c.fail(f"{path}.digests.{tag}", f'expected "sha256:<64 hex>", got {show(digest)}')
         digests.append((tag, digest))
     return ImageRelease(

@@ -8,7 +8,6 @@ driver reports ("Tesla V100-SXM2-16GB") to a row ("Tesla V100-SXM2").
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +16,7 @@ from envlock.matrix.cuda import _Checker, check_header, read_sources, show
 
 SCHEMA_VERSION = 1
 
-_CAPABILITY = re.compile(r"^[0-9]+\.[0-9]$")
+_CAPABILITY = r"^[0-9]+\.[0-9]$"
 _PEAKS = ("fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops", "memory_bandwidth_tbs")
 _FIELDS = ("name", "form_factor", "compute_capability", *_PEAKS, "from")
 
