@@ -200,6 +200,10 @@ def active() -> dict[str, Any]:
     except Exception as e:  # keras missing or broken: report, do not fail
         out["mixed_precision"] = f"unknown ({type(e).__name__})"
     checker = getattr(tf.config.experimental, "is_op_determinism_enabled", None)
+    if checker is None:  # not exported by TensorFlow up to 2.15 at least
+        with contextlib.suppress(ImportError, AttributeError):
+            internal = importlib.import_module("tensorflow.python.framework.config")
+            checker = internal.is_op_determinism_enabled
     out["determinism"] = bool(checker()) if checker is not None else None
     out["tf_deterministic_ops"] = os.environ.get("TF_DETERMINISTIC_OPS")
     return out

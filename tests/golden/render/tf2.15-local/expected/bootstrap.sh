@@ -180,13 +180,14 @@ if [ "$smoke" = 0 ]; then
   exit 0
 fi
 report="$venv/envlock-smoke.json"
+log="$venv/envlock-smoke.log"
 smoke_args=(--expect "$here/expect.json")
 if [ "$allow_cpu" = 1 ]; then
   smoke_args+=(--allow-cpu)
 fi
 say "running the smoke test: $vpython envlock_smoke.py ${smoke_args[*]}"
 set +e
-ENVLOCK_RUNTIME_CONFIG="$here/runtime.json" "$vpython" "$here/envlock_smoke.py" "${smoke_args[@]}" >"$report"
+ENVLOCK_RUNTIME_CONFIG="$here/runtime.json" "$vpython" "$here/envlock_smoke.py" "${smoke_args[@]}" >"$report" 2>"$log"
 rc=$?
 set -e
 "$vpython" - "$report" <<'SUMMARY' || true
@@ -202,7 +203,7 @@ for check in result.get("checks", []):
 print("bootstrap: smoke test %s" % result.get("status", "UNKNOWN"))
 SUMMARY
 if [ "$rc" -ne 0 ]; then
-  say "the smoke test failed (exit $rc); the full report is $report"
+  say "the smoke test failed (exit $rc); report: $report, log: $log"
   exit 1
 fi
-say "done: $venv is ready; smoke report: $report"
+say "done: $venv is ready; smoke report: $report, log: $log"
