@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envlock.errors import DataError
 from envlock.matrix.tensorflow import TFMatrix, TFRelease
+
+if TYPE_CHECKING:
+    from envlock.matrix.cuda import CudaMatrix
+    from envlock.matrix.gpus import GpuMatrix
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -32,11 +35,11 @@ MATRIX_FOLDER = "matrices"
 
 @dataclass(frozen=True)
 class Matrix:
-    """All matrix data. ``cuda``/``gpus`` are the parsers' own types."""
+    """All matrix data, each part parsed by its own module."""
 
     tensorflow: TFMatrix
-    cuda: Any  # envlock.matrix.cuda.CudaMatrix
-    gpus: Any  # envlock.matrix.gpus.GpuMatrix
+    cuda: CudaMatrix
+    gpus: GpuMatrix
 
     @property
     def data_version(self) -> str:
@@ -98,23 +101,21 @@ def load_tensorflow(path: Path | None = None) -> TFMatrix:
     return tensorflow.parse(doc, shown, digest=digest)
 
 
-def _load_other(module_name: str, filename: str) -> Any:
-    """Parse cuda.toml / gpus.toml with their own module, imported lazily."""
-    try:
-        module = importlib.import_module(f"envlock.matrix.{module_name}")
-    except ModuleNotFoundError as e:
-        if e.name != f"envlock.matrix.{module_name}":
-            raise
-        return None
-    doc, _digest, shown = read_toml(filename)
-    return module.parse(doc, shown)
+def load_cuda(path: Path | None = None) -> CudaMatrix:
+    from envlock.matrix import cuda
+
+    doc, _digest, shown = read_toml("cuda.toml", path)
+    return cuda.parse(doc, shown)
+
+
+def load_gpus(path: Path | None = None) -> GpuMatrix:
+    from envlock.matrix import gpus
+
+    doc, _digest, shown = read_toml("gpus.toml", path)
+    return gpus.parse(doc, shown)
 
 
 @functools.lru_cache(maxsize=1)
 def load() -> Matrix:
     """The matrices shipped with envlock, validated; cached per process."""
-    return Matrix(
-        tensorflow=load_tensorflow(),
-        cuda=_load_other("cuda", "cuda.toml"),
-        gpus=_load_other("gpus", "gpus.toml"),
-    )
+    return Matrix(tensorflow=load_tensorflow(), cuda=load_cuda(), gpus=load_gpus())

@@ -239,23 +239,15 @@ def check_all(tensorflow_path: Path | None = None) -> CheckReport:
     A file that does not validate raises DataError (exit 2); disagreements are
     returned in the report.
     """
-    import importlib
-
-    from envlock.matrix import display_name, load_tensorflow, read_toml
+    from envlock.matrix import display_name, load_cuda, load_gpus, load_tensorflow
     from envlock.matrix import tested as tested_mod
 
     matrix = load_tensorflow(tensorflow_path)
     files = [str(tensorflow_path) if tensorflow_path else display_name("tensorflow.toml")]
-    for module_name, filename in (("cuda", "cuda.toml"), ("gpus", "gpus.toml")):
-        try:
-            module = importlib.import_module(f"envlock.matrix.{module_name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"envlock.matrix.{module_name}":
-                raise
-            continue
-        doc, _digest, shown = read_toml(filename)
-        module.parse(doc, shown)
-        files.append(shown)
+    load_cuda()
+    files.append(display_name("cuda.toml"))
+    load_gpus()
+    files.append(display_name("gpus.toml"))
     tested = tested_mod.load()
     files.append(display_name(tested_mod.FILENAME))
     notes = load_notes()
