@@ -431,9 +431,7 @@ class TensorFlowAdapter(Adapter):
             "cudnn": raw.get("cudnn_version"),
             "compute_capabilities": list(caps) if caps else None,
             "is_cuda_build": bool(raw.get("is_cuda_build", False)),
-            "raw": {
-                k: (v if isinstance(v, (str, int, float, bool)) else str(v)) for k, v in raw.items()
-            },
+            "raw": {k: _jsonable(v) for k, v in raw.items()},
         }
 
     def _physical_gpus(self):
@@ -886,13 +884,13 @@ class Run:
         log(f"{status:<4} {name}: {reason}")
         return entry
 
-    def step(self, name, fn):
+    def step(self, name, fn, failing=None):
         """Run one check; an exception becomes a FAIL naming the check and the error."""
         try:
             outcome = fn()
         except Exception as exc:  # noqa: BLE001 - this is the harness's safety net
             self.failed_steps.add(name)
-            entry = self.add(name, FAIL, f"{name} crashed: {_error_text(exc)}")
+            entry = self.add(name, FAIL, f"{failing or name + ' crashed'}: {_error_text(exc)}")
             entry["error"] = {
                 "type": type(exc).__name__,
                 "message": str(exc)[:2000],
@@ -1045,10 +1043,13 @@ def _smoke(run, args, result):
         loaded = {}
 
         def read_expect():
-            loaded["data"] = _load_json(args.expect, "expect file")
+            data = _load_json(args.expect, "expect file")
+            if not isinstance(data, dict):
+                raise ValueError("expected a JSON object like the bundle's expect.json")
+            loaded["data"] = data
             return None
 
-        run.step("expect", read_expect)
+        run.step("expect", read_expect, failing=f"cannot read {args.expect}")
         if "expect" in run.failed_steps:
             return
         expect = loaded["data"]
@@ -1062,7 +1063,7 @@ def _smoke(run, args, result):
             loaded_peaks["data"] = data.get("gpu_peaks", data) if isinstance(data, dict) else data
             return None
 
-        run.step("peaks", read_peaks)
+        run.step("peaks", read_peaks, failing=f"cannot read {args.peaks}")
         peaks = loaded_peaks.get("data", peaks)
 
     framework = args.framework or expect.get("framework") or detect_framework()
@@ -1084,7 +1085,7 @@ def _smoke(run, args, result):
         config_box["path"], config_box["data"] = load_runtime_config(args.expect)
         return None
 
-    run.step("runtime_config", read_runtime)
+    run.step("runtime_config", read_runtime, failing="cannot read runtime.json")
     config = config_box.get("data") or {}
     growth, applied = apply_environment(framework, config)
     settings = {
@@ -1332,22 +1333,33 @@ def _safe(fn):
         return {"settings_error": _error_text(exc)}
 
 
+def _jsonable(value):
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
 def main(argv=None):
     started = time.perf_counter()
     args = parse_args(argv)
     # Frameworks print to fd 1 (C++ logging, warnings): keep stdout for the
-    # JSON alone by pointing fd 1 at stderr until the end.
-    real_stdout = os.dup(1)
+    # JSON alone by pointing fd 1 at stderr until the result is ready.
+    sys.stdout.flush()
+    saved_fd = os.dup(1)
+    saved_stdout = sys.stdout
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     try:
         result = smoke(args, started)
     finally:
-        sys.stdout.flush()
-    text = json.dumps(result, indent=2, default=str) + "\n"
-    with os.fdopen(real_stdout, "w") as out:
-        out.write(text)
-        out.flush()
+        sys.stderr.flush()
+        os.dup2(saved_fd, 1)
+        os.close(saved_fd)
+        sys.stdout = saved_stdout
+    sys.stdout.write(json.dumps(result, indent=2, default=str) + "\n")
+    sys.stdout.flush()
     return 0 if result["status"] in ("PASSED", "WARNED") else 1
 
 
