@@ -28,17 +28,30 @@ from envlock.model import Lock, LockInput, Resolution
 from envlock.render import RenderOptions, render_bundle
 
 TAG = "envlock-test/report-nokey:1"
+E2E_TAG = "envlock-test/report-e2e:1"
 
 
 def tiny_lock(base_image: str) -> Lock:
     """A lock with no packages: the build is fast and needs no network."""
     res = Resolution(
-        framework="tensorflow", version="2.15.1", python="3.11",
-        python_supported=("3.11",), cuda="12.2", cudnn="8.9", driver_min="525.60.13",
-        compute_capabilities=("sm_80",), cuda_source="system", os="ubuntu22.04",
-        base_image=base_image, base_image_digest=None, cuda_image_version="12.2.2",
-        image_cudnn=None, and_cuda=(), requires_python=">=3.9",
-        matrix_version="2026-11-30", matrix_digest="0" * 64,
+        framework="tensorflow",
+        version="2.15.1",
+        python="3.11",
+        python_supported=("3.11",),
+        cuda="12.2",
+        cudnn="8.9",
+        driver_min="525.60.13",
+        compute_capabilities=("sm_80",),
+        cuda_source="system",
+        os="ubuntu22.04",
+        base_image=base_image,
+        base_image_digest=None,
+        cuda_image_version="12.2.2",
+        image_cudnn=None,
+        and_cuda=(),
+        requires_python=">=3.9",
+        matrix_version="2026-11-30",
+        matrix_digest="0" * 64,
     )
     return Lock(res, LockInput(spec="tensorflow==2.15.1"), (), "uv", "0.0")
 
@@ -49,8 +62,9 @@ def write_bundle(bundle: Path, base_image: str) -> None:
         "pylock.toml": pylock_text(lock).encode(),
         "requirements.txt": requirements_text(lock).encode(),
     }
-    rendered = render_bundle(lock, RenderOptions(base_image=base_image, python_from="image"),
-                             lock_files)
+    rendered = render_bundle(
+        lock, RenderOptions(base_image=base_image, python_from="image"), lock_files
+    )
     fsutil.write_files(bundle, {**lock_files, **rendered})
 
 
@@ -96,10 +110,30 @@ def captured_context(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bytes]]:
     yield seen
 
 
+@pytest.fixture(scope="module")
+def e2e_image(
+    tmp_path_factory: pytest.TempPathFactory, base_image: str
+) -> Iterator[tuple[Path, str]]:
+    import docker
+
+    bundle = tmp_path_factory.mktemp("e2e") / "env"
+    write_bundle(bundle, base_image)
+    result = build_image(
+        bundle, tag=E2E_TAG, base_image=base_image, network="none", progress="quiet"
+    )
+    yield bundle, result.image_id
+    client = docker.from_env()
+    client.images.remove(E2E_TAG, force=True)
+    client.close()
+
+
 @pytest.mark.docker
 @pytest.mark.slow
 def test_private_key_never_enters_the_context_or_the_image(
-    tmp_path: Path, base_image: str, captured_context: list[bytes],
+    tmp_path: Path,
+    base_image: str,
+    e2e_image: tuple[Path, str],  # built first: the same layers, so this build is cached
+    captured_context: list[bytes],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     import docker
@@ -139,8 +173,9 @@ def test_private_key_never_enters_the_context_or_the_image(
         # the image: its whole filesystem, exported
         container = client.containers.create(result.image_id, command=["true"])
         try:
-            found = find(container.export(chunk_size=1 << 20),
-                         [key_marker, lock_marker, harness_marker])
+            found = find(
+                container.export(chunk_size=1 << 20), [key_marker, lock_marker, harness_marker]
+            )
             # also by name: no private key file anywhere
             files = container.get_archive("/opt/envlock")[0]
             archived = b"".join(files)
@@ -154,5 +189,72 @@ def test_private_key_never_enters_the_context_or_the_image(
         history = repr(image.history()) + repr(image.attrs)
         assert key_marker.decode() not in history
     finally:
-        client.images.remove(TAG, force=True)
+        client.images.remove(TAG, noprune=True)  # the layers belong to the e2e image too
         client.close()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_build_smoke_sign_verify_end_to_end(
+    tmp_path: Path, e2e_image: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """envlock smoke IMAGE --sign in a real image; verify against the image and the lock."""
+    import json
+
+    bundle, image_id = e2e_image
+    assert cli(capsys, "keygen", "-o", str(tmp_path / "key"))[0] == 0
+    report = tmp_path / "env.intoto.json"
+    code, out, err = cli(
+        capsys,
+        "smoke",
+        E2E_TAG,
+        "--gpus",
+        "none",
+        "--sign",
+        str(tmp_path / "key.pem"),
+        "--lock",
+        str(bundle),
+        "-o",
+        str(report),
+    )
+    assert code == 1, err  # no framework in this image: the smoke test fails, and says so
+    pub = str(tmp_path / "key.pub.pem")
+    code, out, err = cli(
+        capsys,
+        "verify",
+        str(report),
+        "--key",
+        pub,
+        "--lock",
+        str(bundle),
+        "--image",
+        E2E_TAG,
+        "--json",
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["subject"] == [{"name": E2E_TAG, "digest": {"sha256": image_id[7:]}}]
+    assert doc["result"] == "FAILED" and doc["checked"] == {"lock": True, "image": True}
+    assert "import" in doc["failedTests"]
+
+    # the bundle changes after the report: drift, field by field
+    with open(bundle / "Dockerfile", "a") as f:
+        f.write("# edited\n")
+    try:
+        code, out, err = cli(
+            capsys,
+            "verify",
+            str(report),
+            "--key",
+            pub,
+            "--lock",
+            str(bundle),
+            "--image",
+            E2E_TAG,
+            "--json",
+        )
+    finally:
+        text = (bundle / "Dockerfile").read_text()
+        (bundle / "Dockerfile").write_text(text.removesuffix("# edited\n"))
+    assert code == 1
+    assert [d["field"] for d in json.loads(out)["drift"]] == ["configuration[Dockerfile].sha256"]
