@@ -1,15 +1,21 @@
 """Benchmark: start-up of ``envlock resolve tensorflow==2.15 --json``.
 
-    .venv/bin/python bench/resolve.py [--runs 15] [--out FILE]
+    .venv/bin/python bench/resolve.py [--runs 15] [--module] [--out FILE]
 
 Wall time of the command as a user runs it (the venv's ``envlock`` console
-script, a fresh process each time) against ``python -c pass`` from the same
-interpreter, interleaved run by run so that both see the same machine load;
-medians, and their ratio (goal: at most 2.5). Bytecode is allowed to be
-cached, as after any install (PYTHONDONTWRITEBYTECODE is removed for the
-children; one warm-up run of each writes it first). Then, in one process,
-where the time goes: importing the CLI, building the parser, loading and
-validating the matrices (TOML parse alone shown separately), resolving.
+script, or ``python -m envlock`` with --module where no console script is
+installed), a fresh process each time, against ``python -c pass`` from the
+same interpreter, interleaved run by run so that both see the same machine
+load; medians, and their ratio (goal: at most 2.5). CPU time (user + sys) of
+the same runs is reported too: on a shared machine it moves less than wall
+time. Bytecode is allowed to be cached, as after any install
+(PYTHONDONTWRITEBYTECODE is removed for the children; one warm-up run of each
+writes it, and fills envlock's matrix cache).
+
+Also measured, same way: the floor set by what the command must import anyway
+(argparse, dataclasses, packaging's requirement parser), and, in one process,
+where the time goes: CLI import, parser, matrix load from the cache, matrix
+load without it (TOML parse alone shown separately), resolve.
 
 Prints a JSON document (and writes it to --out when given).
 """
@@ -20,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,29 +37,31 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 COMMAND = ["resolve", "tensorflow==2.15", "--json"]
+FLOOR = "import argparse, dataclasses, json, pickle, packaging.requirements"
 
 PHASES = r"""
-import json, sys, time
+import json, time
 t0 = time.perf_counter()
 import envlock.cli
 t1 = time.perf_counter()
-parser = envlock.cli.build_parser()
+parser = envlock.cli.build_parser(["resolve"])
 t2 = time.perf_counter()
+from envlock.resolve import Constraints, load_matrix, resolve
+matrix = load_matrix()
+t3 = time.perf_counter()
+resolve(Constraints(spec="tensorflow==2.15"), matrix)
+t4 = time.perf_counter()
 import tomllib
 from envlock import resources
 toml = 0.0
 for name in ("tensorflow.toml", "cuda.toml", "gpus.toml"):
     data = resources.read_bytes("matrices", name).decode()
     s = time.perf_counter(); tomllib.loads(data); toml += time.perf_counter() - s
-t3 = time.perf_counter()
 from envlock.matrix import load
-matrix = load()
-t4 = time.perf_counter()
-from envlock.resolve import Constraints, resolve
-resolve(Constraints(spec="tensorflow==2.15"), matrix)
-t5 = time.perf_counter()
-print(json.dumps({"import_cli": t1 - t0, "build_parser": t2 - t1, "toml_parse_only": toml,
-                  "load_matrices": t4 - t3, "resolve": t5 - t4}))
+s = time.perf_counter(); load(); uncached = time.perf_counter() - s
+print(json.dumps({"import_cli": t1 - t0, "build_parser": t2 - t1,
+                  "load_matrices_cached": t3 - t2, "resolve": t4 - t3,
+                  "load_matrices_uncached": uncached, "toml_parse_only": toml}))
 """
 
 
@@ -62,35 +71,53 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _time(argv: list[str], env: dict[str, str]) -> float:
+def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds user+sys) of one run of ``argv``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
         argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
-    elapsed = time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{argv} failed ({proc.returncode}): {proc.stderr.decode()[-500:]}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def _ms(values: list[float]) -> float:
+    return round(statistics.median(values) * 1000, 1)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--module", action="store_true", help="run 'python -m envlock'")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     if args.runs < 10:
         ap.error("--runs must be at least 10 (the goal is stated for a median of >= 10)")
 
     env = _env()
-    envlock_cmd = [str(VENV_BIN / "envlock"), *COMMAND]
-    python_cmd = [sys.executable, "-c", "pass"]
-    _time(envlock_cmd, env)  # warm-up: bytecode, page cache
-    _time(python_cmd, env)
-    envlock_s: list[float] = []
-    python_s: list[float] = []
+    if args.module:
+        envlock_cmd = [sys.executable, "-m", "envlock", *COMMAND]
+    else:
+        envlock_cmd = [str(VENV_BIN / "envlock"), *COMMAND]
+    commands = {
+        "envlock": envlock_cmd,
+        "python_pass": [sys.executable, "-c", "pass"],
+        "floor_imports": [sys.executable, "-c", FLOOR],
+    }
+    for argv in commands.values():  # warm-up: bytecode, page cache, matrix cache
+        _run(argv, env)
+    wall: dict[str, list[float]] = {k: [] for k in commands}
+    cpu: dict[str, list[float]] = {k: [] for k in commands}
     for _ in range(args.runs):
-        envlock_s.append(_time(envlock_cmd, env))
-        python_s.append(_time(python_cmd, env))
+        for name, argv in commands.items():
+            w, c = _run(argv, env)
+            wall[name].append(w)
+            cpu[name].append(c)
 
     phases_runs = []
     for _ in range(5):
@@ -103,26 +130,29 @@ def main() -> int:
             check=True,
         ).stdout
         phases_runs.append(json.loads(out))
-    phases = {
-        k: round(statistics.median(r[k] for r in phases_runs) * 1000, 1) for k in phases_runs[0]
-    }
+    phases = {k: _ms([r[k] for r in phases_runs]) for k in phases_runs[0]}
 
-    med_e = statistics.median(envlock_s)
-    med_p = statistics.median(python_s)
     try:
         load = os.getloadavg()[0]
     except OSError:  # pragma: no cover
         load = -1.0
     result: dict[str, Any] = {
-        "command": "envlock " + " ".join(COMMAND),
+        "command": " ".join(envlock_cmd[-4:] if args.module else ["envlock", *COMMAND]),
         "runs": args.runs,
-        "envlock_median_ms": round(med_e * 1000, 1),
-        "python_pass_median_ms": round(med_p * 1000, 1),
-        "ratio": round(med_e / med_p, 2),
+        "wall_median_ms": {k: _ms(v) for k, v in wall.items()},
+        "cpu_median_ms": {k: _ms(v) for k, v in cpu.items()},
+        "ratio_wall": round(
+            statistics.median(wall["envlock"]) / statistics.median(wall["python_pass"]), 2
+        ),
+        "ratio_cpu": round(
+            statistics.median(cpu["envlock"]) / statistics.median(cpu["python_pass"]), 2
+        ),
+        "ratio_floor_wall": round(
+            statistics.median(wall["floor_imports"]) / statistics.median(wall["python_pass"]), 2
+        ),
         "goal_ratio": 2.5,
-        "envlock_ms": [round(x * 1000, 1) for x in envlock_s],
-        "python_pass_ms": [round(x * 1000, 1) for x in python_s],
-        "phases_median_ms": phases,
+        "phases_in_process_median_ms": phases,
+        "wall_ms": {k: [round(x * 1000, 1) for x in v] for k, v in wall.items()},
         "machine": {
             "python": platform.python_version(),
             "cpus": os.cpu_count(),

@@ -30,9 +30,12 @@ Choices made here, with the reasons given in every Resolution:
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envlock.errors import NoResolution, UsageError
@@ -576,12 +579,67 @@ class _Stage:
     test: Callable[[TFRelease], str | None]
 
 
+MATRIX_FILES = ("tensorflow.toml", "cuda.toml", "gpus.toml")
+PARSER_FILES = ("__init__.py", "tensorflow.py", "cuda.py", "gpus.py")
+
+
+def cache_dir() -> Path:
+    """Where envlock keeps its per-user cache: $ENVLOCK_CACHE_DIR, else
+    $XDG_CACHE_HOME/envlock, else ~/.cache/envlock."""
+    explicit = os.environ.get("ENVLOCK_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "envlock"
+
+
+def load_matrix() -> Matrix:
+    """``envlock.matrix.load()``, kept validated in a per-user cache.
+
+    Parsing and validating the TOML files costs more than starting Python
+    (tomllib is pure Python), so the validated ``Matrix`` is pickled into
+    ``cache_dir()`` under a key made of the bytes of the three matrix files
+    and of the parser modules: any change to either misses the cache. A cache
+    that cannot be read or written is ignored; the result is the same.
+    """
+    import hashlib
+    import pickle
+
+    from envlock import matrix as matrix_pkg
+    from envlock import resources
+
+    key = hashlib.sha256()
+    try:
+        for name in MATRIX_FILES:
+            key.update(resources.read_bytes("matrices", name))
+        folder = Path(matrix_pkg.__file__).parent
+        for name in PARSER_FILES:
+            key.update((folder / name).read_bytes())
+    except OSError:
+        return matrix_pkg.load()  # the loader names the missing file
+    key.update(sys.version.encode())
+    path = cache_dir() / f"matrix-{key.hexdigest()[:32]}.pickle"
+    try:
+        cached = pickle.loads(path.read_bytes())
+        if isinstance(cached, matrix_pkg.Matrix):
+            return cached
+    except Exception:  # noqa: BLE001 - missing, unreadable, stale: parse again
+        pass
+    loaded = matrix_pkg.load()
+    try:
+        from envlock.fsutil import atomic_write
+
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        atomic_write(path, pickle.dumps(loaded, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:  # noqa: BLE001 - a read-only home must not break resolve
+        pass
+    return loaded
+
+
 def resolve(c: Constraints, matrix: Matrix | None = None) -> Resolution:
     """The newest release (and Python, image, ...) satisfying every constraint."""
     if matrix is None:
-        from envlock.matrix import load
-
-        matrix = load()
+        matrix = load_matrix()
     cm: CudaMatrix | None = matrix.cuda
     gm: GpuMatrix | None = matrix.gpus
     if cm is None:

@@ -4,6 +4,7 @@ and what it says when nothing fits."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from packaging.version import Version
@@ -340,3 +341,24 @@ def test_no_release_matches(matrix: Matrix) -> None:
         resolve(Constraints(spec="tensorflow==2.22"), matrix)
     assert err.value.message == "no tensorflow release matches 'tensorflow==2.22'"
     assert err.value.hint == "the matrix has tensorflow 2.0.0 to 2.21.0"
+
+
+def test_matrix_cache_gives_the_same_matrix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, matrix: Matrix
+) -> None:
+    from envlock.resolve import load_matrix
+
+    monkeypatch.setenv("ENVLOCK_CACHE_DIR", str(tmp_path / "cache"))
+    first = load_matrix()  # parsed, then written
+    files = list((tmp_path / "cache").glob("matrix-*.pickle"))
+    assert len(files) == 1
+    assert first == matrix
+    second = load_matrix()  # read back
+    assert second == matrix and second is not first
+    # a damaged cache file is ignored and replaced
+    files[0].write_bytes(b"not a pickle")
+    assert load_matrix() == matrix
+    assert files[0].read_bytes() != b"not a pickle"
+    # an unwritable cache folder is not an error
+    monkeypatch.setenv("ENVLOCK_CACHE_DIR", "/proc/envlock-cache")
+    assert load_matrix() == matrix
