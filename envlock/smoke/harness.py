@@ -35,6 +35,7 @@ PASS, WARN, FAIL, SKIP = "PASS", "WARN", "FAIL", "SKIP"
 FRAMEWORKS = ("tensorflow", "torch", "jax")
 PRETTY = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
 DEFAULT_RUNTIME_FILES = ("/opt/envlock/runtime.json",)
+DIGITS = "0123456789"
 
 
 def log(message):
@@ -67,7 +68,7 @@ def _parts(version):
     for piece in str(version).split("+")[0].split("."):
         digits = ""
         for ch in piece:
-            if ch.isdigit():
+            if ch in DIGITS:
                 digits += ch
             else:
                 break
@@ -120,7 +121,7 @@ def capability_verdict(capability, compiled):
     for entry in compiled:
         text = str(entry).strip().lower()
         kind, _, number = text.partition("_")
-        digits = "".join(ch for ch in number if ch.isdigit())
+        digits = "".join(ch for ch in number if ch in DIGITS)
         if not digits:
             continue
         (sass if kind == "sm" else ptx if kind == "compute" else []).append(int(digits))
@@ -238,7 +239,7 @@ def driver_version():
         return None
     for word in text.split():
         parts = word.split(".")
-        if len(parts) >= 2 and all(p.isdigit() for p in parts):
+        if len(parts) >= 2 and all(p and set(p) <= set(DIGITS) for p in parts):
             return word
     return None
 
@@ -683,10 +684,7 @@ class JaxAdapter(Adapter):
         return self.module.__version__
 
     def _gpu_devices(self):
-        try:
-            return [d for d in self.module.devices() if d.platform in ("gpu", "cuda", "rocm")]
-        except RuntimeError:
-            return []
+        return [d for d in self.module.devices() if d.platform in ("gpu", "cuda", "rocm")]
 
     def _plugin(self):
         """(name, version) of the installed CUDA plugin distribution, if any."""
@@ -704,7 +702,7 @@ class JaxAdapter(Adapter):
         plugin, plugin_version = self._plugin()
         cuda = None
         if plugin:
-            digits = "".join(ch for ch in plugin.split("-")[1] if ch.isdigit())
+            digits = "".join(ch for ch in plugin.split("-")[1] if ch in DIGITS)
             cuda = digits or None
         cudnn = None
         try:
@@ -1239,7 +1237,10 @@ def _smoke(run, args, result):
                     WARN,
                     f"{reason}; yet {pretty} holds {held:.0f} of {total} MB after small ops",
                 )
-            tail = f" ({pretty} holds {held:.0f} MB of {total} MB)" if held is not None else ""
+            tail = ""
+            if held is not None:
+                of = f" of {total} MB" if total else ""
+                tail = f" ({pretty} holds {held:.0f} MB{of})"
             return PASS, growth_box["reason"] + tail
 
         if "memory_growth" not in run.failed_steps:
@@ -1286,7 +1287,7 @@ def _smoke(run, args, result):
 
     if on_gpu:
         half = [r for r in bench["results"] if r["dtype"] in ("bf16", "fp16")]
-        best = max(half, key=lambda r: r.get("fraction_of_peak", 0), default=None)
+        best = max(half, key=lambda r: (r.get("fraction_of_peak", 0), r["tflops"]), default=None)
 
         def speed_check():
             if best is None:
