@@ -35,7 +35,6 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envlock.errors import NoResolution, UsageError
@@ -583,14 +582,27 @@ MATRIX_FILES = ("tensorflow.toml", "cuda.toml", "gpus.toml")
 PARSER_FILES = ("__init__.py", "tensorflow.py", "cuda.py", "gpus.py")
 
 
-def cache_dir() -> Path:
+def cache_dir() -> str:
     """Where envlock keeps its per-user cache: $ENVLOCK_CACHE_DIR, else
     $XDG_CACHE_HOME/envlock, else ~/.cache/envlock."""
     explicit = os.environ.get("ENVLOCK_CACHE_DIR")
     if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "envlock"
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "envlock")
+
+
+def _matrix_folder() -> str | None:
+    """The matrices/ folder as a plain path (inside the installed package, or
+    beside it in a source checkout), found without importlib.resources (slow
+    to import); None when it is not a plain folder (a zipped install)."""
+    import envlock
+
+    here = os.path.dirname(os.path.abspath(envlock.__file__))
+    for folder in (os.path.join(here, "matrices"), os.path.join(os.path.dirname(here), "matrices")):
+        if os.path.isdir(folder):
+            return folder
+    return None
 
 
 def load_matrix() -> Matrix:
@@ -600,37 +612,50 @@ def load_matrix() -> Matrix:
     (tomllib is pure Python), so the validated ``Matrix`` is pickled into
     ``cache_dir()`` under a key made of the bytes of the three matrix files
     and of the parser modules: any change to either misses the cache. A cache
-    that cannot be read or written is ignored; the result is the same.
+    that cannot be read or written is ignored; the result is the same. The
+    folder is the user's own (mode 0700), as for pip's and uv's caches.
     """
     import hashlib
     import pickle
 
-    from envlock import matrix as matrix_pkg
-    from envlock import resources
+    import envlock
 
-    key = hashlib.sha256()
+    matrices = _matrix_folder()
+    parsers = os.path.join(os.path.dirname(os.path.abspath(envlock.__file__)), "matrix")
+    key = hashlib.sha256(sys.version.encode())
     try:
+        if matrices is None:
+            raise OSError("matrices/ is not a plain folder")
         for name in MATRIX_FILES:
-            key.update(resources.read_bytes("matrices", name))
-        folder = Path(matrix_pkg.__file__).parent
+            with open(os.path.join(matrices, name), "rb") as f:
+                key.update(f.read())
         for name in PARSER_FILES:
-            key.update((folder / name).read_bytes())
+            with open(os.path.join(parsers, name), "rb") as f:
+                key.update(f.read())
     except OSError:
-        return matrix_pkg.load()  # the loader names the missing file
-    key.update(sys.version.encode())
-    path = cache_dir() / f"matrix-{key.hexdigest()[:32]}.pickle"
+        from envlock.matrix import load
+
+        return load()  # no cache; the loader names a missing file
+    path = os.path.join(cache_dir(), f"matrix-{key.hexdigest()[:32]}.pickle")
     try:
-        cached = pickle.loads(path.read_bytes())
-        if isinstance(cached, matrix_pkg.Matrix):
+        with open(path, "rb") as f:
+            cached = pickle.load(f)
+        from envlock.matrix import Matrix as MatrixType
+
+        if isinstance(cached, MatrixType):
             return cached
     except Exception:  # noqa: BLE001 - missing, unreadable, stale: parse again
         pass
-    loaded = matrix_pkg.load()
+    from envlock.matrix import load
+
+    loaded = load()
     try:
+        from pathlib import Path
+
         from envlock.fsutil import atomic_write
 
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        atomic_write(path, pickle.dumps(loaded, protocol=pickle.HIGHEST_PROTOCOL))
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        atomic_write(Path(path), pickle.dumps(loaded, protocol=pickle.HIGHEST_PROTOCOL))
     except Exception:  # noqa: BLE001 - a read-only home must not break resolve
         pass
     return loaded
