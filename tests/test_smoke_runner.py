@@ -1,0 +1,240 @@
+"""envlock smoke's runners without Docker: host runs, dead harnesses, usage errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from envlock.cli import main
+from envlock.errors import UsageError
+from envlock.smoke import HARNESS_PATH, runner
+
+FAKE_TORCH_CPU = """
+__version__ = "2.9.0+cpu"
+class _V:
+    cuda = None
+    git_version = "abc"
+version = _V()
+class _Cuda:
+    @staticmethod
+    def is_available():
+        return False
+cuda = _Cuda()
+float32, float16, bfloat16 = "float32", "float16", "bfloat16"
+class Generator:
+    def __init__(self, device="cpu"):
+        self.state = 0
+    def manual_seed(self, seed):
+        self.state = seed
+        return self
+def randn(rows, cols, device="cpu", dtype=None, generator=None):
+    return [[float((r * cols + c) % 7) for c in range(cols)] for r in range(rows)]
+def empty(rows, cols, device="cpu", dtype=None):
+    return [[0.0] * cols for _ in range(rows)]
+def matmul(a, b, out):
+    for i, row in enumerate(a):
+        for j in range(len(b[0])):
+            out[i][j] = sum(x * b[k][j] for k, x in enumerate(row))
+    return out
+"""
+
+SEGFAULT_TORCH = """
+import ctypes
+__version__ = "2.9.0"
+class _V:
+    cuda = "12.1"
+    git_version = "abc"
+version = _V()
+class _Cudnn:
+    @staticmethod
+    def is_available():
+        ctypes.string_at(0)  # the process dies here, halfway through the checks
+backends = type("B", (), {"cudnn": _Cudnn})()
+"""
+
+
+def fake_module(tmp_path: Path, source: str, name: str = "torch") -> Path:
+    folder = tmp_path / "site"
+    (folder / name).mkdir(parents=True)
+    (folder / name / "__init__.py").write_text(source)
+    return folder
+
+
+def test_host_run_uses_the_harness_in_a_subprocess(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(fake_module(tmp_path, FAKE_TORCH_CPU)))
+    result = runner.run_on_host("torch", None, False, size=64)
+    assert result["status"] == "FAILED"
+    assert result["version"] == "2.9.0+cpu"
+    assert result["host"]["python_executable"] == sys.executable
+    gpu = next(c for c in result["checks"] if c["name"] == "gpu_visible")
+    assert gpu["reason"] == "no GPU visible: PyTorch runs on the CPU"
+    assert "envlock-smoke: FAIL gpu_visible" in capsys.readouterr().err
+
+    code = main(["smoke", "--host", "--framework", "torch", "--allow-cpu", "--size", "8", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["status"] == "WARNED"
+    assert doc["benchmark"]["results"][0]["device"] == "cpu"
+    assert doc["benchmark"]["results"][0]["n"] == 8
+    assert doc["benchmark"]["results"][0]["seconds_per_op"]["median"] > 0
+
+
+def test_host_run_reads_expect_from_a_bundle_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(fake_module(tmp_path, FAKE_TORCH_CPU)))
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "expect.json").write_text(json.dumps({"framework": "torch", "version": "2.8.0"}))
+    out_file = tmp_path / "out" / "result.json"
+    code = main(
+        [
+            "smoke",
+            "--host",
+            "--expect",
+            str(bundle),
+            "--allow-cpu",
+            "--size",
+            "32",
+            "-o",
+            str(out_file),
+        ]
+    )
+    table = capsys.readouterr().out
+    assert code == 1
+    assert table.splitlines()[0] == "FAILED: torch 2.9.0+cpu"
+    assert (
+        "FAIL    framework_version   PyTorch 2.9.0+cpu is installed, the lock says 2.8.0" in table
+    )
+    saved = json.loads(out_file.read_text())
+    assert saved["expected"]["version"] == "2.8.0"
+    assert saved["status"] == "FAILED"
+
+
+def test_a_harness_that_dies_is_reported_as_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(fake_module(tmp_path, SEGFAULT_TORCH)))
+    result = runner.run_on_host("torch", None, False, size=32)
+    assert result["status"] == "FAILED"
+    last = result["checks"][-1]
+    assert last["name"] == "harness"
+    assert last["reason"].startswith("the harness died before reporting (killed by SIGSEGV)")
+    assert last["exit_code"] == -11
+
+
+@pytest.mark.parametrize(
+    ("stdout", "stderr", "code", "check", "words"),
+    [
+        ("", "boom\nSegmentation fault", 139, "harness", "(killed by SIGSEGV); last lines: boom"),
+        ("", "", -9, "harness", "(killed by SIGKILL)"),
+        ("not json", "Traceback...\nImportError: x", 1, "harness", "(exit status 1)"),
+        ("", "envlock-smoke: no Python interpreter in the image\n", 127, "python", "no Python"),
+    ],
+)
+def test_interpret_dead_harness(
+    stdout: str, stderr: str, code: int, check: str, words: str
+) -> None:
+    result = runner.interpret(stdout, stderr, code, "tensorflow")
+    assert result["status"] == "FAILED"
+    assert result["schema"] == "envlock.smoke/v1"
+    assert result["framework"] == "tensorflow"
+    assert result["checks"][-1]["name"] == check
+    assert words in result["checks"][-1]["reason"]
+
+
+def test_interpret_keeps_the_harness_document() -> None:
+    doc = {"schema": "envlock.smoke/v1", "status": "WARNED", "checks": []}
+    assert runner.interpret(json.dumps(doc), "", 0, None) == doc
+    # a foreign JSON document is not taken for a result
+    assert runner.interpret('{"status": "PASSED"}', "", 0, None)["status"] == "FAILED"
+
+
+def test_recompute_status_and_exit_codes() -> None:
+    result = {"status": "PASSED", "checks": [{"status": "PASS"}, {"status": "WARN"}]}
+    runner.recompute_status(result)
+    assert result["status"] == "WARNED" and runner.exit_code_for(result) == 0
+    result["checks"].append({"status": "FAIL"})
+    runner.recompute_status(result)
+    assert result["status"] == "FAILED" and runner.exit_code_for(result) == 1
+
+
+@pytest.mark.parametrize("value", ["all", "none", "1", "4"])
+def test_gpus_values(value: str) -> None:
+    assert runner.parse_gpus(value) == value
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "some", "", "1.5"])
+def test_bad_gpus_values(value: str) -> None:
+    with pytest.raises(UsageError, match="--gpus"):
+        runner.parse_gpus(value)
+
+
+def test_injected_files_carry_this_harness_and_the_gpus_matrix() -> None:
+    peaks = runner.gpu_peaks()
+    assert peaks is not None
+    h200 = next(p for p in peaks if p["name"] == "NVIDIA H200")
+    assert h200["tflops"]["bf16"] == 989.0
+    with tarfile.open(fileobj=io.BytesIO(runner._injected_files(peaks))) as tar:
+        names = sorted(tar.getnames())
+        assert names == [
+            ".envlock-smoke",
+            ".envlock-smoke/envlock_smoke.py",
+            ".envlock-smoke/peaks.json",
+        ]
+        harness = tar.extractfile(".envlock-smoke/envlock_smoke.py")
+        assert harness is not None and harness.read() == HARNESS_PATH.read_bytes()
+        peaks_file = tar.extractfile(".envlock-smoke/peaks.json")
+        assert peaks_file is not None and json.loads(peaks_file.read()) == peaks
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["smoke"], "no image given"),
+        (["smoke", "img", "--host"], "give an image or --host, not both"),
+        (["smoke", "--host", "--size", "0"], "--size 0"),
+        (["smoke", "--host", "--sign", "k.pem"], "--sign needs -o FILE"),
+        (["smoke", "--host", "--expect", "/nonexistent-bundle"], "no expect.json there"),
+        (["smoke", "--host", "--peaks", "/nonexistent.json"], "no such peaks file"),
+        (["smoke", "img", "--expect", "."], "--expect and --peaks are for --host runs"),
+        (["smoke", "img", "--gpus", "many"], "--gpus 'many'"),
+    ],
+)
+def test_usage_errors_exit_2(
+    argv: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert words in err
+    assert "hint:" in err
+    assert "Traceback" not in err
+
+
+def test_host_smoke_starts_without_heavy_imports(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from envlock.cli import main\n"
+        "main(['smoke', '--host', '--framework', 'jax', '--json'])\n"
+        "heavy = [m for m in ('docker', 'requests', 'jinja2', 'cryptography', 'rich') "
+        "if m in sys.modules]\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    assert "HEAVY []" in out.stderr, out.stderr
