@@ -133,12 +133,20 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def options_from_args(args: argparse.Namespace) -> RenderOptions:
+    """The render options of `envlock lock` / `envlock render`.
+
+    The bundle folder (``args.dir`` of render, ``args.output`` of lock) may hold
+    a runtime.json the user edited; it is read here so re-rendering keeps it.
+    """
+    folder = getattr(args, "dir", None) or getattr(args, "output", None)
+    runtime = read_runtime(Path(folder)) if isinstance(folder, str) and folder else None
     return RenderOptions(
         base_image=getattr(args, "base_image", None),
         base_digest=getattr(args, "base_digest", None),
         os=getattr(args, "os", None),
         ca_cert=getattr(args, "ca_cert", None),
         python_from=getattr(args, "python_from", None),
+        runtime=runtime,
     )
 
 

@@ -478,3 +478,20 @@ def test_runtime_module_checks_a_file(tmp_path: Path, capsys: pytest.CaptureFixt
     assert envlock_runtime.main([str(bad)]) == 2
     assert "is not a comma-separated list" in capsys.readouterr().err
     assert envlock_runtime.main([str(tmp_path / "none.json")]) == 2
+
+
+def test_options_from_args_keep_the_bundles_runtime_json(tmp_path: Path) -> None:
+    import argparse
+
+    mine = {**envlock_runtime.DEFAULTS, "determinism": True}
+    (tmp_path / "runtime.json").write_text(json.dumps(mine))
+    for args in (
+        argparse.Namespace(output=str(tmp_path), python_from="uv"),  # envlock lock -o DIR
+        argparse.Namespace(dir=str(tmp_path), base_image=None),  # envlock render DIR
+    ):
+        options = render.options_from_args(args)
+        assert options.runtime == mine
+        files = render_bundle(make_lock(), options, LOCK_FILES)
+        assert json.loads(files["runtime.json"])["determinism"] is True
+    fresh = render.options_from_args(argparse.Namespace(output=str(tmp_path / "new")))
+    assert fresh.runtime is None

@@ -50,8 +50,6 @@ def _lock_bytes(directory: Path) -> dict[str, bytes]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
     from envlock import render
     from envlock.fsutil import write_files
 
@@ -66,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as e:  # pragma: no cover - the lock module ships with envlock
         raise DataError(f"cannot read locks in this envlock ({e})") from e
     lock = read_lock(directory)
-    options = replace(render.options_from_args(args), runtime=render.read_runtime(directory))
+    options = render.options_from_args(args)  # keeps an existing runtime.json
     ctx = render.bundle_context(lock, options, lock_files)
     files = render.render_bundle(lock, options, lock_files)
     before = {}
