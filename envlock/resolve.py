@@ -622,7 +622,10 @@ def load_matrix() -> Matrix:
 
     matrices = _matrix_folder()
     parsers = os.path.join(os.path.dirname(os.path.abspath(envlock.__file__)), "matrix")
-    key = hashlib.sha256(sys.version.encode())
+    import packaging
+
+    # the pickle holds packaging Version objects: their layout follows packaging's version
+    key = hashlib.sha256(f"{sys.version}|packaging {packaging.__version__}".encode())
     try:
         if matrices is None:
             raise OSError("matrices/ is not a plain folder")
