@@ -1,0 +1,162 @@
+"""The harness against real TensorFlow 2.15.1 on this machine's CPU.
+
+A venv with tensorflow==2.15.1 is made once for the module (uv, from the
+index in this machine's configuration). TensorFlow finds no GPU here, so the
+smoke result must say so loudly, unless --allow-cpu was asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envlock.index import index_url
+from envlock.smoke import HARNESS_PATH, runner
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]
+
+REPO = Path(__file__).resolve().parent.parent
+EXPECT = {
+    "framework": "tensorflow",
+    "version": "2.15.1",
+    "python": "3.11",
+    "cuda": "12.2",
+    "cudnn": "8.9",
+    "compute_capabilities": ["sm_50", "sm_60", "sm_70", "sm_75", "compute_80"],
+}
+
+
+def _uv() -> str:
+    return str(Path(sys.executable).parent / "uv")
+
+
+@pytest.fixture(scope="module")
+def tf_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    venv = tmp_path_factory.mktemp("tf215") / "venv"
+    env = {
+        **os.environ,
+        "SSL_CERT_FILE": os.environ.get("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt"),
+    }
+    subprocess.run(
+        [_uv(), "venv", "-q", "--python", sys.executable, str(venv)],
+        check=True,
+        env=env,
+        timeout=120,
+    )
+    python = str(venv / "bin" / "python")
+    subprocess.run(
+        [
+            _uv(),
+            "pip",
+            "install",
+            "-q",
+            "--native-tls",
+            "--python",
+            python,
+            "--default-index",
+            index_url(),
+            "tensorflow==2.15.1",
+        ],
+        check=True,
+        env=env,
+        timeout=900,
+    )
+    return python
+
+
+def bundle(tmp_path: Path, expect: dict[str, Any], runtime: dict[str, Any] | None = None) -> Path:
+    (tmp_path / "expect.json").write_text(json.dumps(expect))
+    if runtime is not None:
+        (tmp_path / "runtime.json").write_text(json.dumps(runtime))
+    return tmp_path
+
+
+def checks(result: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["name"]: (c["status"], c["reason"]) for c in result["checks"]}
+
+
+def test_no_gpu_is_a_loud_failure(tf_python: str, tmp_path: Path) -> None:
+    result = runner.run_on_host(None, bundle(tmp_path, EXPECT), False, python=tf_python)
+    got = checks(result)
+    assert result["status"] == "FAILED"
+    assert runner.exit_code_for(result) == 1
+    assert result["framework"] == "tensorflow"
+    assert result["version"] == "2.15.1"
+    assert result["build_info"]["cuda"] == "12.2"
+    assert result["build_info"]["cudnn"] == "8"
+    assert result["build_info"]["compute_capabilities"] == EXPECT["compute_capabilities"]
+    assert got["framework_version"] == ("PASS", "TensorFlow 2.15.1 as locked")
+    assert got["build_cuda"] == ("PASS", "built with CUDA 12.2 as locked")
+    assert got["build_cudnn"] == (
+        "PASS",
+        "built with cuDNN 8.9 as locked (build info gives only 8)",
+    )
+    assert got["gpu_visible"] == ("FAIL", "no GPU visible: TensorFlow runs on the CPU")
+    assert result["gpus"] == []
+    assert result["settings"]["precision_policy"] == "float32"
+    bench = result["benchmark"]["results"]
+    assert [(r["device"], r["dtype"], r["n"]) for r in bench] == [("cpu", "fp32", 512)]
+    assert bench[0]["tflops"] > 0
+
+
+def test_allow_cpu_warns_and_benchmarks_the_cpu(tf_python: str, tmp_path: Path) -> None:
+    out = subprocess.run(
+        [tf_python, str(HARNESS_PATH), "--expect", str(bundle(tmp_path, EXPECT) / "expect.json")]
+        + ["--allow-cpu", "--size", "256"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["status"] == "WARNED"
+    assert checks(result)["gpu_visible"] == (
+        "WARN",
+        "no GPU visible: TensorFlow runs on the CPU (--allow-cpu)",
+    )
+    bench = result["benchmark"]["results"][0]
+    assert bench["device"] == "cpu" and bench["n"] == 256
+    assert bench["seconds_per_op"]["min"] <= bench["seconds_per_op"]["median"]
+    assert "Traceback" not in out.stderr
+
+
+def test_a_lock_that_does_not_match_fails_each_check(tf_python: str, tmp_path: Path) -> None:
+    wrong = {**EXPECT, "version": "2.15.0", "cuda": "11.8", "cudnn": "9.1"}
+    result = runner.run_on_host(None, bundle(tmp_path, wrong), True, python=tf_python)
+    got = checks(result)
+    assert result["status"] == "FAILED"
+    assert got["framework_version"] == (
+        "FAIL",
+        "TensorFlow 2.15.1 is installed, the lock says 2.15.0",
+    )
+    assert got["build_cuda"] == ("FAIL", "built with CUDA 12.2, the lock says 11.8")
+    assert got["build_cudnn"] == ("FAIL", "built with cuDNN 8, the lock says 9.1")
+
+
+def test_runtime_settings_are_applied_and_recorded(tf_python: str, tmp_path: Path) -> None:
+    runtime = {
+        "schema": "envlock.runtime/v1",
+        "visible_devices": None,
+        "memory_growth": True,
+        "mixed_precision": "mixed_float16",
+        "determinism": False,
+        "seed": 7,
+    }
+    result = runner.run_on_host(
+        None, bundle(tmp_path, EXPECT, runtime), True, python=tf_python, size=64
+    )
+    got = checks(result)
+    assert got["precision_policy"] == (
+        "PASS",
+        "Keras precision policy mixed_float16 in force (runtime.json)",
+    )
+    assert result["settings"]["precision_policy"] == "mixed_float16"
+    assert result["settings"]["runtime"] == runtime
+    assert result["settings"]["runtime_config"] == str(tmp_path / "runtime.json")
+    assert result["status"] == "WARNED"
