@@ -553,7 +553,9 @@ def _dquote(value: object) -> str:
     return f'"{text}"'
 
 
+@functools.lru_cache(maxsize=1)
 def _environment() -> Any:
+    """One Jinja2 environment per process; templates are compiled once."""
     import jinja2
 
     from envlock.resources import data_dir
