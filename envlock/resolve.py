@@ -76,6 +76,7 @@ class Constraints:
     cudnn: str | None = None  # "8.9" or "8": the cuDNN TensorFlow was built with
     driver: str | None = None  # the host driver, "535.104.05" (never "auto" here)
     driver_from: str = ""  # where the driver came from: "", "NVML", "nvidia-smi"
+    driver_cuda: str | None = None  # newest CUDA the detected driver supports, "13.0"
     os: str | None = None  # "ubuntu22.04"
     cuda_source: str | None = None  # None: system, falling back to pip; or as given
     gpus: tuple[Gpu, ...] = field(default=())
@@ -125,6 +126,7 @@ def constraints_from_args(
     (default: ``envlock.driver.detect``) for the host's driver and GPUs."""
     driver: str | None = getattr(args, "driver", None)
     driver_from = ""
+    driver_cuda: str | None = None
     gpus: list[Gpu] = []
     for value in getattr(args, "gpu", None) or []:
         value = value.strip()
@@ -140,6 +142,7 @@ def constraints_from_args(
         host = detect()
         driver = host.driver
         driver_from = host.source
+        driver_cuda = host.cuda_driver
         gpus.extend(Gpu(name=g.name, compute_capability=g.compute_capability) for g in host.gpus)
     return Constraints(
         spec=args.spec,
@@ -148,6 +151,7 @@ def constraints_from_args(
         cudnn=getattr(args, "cudnn", None),
         driver=driver,
         driver_from=driver_from,
+        driver_cuda=driver_cuda,
         os=getattr(args, "os", None),
         cuda_source=getattr(args, "cuda_source", None),
         gpus=tuple(gpus),
@@ -318,6 +322,13 @@ def _pick_os(
     )
 
 
+def _host_supports(c: Constraints, cuda: str) -> bool:
+    """Whether the detected host driver supports CUDA ``cuda`` (major.minor)."""
+    if not c.driver_cuda:
+        return False
+    return _vkey(c.driver_cuda) >= _vkey(cuda)
+
+
 def _os_list(image: ImageRelease) -> str:
     return ", ".join(f"ubuntu{o}" for o in image.os)
 
@@ -386,11 +397,17 @@ def _place_system(
                 f"{cudnn_need.major}.x >= {rel.cudnn}; CUDA {image.version} runs a CUDA "
                 f"{rel.cuda} build by minor-version compatibility and has {cudnn_text}"
             )
-            warnings.append(
-                f"the image's CUDA {image.cuda} is newer than the {rel.cuda} TensorFlow was "
-                f"built with: the container runtime asks for a driver that supports CUDA "
-                f"{image.cuda} unless NVIDIA_DISABLE_REQUIRE=1 is set"
-            )
+            if _host_supports(c, image.cuda):
+                reasons.append(
+                    f"the host driver supports CUDA {c.driver_cuda}, so the image's "
+                    f"NVIDIA_REQUIRE_CUDA (CUDA {image.cuda}) is met"
+                )
+            else:
+                warnings.append(
+                    f"the image's CUDA {image.cuda} is newer than the {rel.cuda} TensorFlow "
+                    f"was built with: the container runtime asks for a driver that supports "
+                    f"CUDA {image.cuda} unless NVIDIA_DISABLE_REQUIRE=1 is set"
+                )
         reasons.extend(notes)
         if not known:
             warnings.append(
@@ -436,7 +453,7 @@ def _place_pip(
             f"OS {os_reason}",
         ]
         warnings: tuple[str, ...] = ()
-        if _split_minor(image.cuda)[1] != cuda_minor:
+        if _split_minor(image.cuda)[1] != cuda_minor and not _host_supports(c, image.cuda):
             warnings = (
                 f"the image's CUDA {image.cuda} is newer than the {rel.cuda} TensorFlow was "
                 f"built with (no CUDA {rel.cuda} image for {ubuntu.name}): the container runtime "
@@ -520,6 +537,11 @@ def _validate(c: Constraints, cm: CudaMatrix) -> _Checked:
     driver_text = _check_value(
         c.driver, _DRIVER, "--driver", "a driver version (NNN[.NN[.NN]]) or auto", "535.104.05"
     )
+    if c.driver_cuda is not None and not re.fullmatch(_MAJOR_MINOR, c.driver_cuda):
+        raise UsageError(
+            f"the driver's CUDA version {c.driver_cuda!r} is not X.Y",
+            hint="pass --driver VERSION instead of auto",
+        )
     os = c.os.strip() if c.os is not None else None
     known_os = [u.name for u in cm.ubuntu]
     if os is not None and (not re.fullmatch(_OS, os) or os not in known_os):

@@ -362,3 +362,17 @@ def test_matrix_cache_gives_the_same_matrix(
     # an unwritable cache folder is not an error
     monkeypatch.setenv("ENVLOCK_CACHE_DIR", "/proc/envlock-cache")
     assert load_matrix() == matrix
+
+
+def test_detected_driver_cuda_removes_the_require_warning(matrix: Matrix) -> None:
+    new = resolve(
+        Constraints(spec="tensorflow==2.18", driver="580.159.04", driver_cuda="13.0"), matrix
+    )
+    assert not any("NVIDIA_DISABLE_REQUIRE" in w for w in new.warnings)
+    assert any("the host driver supports CUDA 13.0" in r for r in new.reasons)
+    old = resolve(
+        Constraints(spec="tensorflow==2.18", driver="555.42.06", driver_cuda="12.5"), matrix
+    )
+    assert any("NVIDIA_DISABLE_REQUIRE" in w for w in old.warnings)
+    with pytest.raises(UsageError, match="the driver's CUDA version 'thirteen' is not X.Y"):
+        resolve(Constraints(driver="580.159.04", driver_cuda="thirteen"), matrix)

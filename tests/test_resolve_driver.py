@@ -138,3 +138,13 @@ def test_real_host_driver_matches_nvidia_smi() -> None:
     assert info.gpus == gpus
     assert info.cuda_driver is not None
     assert detect(library=MISSING_NVML) == HostInfo(driver, None, gpus, "nvidia-smi")
+
+
+def test_driver_auto_passes_the_drivers_cuda_version() -> None:
+    host = HostInfo("580.159.04", "13.0", (HostGpu("NVIDIA H200", "9.0"),), "NVML")
+    c = constraints_from_args(_args("tensorflow==2.18", "--driver", "auto"), detect=lambda: host)
+    assert (c.driver, c.driver_cuda, c.driver_from) == ("580.159.04", "13.0", "NVML")
+    res = resolve(c, load())
+    assert not any("NVIDIA_DISABLE_REQUIRE" in w for w in res.warnings)
+    assert any("driver 580.159.04 (read by NVML) is new enough" in r for r in res.reasons)
+    assert any("GPU NVIDIA H200 (compute capability 9.0)" in w for w in res.warnings)
