@@ -175,6 +175,44 @@ def _python_minor(value: str) -> str:
     return f"{release[0]}.{release[1]}"
 
 
+_PLAIN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+
+
+def _check_lock_fields(lock: Lock) -> None:
+    """Values of the lock that reach the Dockerfile and the script must be plain words."""
+    res = lock.resolution
+    fields = {
+        "framework": res.framework,
+        "version": res.version,
+        "cuda": res.cuda,
+        "cudnn": res.cudnn,
+        "driver_min": res.driver_min,
+        "cuda_source": res.cuda_source,
+        "cuda_image_version": res.cuda_image_version,
+        **{f"compute_capabilities[{i}]": c for i, c in enumerate(res.compute_capabilities)},
+    }
+    for key, value in fields.items():
+        if not isinstance(value, str) or not _PLAIN_RE.match(value):
+            raise DataError(
+                f"pylock.toml: [tool.envlock] resolution.{key} {value!r} is not a plain value",
+                hint="re-create the lock with `envlock lock`",
+            )
+    if not _IMAGE_RE.match(res.base_image) or (
+        res.base_image_digest is not None and not _DIGEST_RE.match(res.base_image_digest)
+    ):
+        raise DataError(
+            f"pylock.toml: [tool.envlock] resolution.base_image {res.base_image!r} "
+            f"(digest {res.base_image_digest!r}) is not an image reference",
+            hint="re-create the lock with `envlock lock`",
+        )
+    for pkg in lock.packages:
+        if not _PLAIN_RE.match(pkg.name):
+            raise DataError(
+                f"pylock.toml: package name {pkg.name!r} is not a plain name",
+                hint="re-create the lock with `envlock lock`",
+            )
+
+
 def _check_image(ref: str, origin: str) -> str:
     ref = ref.strip()
     if not _IMAGE_RE.match(ref):
@@ -367,7 +405,8 @@ def bundle_context(
             f"render_bundle needs the bytes of {e.args[0]}", hint="pass both lock files"
         ) from None
     python = _python_minor(res.python)
-    warnings = list(res.warnings)
+    _check_lock_fields(lock)
+    warnings = [" ".join(w.split()) for w in res.warnings]  # one line each in comments
 
     resolved = res.base_image
     if res.base_image_digest and "@" not in resolved:
