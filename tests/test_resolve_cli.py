@@ -148,3 +148,47 @@ def test_real_subprocess_run() -> None:
     )
     assert good.returncode == 0, good.stderr
     assert good.stdout == (GOLDEN / "tf2.15.json").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new", "message"),
+    [
+        (
+            "cuda.toml",
+            'driver_min = "525.60.13"',
+            'driver_min = "newest"',
+            "matrices/cuda.toml: cuda[12].driver_min: expected",
+        ),
+        ("gpus.toml", 'compute_capability = "9.0"', "compute_capability = 9", "gpus[0]"),
+        ("cuda.toml", "[[images]]", "[[images]", "matrices/cuda.toml: not valid TOML"),
+    ],
+)
+def test_damaged_matrix_file_is_exit_2_naming_file_and_place(
+    name: str,
+    old: str,
+    new: str,
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from envlock import matrix, resources
+
+    folder = tmp_path / "matrices"
+    folder.mkdir()
+    for src in resources.data_dir("matrices").iterdir():
+        if src.name.endswith(".toml"):
+            (folder / src.name).write_bytes(src.read_bytes())
+    damaged = folder / name
+    damaged.write_text(damaged.read_text(encoding="utf-8").replace(old, new, 1), encoding="utf-8")
+    monkeypatch.setattr(resources, "data_dir", lambda _name: folder)
+    monkeypatch.setenv("ENVLOCK_CACHE_DIR", str(tmp_path / "cache"))
+    matrix.load.cache_clear()
+    try:
+        code = main(["resolve", "tensorflow==2.15", "--json"])
+    finally:
+        matrix.load.cache_clear()
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err.startswith("envlock: error: matrices/") and message in err.splitlines()[0]
+    assert "Traceback" not in err
