@@ -640,12 +640,12 @@ def load_matrix() -> Matrix:
     import hashlib
     import pickle
 
+    import packaging
+
     import envlock
 
     matrices = _matrix_folder()
     parsers = os.path.join(os.path.dirname(os.path.abspath(envlock.__file__)), "matrix")
-    import packaging
-
     # the pickle holds packaging Version objects: their layout follows packaging's version
     key = hashlib.sha256(f"{sys.version}|packaging {packaging.__version__}".encode())
     try:
