@@ -61,7 +61,12 @@ def _nvml(library: str = NVML_LIBRARY) -> HostInfo:
             )
 
     init = getattr(lib, "nvmlInit_v2", None) or lib.nvmlInit
-    check(init(), "nvmlInit")
+    ret = init()
+    if ret != 0:  # e.g. the library is there but no driver is loaded: try nvidia-smi
+        try:
+            check(ret, "nvmlInit")
+        except EnvironmentFailure as e:
+            raise _NvmlMissing(e.message) from None
     try:
         buf = ctypes.create_string_buffer(96)
         check(lib.nvmlSystemGetDriverVersion(buf, ctypes.c_uint(len(buf))), "GetDriverVersion")
