@@ -9,7 +9,9 @@ change.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -163,6 +165,21 @@ def _progress(message: str) -> None:
         sys.stderr.flush()
 
 
+def _prewarm(resolver: str) -> None:
+    """Work that does not need the lock, done while the resolver process runs.
+
+    The resolver is a child process, so this thread costs the lock nothing:
+    the renderer's template engine is imported and the resolver's version read.
+    """
+    with contextlib.suppress(Exception):
+        import jinja2  # noqa: F401
+
+        if resolver == "uv":
+            from envlock.lock.uv import uv_version
+
+            uv_version()
+
+
 def run(args: argparse.Namespace) -> int:
     if args.check:
         if args.output:
@@ -184,9 +201,12 @@ def run(args: argparse.Namespace) -> int:
     lock_input = _lock_input(args, constraints, resolution)
     resolver = args.resolver or "uv"
     _progress(f"locking {resolution.framework} {resolution.version} with {resolver} ...")
+    warm = threading.Thread(target=_prewarm, args=(resolver,), daemon=True)
+    warm.start()
     locked = lock(
         resolution, lock_input, resolver=resolver, index_url=args.index_url, offline=args.offline
     )
+    warm.join()
     pylock = pylock_text(locked).encode("utf-8")
     requirements = requirements_text(locked).encode("utf-8")
     lock_files = {PYLOCK: pylock, REQUIREMENTS: requirements}
