@@ -1,8 +1,9 @@
 """Host driver detection for `--driver auto`: NVML, else nvidia-smi.
 
-This machine has no NVIDIA driver, so the nvidia-smi path is exercised with
-small executables that print what nvidia-smi prints; the real thing runs in
-the gpu-marked test on a GPU host.
+This machine has no NVIDIA driver, so both paths are exercised with stand-ins:
+small executables that print what nvidia-smi prints, and a C library built
+here that answers the NVML calls envlock makes. The real driver is checked by
+the gpu-marked test on a GPU host (NVML and nvidia-smi must agree).
 """
 
 from __future__ import annotations
@@ -148,3 +149,56 @@ def test_driver_auto_passes_the_drivers_cuda_version() -> None:
     assert not any("NVIDIA_DISABLE_REQUIRE" in w for w in res.warnings)
     assert any("driver 580.159.04 (read by NVML) is new enough" in r for r in res.reasons)
     assert any("GPU NVIDIA H200 (compute capability 9.0)" in w for w in res.warnings)
+
+
+NVML_STUB = r"""
+/* A stand-in for libnvidia-ml.so.1 (no GPU driver on this machine): the calls
+   envlock makes, answering like an H200 host, or failing nvmlInit like a
+   container that has the library but no driver. */
+#include <string.h>
+static int fail_init = FAIL_INIT;
+int nvmlInit_v2(void) { return fail_init ? 9 : 0; }
+int nvmlShutdown(void) { return 0; }
+const char *nvmlErrorString(int r) { return r == 9 ? "Driver Not Loaded" : "Unknown Error"; }
+int nvmlSystemGetDriverVersion(char *buf, unsigned n) { strncpy(buf, "580.159.04", n); return 0; }
+int nvmlSystemGetCudaDriverVersion_v2(int *v) { *v = 13000; return 0; }
+int nvmlDeviceGetCount_v2(unsigned *n) { *n = 2; return 0; }
+int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **h) { *h = (void *)(long)(i + 1); return 0; }
+int nvmlDeviceGetName(void *h, char *buf, unsigned n) { strncpy(buf, "NVIDIA H200", n); return 0; }
+int nvmlDeviceGetCudaComputeCapability(void *h, int *major, int *minor) {
+  *major = 9; *minor = 0; return 0;
+}
+"""
+
+
+def _nvml_stub(tmp_path: Path, *, fail_init: bool) -> str:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to build the NVML stand-in")
+    src = tmp_path / "nvml.c"
+    src.write_text(NVML_STUB.replace("FAIL_INIT", "1" if fail_init else "0"), encoding="utf-8")
+    lib = tmp_path / "libnvidia-ml.so.1"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    return str(lib)
+
+
+def test_nvml_through_ctypes(tmp_path: Path) -> None:
+    info = detect(library=_nvml_stub(tmp_path, fail_init=False), smi="")
+    assert info == HostInfo(
+        driver="580.159.04",
+        cuda_driver="13.0",
+        gpus=(HostGpu("NVIDIA H200", "9.0"), HostGpu("NVIDIA H200", "9.0")),
+        source="NVML",
+    )
+
+
+def test_nvml_without_a_loaded_driver_falls_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lib = _nvml_stub(tmp_path, fail_init=True)
+    smi = _smi(tmp_path, 'echo "550.54.15, NVIDIA L4, 8.9"\n')
+    assert detect(library=lib, smi=smi).source == "nvidia-smi"
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(UsageError) as err:
+        detect(library=lib)
+    assert "NVML nvmlInit failed: Driver Not Loaded" in err.value.message
