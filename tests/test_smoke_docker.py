@@ -1,0 +1,307 @@
+"""envlock smoke IMAGE through the Docker Engine: the real TF 2.15 bundle, and the
+ways a smoke run goes wrong (no NVIDIA toolkit, no Python, a harness that
+crashes or dies halfway, no daemon).
+
+The TF bundle is locked from the real index (`envlock lock tensorflow==2.15`)
+for the local base image, built with `envlock build` and removed afterwards.
+No GPU and no NVIDIA container toolkit here, so the GPU request fails when
+the container starts and the harness runs on the CPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envlock.build import build_image
+from envlock.cli import main
+
+pytestmark = pytest.mark.docker
+
+TF_TAG = "envlock-test/h5-smoke-tf:2.15"
+CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    import docker
+
+    c = docker.from_env(timeout=300)
+    yield c
+    c.close()
+
+
+def _remove(client: Any, ref: str) -> None:
+    with contextlib.suppress(Exception):  # already gone
+        client.images.remove(ref, force=True)
+
+
+@pytest.fixture(scope="module")
+def tf_bundle(tmp_path_factory: pytest.TempPathFactory, base_image: str) -> Path:
+    out = tmp_path_factory.mktemp("tf215") / "bundle"
+    code = main(
+        [
+            "lock",
+            "tensorflow==2.15",
+            "--python",
+            "3.11",
+            "--base-image",
+            base_image,
+            "--python-from",
+            "image",
+            "--ca-cert",
+            CA_BUNDLE,
+            "-o",
+            str(out),
+        ]
+    )
+    assert code == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def tf_image(tf_bundle: Path, client: Any) -> Iterator[dict[str, Any]]:
+    result = build_image(tf_bundle, tag=TF_TAG, network="host", progress="quiet")
+    yield {"id": result.image_id, "build": result}
+    _remove(client, TF_TAG)
+
+
+def smoke_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
+    code = main(["smoke", *argv, "--json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err
+
+
+def checks(result: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["name"]: (c["status"], c["reason"]) for c in result["checks"]}
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_tf_bundle_image_fails_loudly_without_a_gpu(
+    tf_image: dict[str, Any], tf_bundle: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    labels = tf_image["build"].labels
+    assert labels["io.envlock.framework.version"] == "2.15.1"
+    assert labels["io.envlock.cuda"] == "12.2"
+    code, result, err = smoke_json(capsys, TF_TAG)
+    got = checks(result)
+    assert code == 1
+    assert result["status"] == "FAILED"
+    assert result["framework"] == "tensorflow"
+    assert result["version"] == "2.15.1"
+    assert result["build_info"]["cuda"] == "12.2"
+    assert result["expected"] == json.loads((tf_bundle / "expect.json").read_text())
+    assert got["framework_version"] == ("PASS", "TensorFlow 2.15.1 as locked")
+    assert got["build_cuda"] == ("PASS", "built with CUDA 12.2 as locked")
+    assert got["gpu_visible"] == ("FAIL", "no GPU visible: TensorFlow runs on the CPU")
+    status, reason = got["gpu_request"]
+    assert status == "FAIL"
+    assert "the NVIDIA container toolkit is missing" in reason
+    assert "could not select device driver" in reason
+    assert result["image"] == {"ref": TF_TAG, "id": tf_image["id"], "labels": labels}
+    assert result["runner"] == {"kind": "docker", "gpus": "all", "network": "none"}
+    assert result["host"]["python_executable"] == "/opt/venv/bin/python"
+    assert result["host"]["in_container"] is True
+    assert result["settings"]["runtime_config"] == "/opt/envlock/runtime.json"
+    assert result["benchmark"]["results"][0]["device"] == "cpu"
+    assert "Traceback" not in err
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_tf_bundle_image_with_allow_cpu_warns(
+    tf_image: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, result, _ = smoke_json(capsys, TF_TAG, "--allow-cpu", "--gpus", "none")
+    got = checks(result)
+    assert code == 0
+    assert result["status"] == "WARNED"
+    assert "gpu_request" not in got  # no GPU asked for
+    assert got["gpu_visible"] == (
+        "WARN",
+        "no GPU visible: TensorFlow runs on the CPU (--allow-cpu)",
+    )
+    bench = result["benchmark"]["results"]
+    assert [(r["device"], r["dtype"], r["n"]) for r in bench] == [("cpu", "fp32", 512)]
+    assert bench[0]["tflops"] > 0
+
+    code = main(["smoke", TF_TAG, "--allow-cpu"])
+    table = capsys.readouterr().out
+    assert code == 0
+    assert table.splitlines()[0] == f"WARNED: tensorflow 2.15.1 in {TF_TAG}"
+    assert "WARN    gpu_request" in table
+    assert "matmul 512^3  fp32  cpu" in table
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_rebuild_of_the_unchanged_bundle_is_fully_cached(
+    tf_image: dict[str, Any], tf_bundle: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["build", str(tf_bundle), "--tag", TF_TAG, "--network", "host", "--json"])
+    again = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert again["image_id"] == tf_image["id"]
+    cacheable = [s for s in again["steps"] if s["cacheable"]]
+    assert len(cacheable) >= 10
+    assert all(s["cached"] for s in cacheable), [s for s in cacheable if not s["cached"]]
+    assert again["fully_cached"] is True
+    assert again["seconds"] <= 5.0
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_signed_report_of_the_image(
+    tf_image: dict[str, Any],
+    tf_bundle: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["keygen", "-o", str(tmp_path / "key")]) == 0
+    report = tmp_path / "report.intoto.json"
+    code = main(
+        ["smoke", TF_TAG, "--allow-cpu", "--gpus", "none", "--sign", str(tmp_path / "key.pem")]
+        + ["--lock", str(tf_bundle), "-o", str(report)]
+    )
+    capsys.readouterr()
+    assert code == 0
+    envelope = json.loads(report.read_text())
+    assert envelope["payloadType"] == "application/vnd.in-toto+json"
+    code = main(
+        ["verify", str(report), "--key", str(tmp_path / "key.pub.pem"), "--image", TF_TAG]
+        + ["--lock", str(tf_bundle), "--require-pass"]
+    )
+    assert code == 0, capsys.readouterr()
+
+
+# ---------------------------------------------------------------- failure paths
+
+
+def _small_image(client: Any, folder: Path, tag: str, files: dict[str, str]) -> str:
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    return build_image(folder, tag=tag, network="none", progress="quiet").image_id
+
+
+FAKE_TF = """
+import ctypes
+__version__ = "2.15.1"
+class sysconfig:
+    @staticmethod
+    def get_build_info():
+        return {"cuda_version": "12.2", "cudnn_version": "8", "is_cuda_build": True}
+class _Experimental:
+    @staticmethod
+    def set_memory_growth(device, enabled):
+        pass
+class config:
+    experimental = _Experimental
+    @staticmethod
+    def list_physical_devices(kind):
+        if MODE == "raise":
+            raise RuntimeError("CUDA driver initialization failed, you might not have a CUDA gpu.")
+        ctypes.string_at(0)  # segfault, as a broken driver library can
+"""
+
+
+@pytest.fixture(scope="module")
+def broken_images(
+    client: Any, tmp_path_factory: pytest.TempPathFactory, base_image: str
+) -> Iterator[dict[str, str]]:
+    root = tmp_path_factory.mktemp("broken")
+    site = "/usr/lib/python3/dist-packages/tensorflow/__init__.py"
+    images = {
+        "no-python": (
+            f"FROM {base_image}\n"
+            "RUN rm -f /usr/bin/python3* /usr/local/bin/python3* /usr/bin/python\n",
+            {},
+        ),
+        "crash": (
+            f"FROM {base_image}\nCOPY tf.py {site}\n",
+            {"tf.py": "MODE = 'raise'\n" + FAKE_TF},
+        ),
+        "segv": (
+            f"FROM {base_image}\nCOPY tf.py {site}\n",
+            {"tf.py": "MODE = 'segv'\n" + FAKE_TF},
+        ),
+    }
+    tags = {}
+    for name, (dockerfile, files) in images.items():
+        tag = f"envlock-test/h5-{name}:1"
+        _small_image(client, root / name, tag, {"Dockerfile": dockerfile, **files})
+        tags[name] = tag
+    yield tags
+    for tag in tags.values():
+        _remove(client, tag)
+
+
+def test_image_without_python(
+    broken_images: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, result, _ = smoke_json(capsys, broken_images["no-python"], "--gpus", "none")
+    assert code == 1
+    assert result["status"] == "FAILED"
+    assert checks(result)["python"][0] == "FAIL"
+    assert checks(result)["python"][1].startswith("no Python interpreter in the image")
+
+
+def test_harness_crashing_halfway_is_reported_not_dumped(
+    broken_images: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, result, err = smoke_json(
+        capsys, broken_images["crash"], "--framework", "tensorflow", "--gpus", "none"
+    )
+    got = checks(result)
+    assert code == 1
+    assert result["status"] == "FAILED"
+    assert got["framework_version"] == ("SKIP", "TensorFlow 2.15.1 (no version expected)")
+    assert got["build_cuda"] == ("SKIP", "built with CUDA 12.2 (nothing expected)")
+    assert got["gpu_visible"] == (
+        "FAIL",
+        "gpu_visible crashed: RuntimeError: CUDA driver initialization failed, you might not "
+        "have a CUDA gpu.",
+    )
+    entry = next(c for c in result["checks"] if c["name"] == "gpu_visible")
+    assert entry["error"]["where"].startswith("__init__.py:")
+    assert "Traceback" not in err
+
+
+def test_harness_killed_halfway_is_reported_by_the_runner(
+    broken_images: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, result, _ = smoke_json(
+        capsys, broken_images["segv"], "--framework", "tensorflow", "--gpus", "none"
+    )
+    assert code == 1
+    assert result["status"] == "FAILED"
+    last = result["checks"][-1]
+    assert last["name"] == "harness"
+    assert last["reason"].startswith("the harness died before reporting (killed by SIGSEGV)")
+    assert last["exit_code"] == 139
+    assert result["image"]["ref"] == broken_images["segv"]
+
+
+def test_missing_image_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["smoke", "envlock-test/h5-never-built:0"]) == 2
+    err = capsys.readouterr().err
+    assert "no image 'envlock-test/h5-never-built:0' in this Docker Engine" in err
+    assert "hint: build it with `envlock build DIR --tag NAME`" in err
+
+
+@pytest.mark.parametrize("argv", [["smoke", "envlock-test/any:1"], ["smoke", "x", "--gpus", "1"]])
+def test_dead_daemon_is_exit_3(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/envlock-test-docker.sock")
+    assert main(argv) == 3
+    err = capsys.readouterr().err
+    assert "cannot reach the Docker Engine at unix:///nonexistent/envlock-test-docker.sock" in err
+    assert "hint: start one" in err
+    assert "Traceback" not in err
