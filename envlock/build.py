@@ -176,6 +176,7 @@ def build_image(
 ) -> BuildResult:
     """Build ``directory``'s Dockerfile with ``directory`` as the whole context."""
     from docker.errors import DockerException
+    from requests.exceptions import RequestException
 
     from envlock.smoke.runner import docker_client
 
@@ -207,7 +208,7 @@ def build_image(
         if not image_id.startswith("sha256:"):
             image_id = str(client.images.get(image_id).id)
         image = client.images.get(image_id)
-    except DockerException as e:
+    except (DockerException, RequestException) as e:
         raise EnvironmentFailure(
             f"the Docker Engine failed during the build: {e}",
             hint="check `docker info`; the engine may have stopped",

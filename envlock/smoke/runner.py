@@ -265,12 +265,13 @@ def docker_client(timeout: int = 600) -> Any:
     """A docker-py client that answers, or EnvironmentFailure saying how to get one."""
     import docker
     from docker.errors import DockerException
+    from requests.exceptions import RequestException
 
     where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     try:
         client = docker.from_env(timeout=timeout)
         client.ping()
-    except DockerException as e:
+    except (DockerException, RequestException) as e:
         raise EnvironmentFailure(
             f"cannot reach the Docker Engine at {where}: {_short(e)}",
             hint="start one (`sudo systemctl start docker`, or `sudo dockerd &`; "
@@ -340,6 +341,7 @@ def run_in_image(
 ) -> dict[str, Any]:
     """Run the image's harness in a container without network; GPUs by device request."""
     from docker.errors import APIError, DockerException, ImageNotFound
+    from requests.exceptions import RequestException
 
     gpus = parse_gpus(gpus)
     own_client = client is None
@@ -376,7 +378,7 @@ def run_in_image(
             )
             sys.stderr.write(f"envlock: {reason}\n")
             stdout, stderr, code = _run_container(client, img.id, command, payload, [], timeout)
-    except (APIError, DockerException) as e:
+    except (APIError, DockerException, RequestException) as e:
         if isinstance(e, ImageNotFound):
             raise
         raise EnvironmentFailure(
