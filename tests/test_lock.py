@@ -21,6 +21,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.pylock import Pylock
 
+from envlock.cli import main
+from envlock.commands.lock import _without_credentials
 from envlock.errors import DataError, EnvironmentFailure, NoResolution, UsageError
 from envlock.lock import (
     Target,
@@ -497,3 +499,55 @@ _versions = st.from_regex(r"[0-9]{1,2}(\.[0-9]{1,3}){0,2}", fullmatch=True)
 def test_check_requirements_keeps_valid_lines(reqs: list[tuple[str, str, str]]) -> None:
     lines = [f"{n}{op}{v}" for n, op, v in reqs if not (op == "~=" and "." not in v)]
     assert check_requirements(lines + ["", "  "]) == tuple(lines)
+
+
+# ------------------------------------------------------------------ command line
+
+
+@pytest.mark.slow
+def test_cli_unreachable_index_exits_3_and_leaves_the_bundle(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bundle = tmp_path / "env"
+    bundle.mkdir()
+    for name in ("pylock.toml", "requirements.txt", "Dockerfile"):
+        (bundle / name).write_text(f"earlier {name}\n", encoding="utf-8")
+    before = {p.name: p.read_bytes() for p in bundle.iterdir()}
+    code = main(
+        ["lock", "tensorflow==2.15", "--index-url", "http://127.0.0.1:9/simple", "-o", str(bundle)]
+    )
+    _, err = capsys.readouterr()
+    assert code == 3
+    assert err.startswith("envlock: error: cannot reach the package index at http://127.0.0.1:9")
+    assert "hint:" in err and "Traceback" not in err
+    assert {p.name: p.read_bytes() for p in bundle.iterdir()} == before
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["lock", "-o", "x"], "what to lock is missing"),
+        (["lock", "tensorflow==2.15"], "no output folder"),
+        (["lock", "--check", "d", "-o", "x"], "not both"),
+        (["lock", "tensorflow==2.15", "--with", "numpy=>1", "-o", "x"], "not a valid requirement"),
+    ],
+)
+def test_cli_usage_errors_exit_2(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    message: str,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "hint:" in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_index_credentials_are_never_recorded() -> None:
+    assert _without_credentials("https://user:secret@mirror.invalid:8443/simple") == (
+        "https://mirror.invalid:8443/simple"
+    )
+    assert _without_credentials("http://127.0.0.1:9/simple") == "http://127.0.0.1:9/simple"

@@ -120,24 +120,6 @@ def test_conflicting_pin_exits_2_and_leaves_the_bundle(
     assert snapshot(system_bundle) == before
 
 
-def test_unreachable_index_exits_3_and_leaves_the_bundle(
-    capsys: pytest.CaptureFixture[str], system_bundle: Path
-) -> None:
-    before = snapshot(system_bundle)
-    code, out, err = run_cli(
-        capsys,
-        "lock",
-        "tensorflow==2.15",
-        "--index-url",
-        "http://127.0.0.1:9/simple",
-        "-o",
-        str(system_bundle),
-    )
-    assert code == 3
-    assert err.startswith("envlock: error: cannot reach the package index at http://127.0.0.1:9")
-    assert snapshot(system_bundle) == before
-
-
 def test_user_pins_from_with_and_requirement_file(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -132,8 +132,21 @@ def _lock_input(args: argparse.Namespace, constraints: Any, resolution: Resoluti
         driver=given("driver"),
         os=given("os"),
         cuda_source=resolution.cuda_source,
-        index_url=args.index_url or None,
+        index_url=_without_credentials(args.index_url) if args.index_url else None,
     )
+
+
+def _without_credentials(url: str) -> str:
+    """The index URL as recorded in the lock: user and password are never written."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=host))
 
 
 def _resolve_input(lock_input: LockInput) -> Resolution:
@@ -165,19 +178,22 @@ def _progress(message: str) -> None:
         sys.stderr.flush()
 
 
-def _prewarm(resolver: str) -> None:
-    """Work that does not need the lock, done while the resolver process runs.
+def _prewarm(resolver: str, provisional: Lock, options: Any) -> None:
+    """Work that does not need the locked packages, done while the resolver runs.
 
     The resolver is a child process, so this thread costs the lock nothing:
-    the renderer's template engine is imported and the resolver's version read.
+    the resolver's version is read, and a provisional bundle (no packages) is
+    rendered and thrown away, so the template engine, the templates and the
+    CUDA image data are loaded by the time the real lock arrives.
     """
     with contextlib.suppress(Exception):
-        import jinja2  # noqa: F401
-
         if resolver == "uv":
             from envlock.lock.uv import uv_version
 
             uv_version()
+        from envlock.render import render_bundle
+
+        render_bundle(provisional, options, {"pylock.toml": b"", "requirements.txt": b""})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -193,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("no output folder", hint=f"envlock lock '{args.spec}' -o DIR")
     from envlock.fsutil import sha256_bytes, write_files
     from envlock.lock import PYLOCK, REQUIREMENTS, lock, pylock_text, requirements_text
+    from envlock.model import Lock
     from envlock.render import EXECUTABLE, options_from_args, render_bundle
     from envlock.resolve import constraints_from_args, resolve
 
@@ -201,7 +218,9 @@ def run(args: argparse.Namespace) -> int:
     lock_input = _lock_input(args, constraints, resolution)
     resolver = args.resolver or "uv"
     _progress(f"locking {resolution.framework} {resolution.version} with {resolver} ...")
-    warm = threading.Thread(target=_prewarm, args=(resolver,), daemon=True)
+    options = options_from_args(args)
+    provisional = Lock(resolution, lock_input, (), resolver, "")
+    warm = threading.Thread(target=_prewarm, args=(resolver, provisional, options), daemon=True)
     warm.start()
     locked = lock(
         resolution, lock_input, resolver=resolver, index_url=args.index_url, offline=args.offline
@@ -322,7 +341,7 @@ def check(args: argparse.Namespace) -> int:
         resolution,
         old.input,
         resolver=resolver,
-        index_url=old.input.index_url or args.index_url,
+        index_url=args.index_url or old.input.index_url,
         offline=args.offline,
     )
     notes: list[str] = []

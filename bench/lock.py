@@ -1,0 +1,211 @@
+"""Benchmark: ``envlock lock`` against raw ``uv pip compile`` and ``pip-compile``.
+
+    .venv/bin/python bench/lock.py [--runs 5] [--pip-compile-runs 3] [--out FILE]
+
+All in one run, interleaved run by run so every tool sees the same machine
+load, every run cold (no resolver cache: a fresh UV_CACHE_DIR for envlock,
+``--no-cache`` for raw uv, a fresh ``--cache-dir`` for pip-compile), all
+against the same index (``envlock.index.index_url()``):
+
+- ``envlock lock tensorflow==2.15 -o TMP`` (system CUDA source, 42 packages)
+  and ``--cuda-source pip`` (tensorflow[and-cuda], 54 packages): wall time of
+  the console script, a fresh process each time, including resolve, lock,
+  render and the atomic write of the bundle;
+- raw ``uv pip compile --generate-hashes`` of ``tensorflow==2.15.1`` and
+  ``tensorflow[and-cuda]==2.15.1`` for the same target (Python 3.11,
+  x86_64-manylinux_2_35, wheels only);
+- ``pip-compile --generate-hashes`` (pip-tools, installed into a throw-away
+  venv under /tmp, never into .venv) of ``tensorflow[and-cuda]==2.15.1``
+  (pip-compile cannot target another platform; this machine is Linux x86_64
+  with CPython 3.11, the same target).
+
+Goals: envlock at most 1.5x raw uv; at least 20x faster than pip-compile.
+Prints a JSON document (and writes it to --out when given).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+PIPTOOLS_VENV = Path(tempfile.gettempdir()) / "envlock-bench-piptools"
+TARGET = ["--python-version", "3.11", "--python-platform", "x86_64-manylinux_2_35"]
+
+
+def _index() -> str:
+    sys.path.insert(0, str(ROOT))
+    from envlock.index import index_url
+
+    return index_url(None)
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_"))}
+    env.update(extra)
+    return env
+
+
+def _timed(cmd: list[str], env: dict[str, str], cwd: str) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, check=False)
+    took = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-3000:]}")
+    return took
+
+
+def ensure_pip_tools() -> Path:
+    exe = PIPTOOLS_VENV / "bin" / "pip-compile"
+    if not exe.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(PIPTOOLS_VENV)], check=True)
+        subprocess.run(
+            [str(PIPTOOLS_VENV / "bin" / "python"), "-m", "pip", "install", "-q", "pip-tools"],
+            check=True,
+        )
+    return exe
+
+
+def _version(cmd: list[str]) -> str:
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr) else "?"
+
+
+def _count_packages(path: Path) -> int:
+    return sum(
+        1
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if "==" in line and not line.startswith((" ", "#"))
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--pip-compile-runs", type=int, default=3)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+
+    from uv import find_uv_bin
+
+    uv = str(find_uv_bin())
+    index = _index()
+    cert = "/etc/ssl/certs/ca-certificates.crt"
+    pip_compile = ensure_pip_tools()
+    work = Path(tempfile.mkdtemp(prefix="envlock-bench-lock-"))
+    (work / "system.in").write_text("tensorflow==2.15.1\n", encoding="utf-8")
+    (work / "pip.in").write_text("tensorflow[and-cuda]==2.15.1\n", encoding="utf-8")
+
+    times: dict[str, list[float]] = {}
+    counts: dict[str, int] = {}
+
+    def record(name: str, seconds: float) -> None:
+        times.setdefault(name, []).append(seconds)
+        print(f"{name}: {seconds:.2f} s", file=sys.stderr, flush=True)
+
+    envlock = str(VENV_BIN / "envlock")
+    try:
+        for run in range(args.runs):
+            for source in ("system", "pip"):
+                cache = work / f"uv-cache-{source}-{run}"
+                out = work / f"bundle-{source}-{run}"
+                cmd = [
+                    envlock,
+                    "lock",
+                    "tensorflow==2.15",
+                    "--cuda-source",
+                    source,
+                    "-o",
+                    str(out),
+                    "--json",
+                ]
+                env = dict(os.environ, UV_CACHE_DIR=str(cache))
+                record(f"envlock lock ({source})", _timed(cmd, env, str(work)))
+                counts[f"envlock lock ({source})"] = _count_packages(out / "requirements.txt")
+                shutil.rmtree(cache, ignore_errors=True)
+
+                raw_out = work / f"uv-{source}.txt"
+                cmd = [
+                    uv,
+                    "pip",
+                    "compile",
+                    "--no-config",
+                    "--system-certs",
+                    "--no-cache",
+                    "--quiet",
+                    "--default-index",
+                    index,
+                    *TARGET,
+                    "--only-binary",
+                    ":all:",
+                    "--generate-hashes",
+                    "-o",
+                    str(raw_out),
+                    str(work / f"{source}.in"),
+                ]
+                record(f"uv pip compile ({source})", _timed(cmd, _clean_env(), str(work)))
+                counts[f"uv pip compile ({source})"] = _count_packages(raw_out)
+        for run in range(args.pip_compile_runs):
+            cache = work / f"pip-cache-{run}"
+            out = work / "pip-compile.txt"
+            cmd = [
+                str(pip_compile),
+                "--quiet",
+                "--generate-hashes",
+                "--no-strip-extras",
+                "--index-url",
+                index,
+                "--cache-dir",
+                str(cache),
+                "-o",
+                str(out),
+                str(work / "pip.in"),
+            ]
+            env = _clean_env(PIP_CONFIG_FILE=os.devnull, PIP_CERT=cert)
+            record("pip-compile (pip)", _timed(cmd, env, str(work)))
+            counts["pip-compile (pip)"] = _count_packages(out)
+            shutil.rmtree(cache, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    med = {k: statistics.median(v) for k, v in times.items()}
+    result: dict[str, Any] = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_avg": os.getloadavg(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "versions": {
+            "uv": _version([uv, "--version"]),
+            "pip-compile": _version([str(pip_compile), "--version"]),
+        },
+        "runs": times,
+        "median_s": med,
+        "packages": counts,
+        "ratios": {
+            "envlock/uv (system)": med["envlock lock (system)"] / med["uv pip compile (system)"],
+            "envlock/uv (pip)": med["envlock lock (pip)"] / med["uv pip compile (pip)"],
+            "pip-compile/envlock (pip)": med["pip-compile (pip)"] / med["envlock lock (pip)"],
+        },
+    }
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
