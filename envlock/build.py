@@ -58,6 +58,7 @@ class BuildResult:
     seconds: float = 0.0
     labels: dict[str, str] = field(default_factory=dict)
     size_bytes: int | None = None
+    repo_digests: tuple[str, ...] = ()  # name@sha256:..., once pushed or pulled
 
     @property
     def cacheable_steps(self) -> int:
@@ -78,6 +79,7 @@ class BuildResult:
             "cached_steps": self.cached_steps,
             "fully_cached": self.fully_cached,
             "size_bytes": self.size_bytes,
+            "repo_digests": list(self.repo_digests),
             "labels": dict(self.labels),
             "steps": [s.to_dict() for s in self.steps],
             "log_tail": list(self.log[-LOG_TAIL:]),
@@ -231,6 +233,7 @@ def build_image(
         seconds=elapsed,
         labels=labels,
         size_bytes=attrs.get("Size"),
+        repo_digests=tuple(attrs.get("RepoDigests") or ()),
     )
 
 

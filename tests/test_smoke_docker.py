@@ -231,6 +231,10 @@ def broken_images(
             f"FROM {base_image}\nCOPY tf.py {site}\n",
             {"tf.py": "MODE = 'segv'\n" + FAKE_TF},
         ),
+        "hang": (
+            f"FROM {base_image}\nCOPY tf.py {site}\n",
+            {"tf.py": "import time\ntime.sleep(3600)\n"},
+        ),
     }
     tags = {}
     for name, (dockerfile, files) in images.items():
@@ -286,6 +290,25 @@ def test_harness_killed_halfway_is_reported_by_the_runner(
     assert last["reason"].startswith("the harness died before reporting (killed by SIGSEGV)")
     assert last["exit_code"] == 139
     assert result["image"]["ref"] == broken_images["segv"]
+
+
+def test_a_hanging_harness_is_stopped(
+    broken_images: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, result, _ = smoke_json(
+        capsys,
+        broken_images["hang"],
+        "--framework",
+        "tensorflow",
+        "--gpus",
+        "none",
+        "--timeout",
+        "5",
+    )
+    assert code == 1
+    assert result["checks"][-1]["reason"] == (
+        "the harness did not finish within 5 s; the container was stopped"
+    )
 
 
 def test_missing_image_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:

@@ -133,6 +133,14 @@ def test_a_harness_that_dies_is_reported_as_failed(
     assert last["exit_code"] == -11
 
 
+def test_a_harness_that_hangs_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hang = "import time\nprint('loading', flush=True)\ntime.sleep(600)\n"
+    monkeypatch.setenv("PYTHONPATH", str(fake_module(tmp_path, hang)))
+    result = runner.run_on_host("torch", None, False, timeout=3)
+    assert result["status"] == "FAILED"
+    assert result["checks"][-1]["reason"] == "the harness did not finish within 3 s"
+
+
 @pytest.mark.parametrize(
     ("stdout", "stderr", "code", "check", "words"),
     [

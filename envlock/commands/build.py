@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         f"cache, {result.seconds:.1f} s"
         + (f", {result.size_bytes / 1e6:.0f} MB" if result.size_bytes else ""),
     ]
+    lines += [f"repo digest: {d}" for d in result.repo_digests]
     interesting = {k: v for k, v in sorted(result.labels.items()) if k.startswith("io.envlock.")}
     if interesting:
         lines.append("")
