@@ -215,6 +215,12 @@ def build_image(
             f"the Docker Engine failed during the build: {e}",
             hint="check `docker info`; the engine may have stopped",
         ) from e
+    except OSError as e:  # docker-py tars the folder: an unreadable file lands here
+        raise UsageError(
+            f"cannot read the build context {directory}: {e.strerror or e}"
+            + (f" ({e.filename})" if e.filename else ""),
+            hint="make every file in the bundle folder readable, or list it in .dockerignore",
+        ) from e
     finally:
         if own_client:
             client.close()

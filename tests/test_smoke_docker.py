@@ -231,6 +231,7 @@ def broken_images(
             f"FROM {base_image}\nCOPY tf.py {site}\n",
             {"tf.py": "MODE = 'segv'\n" + FAKE_TF},
         ),
+        "no-shell": ("FROM scratch\nLABEL io.envlock.framework=tensorflow\n", {}),
         "hang": (
             f"FROM {base_image}\nCOPY tf.py {site}\n",
             {"tf.py": "import time\ntime.sleep(3600)\n"},
@@ -254,6 +255,17 @@ def test_image_without_python(
     assert result["status"] == "FAILED"
     assert checks(result)["python"][0] == "FAIL"
     assert checks(result)["python"][1].startswith("no Python interpreter in the image")
+
+
+def test_image_without_a_shell(
+    broken_images: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GPUs asked for: the engine refuses them first, then the plain start has no /bin/sh
+    code, result, _ = smoke_json(capsys, broken_images["no-shell"])
+    assert code == 1
+    assert result["framework"] == "tensorflow"  # from the image label
+    assert [c["name"] for c in result["checks"]] == ["gpu_request", "shell"]
+    assert checks(result)["shell"][1].startswith("the image has no /bin/sh to start the harness")
 
 
 def test_harness_crashing_halfway_is_reported_not_dumped(

@@ -57,6 +57,7 @@ exec "$py" "$@"
 """
 
 EXIT_NO_PYTHON = 127
+EXIT_NO_SHELL = -127  # not a process status: the container could not start /bin/sh
 
 
 def failed_result(
@@ -117,6 +118,14 @@ def interpret(stdout: str, stderr: str, exit_code: int, framework: str | None) -
             doc = None
         if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
             return doc
+    if exit_code == EXIT_NO_SHELL:
+        return failed_result(
+            "the image has no /bin/sh to start the harness with: it cannot be smoke-tested "
+            "(an envlock bundle image has a shell and Python)",
+            check="shell",
+            framework=framework,
+            stderr_tail=_tail(stderr),
+        )
     if exit_code == EXIT_NO_PYTHON and "no Python interpreter" in stderr:
         return failed_result(
             "no Python interpreter in the image (/opt/venv/bin/python, python3, python): "
@@ -424,9 +433,17 @@ def _run_container(
         detach=True,
         labels={"io.envlock.smoke": "1"},
     )
+    from docker.errors import APIError
+
     try:
         container.put_archive("/", payload)
-        container.start()
+        try:
+            container.start()
+        except APIError as e:
+            text = str(getattr(e, "explanation", "") or e)
+            if "/bin/sh" in text and ("no such file" in text or "not found" in text):
+                return "", f"envlock-smoke: no shell in the image ({text})\n", EXIT_NO_SHELL
+            raise
         code: int | None
         try:
             status = container.wait(timeout=timeout)
