@@ -289,6 +289,15 @@ def test_old_gpu_gets_fp16_only(fake: Fake, tmp_path: Path) -> None:
     assert {r["n"] for r in result["benchmark"]["results"]} == {256}
 
 
+def test_training_benchmark_is_tensorflow_only(fake: Fake, tmp_path: Path) -> None:
+    result = smoke(fake, tmp_path, "--training", "--size", "64")
+    assert checks(result)["benchmark_training"] == (
+        "SKIP",
+        "the training benchmark exists for TensorFlow only, not PyTorch",
+    )
+    assert "training" not in result["benchmark"]
+
+
 def test_bad_expect_and_peaks_files(fake: Fake, tmp_path: Path) -> None:
     bad = tmp_path / "expect.json"
     bad.write_text("{not json")

@@ -160,3 +160,28 @@ def test_runtime_settings_are_applied_and_recorded(tf_python: str, tmp_path: Pat
     assert result["settings"]["runtime"] == runtime
     assert result["settings"]["runtime_config"] == str(tmp_path / "runtime.json")
     assert result["status"] == "WARNED"
+
+
+def test_training_benchmark_on_the_cpu(tf_python: str, tmp_path: Path) -> None:
+    result = runner.run_on_host(
+        None,
+        bundle(tmp_path, EXPECT),
+        True,
+        python=tf_python,
+        size=64,
+        extra=["--training", "--training-steps", "8"],
+    )
+    assert result["status"] == "WARNED", checks(result)
+    training = result["benchmark"]["training"]
+    assert training["device"] == "cpu"
+    assert training["steps"] == 8 and training["batch"] == 64
+    assert [t["policy"] for t in training["train_step"]] == ["float32", "mixed_bfloat16"]
+    assert [t["prefetch"] for t in training["input_pipeline"]] == [False, True]
+    for entry in training["train_step"] + training["input_pipeline"]:
+        assert entry["seconds_per_step"] > 0
+        assert 0 < entry["loss"] < 10  # a real cross-entropy over 10 classes
+    ratio = (
+        training["train_step"][0]["seconds_per_step"]
+        / training["train_step"][1]["seconds_per_step"]
+    )
+    assert training["mixed_precision_speedup"] == pytest.approx(ratio, rel=1e-2)

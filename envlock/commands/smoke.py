@@ -32,6 +32,12 @@ def register(sub: Any) -> None:
     p.add_argument("--gpus", default="all", help="all (default), none, or a number of GPUs")
     p.add_argument("--allow-cpu", action="store_true", help="no GPU is a warning, not a failure")
     p.add_argument("--size", type=int, help="matmul size N (default 8192 on GPU, 512 on CPU)")
+    p.add_argument(
+        "--training",
+        action="store_true",
+        help="also time a small train step (float32 vs mixed precision) and tf.data "
+        "without/with prefetch (TensorFlow)",
+    )
     p.add_argument("--peaks", metavar="FILE", help="with --host: JSON list of GPU datasheet peaks")
     p.add_argument("--timeout", type=float, default=3600, help="seconds before the run is stopped")
     p.add_argument("--json", action="store_true", help="print the result document")
@@ -50,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--size {args.size}: must be a positive matrix size", hint="--size 4096")
     if args.sign and not args.output:
         raise UsageError("--sign needs -o FILE for the signed report", hint="-o report.intoto.json")
+    extra = ["--training"] if args.training else []
     if args.host:
         if args.image:
             raise UsageError(
@@ -62,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
             args.allow_cpu,
             size=args.size,
             peaks_file=Path(args.peaks) if args.peaks else None,
+            extra=extra,
             timeout=args.timeout,
         )
         image_id = None
@@ -79,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
             allow_cpu=args.allow_cpu,
             framework=args.framework,
             size=args.size,
+            extra=extra,
             timeout=args.timeout,
         )
         image_id = result.get("image", {}).get("id")
@@ -159,6 +168,28 @@ def describe(result: dict[str, Any]) -> str:
             table(
                 ["op", "math", "device", "ms (median)", "TFLOP/s", "peak", "of peak"], brows
             ).rstrip()
+        )
+    training = (result.get("benchmark") or {}).get("training")
+    if training:
+        lines.append("")
+        lines.append(
+            f"training: {training['model']}, batch {training['batch']}, "
+            f"{training['steps']} steps on {training['device']}"
+        )
+        trows = [
+            [f"train step, {t['policy']}", f"{t['seconds_per_step'] * 1e3:.2f}"]
+            for t in training["train_step"]
+        ] + [
+            [
+                "tf.data " + ("with prefetch" if t["prefetch"] else "without prefetch"),
+                f"{t['seconds_per_step'] * 1e3:.2f}",
+            ]
+            for t in training["input_pipeline"]
+        ]
+        lines.append(table(["run", "ms per step"], trows).rstrip())
+        lines.append(
+            f"mixed precision: {training['mixed_precision_speedup']:.2f}x, "
+            f"prefetch: {training['prefetch_speedup']:.2f}x"
         )
     if result.get("duration_s") is not None:
         lines.append(f"\n({result['duration_s']} s)")

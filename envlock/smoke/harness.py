@@ -401,6 +401,10 @@ class Adapter:
     def settings(self):
         return {}
 
+    def training_benchmark(self, on_gpu, steps):
+        """Train-step and input-pipeline timings; None where the adapter has none."""
+        return None
+
     def set_precision_policy(self, policy):
         """Put runtime.json's mixed_precision in force; (status, reason)."""
         return SKIP, (
@@ -513,6 +517,90 @@ class TensorFlowAdapter(Adapter):
         if got != policy:
             return FAIL, f"asked for precision policy {policy}, Keras reports {got}"
         return PASS, f"Keras precision policy {got} in force (runtime.json)"
+
+    def _mlp(self, features, width):
+        keras = self.module.keras
+        layers = keras.layers
+        model = keras.Sequential(
+            [
+                keras.Input(shape=(features,)),
+                layers.Dense(width, activation="relu"),
+                layers.Dense(width, activation="relu"),
+                layers.Dense(10),
+                layers.Activation("softmax", dtype="float32"),
+            ]
+        )
+        model.compile(
+            optimizer=keras.optimizers.SGD(learning_rate=0.01),
+            loss="sparse_categorical_crossentropy",
+        )
+        return model
+
+    def _timed_fit(self, model, data, steps, device):
+        tf = self.module
+        with tf.device(device):
+            model.fit(data.take(2), epochs=1, verbose=0)  # trace and compile first
+            start = time.perf_counter()
+            history = model.fit(data, epochs=1, verbose=0)
+            elapsed = time.perf_counter() - start
+        losses = history.history.get("loss") or [None]
+        return {
+            "seconds_per_step": elapsed / steps,
+            "seconds": round(elapsed, 4),
+            "loss": losses[-1],
+        }
+
+    def training_benchmark(self, on_gpu, steps):
+        """A small MLP's train step under float32 and mixed precision, and the same
+        training fed by a tf.data pipeline with per-batch preprocessing, without and
+        with prefetch (which overlaps the preprocessing with the step)."""
+        tf = self.module
+        mp = self.module.keras.mixed_precision
+        device = "/GPU:0" if on_gpu else "/CPU:0"
+        width, batch = (4096, 512) if on_gpu else (256, 64)
+        mixed = "mixed_float16" if on_gpu else "mixed_bfloat16"
+        x = tf.random.normal([batch * steps, width], seed=1)
+        y = tf.random.uniform([batch * steps], 0, 10, dtype=tf.int32, seed=2)
+        out = {
+            "model": f"MLP {width}-{width}-{width}-10, SGD",
+            "device": "gpu:0" if on_gpu else "cpu",
+            "batch": batch,
+            "steps": steps,
+            "train_step": [],
+            "input_pipeline": [],
+        }
+        original = mp.global_policy().name
+        try:
+            for policy in ("float32", mixed):
+                mp.set_global_policy(policy)
+                data = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch)
+                entry = {"policy": policy}
+                entry.update(self._timed_fit(self._mlp(width, width), data, steps, device))
+                out["train_step"].append(entry)
+            mp.set_global_policy("float32")
+            w_pre = tf.random.normal([width, width], stddev=width**-0.5, seed=3)
+
+            def preprocess(xb, yb):
+                for _ in range(4):  # stands in for decoding and augmentation
+                    xb = tf.tanh(tf.matmul(xb, w_pre))
+                return xb, yb
+
+            for prefetch in (False, True):
+                data = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch).map(preprocess)
+                if prefetch:
+                    data = data.prefetch(tf.data.AUTOTUNE)
+                entry = {"prefetch": prefetch}
+                entry.update(self._timed_fit(self._mlp(width, width), data, steps, device))
+                out["input_pipeline"].append(entry)
+        finally:
+            mp.set_global_policy(original)
+        first, second = out["train_step"]
+        out["mixed_precision_speedup"] = round(
+            first["seconds_per_step"] / second["seconds_per_step"], 3
+        )
+        plain, fetched = out["input_pipeline"]
+        out["prefetch_speedup"] = round(plain["seconds_per_step"] / fetched["seconds_per_step"], 3)
+        return out
 
     def matmul_timer(self, dtype, n, on_gpu):
         tf = self.module
@@ -1001,6 +1089,13 @@ def parse_args(argv):
         help="half-precision matmul below this fraction of the peak is a warning (default 0.5)",
     )
     p.add_argument("--no-benchmark", action="store_true", help="checks only")
+    p.add_argument(
+        "--training",
+        action="store_true",
+        help="also time a small train step (float32 vs mixed precision) and a tf.data "
+        "input pipeline without and with prefetch (TensorFlow)",
+    )
+    p.add_argument("--training-steps", type=int, help="train steps timed (default 50 GPU, 30 CPU)")
     return p.parse_args(argv)
 
 
@@ -1308,6 +1403,18 @@ def _smoke(run, args, result):
             return PASS, text
 
         run.step("matmul_speed", speed_check)
+
+    if args.training:
+
+        def training():
+            steps = args.training_steps or (50 if on_gpu else 30)
+            found = adapter.training_benchmark(on_gpu, steps)
+            if found is None:
+                return SKIP, f"the training benchmark exists for TensorFlow only, not {pretty}"
+            bench["training"] = found
+            return None
+
+        run.step("benchmark_training", training)
 
 
 def _compare_build(info, expect, key, label, pretty):
