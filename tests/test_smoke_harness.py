@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +112,13 @@ class Fake:
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Fake:
-    """Register a FakeAdapter as 'torch'; each run sets its answers."""
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Fake]:
+    """Register a FakeAdapter as 'torch'; each run sets its answers.
+
+    The harness writes runtime settings into os.environ (as it must, before a
+    framework is imported); the environment is put back afterwards.
+    """
+    saved = dict(os.environ)
     f = Fake()
 
     def factory() -> FakeAdapter:
@@ -125,7 +131,9 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Fake:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.delenv("ENVLOCK_RUNTIME_CONFIG", raising=False)
     monkeypatch.setattr(h, "DEFAULT_RUNTIME_FILES", ())
-    return f
+    yield f
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 def smoke(
@@ -329,7 +337,7 @@ def test_unknown_or_missing_framework(fake: Fake, tmp_path: Path, monkeypatch: A
     )
 
 
-def test_runtime_config_is_read_and_applied(fake: Fake, tmp_path: Path, monkeypatch: Any) -> None:
+def test_runtime_config_is_read_and_applied(fake: Fake, tmp_path: Path) -> None:
     runtime = {
         "schema": "envlock.runtime/v1",
         "visible_devices": "",
