@@ -181,7 +181,7 @@ def compile_lock(
             .get("hashes", {})
             .get("sha256", "")
         )
-        chosen[name] = (str(meta.get("version")), sha)
+        chosen[name] = (str(meta.get("version")), sha.lower())
     files = fetch_files(index, chosen)
     out: list[LockedPackage] = []
     for name, (version, sha) in sorted(chosen.items()):

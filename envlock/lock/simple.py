@@ -1,17 +1,14 @@
-"""File listings from the index's simple API in JSON form (PEP 691).
+"""File listings for the pip engine, from the index's PEP 691 JSON pages.
 
-One GET per project, run concurrently through ``envlock.http``'s session
-(timeouts, retries with backoff, clear exit-3 errors). Each file comes with
-url, sha256 and size as the index states them.
+One page per project (read by ``envlock.simple``), fetched concurrently through
+one ``envlock.http`` session. Files the index lists without a sha256 are left
+out: a lock needs the hash.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any
-from urllib.parse import urljoin
 
 from packaging.utils import (
     InvalidSdistFilename,
@@ -22,45 +19,16 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from envlock.errors import DataError, UsageError
+from envlock.simple import IndexFile
 
-ACCEPT = "application/vnd.pypi.simple.v1+json"
-
-
-@dataclass(frozen=True)
-class IndexFile:
-    filename: str
-    url: str
-    sha256: str
-    size: int | None
-    yanked: bool
-
-
-def _parse(project: str, base: str, doc: dict[str, Any]) -> list[IndexFile]:
-    out: list[IndexFile] = []
-    for f in doc.get("files", []):
-        filename = f.get("filename")
-        url = f.get("url")
-        sha = (f.get("hashes") or {}).get("sha256")
-        if not filename or not url or not sha:
-            continue
-        size = f.get("size")
-        out.append(
-            IndexFile(
-                filename=filename,
-                url=urljoin(base, url),
-                sha256=sha,
-                size=int(size) if isinstance(size, int) else None,
-                yanked=bool(f.get("yanked")),
-            )
-        )
-    return out
+__all__ = ["IndexFile", "fetch_files", "wheels_for"]
 
 
 def fetch_files(
     index: str, projects: Iterable[str], workers: int = 16
 ) -> dict[str, list[IndexFile]]:
     """{normalized name: files} for each project, fetched concurrently."""
-    from envlock import http
+    from envlock import http, simple
 
     if not index.startswith(("http://", "https://")):
         raise UsageError(
@@ -71,19 +39,19 @@ def fetch_files(
     sess = http.session(http.HttpSettings(pool_size=workers))
 
     def one(name: str) -> tuple[str, list[IndexFile]]:
-        url = f"{index}/{name}/"
-        resp = http.get(sess, url, index=index, headers={"Accept": ACCEPT}, ok=(200, 404))
-        if resp.status_code == 404:
+        try:
+            files = simple.project_files(sess, index, name)
+        except simple.NotJsonApi as e:
+            raise DataError(
+                f"the index at {index} did not answer with PEP 691 JSON for {name} "
+                f"({e.content_type})",
+                hint="use the uv resolver (the default), or an index that serves PEP 691 JSON",
+            ) from None
+        if files is None:
             raise DataError(
                 f"the index has no project {name!r}", hint="check the requirement's name"
             )
-        ctype = resp.headers.get("Content-Type", "")
-        if "json" not in ctype:
-            raise DataError(
-                f"the index at {index} did not answer with PEP 691 JSON for {name} ({ctype})",
-                hint="use the uv resolver (the default), or an index that serves PEP 691 JSON",
-            )
-        return name, _parse(name, resp.url, resp.json())
+        return name, [f for f in files if f.sha256]
 
     try:
         with ThreadPoolExecutor(max_workers=min(workers, max(1, len(names)))) as pool:

@@ -31,7 +31,6 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from email.parser import BytesHeaderParser
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin
 
 from packaging.markers import Marker
 from packaging.requirements import InvalidRequirement, Requirement
@@ -48,6 +47,7 @@ from envlock.matrix.tensorflow import (
 )
 from envlock.matrix.tested import TestedConfig, TestedConfigs
 from envlock.matrix.wheelzip import RemoteZip
+from envlock.simple import IndexFile
 
 if TYPE_CHECKING:
     import requests
@@ -55,23 +55,12 @@ if TYPE_CHECKING:
     from envlock.matrix.check import Note
 
 PROJECT = "tensorflow"
-JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
 BUILD_INFO_SUFFIX = "/python/platform/build_info.py"
 DEFAULT_JOBS = 16
 
 _CP3 = re.compile(r"^cp3([0-9]+)$")
 _CUDNN_PACKAGE = re.compile(r"^nvidia-cudnn-cu[0-9]+$")
 _EXTRA_CLAUSE = re.compile(r"""extra\s*==\s*["']and-cuda["']""")
-
-
-@dataclass(frozen=True)
-class IndexFile:
-    filename: str
-    url: str
-    sha256: str
-    size: int | None
-    upload_time: str
-    yanked: bool
 
 
 @dataclass(frozen=True)
@@ -114,55 +103,27 @@ class Stats:
 
 def project_files(sess: requests.Session, index: str, project: str = PROJECT) -> list[IndexFile]:
     """Every file of ``project`` as the PEP 691 JSON page lists it."""
-    from envlock import http
+    from envlock import simple
 
     if not index.startswith(("http://", "https://")):
         raise UsageError(
             f"envlock matrix refresh needs an http(s) index, got {index}",
             hint="pass --index-url https://your.index/simple",
         )
-    page = f"{index.rstrip('/')}/{project}/"
-    resp = http.get(sess, page, index=index, headers={"Accept": JSON_ACCEPT}, ok=(200, 404))
-    if resp.status_code == 404:
+    try:
+        files = simple.project_files(sess, index, project)
+    except simple.NotJsonApi as e:
+        raise UsageError(
+            f"the package index at {index} does not answer the JSON simple API "
+            f"(PEP 691); it sent {e.content_type or 'no content type'}",
+            hint=f"use an index that serves {simple.ACCEPT}",
+        ) from None
+    if files is None:
         raise UsageError(
             f"the package index at {index} has no project {project!r}",
             hint="check --index-url / pip's index-url",
         )
-    ctype = resp.headers.get("Content-Type", "").split(";")[0].strip()
-    if ctype != JSON_ACCEPT:
-        raise UsageError(
-            f"the package index at {index} does not answer the JSON simple API "
-            f"(PEP 691); it sent {ctype or 'no content type'}",
-            hint="use an index that serves application/vnd.pypi.simple.v1+json",
-        )
-    try:
-        doc = resp.json()
-        entries = doc["files"]
-    except (ValueError, KeyError, TypeError):
-        raise EnvironmentFailure(
-            f"the package index at {index} sent a broken project page for {project}",
-            hint="try again; if it persists, the index or a proxy is at fault",
-        ) from None
-    base = resp.url or page
-    out: list[IndexFile] = []
-    for e in entries:
-        try:
-            name = str(e["filename"])
-            sha = str(e.get("hashes", {}).get("sha256", ""))
-            size = e.get("size")
-            out.append(
-                IndexFile(
-                    filename=name,
-                    url=urljoin(base, str(e["url"])),
-                    sha256=sha.lower(),
-                    size=int(size) if isinstance(size, int) else None,
-                    upload_time=str(e.get("upload-time") or ""),
-                    yanked=bool(e.get("yanked", False)),
-                )
-            )
-        except (KeyError, TypeError, AttributeError):
-            continue
-    return out
+    return files
 
 
 def _linux_x86_64_minors(filename: str) -> tuple[str, ...] | None:

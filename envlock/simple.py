@@ -1,0 +1,99 @@
+"""One reader of the index's simple API in JSON form (PEP 691).
+
+``project_files(sess, index, project)`` asks for one project's page with
+``Accept: application/vnd.pypi.simple.v1+json`` through ``envlock.http`` (its
+timeouts, retries and exit-3 network errors), and returns every file with
+url (made absolute against the page's own URL), sha256, size, upload time and
+yanked flag, as the index states them.
+
+Two answers are the caller's to word, since what they mean depends on the
+command: a project the index does not have (``None``) and a page that is not
+PEP 691 JSON (``NotJsonApi``). A JSON page without a file list is a broken
+index or proxy: ``EnvironmentFailure``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin
+
+from envlock.errors import EnvironmentFailure
+
+if TYPE_CHECKING:
+    import requests
+
+ACCEPT = "application/vnd.pypi.simple.v1+json"
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    filename: str
+    url: str
+    sha256: str  # lower-case hex; "" when the index states none
+    size: int | None
+    upload_time: str  # "" when the index states none
+    yanked: bool
+
+
+class NotJsonApi(Exception):
+    """The index answered the project page with something other than PEP 691 JSON."""
+
+    def __init__(self, content_type: str) -> None:
+        super().__init__(content_type)
+        self.content_type = content_type  # the media type, parameters dropped
+
+
+def page_url(index: str, project: str) -> str:
+    return f"{index.rstrip('/')}/{project}/"
+
+
+def project_files(sess: requests.Session, index: str, project: str) -> list[IndexFile] | None:
+    """Every file of ``project`` on its PEP 691 page; None when the index has no such project."""
+    from envlock import http
+
+    page = page_url(index, project)
+    resp = http.get(sess, page, index=index, headers={"Accept": ACCEPT}, ok=(200, 404))
+    if resp.status_code == 404:
+        resp.close()
+        return None
+    ctype = resp.headers.get("Content-Type", "").split(";")[0].strip()
+    if ctype != ACCEPT:
+        resp.close()
+        raise NotJsonApi(ctype)
+    try:
+        entries = resp.json()["files"]
+        if not isinstance(entries, list):
+            raise TypeError
+    except (ValueError, KeyError, TypeError):
+        raise EnvironmentFailure(
+            f"the package index at {index} sent a broken project page for {project}",
+            hint="try again; if it persists, the index or a proxy is at fault",
+        ) from None
+    return parse_files(entries, resp.url or page)
+
+
+def parse_files(entries: list[Any], base: str) -> list[IndexFile]:
+    """The ``files`` of a PEP 691 page; entries without a file name or URL are left out."""
+    out: list[IndexFile] = []
+    for e in entries:
+        if not isinstance(e, dict):
+            continue
+        filename = e.get("filename")
+        url = e.get("url")
+        if not filename or not url:
+            continue
+        hashes = e.get("hashes")
+        sha = hashes.get("sha256") if isinstance(hashes, dict) else None
+        size = e.get("size")
+        out.append(
+            IndexFile(
+                filename=str(filename),
+                url=urljoin(base, str(url)),
+                sha256=str(sha or "").lower(),
+                size=int(size) if isinstance(size, int) else None,
+                upload_time=str(e.get("upload-time") or ""),
+                yanked=bool(e.get("yanked", False)),
+            )
+        )
+    return out
