@@ -37,7 +37,7 @@ from envlock.lock.conflicts import explain, merge_one_of
 from envlock.model import Lock, LockedPackage, LockedWheel, LockInput, Resolution
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _lockindex import LocalIndex  # noqa: E402
+from fixtures.index.fakeindex import FakeIndex  # noqa: E402
 
 GOLDEN = Path(__file__).parent / "golden" / "lock"
 FW_TAG = "cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64"
@@ -70,26 +70,26 @@ def resolution(cuda_source: str = "system", framework: str = "fakefw") -> Resolu
 
 
 @pytest.fixture(scope="module")
-def index() -> Iterator[LocalIndex]:
-    idx = LocalIndex()
-    idx.add(
+def index() -> Iterator[FakeIndex]:
+    idx = FakeIndex()
+    idx.add_dist(
         "fakefw",
         "2.15.1",
         tag=FW_TAG,
         requires=("dep-a>=1,<2", "dep-b"),
         extras={"and-cuda": ("nvidia-fake-cu12==12.2.1",)},
     )
-    idx.add("fakefw", "2.15.1", tag="cp311-cp311-macosx_12_0_arm64", requires=("dep-a>=1,<2",))
-    idx.add("fakefw", "2.15.1", tag="cp312-cp312-manylinux_2_17_x86_64", requires=("dep-a",))
+    idx.add_dist("fakefw", "2.15.1", tag="cp311-cp311-macosx_12_0_arm64", requires=("dep-a>=1,<2",))
+    idx.add_dist("fakefw", "2.15.1", tag="cp312-cp312-manylinux_2_17_x86_64", requires=("dep-a",))
     for v in ("1.0", "1.5", "2.0"):
-        idx.add("dep-a", v)
+        idx.add_dist("dep-a", v)
     # dep-b: a newer version whose only wheel needs a glibc newer than the target's
-    idx.add("dep-b", "1.0", tag="cp311-cp311-manylinux_2_28_x86_64")
-    idx.add("dep-b", "1.0", tag="py3-none-any")
-    idx.add("dep-b", "1.0", tag="cp311-cp311-musllinux_1_2_x86_64")
-    idx.add("dep-b", "2.0", tag="cp311-cp311-manylinux_2_39_x86_64")
-    idx.add("nvidia-fake-cu12", "12.2.1", tag="py3-none-manylinux1_x86_64")
-    idx.add("nvidia-fake-cu12", "12.2.1", tag="py3-none-win_amd64")
+    idx.add_dist("dep-b", "1.0", tag="cp311-cp311-manylinux_2_28_x86_64")
+    idx.add_dist("dep-b", "1.0", tag="py3-none-any")
+    idx.add_dist("dep-b", "1.0", tag="cp311-cp311-musllinux_1_2_x86_64")
+    idx.add_dist("dep-b", "2.0", tag="cp311-cp311-manylinux_2_39_x86_64")
+    idx.add_dist("nvidia-fake-cu12", "12.2.1", tag="py3-none-manylinux1_x86_64")
+    idx.add_dist("nvidia-fake-cu12", "12.2.1", tag="py3-none-win_amd64")
     idx.start()
     yield idx
     idx.stop()
@@ -101,7 +101,7 @@ def cache(tmp_path: Path) -> str:
 
 
 def _lock(
-    idx: LocalIndex,
+    idx: FakeIndex,
     cache: str | None = None,
     *,
     source: str = "system",
@@ -160,7 +160,7 @@ def test_target_unknown_os_uses_manylinux_2_28() -> None:
 # ------------------------------------------------------------------ uv engine
 
 
-def test_uv_locks_the_closure_with_only_target_wheels(index: LocalIndex, cache: str) -> None:
+def test_uv_locks_the_closure_with_only_target_wheels(index: FakeIndex, cache: str) -> None:
     lk = _lock(index, cache)
     got = {p.name: p.version for p in lk.packages}
     # dep-a: newest below 2; dep-b 2.0 has no wheel for manylinux_2_35, so 1.0
@@ -170,8 +170,8 @@ def test_uv_locks_the_closure_with_only_target_wheels(index: LocalIndex, cache: 
     by_name = {p.name: p for p in lk.packages}
     fw = by_name["fakefw"].wheels
     assert [w.filename for w in fw] == [f"fakefw-2.15.1-{FW_TAG}.whl"]
-    assert fw[0].sha256 == index.sha256(fw[0].filename)
-    assert fw[0].size == len(index.files["fakefw"][fw[0].filename])
+    assert fw[0].sha256 == index.wheels[fw[0].filename].sha256
+    assert fw[0].size == len(index.wheels[fw[0].filename].data)
     assert fw[0].url == f"{index.url.removesuffix('/simple')}/files/{fw[0].filename}"
     assert sorted(w.filename for w in by_name["dep-b"].wheels) == [
         "dep_b-1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
@@ -179,7 +179,7 @@ def test_uv_locks_the_closure_with_only_target_wheels(index: LocalIndex, cache: 
     ]
 
 
-def test_pip_cuda_source_locks_the_and_cuda_wheels(index: LocalIndex, cache: str) -> None:
+def test_pip_cuda_source_locks_the_and_cuda_wheels(index: FakeIndex, cache: str) -> None:
     lk = _lock(index, cache, source="pip")
     assert lk.top_requirements == ("fakefw[and-cuda]==2.15.1",)
     nv = {p.name: p for p in lk.packages}["nvidia-fake-cu12"]
@@ -189,7 +189,7 @@ def test_pip_cuda_source_locks_the_and_cuda_wheels(index: LocalIndex, cache: str
     ]
 
 
-def test_both_resolvers_give_the_same_lock(index: LocalIndex, cache: str) -> None:
+def test_both_resolvers_give_the_same_lock(index: FakeIndex, cache: str) -> None:
     by_uv = _lock(index, cache, source="pip", with_=("dep-a<1.5",))
     by_pip = _lock(index, source="pip", with_=("dep-a<1.5",), resolver="pip")
     assert by_pip.resolver == "pip"
@@ -202,14 +202,14 @@ def test_both_resolvers_give_the_same_lock(index: LocalIndex, cache: str) -> Non
     assert by_uv.packages == by_pip.packages
 
 
-def test_same_input_gives_byte_identical_files(index: LocalIndex, tmp_path: Path) -> None:
+def test_same_input_gives_byte_identical_files(index: FakeIndex, tmp_path: Path) -> None:
     a = _lock(index, str(tmp_path / "c1"))
     b = _lock(index, str(tmp_path / "c2"))
     assert pylock_text(a) == pylock_text(b)
     assert requirements_text(a) == requirements_text(b)
 
 
-def test_pylock_is_valid_pep751_and_reads_back(index: LocalIndex, cache: str) -> None:
+def test_pylock_is_valid_pep751_and_reads_back(index: FakeIndex, cache: str) -> None:
     lk = _lock(index, cache, source="pip")
     text = pylock_text(lk)
     doc = tomllib.loads(text)
@@ -235,7 +235,7 @@ def test_pylock_is_valid_pep751_and_reads_back(index: LocalIndex, cache: str) ->
     assert tool["resolver"] == "uv" and tool["resolver_version"] == lk.resolver_version
 
 
-def test_requirements_txt_lists_every_target_hash(index: LocalIndex, cache: str) -> None:
+def test_requirements_txt_lists_every_target_hash(index: FakeIndex, cache: str) -> None:
     lk = _lock(index, cache)
     text = requirements_text(lk)
     assert "pip install --require-hashes --no-deps -r requirements.txt" in text
@@ -245,7 +245,7 @@ def test_requirements_txt_lists_every_target_hash(index: LocalIndex, cache: str)
     for p in lk.packages:
         expected.append(f"{p.name}=={p.version} \\")
         hashes = sorted(
-            hashlib.sha256(index.files[p.name][w.filename]).hexdigest() for w in p.wheels
+            hashlib.sha256(index.wheels[w.filename].data).hexdigest() for w in p.wheels
         )
         expected += [
             f"    --hash=sha256:{h}" + (" \\" if i < len(hashes) - 1 else "")
@@ -258,7 +258,7 @@ def test_requirements_txt_lists_every_target_hash(index: LocalIndex, cache: str)
 
 
 def test_conflicting_pin_names_the_package_and_what_the_framework_needs(
-    index: LocalIndex, cache: str
+    index: FakeIndex, cache: str
 ) -> None:
     with pytest.raises(NoResolution) as err:
         _lock(index, cache, with_=("dep-a>=2",))
@@ -270,13 +270,13 @@ def test_conflicting_pin_names_the_package_and_what_the_framework_needs(
     assert "dep-a" in (err.value.hint or "")
 
 
-def test_conflict_through_pip_names_the_same(index: LocalIndex) -> None:
+def test_conflict_through_pip_names_the_same(index: FakeIndex) -> None:
     with pytest.raises(NoResolution) as err:
         _lock(index, with_=("dep-a>=2",), resolver="pip")
     assert "you asked for dep-a>=2, but fakefw 2.15.1 requires dep-a<2,>=1" in err.value.message
 
 
-def test_pin_of_a_missing_version(index: LocalIndex, cache: str) -> None:
+def test_pin_of_a_missing_version(index: FakeIndex, cache: str) -> None:
     with pytest.raises(NoResolution) as err:
         _lock(index, cache, with_=("dep-b==9.9",))
     assert "dep-b==9.9" in err.value.message
@@ -289,21 +289,21 @@ def test_bad_with_line_is_a_usage_error() -> None:
         check_requirements(["pkg @ https://example.invalid/pkg.whl"])
 
 
-def test_pinning_the_framework_itself_is_refused(index: LocalIndex, cache: str) -> None:
+def test_pinning_the_framework_itself_is_refused(index: FakeIndex, cache: str) -> None:
     with pytest.raises(UsageError, match="comes from the resolution"):
         _lock(index, cache, with_=("fakefw==2.16",))
 
 
-def test_transient_503_answers_are_retried(index: LocalIndex, cache: str) -> None:
-    index.faults["/simple/dep-a/"] = 2
+def test_transient_503_answers_are_retried(index: FakeIndex, cache: str) -> None:
+    index.faults["/simple/dep-a/"] = [503, 503]
     before = index.hits.get("/simple/dep-a/", 0)
     lk = _lock(index, cache)
     assert {p.name for p in lk.packages} == {"dep-a", "dep-b", "fakefw"}
     assert index.hits["/simple/dep-a/"] - before == 3
 
 
-def test_transient_503_answers_are_retried_by_the_pip_engine_listing(index: LocalIndex) -> None:
-    index.faults["/simple/dep-b/"] = 2
+def test_transient_503_answers_are_retried_by_the_pip_engine_listing(index: FakeIndex) -> None:
+    index.faults["/simple/dep-b/"] = [503, 503]
     lk = _lock(index, resolver="pip")
     assert {p.name for p in lk.packages} == {"dep-a", "dep-b", "fakefw"}
 
@@ -324,14 +324,14 @@ def test_unreachable_index_is_exit_3() -> None:
     assert "refused" in err.value.message.lower()
 
 
-def test_offline_with_an_empty_cache_says_so(index: LocalIndex, tmp_path: Path) -> None:
+def test_offline_with_an_empty_cache_says_so(index: FakeIndex, tmp_path: Path) -> None:
     with pytest.raises(EnvironmentFailure) as err:
         _lock(index, str(tmp_path / "empty"), offline=True)
     assert "--offline" in err.value.message and "cache" in err.value.message
     assert "without --offline" in (err.value.hint or "")
 
 
-def test_offline_uses_the_cache_of_an_earlier_run(index: LocalIndex, cache: str) -> None:
+def test_offline_uses_the_cache_of_an_earlier_run(index: FakeIndex, cache: str) -> None:
     online = _lock(index, cache)
     hits = dict(index.hits)
     offline = _lock(index, cache, offline=True)
@@ -339,7 +339,7 @@ def test_offline_uses_the_cache_of_an_earlier_run(index: LocalIndex, cache: str)
     assert index.hits == hits  # not one request
 
 
-def test_offline_with_the_pip_resolver_is_a_usage_error(index: LocalIndex) -> None:
+def test_offline_with_the_pip_resolver_is_a_usage_error(index: FakeIndex) -> None:
     with pytest.raises(UsageError, match="uv resolver only"):
         _lock(index, resolver="pip", offline=True)
 
@@ -347,7 +347,7 @@ def test_offline_with_the_pip_resolver_is_a_usage_error(index: LocalIndex) -> No
 # ------------------------------------------------------------------ read_lock
 
 
-def test_read_lock_round_trip(index: LocalIndex, cache: str, tmp_path: Path) -> None:
+def test_read_lock_round_trip(index: FakeIndex, cache: str, tmp_path: Path) -> None:
     lk = _lock(index, cache, with_=("dep-a==1.0",))
     (tmp_path / "pylock.toml").write_text(pylock_text(lk), encoding="utf-8")
     assert read_lock(tmp_path) == lk
