@@ -14,7 +14,6 @@ requests is imported only inside these functions.
 
 from __future__ import annotations
 
-import configparser
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,16 +74,12 @@ def _number(name: str, raw: str) -> float:
 
 
 def _pip_cert() -> str | None:
+    from envlock.index import pip_config_option
+
     for path in (Path("/etc/pip.conf"), Path.home() / ".config" / "pip" / "pip.conf"):
-        if not path.is_file():
-            continue
-        parser = configparser.RawConfigParser()
-        try:
-            parser.read(path, encoding="utf-8")
-        except (configparser.Error, OSError):
-            continue
-        if parser.has_option("global", "cert"):
-            return parser.get("global", "cert").strip()
+        value = pip_config_option(path, "cert", ("global",))
+        if value is not None:
+            return value
     return None
 
 

@@ -32,19 +32,31 @@ def _pip_config_files() -> list[Path]:
     return files
 
 
+def pip_config_option(path: Path, option: str, sections: tuple[str, ...]) -> str | None:
+    """``option`` from one pip configuration file, the last of ``sections`` that sets it.
+
+    None when the file is missing, unreadable or does not set it.
+    """
+    if not path.is_file():
+        return None
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read(path, encoding="utf-8")
+    except (configparser.Error, OSError):
+        return None
+    found: str | None = None
+    for section in sections:
+        if parser.has_option(section, option):
+            found = parser.get(section, option).strip()
+    return found
+
+
 def _from_pip_config() -> str | None:
     found: str | None = None
     for path in _pip_config_files():
-        if not path.is_file():
-            continue
-        parser = configparser.RawConfigParser()
-        try:
-            parser.read(path, encoding="utf-8")
-        except (configparser.Error, OSError):
-            continue
-        for section in ("global", "install", "download"):
-            if parser.has_option(section, "index-url"):
-                found = parser.get(section, "index-url").strip()
+        value = pip_config_option(path, "index-url", ("global", "install", "download"))
+        if value is not None:
+            found = value
     return found
 
 
