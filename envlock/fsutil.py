@@ -1,15 +1,19 @@
-"""Atomic file output: a failed run leaves earlier outputs as they were."""
+"""Atomic file output: a failed run leaves earlier outputs as they were.
+
+Also ``read_input``: reading a file the user named, with exit-2 messages.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import os
+import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from envlock.errors import EnvironmentFailure
+from envlock.errors import EnvironmentFailure, UsageError
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -22,6 +26,27 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def read_input(
+    path: str | Path, what: str, *, hint: str, kind: str = "file", stdin: bool = False
+) -> bytes:
+    """The bytes of the file the user named as ``what`` ('-' is stdin when ``stdin``).
+
+    A missing file, a folder or an unreadable file is a UsageError (exit 2)
+    naming ``what`` and the path; ``hint`` goes with the missing file, ``kind``
+    says what was expected instead of a folder ("file", "PEM file").
+    """
+    if stdin and str(path) == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError as e:
+        raise UsageError(f"{what} {path} does not exist", hint=hint) from e
+    except IsADirectoryError as e:
+        raise UsageError(f"{what} {path} is a folder, not a {kind}") from e
+    except OSError as e:
+        raise UsageError(f"cannot read {what} {path}: {e.strerror or e}") from e
 
 
 def _temp_for(path: Path, data: bytes, mode: int | None) -> Path:

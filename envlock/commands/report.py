@@ -50,18 +50,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _read_result(path: str) -> dict[str, Any]:
+    from envlock.fsutil import read_input
     from envlock.report.dsse import EnvelopeError, strict_json
 
-    try:
-        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    except FileNotFoundError as e:
-        raise UsageError(
-            f"result {path} does not exist", hint="save 'envlock smoke --json' output"
-        ) from e
-    except IsADirectoryError as e:
-        raise UsageError(f"result {path} is a folder, not a file") from e
-    except OSError as e:
-        raise UsageError(f"cannot read result {path}: {e.strerror or e}") from e
+    data = read_input(path, "result", hint="save 'envlock smoke --json' output", stdin=True)
     try:
         doc = strict_json(data, path)
     except EnvelopeError as e:

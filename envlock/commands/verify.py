@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from envlock import output
-from envlock.errors import CheckFailed, UsageError
+from envlock.errors import CheckFailed
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,17 +41,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def read_report(path: str) -> bytes:
-    p = Path(path)
-    try:
-        return sys.stdin.buffer.read() if path == "-" else p.read_bytes()
-    except FileNotFoundError as e:
-        raise UsageError(
-            f"report {path} does not exist", hint="give the file 'envlock report sign -o' wrote"
-        ) from e
-    except IsADirectoryError as e:
-        raise UsageError(f"report {path} is a folder, not a file") from e
-    except OSError as e:
-        raise UsageError(f"cannot read report {path}: {e.strerror or e}") from e
+    from envlock.fsutil import read_input
+
+    return read_input(
+        path, "report", hint="give the file 'envlock report sign -o' wrote", stdin=True
+    )
 
 
 def _subject_text(subject: list[dict[str, Any]]) -> str:

@@ -169,16 +169,9 @@ def write_keypair(name: Path, key_type: str = DEFAULT_KEY_TYPE, *, force: bool =
 
 
 def _read(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError as e:
-        raise UsageError(
-            f"{what} {path} does not exist", hint="make one with 'envlock keygen -o NAME'"
-        ) from e
-    except IsADirectoryError as e:
-        raise UsageError(f"{what} {path} is a folder, not a PEM file") from e
-    except OSError as e:
-        raise UsageError(f"cannot read {what} {path}: {e.strerror or e}") from e
+    return fsutil.read_input(
+        path, what, hint="make one with 'envlock keygen -o NAME'", kind="PEM file"
+    )
 
 
 def load_private(path: Path) -> Any:
