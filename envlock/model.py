@@ -58,6 +58,8 @@ class Resolution:
 
 @dataclass(frozen=True)
 class LockedWheel:
+    """One wheel file of a locked package: where it is and its hash."""
+
     filename: str
     url: str
     size: int
@@ -66,6 +68,8 @@ class LockedWheel:
 
 @dataclass(frozen=True)
 class LockedPackage:
+    """One package of the locked closure, with its wheels for the target."""
+
     name: str  # normalized (PEP 503)
     version: str
     wheels: tuple[LockedWheel, ...]  # the wheels valid for the target; usually one

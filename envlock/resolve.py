@@ -35,7 +35,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NamedTuple
 
 from envlock.errors import NoResolution, UsageError
 from envlock.model import CUDA_SOURCES, Resolution
@@ -163,23 +163,61 @@ def constraints_from_args(
 
 @dataclass(frozen=True)
 class _Spec:
+    """The SPEC, read."""
+
     text: str  # as given
     specifier: SpecifierSet  # with ==X.Y widened to ==X.Y.*
     prereleases: bool
     exact: Version | None  # pinned exactly (==X.Y.Z or ===): yanked allowed
     and_cuda: bool  # the [and-cuda] extra was asked for
+    given: SpecifierSet  # the specifier as written (before widening)
 
 
-def _parse_spec(text: str) -> _Spec:
+# A SPEC that is the bare name followed by version clauses, with no extras,
+# marker, URL or parentheses ("tensorflow==2.15", "TensorFlow >=2.14, <2.17").
+# For such a SPEC, packaging's requirement parser hands the whole clause list
+# to SpecifierSet in one piece; doing the same here spares `envlock resolve`
+# importing packaging.requirements (its marker parser pulls in packaging.tags,
+# logging, subprocess and platform: more than a bare Python start-up costs).
+_PLAIN_SPEC = r"(?i:tensorflow)[ \t]*([<>=!~][0-9A-Za-z.*+!_<>=~, \t-]*)?"
+
+_SPEC_HINT = (
+    "write a requirement on tensorflow, e.g. 'tensorflow==2.15' or 'tensorflow>=2.14,<2.17'"
+)
+
+
+def _plain_spec(stripped: str) -> SpecifierSet | None:
+    """The specifier of a plain SPEC (see ``_PLAIN_SPEC``), exactly as
+    ``Requirement(stripped).specifier`` would give it; None for any other SPEC,
+    or one the requirement parser would treat differently (it then decides)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    match = re.fullmatch(_PLAIN_SPEC, stripped)
+    if match is None:
+        return None
+    clauses = match.group(1) or ""
+    try:
+        specifier = SpecifierSet(clauses)
+    except InvalidSpecifier:
+        return None
+    # the grammar allows no empty clause, except after a trailing comma
+    commas = clauses.count(",")
+    trailing = bool(specifier) and len(specifier) == commas and clauses.rstrip(" \t")[-1:] == ","
+    if clauses and len(specifier) != commas + 1 and not trailing:
+        return None
+    return specifier
+
+
+def _read_requirement(text: str, stripped: str) -> tuple[SpecifierSet, set[str]]:
+    """(specifier as written, canonical extras) of the SPEC; UsageError when it
+    is not a requirement on tensorflow without URL or marker."""
+    plain = _plain_spec(stripped)
+    if plain is not None:
+        return plain, set()
     from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.specifiers import Specifier, SpecifierSet
     from packaging.utils import canonicalize_name
-    from packaging.version import Version
 
-    hint = "write a requirement on tensorflow, e.g. 'tensorflow==2.15' or 'tensorflow>=2.14,<2.17'"
-    stripped = text.strip()
-    if not stripped:
-        raise UsageError("SPEC is empty", hint=hint)
+    hint = _SPEC_HINT
     try:
         req = Requirement(stripped)
     except InvalidRequirement as e:
@@ -209,7 +247,17 @@ def _parse_spec(text: str) -> _Spec:
             f"SPEC {text!r} has an environment marker; the target is fixed (Linux x86_64)",
             hint="drop the '; ...' part and use --python for the interpreter",
         )
-    extras = {canonicalize_name(e) for e in req.extras}
+    return req.specifier, {canonicalize_name(e) for e in req.extras}
+
+
+def _parse_spec(text: str) -> _Spec:
+    from packaging.specifiers import Specifier, SpecifierSet
+    from packaging.version import Version
+
+    stripped = text.strip()
+    if not stripped:
+        raise UsageError("SPEC is empty", hint=_SPEC_HINT)
+    given, extras = _read_requirement(text, stripped)
     unknown = sorted(extras - {"and-cuda"})
     if unknown:
         raise UsageError(
@@ -219,7 +267,7 @@ def _parse_spec(text: str) -> _Spec:
     widened: list[str] = []
     exact: Version | None = None
     prereleases = False
-    for spec in req.specifier:
+    for spec in given:
         version_text = spec.version
         if spec.operator == "===":
             if _is_version(version_text):
@@ -242,7 +290,7 @@ def _parse_spec(text: str) -> _Spec:
         ):
             widened.append(f"=={version.major}.{version.minor}.*")
             continue
-        if spec.operator == "==" and len(req.specifier) == 1:
+        if spec.operator == "==" and len(given) == 1:
             exact = version
         widened.append(str(Specifier(f"{spec.operator}{version_text}")))
     return _Spec(
@@ -251,6 +299,7 @@ def _parse_spec(text: str) -> _Spec:
         prereleases=prereleases,
         exact=exact,
         and_cuda="and-cuda" in extras,
+        given=given,
     )
 
 
@@ -278,6 +327,8 @@ def _check_value(value: str | None, regex: str, flag: str, shape: str, example: 
 
 @dataclass(frozen=True)
 class _Placement:
+    """Where a release runs: CUDA source, base image, OS, and why."""
+
     source: str
     image: ImageRelease
     os: UbuntuRelease
@@ -288,6 +339,8 @@ class _Placement:
 
 @dataclass(frozen=True)
 class _NoPlacement:
+    """Why a release has no base image under the constraints."""
+
     reason: str
 
 
@@ -513,9 +566,10 @@ def _distinct(values: Iterable[str]) -> str:
 # ---------------------------------------------------------------- resolve
 
 
-@dataclass
-class _Checked:
-    """Validated constraint values."""
+class _Checked(NamedTuple):
+    """Validated constraint values. (NamedTuple, not a dataclass, for these two
+    internal records that never change: a dataclass costs ~1 ms of start-up
+    to create, a NamedTuple a fraction of that.)"""
 
     spec: _Spec
     python: str | None
@@ -592,8 +646,7 @@ def _matches(value: str, wanted: str) -> bool:
     return value.split(".")[0] == wanted
 
 
-@dataclass
-class _Stage:
+class _Stage(NamedTuple):
     """One constraint: its flag text, and a test returning None or why not."""
 
     name: str
@@ -632,44 +685,48 @@ def load_matrix() -> Matrix:
 
     Parsing and validating the TOML files costs more than starting Python
     (tomllib is pure Python), so the validated ``Matrix`` is pickled into
-    ``cache_dir()`` under a key made of the bytes of the three matrix files
-    and of the parser modules: any change to either misses the cache. A cache
-    that cannot be read or written is ignored; the result is the same. The
-    folder is the user's own (mode 0700), as for pip's and uv's caches.
+    ``cache_dir()``, together with a stamp: the Python and packaging versions
+    and the exact bytes of the three matrix files and of the parser modules.
+    The cache is used only when its stamp equals the current one, byte for
+    byte, so any change to a matrix file or a parser misses it. (Comparing the
+    bytes spares hashing them: hashlib's import alone costs more than this
+    whole check.) One file per installation (named by a CRC of its paths and
+    versions), rewritten when the stamp changes. A cache that cannot be read
+    or written is ignored; the result is the same. The folder is the user's
+    own (mode 0700), as for pip's and uv's caches.
     """
-    import hashlib
     import pickle
+    import zlib
 
     import packaging
 
     import envlock
+    from envlock.matrix import Matrix as MatrixType
 
     matrices = _matrix_folder()
     parsers = os.path.join(os.path.dirname(os.path.abspath(envlock.__file__)), "matrix")
     # the pickle holds packaging Version objects: their layout follows packaging's version
-    key = hashlib.sha256(f"{sys.version}|packaging {packaging.__version__}".encode())
+    where = f"{sys.version}|packaging {packaging.__version__}|{matrices}|{parsers}".encode()
+    parts = [where]
     try:
         if matrices is None:
             raise OSError("matrices/ is not a plain folder")
-        for name in MATRIX_FILES:
-            with open(os.path.join(matrices, name), "rb") as f:
-                key.update(f.read())
-        for name in PARSER_FILES:
-            with open(os.path.join(parsers, name), "rb") as f:
-                key.update(f.read())
+        for folder, names in ((matrices, MATRIX_FILES), (parsers, PARSER_FILES)):
+            for name in names:
+                with open(os.path.join(folder, name), "rb") as f:
+                    parts.append(f.read())
     except OSError:
         from envlock.matrix import load
 
         return load()  # no cache; the loader names a missing file
-    path = os.path.join(cache_dir(), f"matrix-{key.hexdigest()[:32]}.pickle")
+    stamp = b"".join(b"%d:%s|" % (len(part), part) for part in parts)
+    path = os.path.join(cache_dir(), f"matrix-{zlib.crc32(where):08x}.pickle")
     try:
         with open(path, "rb") as f:
-            cached = pickle.load(f)
-        from envlock.matrix import Matrix as MatrixType
-
-        if isinstance(cached, MatrixType):
+            cached_stamp, cached = pickle.load(f)
+        if cached_stamp == stamp and isinstance(cached, MatrixType):
             return cached
-    except Exception:  # noqa: BLE001 - missing, unreadable, stale: parse again
+    except Exception:  # noqa: BLE001 - missing, unreadable, stale, damaged: parse again
         pass
     from envlock.matrix import load
 
@@ -680,7 +737,7 @@ def load_matrix() -> Matrix:
         from envlock.fsutil import atomic_write
 
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        atomic_write(Path(path), pickle.dumps(loaded, protocol=pickle.HIGHEST_PROTOCOL))
+        atomic_write(Path(path), pickle.dumps((stamp, loaded), protocol=pickle.HIGHEST_PROTOCOL))
     except Exception:  # noqa: BLE001 - a read-only home must not break resolve
         pass
     return loaded
@@ -1048,7 +1105,7 @@ def _resolution(
 ) -> Resolution:
     reasons: list[str] = []
     first = f"tensorflow {rel.version}: the newest release matching {k.spec.text!r}"
-    if k.spec.specifier != _plain_specifier(k.spec.text):
+    if k.spec.specifier != k.spec.given:
         first += f" (read as {FRAMEWORK}{k.spec.specifier}: ==X.Y means the X.Y series)"
     reasons.append(first)
     for name, removed in removed_by.items():
@@ -1114,12 +1171,6 @@ def _resolution(
         reasons=tuple(reasons),
         os_python=placement.os.python,
     )
-
-
-def _plain_specifier(text: str) -> Any:
-    from packaging.requirements import Requirement
-
-    return Requirement(text).specifier
 
 
 def _first_distinct(values: Iterable[str], limit: int) -> list[str]:

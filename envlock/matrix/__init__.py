@@ -10,23 +10,22 @@ file and the place inside it.
 from __future__ import annotations
 
 import functools
-import hashlib
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envlock.errors import DataError
 from envlock.matrix.tensorflow import TFMatrix, TFRelease
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from envlock.matrix.cuda import CudaMatrix
     from envlock.matrix.gpus import GpuMatrix
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.9/3.10
-    import tomli as tomllib
+# tomllib, hashlib and pathlib are imported where a file is read: a resolve that
+# finds the validated matrices in its cache (envlock.resolve.load_matrix) needs
+# this package's classes, not its readers.
 
 __all__ = ["Matrix", "TFMatrix", "TFRelease", "load", "load_tensorflow", "read_toml"]
 
@@ -57,6 +56,11 @@ def display_name(name: str) -> str:
 
 def decode_toml(data: bytes, filename: str) -> dict[str, Any]:
     """Parse TOML bytes; a syntax error becomes a DataError naming the file."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.9/3.10
+        import tomli as tomllib
+
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -79,6 +83,8 @@ def read_toml(name: str, path: Path | None = None) -> tuple[dict[str, Any], str,
     ``name`` is the file name inside the packaged ``matrices/`` folder; ``path``
     reads another file instead (``envlock matrix check FILE``).
     """
+    import hashlib
+
     from envlock import resources
 
     shown = str(path) if path is not None else display_name(name)

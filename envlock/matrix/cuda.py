@@ -62,6 +62,8 @@ class CudaRelease:
 
 @dataclass(frozen=True)
 class DriverBranch:
+    """A data-center driver branch and the month its support ends."""
+
     branch: str  # "R535"
     ends: str  # "2026-06"
     source: str
@@ -69,6 +71,8 @@ class DriverBranch:
 
 @dataclass(frozen=True)
 class UbuntuRelease:
+    """An Ubuntu release of the nvidia/cuda images and its own python3."""
+
     release: str  # "22.04"
     python: str  # default python3 minor, "3.10"
     source: str
@@ -117,6 +121,8 @@ class ImageRelease:
 
 @dataclass(frozen=True)
 class CudaMatrix:
+    """All of cuda.toml, validated."""
+
     schema_version: int
     data_version: str
     sources: tuple[tuple[str, str], ...]

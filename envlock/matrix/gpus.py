@@ -23,6 +23,8 @@ _FIELDS = ("name", "form_factor", "compute_capability", *_PEAKS, "from")
 
 @dataclass(frozen=True)
 class GpuModel:
+    """One GPU model: compute capability and datasheet peaks."""
+
     name: str  # as nvidia-smi shows it (or the stem of it), "NVIDIA H200"
     form_factor: str  # "SXM", "PCIe"
     compute_capability: str  # "9.0"
@@ -55,6 +57,8 @@ class GpuModel:
 
 @dataclass(frozen=True)
 class GpuMatrix:
+    """All of gpus.toml, validated."""
+
     schema_version: int
     data_version: str
     sources: tuple[tuple[str, str], ...]

@@ -19,8 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envlock.errors import DataError
@@ -36,13 +34,15 @@ CUDNN_SOURCES = (
     "tested-configs",
 )
 
-_MINOR = re.compile(r"^[0-9]+\.[0-9]+$")
-_PYTHON = re.compile(r"^3\.[0-9]+$")
-_CUDA_FULL = re.compile(r"^[0-9]+(\.[0-9]+){0,2}$")
-_CAPABILITY = re.compile(r"^(sm|compute)_[0-9]{2,3}[a-z]?$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
-_WHEEL = re.compile(r"^tensorflow-[^-]+-[^-]+-[^-]+-[^-]+\.whl$")
+# Patterns as text: re compiles (and caches) them on first use, when a file is
+# validated, not on import (a cached, validated matrix needs none of them).
+_MINOR = r"^[0-9]+\.[0-9]+$"
+_PYTHON = r"^3\.[0-9]+$"
+_CUDA_FULL = r"^[0-9]+(\.[0-9]+){0,2}$"
+_CAPABILITY = r"^(sm|compute)_[0-9]{2,3}[a-z]?$"
+_SHA256 = r"^[0-9a-f]{64}$"
+_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+_WHEEL = r"^tensorflow-[^-]+-[^-]+-[^-]+-[^-]+\.whl$"
 
 _FIELDS = (
     "version",
@@ -110,6 +110,8 @@ class TFRelease:
 
 @dataclass(frozen=True)
 class TFMatrix:
+    """All of tensorflow.toml, validated; releases sorted by version."""
+
     schema_version: int
     data_version: str
     generated_by: str
@@ -155,11 +157,9 @@ class _Checker:
             raise self.fail(where, "must not be empty")
         return value
 
-    def pattern(
-        self, obj: Mapping[str, Any], key: str, path: str, regex: re.Pattern[str], shape: str
-    ) -> str:
+    def pattern(self, obj: Mapping[str, Any], key: str, path: str, regex: str, shape: str) -> str:
         value = self.string(obj, key, path)
-        if not regex.match(value):
+        if not re.match(regex, value):
             raise self.fail(f"{path}.{key}", f'expected "{shape}", got {_show(value)}')
         return value
 
@@ -175,7 +175,7 @@ class _Checker:
         obj: Mapping[str, Any],
         key: str,
         path: str,
-        regex: re.Pattern[str] | None = None,
+        regex: str | None = None,
         shape: str = "",
     ) -> tuple[str, ...]:
         where = f"{path}.{key}"
@@ -188,7 +188,7 @@ class _Checker:
         for i, item in enumerate(value):
             if not isinstance(item, str):
                 raise self.fail(f"{where}[{i}]", f"expected a string, got {_show(item)}")
-            if regex is not None and not regex.match(item):
+            if regex is not None and not re.match(regex, item):
                 raise self.fail(f"{where}[{i}]", f'expected "{shape}", got {_show(item)}')
             out.append(item)
         return tuple(out)
@@ -215,6 +215,11 @@ def major_minor(version: str) -> str:
 
 
 def _release(c: _Checker, row: Any, path: str) -> TFRelease:
+    # packaging's requirement parser (markers, tags, logging, subprocess, ...)
+    # only where a file is validated, not where a validated matrix is used
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     if not isinstance(row, dict):
         raise c.fail(path, f"expected a table, got {_show(row)}")
     unknown = sorted(set(row) - set(_FIELDS))

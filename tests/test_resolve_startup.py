@@ -1,0 +1,243 @@
+"""What `envlock resolve` imports, and the cheap SPEC reading it relies on.
+
+Start-up time itself is measured by bench/resolve.py, not here; these tests
+pin down the reasons it is short, so that a change that brings a heavy import
+back onto the resolve path fails loudly:
+
+- a plain SPEC ("tensorflow==2.15") is read with packaging's SpecifierSet,
+  and gives exactly what packaging's Requirement gives (property test);
+- a resolve whose matrices come from the cache imports no TOML parser, no
+  requirement/marker/tag parser, no hashlib, shutil, pkgutil, logging or
+  subprocess, and none of the heavy libraries of other commands.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from envlock.errors import UsageError
+from envlock.resolve import _parse_spec, _plain_spec
+
+# --------------------------------------------------------------- SPEC reading
+
+NAMES = [
+    "tensorflow",
+    "TensorFlow",
+    "TENSORFLOW",
+    "tensorflow2",
+    "tensor_flow",
+    "tf",
+    "tensorflow-gpu",
+]
+OPS = ["==", "!=", ">=", "<=", ">", "<", "~=", "===", "=", "=>", "~", "!"]
+VERSIONS = [
+    "2.15",
+    "2.15.1",
+    "2",
+    "2.15.*",
+    "2.*",
+    "2.16.0rc0",
+    "2.15.post1",
+    "2.15+local",
+    "1!2.0",
+    "abc",
+    "",
+    "2.15.0.dev1",
+    " 2.15",
+    "2. 15",
+]
+GLUE = ["", " ", "\t", ",", " , ", ", ", ",,", ";", "[and-cuda]", "(", ")", "@", "#", "  "]
+
+pieces = st.one_of(
+    st.sampled_from(OPS),
+    st.sampled_from(VERSIONS),
+    st.sampled_from(GLUE),
+    st.text(alphabet="0123456789.*,<>=!~ \tabcrsv+-_", max_size=6),
+)
+specs = st.builds(
+    lambda name, rest: name + "".join(rest),
+    st.sampled_from(NAMES),
+    st.lists(pieces, max_size=7),
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(specs)
+def test_plain_spec_agrees_with_packaging_requirement(text: str) -> None:
+    stripped = text.strip()
+    plain = _plain_spec(stripped)
+    if plain is None:
+        return  # not plain: the requirement parser decides (and its messages)
+    req = Requirement(stripped)  # a plain SPEC must be a valid requirement...
+    assert canonicalize_name(req.name) == "tensorflow"
+    assert (req.url, req.marker, req.extras) == (None, None, set())
+    # ...with the very same specifier, clause by clause and in order
+    assert [str(s) for s in plain] == [str(s) for s in req.specifier]
+    assert plain == req.specifier and str(plain) == str(req.specifier)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tensorflow",
+        "tensorflow==2.15",
+        "TensorFlow >= 2.14, <2.17",
+        "tensorflow~=2.13.0",
+        "tensorflow==2.15,",
+        "tensorflow===2.15.1",
+        "tensorflow!=2.15.*,>=2.14",
+        "tensorflow==2.16.0rc0",
+    ],
+)
+def test_plain_specs_take_the_short_path(text: str) -> None:
+    plain = _plain_spec(text)
+    assert plain is not None
+    assert plain == Requirement(text).specifier
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tensorflow[and-cuda]==2.15",
+        "tensorflow (==2.15)",
+        "tensorflow==2.15; python_version > '3.9'",
+        "tensorflow @ file:///tmp/x.whl",
+        "tensorflow-gpu==2.15",
+        "tensorflow=2.15",
+        "tensorflow==2.15,,<3",
+        "tensorflow==2..15",
+        "tensorflow ,",
+    ],
+)
+def test_other_specs_go_through_the_requirement_parser(text: str) -> None:
+    assert _plain_spec(text) is None
+    # and _parse_spec still reads them, or refuses them, as packaging does
+    try:
+        req = Requirement(text)
+    except InvalidRequirement:
+        with pytest.raises(UsageError, match="is not a valid requirement"):
+            _parse_spec(text)
+        return
+    if canonicalize_name(req.name) != "tensorflow" or req.url or req.marker:
+        with pytest.raises(UsageError):
+            _parse_spec(text)
+        return
+    spec = _parse_spec(text)
+    assert spec.given == req.specifier
+    assert spec.and_cuda == ("and-cuda" in req.extras)
+
+
+def test_parse_spec_widens_the_series_and_keeps_what_was_given() -> None:
+    spec = _parse_spec("tensorflow==2.15")
+    assert str(spec.specifier) == "==2.15.*"
+    assert str(spec.given) == "==2.15"
+    assert spec.exact is None and not spec.prereleases
+    pinned = _parse_spec(" tensorflow==2.15.1 ")
+    assert str(pinned.exact) == "2.15.1" and pinned.text == "tensorflow==2.15.1"
+
+
+# --------------------------------------------------------------- imports
+
+PROBE = r"""
+import contextlib, io, json, sys
+before = set(sys.modules)
+from envlock.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    code = main(["resolve", "tensorflow==2.15", "--json"])
+print(json.dumps({"code": code, "version": json.loads(out.getvalue())["version"],
+                  "modules": sorted(set(sys.modules) - before)}))
+"""
+
+NOT_ON_THE_RESOLVE_PATH = [
+    "tomllib",  # the matrices come validated from the cache
+    "hashlib",  # the cache stamp is compared, not hashed
+    "packaging.requirements",  # a plain SPEC is read by SpecifierSet
+    "packaging.markers",
+    "packaging.tags",
+    "packaging.utils",
+    "logging",
+    "subprocess",
+    "platform",
+    "shutil",  # argparse's formatter width comes without it
+    "pkgutil",  # only the named command's module is imported
+    "importlib.resources",
+    "importlib.util",
+    "pathlib",
+    "envlock.commands.lock",
+    "envlock.lock",
+    "envlock.render",
+    "envlock.driver",
+    "jinja2",
+    "requests",
+    "docker",
+    "rich",
+    "cryptography",
+]
+
+
+def _probe(env: dict[str, str]) -> dict[str, object]:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    result: dict[str, object] = json.loads(proc.stdout)
+    return result
+
+
+def test_a_cached_resolve_imports_only_what_it_needs(tmp_path: Path) -> None:
+    env = dict(os.environ, ENVLOCK_CACHE_DIR=str(tmp_path / "cache"))
+    first = _probe(env)  # parses the TOML files, writes the cache
+    assert first["code"] == 0 and first["version"] == "2.15.1"
+    assert "tomllib" in first["modules"]  # type: ignore[operator]
+    assert list((tmp_path / "cache").glob("matrix-*.pickle"))
+    second = _probe(env)
+    assert second["code"] == 0 and second["version"] == "2.15.1"
+    modules = set(second["modules"])  # type: ignore[call-overload]
+    heavy = sorted(m for m in NOT_ON_THE_RESOLVE_PATH if m in modules)
+    assert heavy == []
+    # what it does need is there: the model, the matrix classes, packaging's
+    # version and specifier types
+    assert {"envlock.model", "envlock.matrix.cuda", "packaging.specifiers"} <= modules
+
+
+def test_a_changed_matrix_file_misses_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stamp holds the files' bytes: one changed byte is a miss."""
+    from envlock import resolve as resolve_mod
+    from envlock.matrix import load
+
+    folder = tmp_path / "matrices"
+    folder.mkdir()
+    real = resolve_mod._matrix_folder()
+    assert real is not None
+    for name in resolve_mod.MATRIX_FILES:
+        (folder / name).write_bytes((Path(real) / name).read_bytes())
+    monkeypatch.setattr(resolve_mod, "_matrix_folder", lambda: str(folder))
+    monkeypatch.setenv("ENVLOCK_CACHE_DIR", str(tmp_path / "cache"))
+    calls: list[int] = []
+
+    def counting_load() -> object:
+        calls.append(1)
+        return load()
+
+    monkeypatch.setattr("envlock.matrix.load", counting_load)
+    resolve_mod.load_matrix()
+    resolve_mod.load_matrix()
+    assert len(calls) == 1  # parsed once, then read from the cache
+    gpus = folder / "gpus.toml"
+    gpus.write_bytes(gpus.read_bytes() + b"\n")  # same data, other bytes
+    resolve_mod.load_matrix()
+    assert len(calls) == 2
+    assert len(list((tmp_path / "cache").glob("matrix-*.pickle"))) == 1  # rewritten in place
