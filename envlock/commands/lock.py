@@ -151,22 +151,12 @@ def _without_credentials(url: str) -> str:
 
 def _resolve_input(lock_input: LockInput) -> Resolution:
     """Resolve again from a recorded LockInput (for --check)."""
+    from envlock.lock.pylock import resolve_argv
     from envlock.resolve import add_resolve_arguments, constraints_from_args, resolve
 
     parser = argparse.ArgumentParser(add_help=False)
     add_resolve_arguments(parser)
-    argv = [lock_input.spec]
-    for flag, value in (
-        ("--python", lock_input.python),
-        ("--cuda", lock_input.cuda),
-        ("--cudnn", lock_input.cudnn),
-        ("--driver", lock_input.driver),
-        ("--os", lock_input.os),
-        ("--cuda-source", lock_input.cuda_source),
-    ):
-        if value:
-            argv += [flag, value]
-    args, _ = parser.parse_known_args(argv)
+    args, _ = parser.parse_known_args(resolve_argv(lock_input))
     return resolve(constraints_from_args(args))
 
 

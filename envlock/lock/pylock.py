@@ -62,20 +62,26 @@ def target_of(lock: Lock) -> Target:
     return Target.for_lock(lock.resolution.python, lock.resolution.os)
 
 
-def regenerate_command(lock: Lock, out: str = ".") -> str:
-    """The envlock command line that makes this lock again."""
-    inp = lock.input
-    args = ["envlock", "lock", inp.spec]
+def resolve_argv(inp: LockInput) -> list[str]:
+    """The recorded spec and resolve options as ``envlock resolve`` arguments."""
+    args = [inp.spec]
     for flag, value in (
         ("--python", inp.python),
         ("--cuda", inp.cuda),
         ("--cudnn", inp.cudnn),
         ("--driver", inp.driver),
         ("--os", inp.os),
+        ("--cuda-source", inp.cuda_source),
     ):
         if value:
             args += [flag, value]
-    args += ["--cuda-source", inp.cuda_source]
+    return args
+
+
+def regenerate_command(lock: Lock, out: str = ".") -> str:
+    """The envlock command line that makes this lock again."""
+    inp = lock.input
+    args = ["envlock", "lock", *resolve_argv(inp)]
     for req in inp.with_requirements:
         args += ["--with", req]
     if lock.resolver != "uv":
