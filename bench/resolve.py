@@ -13,7 +13,8 @@ time. Bytecode is allowed to be cached, as after any install
 writes it, and fills envlock's matrix cache).
 
 Also measured, same way: the floor set by what the command must import anyway
-(argparse, dataclasses, packaging's requirement parser), and, in one process,
+(argparse, dataclasses, json, pickle and zlib for the matrix cache, packaging's
+version and specifier types), and, in one process,
 where the time goes: CLI import, parser, matrix load from the cache, matrix
 load without it (TOML parse alone shown separately), resolve.
 
@@ -37,7 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 COMMAND = ["resolve", "tensorflow==2.15", "--json"]
-FLOOR = "import argparse, dataclasses, json, pickle, packaging.requirements"
+FLOOR = "import argparse, dataclasses, json, pickle, zlib, packaging.specifiers"
 
 PHASES = r"""
 import json, time
