@@ -181,6 +181,10 @@ class RemoteZip:
 
     def _find_fast(self, needle: bytes) -> list[int] | None:
         data = self._directory
+        if data.count(_CENTRAL) != self._count:
+            # A name, extra field or comment holds the header signature itself,
+            # so searching backwards for it could land inside an entry: walk.
+            return None
         hits: list[int] = []
         q = data.find(needle)
         while q >= 0:
