@@ -551,3 +551,70 @@ def test_index_credentials_are_never_recorded() -> None:
         "https://mirror.invalid:8443/simple"
     )
     assert _without_credentials("http://127.0.0.1:9/simple") == "http://127.0.0.1:9/simple"
+
+
+# ------------------------------------------------------------------ a Python without wheels
+
+UV_NO_ABI = """\
+  × No solution found when resolving dependencies:
+  ╰─▶ Because tensorrt==8.5.3.1 has no wheels with a matching Python ABI tag (e.g., `cp311`)
+      and tensorflow[and-cuda]==2.14.1 depends on tensorrt==8.5.3.1, we can conclude that
+      tensorflow[and-cuda]==2.14.1 cannot be used.
+      And because you require tensorflow[and-cuda]==2.14.1, we can conclude that your
+      requirements are unsatisfiable.
+"""
+
+
+def test_uv_abi_tag_text_suggests_another_python_not_relaxing_pins() -> None:
+    err = explain(
+        UV_NO_ABI,
+        resolver="uv",
+        framework="tensorflow",
+        framework_version="2.14.1",
+        user_requirements=["numpy<2"],
+        target="CPython 3.11, Linux x86_64, manylinux_2_35",
+    )
+    assert err.message.startswith(
+        "no wheel of tensorrt==8.5.3.1 fits CPython 3.11, Linux x86_64, manylinux_2_35 "
+        "(wrong Python tags)\n  uv said:\n"
+    )
+    assert err.hint is not None
+    assert err.hint.startswith("choose another --python")
+    assert "relax" not in err.hint
+
+
+@pytest.fixture(scope="module")
+def cp310_only_index() -> Iterator[FakeIndex]:
+    """fakefw's and-cuda extra needs a package that has a cp310 wheel only."""
+    idx = FakeIndex()
+    idx.add_dist(
+        "fakefw",
+        "2.15.1",
+        tag=FW_TAG,
+        requires=("dep-a",),
+        extras={"and-cuda": ("nvidia-old-cu11==8.5.3.1",)},
+    )
+    idx.add_dist("dep-a", "1.0")
+    idx.add_dist("nvidia-old-cu11", "8.5.3.1", tag="cp310-none-manylinux_2_17_x86_64")
+    idx.start()
+    yield idx
+    idx.stop()
+
+
+@pytest.mark.parametrize("resolver", ["uv", "pip"])
+def test_real_resolvers_without_a_wheel_for_the_python_suggest_another_python(
+    cp310_only_index: FakeIndex, resolver: str, tmp_path: Path
+) -> None:
+    with pytest.raises(NoResolution) as err:
+        lock(
+            resolution("pip"),  # Python 3.11
+            LockInput(spec="fakefw==2.15", cuda_source="pip"),
+            resolver=resolver,
+            index_url=cp310_only_index.url,
+            cache_dir=str(tmp_path / "uv-cache"),
+        )
+    assert err.value.message.startswith("no wheel of nvidia-old-cu11==8.5.3.1 fits CPython 3.11")
+    assert f"{resolver} said:" in err.value.message
+    assert err.value.exit_code == 2
+    assert err.value.hint is not None and "choose another --python" in err.value.hint
+    assert "relax" not in err.value.hint

@@ -29,6 +29,24 @@ _NO_VERSION = re.compile(
     r"|versions? of (?P<req2>\S+) (?:are|is) (?:unavailable|missing)"
 )
 _PIP_NO_MATCH = re.compile(r"No matching distribution found for (?P<req>\S+)")
+# uv: "tensorrt==8.5.3.1 has no wheels with a matching Python ABI tag (e.g., `cp311`)";
+# also "... Python implementation tag" / "... Python version tag", "all versions of X have"
+_UV_NO_TAG = re.compile(
+    r"(?:all versions of )?(?P<req>[A-Za-z0-9][^\s`,]*) (?:has|have) no wheels with a "
+    r"matching Python (?:ABI|implementation|version) tag"
+)
+# pip (--only-binary, --python-version, --platform): no file of the project fits the
+# target's tags, so it lists no version at all: "... the requirement x==1; extra ==
+# "and-cuda" (from fw[and-cuda]) (from versions: none)"
+_PIP_NO_VERSIONS = re.compile(
+    r"Could not find a version that satisfies the requirement (?P<req>\S+?)"
+    r"(?:;[^()\n]*)?(?: \(from (?!versions)[^)\n]*\))* \(from versions: none\)"
+)
+_OTHER_PYTHON = (
+    "choose another --python ('envlock resolve' lists the Pythons the release has wheels "
+    "for, and with --cuda-source pip those its and-cuda extra has wheels for), "
+    "or another release"
+)
 
 
 def _name_of(text: str) -> str | None:
@@ -120,6 +138,27 @@ def explain(
         return NoResolution(
             f"no release on the index satisfies {what} for {target}\n  {resolver} said:\n{detail}",
             hint="check the name and version of the pin; only wheels count for the target",
+        )
+
+    no_tag = [_clean(m.group("req")) for m in _UV_NO_TAG.finditer(output)]
+    if no_tag:
+        what = ", ".join(dict.fromkeys(no_tag))
+        return NoResolution(
+            f"no wheel of {what} fits {target} (wrong Python tags)\n"
+            f"  {resolver} said:\n{detail}",
+            hint=_OTHER_PYTHON,
+        )
+    no_versions = [
+        _clean(m.group("req"))
+        for m in _PIP_NO_VERSIONS.finditer(output)
+        if _name_of(m.group("req")) not in pins
+    ]
+    if no_versions and not mentioned:
+        what = ", ".join(dict.fromkeys(no_versions))
+        return NoResolution(
+            f"no wheel of {what} fits {target} (pip lists no version of it for this "
+            f"Python and platform)\n  {resolver} said:\n{detail}",
+            hint=f"its wheels may exist for other Pythons only: {_OTHER_PYTHON}",
         )
 
     if mentioned:
