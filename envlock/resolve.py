@@ -335,6 +335,7 @@ class _Placement:
     tag: str
     reasons: tuple[str, ...]
     warnings: tuple[str, ...]
+    python: str  # the CPython minor it runs with
 
 
 @dataclass(frozen=True)
@@ -469,19 +470,47 @@ def _place_system(
                 f"check NV_CUDNN_VERSION in the image"
             )
         reasons.append(f"OS {os_reason}")
-        return _Placement("system", image, ubuntu, tag, tuple(reasons), tuple(warnings))
+        return _Placement(
+            "system", image, ubuntu, tag, tuple(reasons), tuple(warnings), python
+        )
     return _NoPlacement(
         f"no fitting nvidia/cuda cudnn image exists for {c.os}: " + ", ".join(os_misses)
     )
 
 
+def _and_cuda_gap(rel: TFRelease, python: str) -> str:
+    """The parts of the release's and_cuda_python_note that concern ``python``:
+    "tensorrt==8.5.3.1: no cp311 wheel" (a part naming no cp tag removed every minor)."""
+    tag = "cp" + python.replace(".", "")
+    parts = [
+        p
+        for p in rel.and_cuda_python_note.split("; ")
+        if p and (re.search(rf"\b{tag}\b", p) or not re.search(r"\bcp3[0-9]+\b", p))
+    ]
+    return "; ".join(parts) or f"no wheels for {tag}"
+
+
 def _place_pip(
-    rel: TFRelease, cm: CudaMatrix, c: Constraints, python: str
+    rel: TFRelease, cm: CudaMatrix, c: Constraints, python: str | None
 ) -> _Placement | _NoPlacement:
+    """The pip source on the -base image; ``python`` None: the newest minor every
+    and-cuda requirement has wheels for (``and_cuda_python``)."""
     if not rel.and_cuda:
         return _NoPlacement(
             "no and-cuda extra to take CUDA from (the nvidia-* CUDA wheels start with "
             "tensorflow 2.14)"
+        )
+    if python is None:
+        if not rel.and_cuda_python:
+            return _NoPlacement(
+                f"the and-cuda extra cannot be installed on any Python "
+                f"({rel.and_cuda_python_note or 'no wheels for its requirements'})"
+            )
+        python = rel.and_cuda_python[-1]
+    elif python not in rel.and_cuda_python:
+        return _NoPlacement(
+            f"the and-cuda extra cannot be installed on Python {python} "
+            f"({_and_cuda_gap(rel, python)})"
         )
     cuda_major, cuda_minor = _split_minor(rel.cuda)
     ranked: list[tuple[int, ImageRelease]] = []
@@ -513,7 +542,7 @@ def _place_pip(
                 f"asks for a driver that supports CUDA {image.cuda} unless "
                 f"NVIDIA_DISABLE_REQUIRE=1 is set",
             )
-        return _Placement("pip", image, ubuntu, tag, tuple(reasons), warnings)
+        return _Placement("pip", image, ubuntu, tag, tuple(reasons), warnings, python)
     if misses:
         return _NoPlacement(
             f"no nvidia/cuda CUDA {cuda_major}.x base image exists for {c.os}: " + ", ".join(misses)
@@ -770,15 +799,12 @@ def resolve(c: Constraints, matrix: Matrix | None = None) -> Resolution:
         raise _no_match(k, newest_first)
 
     # 2. the other constraints, in the order they are reported
-    def python_for(r: TFRelease) -> str:
-        return k.python if k.python else r.python[-1]
-
     def driver_min(r: TFRelease) -> str | None:
         row = cm.release(r.cuda)
         return row.driver_min if row else None
 
     def place(r: TFRelease) -> _Placement | _NoPlacement:
-        return _place(r, cm, k, c, python_for(r))
+        return _place(r, cm, k, c)
 
     stages: list[_Stage] = [
         _Stage(
@@ -858,16 +884,16 @@ def resolve(c: Constraints, matrix: Matrix | None = None) -> Resolution:
     return _resolution(chosen, placement, k, c, matrix, cm, gm, removed_by, matched)
 
 
-def _place(
-    r: TFRelease, cm: CudaMatrix, k: _Checked, c: Constraints, python: str
-) -> _Placement | _NoPlacement:
+def _place(r: TFRelease, cm: CudaMatrix, k: _Checked, c: Constraints) -> _Placement | _NoPlacement:
+    """Place ``r``: Python as asked, else the newest with a wheel (for the pip
+    source: the newest every and-cuda requirement has wheels for)."""
     c_os = replace(c, os=k.os)
     if k.source == "pip":
-        return _place_pip(r, cm, c_os, python)
-    system = _place_system(r, cm, c_os, python)
+        return _place_pip(r, cm, c_os, k.python)
+    system = _place_system(r, cm, c_os, k.python or r.python[-1])
     if isinstance(system, _Placement) or k.source == "system":
         return system
-    pip = _place_pip(r, cm, c_os, python)
+    pip = _place_pip(r, cm, c_os, k.python)
     if isinstance(pip, _NoPlacement):
         return _NoPlacement(f"{system.reason}; the pip source does not fit either: {pip.reason}")
     return _Placement(
@@ -881,6 +907,7 @@ def _place(
             f"tensorflow[and-cuda] bring the CUDA and cuDNN it was built with",
             *pip.warnings,
         ),
+        pip.python,
     )
 
 
@@ -977,6 +1004,9 @@ def _nothing_fits(
             hints.append(f"the nearest GPU build is {nearest}")
     else:
         message = f"{what}: " + "; ".join(why)
+        other_python = _and_cuda_python_hint(k, blocked[0], matrix)
+        if other_python:
+            hints.append(other_python)
         if nearest:
             hints.append(f"use {nearest}")
         alternatives = _source_alternatives(k, blocked[0], matrix)
@@ -992,23 +1022,48 @@ def _driver_min_of(matrix: Matrix, rel: TFRelease) -> str | None:
     return row.driver_min if row is not None else None
 
 
+def _and_cuda_python_hint(k: _Checked, rel: TFRelease, matrix: Matrix) -> str | None:
+    """``--python 3.10 or 3.9`` when the pip source fails only for the asked Python."""
+    if not k.python or k.source == "system" or not rel.and_cuda:
+        return None
+    if k.python in rel.and_cuda_python or not rel.and_cuda_python:
+        return None
+    c = Constraints(spec=k.spec.text, os=k.os)
+    if not isinstance(_place_pip(rel, matrix.cuda, c, rel.and_cuda_python[-1]), _Placement):
+        return None
+    pythons = " or ".join(reversed(rel.and_cuda_python))
+    return (
+        f"--python {pythons} (every tensorflow[and-cuda] {rel.version} requirement has "
+        f"Linux x86_64 wheels for {_python_ranges(rel.and_cuda_python)})"
+    )
+
+
 def _source_alternatives(k: _Checked, rel: TFRelease, matrix: Matrix) -> list[str]:
     """Other settings under which ``rel`` would place: another source, another OS."""
     cm: CudaMatrix = matrix.cuda
-    python = k.python or rel.python[-1]
     out: list[str] = []
     for source in CUDA_SOURCES:
         if source == k.source:
             continue
         c = Constraints(spec=k.spec.text, os=k.os)
-        place = _place_pip if source == "pip" else _place_system
-        p = place(rel, cm, c, python)
+        p = (
+            _place_pip(rel, cm, c, k.python)
+            if source == "pip"
+            else _place_system(rel, cm, c, k.python or rel.python[-1])
+        )
         if isinstance(p, _Placement):
-            out.append(f"--cuda-source {source} (nvidia/cuda:{p.tag})")
+            if source == "system" and k.spec.and_cuda:
+                out.append(f"drop [and-cuda] for CUDA from the image (nvidia/cuda:{p.tag})")
+            else:
+                out.append(f"--cuda-source {source} (nvidia/cuda:{p.tag})")
     if k.os:
         for source in CUDA_SOURCES if k.source is None else (k.source,):
-            place = _place_pip if source == "pip" else _place_system
-            p = place(rel, cm, Constraints(spec=k.spec.text), python)
+            c = Constraints(spec=k.spec.text)
+            p = (
+                _place_pip(rel, cm, c, k.python)
+                if source == "pip"
+                else _place_system(rel, cm, c, k.python or rel.python[-1])
+            )
             if isinstance(p, _Placement):
                 out.append(f"drop --os (nvidia/cuda:{p.tag})")
                 break
@@ -1113,10 +1168,17 @@ def _resolution(
         if newer:
             why = _distinct_text(w for r, w in removed if r.version > rel.version)
             reasons.append(f"newer {_describe(newer)} excluded by {name}: {why}")
-    python = k.python or rel.python[-1]
+    python = placement.python
     if k.python:
         reasons.append(
             f"Python {python} as asked (--python); wheels exist for {_python_ranges(rel.python)}"
+        )
+    elif placement.source == "pip" and rel.and_cuda_python != rel.python:
+        reasons.append(
+            f"Python {python}: the newest of {_python_ranges(rel.and_cuda_python)} for which "
+            f"every tensorflow[and-cuda] requirement has a Linux x86_64 wheel "
+            f"({rel.and_cuda_python_note}); tensorflow itself has wheels for "
+            f"{_python_ranges(rel.python)}"
         )
     else:
         reasons.append(f"Python {python}: the newest of {_python_ranges(rel.python)} with a wheel")

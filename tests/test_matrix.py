@@ -122,7 +122,7 @@ def test_check_fails_on_an_unexplained_disagreement(
 def test_check_fails_on_a_note_typed_by_hand(tmp_path: Path) -> None:
     text = COMMITTED.read_text(encoding="utf-8")
     i = text.index('version = "2.15.1"')
-    j = text.index('note = ""', i)
+    j = text.index('\nnote = ""', i) + 1  # the row's note, not and_cuda_python_note
     bad = tmp_path / "tensorflow.toml"
     bad.write_text(text[:j] + 'note = "cuda: trust me"' + text[j + len('note = ""'):])
     report = check.check_all(bad)
@@ -193,6 +193,17 @@ def _parse_with(row_changes: dict[str, Any], index: int = 12) -> tensorflow.TFMa
          '"sm_XY or compute_XY", got "volta"'),
         ({"and_cuda": ["nvidia-cudnn-cu12 ==="]},
          "matrices/tensorflow.toml: releases[12].and_cuda[0]: not a requirement"),
+        ({"and_cuda_python": ["3.13"]},
+         'matrices/tensorflow.toml: releases[12].and_cuda_python[0]: "3.13" is not one of '
+         "the release's python minors"),
+        ({"and_cuda_python": ["py3.8"]},
+         'matrices/tensorflow.toml: releases[12].and_cuda_python[0]: expected "3.X", '
+         'got "py3.8"'),
+        ({"and_cuda_python": ["3.8"]},
+         "matrices/tensorflow.toml: releases[12].and_cuda_python: set, but the release has "
+         "no and_cuda extra"),
+        ({"and_cuda_python_note": None},
+         "matrices/tensorflow.toml: releases[12].and_cuda_python_note: missing"),
         ({"sha256": "abc"},
          'matrices/tensorflow.toml: releases[12].sha256: expected "64 lowercase hex digits", '
          'got "abc"'),

@@ -19,6 +19,7 @@ from envlock.errors import EnvironmentFailure, UsageError
 from envlock.matrix import check, load_tensorflow, tested
 from envlock.matrix import refresh as refresh_mod
 from envlock.matrix.wheelzip import TAIL, RemoteZip
+from envlock.simple import IndexFile
 
 BUILD_INFO_2_15 = '''"""Auto-generated module providing information about the build."""
 import collections
@@ -123,7 +124,28 @@ def build_index(filler: int = 0) -> FakeIndex:
     add("tensorflow-2.0.0-cp27-cp27mu-manylinux2010_x86_64.whl", _meta("2.0.0"), BUILD_INFO_2_0,
         path="tensorflow_core/python/platform/build_info.py")
     add("tensorflow-1.15.0-cp37-cp37m-manylinux2010_x86_64.whl", _meta("1.15.0"), None)
+    add_and_cuda_projects(idx)
     return idx
+
+
+def add_and_cuda_projects(idx: FakeIndex) -> None:
+    """The and-cuda requirements' projects, shaped so that 2.15.1's
+    nvidia-cudnn-cu12==8.9.4.25 has no cp311 wheel, and 2.21.0's range
+    ``<10.0,>=9.3.0.75`` is served by two versions together."""
+    many = "manylinux_2_27_x86_64"
+    # py3-none wheels serve every minor
+    for version in ("12.2.5.6", "12.9.0", "13.0.0"):
+        idx.add_dist("nvidia-cublas-cu12", version, tag=f"py3-none-{many}")
+    idx.add_dist("nvidia-nccl-cu12", "2.16.5", tag="py3-none-manylinux2014_x86_64")
+    # 8.9.4.25: cp39 and cp310 for Linux; cp311 only for macOS
+    for tag in ("cp39-none-manylinux1_x86_64", "cp310-none-manylinux1_x86_64",
+                "cp311-none-macosx_11_0_arm64"):
+        idx.add_dist("nvidia-cudnn-cu12", "8.9.4.25", tag=tag)
+    # the range: 9.3.0.75 serves 3.10 only, 9.5.0's abi3 wheel 3.12 and newer;
+    # 10.0.0 (every minor) is outside it
+    idx.add_dist("nvidia-cudnn-cu12", "9.3.0.75", tag=f"cp310-cp310-{many}")
+    idx.add_dist("nvidia-cudnn-cu12", "9.5.0", tag=f"cp312-abi3-{many}")
+    idx.add_dist("nvidia-cudnn-cu12", "10.0.0", tag="py3-none-any")
 
 
 @pytest.fixture
@@ -165,6 +187,9 @@ def test_rows_read_from_the_wheels(fake_index: FakeIndex) -> None:
     assert r.wheel == _wheel("2.15.1", "311")
     assert r.sha256 == fake_index.wheels[r.wheel].sha256
     assert r.cuda_build and not r.yanked and r.note == ""
+    # the and-cuda extra's Pythons, from the requirements' own project pages
+    assert r.and_cuda_python == ("3.9", "3.10")
+    assert r.and_cuda_python_note == "nvidia-cudnn-cu12==8.9.4.25: no cp311 wheel"
 
     r = m.get("2.21.0")
     assert r is not None
@@ -172,12 +197,15 @@ def test_rows_read_from_the_wheels(fake_index: FakeIndex) -> None:
     assert r.and_cuda == ("nvidia-cublas-cu12<13.0,>=12.5.3.2", "nvidia-cudnn-cu12<10.0,>=9.3.0.75")
     assert r.python == ("3.10", "3.13")
     assert r.wheel == _wheel("2.21.0", "313", "manylinux_2_27_x86_64")
+    # a range: 9.3.0.75 gives 3.10, 9.5.0 (abi3 from 3.12) gives 3.13
+    assert (r.and_cuda_python, r.and_cuda_python_note) == (("3.10", "3.13"), "")
 
     r = m.get("2.3.0")
     assert r is not None
     assert (r.cuda, r.cuda_from, r.cudnn, r.cudnn_from) == (
         "10.1", "build_info", "7.6", "build_info+tested-configs")
     assert r.and_cuda == () and r.requires_python == ""
+    assert (r.and_cuda_python, r.and_cuda_python_note) == ((), "")
 
     r = m.get("2.2.0")
     assert r is not None
@@ -330,8 +358,11 @@ def test_json_summary(fake_index: FakeIndex, tmp_path: Path,
     assert summary["releases"] == 5
     assert summary["data_version"] == "2026-03-06"
     assert summary["output"] == str(out)
-    # 1 page + per release: tail + build_info + METADATA (small wheels: directory in the tail)
-    assert summary["requests"] == 1 + 5 * 3
+    # 1 page + per release: tail + build_info + METADATA (small wheels: directory in the
+    # tail) + the and-cuda projects' pages, once each although two releases name them
+    assert summary["requests"] == 1 + 5 * 3 + 3
+    for project in ("nvidia-cublas-cu12", "nvidia-cudnn-cu12", "nvidia-nccl-cu12"):
+        assert fake_index.hits[f"/simple/{project}/"] == 1
 
 
 def _fetch_from(data: bytes) -> Callable[[int, int | None], tuple[bytes, int]]:
@@ -369,3 +400,70 @@ def test_find_suffix_matches_zipfile(names: list[str], suffix: str, comment: boo
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         for m in found:
             assert z.read(m) == zf.read(m.name)
+
+
+def _files(*names: str, yanked: tuple[str, ...] = ()) -> list[IndexFile]:
+    return [IndexFile(n, f"http://index.invalid/{n}", "", None, "", n in yanked) for n in names]
+
+
+@pytest.mark.parametrize(
+    ("filename", "served"),
+    [
+        ("tensorrt-8.5.3.1-cp310-none-manylinux_2_17_x86_64.whl", ["3.10"]),
+        ("x-1-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", ["3.11"]),
+        ("x-1-cp37-cp37m-manylinux2010_x86_64.whl", []),  # not a minor asked for
+        ("x-1-cp310-abi3-manylinux_2_28_x86_64.whl", ["3.10", "3.11", "3.12", "3.13"]),
+        ("x-1-py3-none-manylinux1_x86_64.whl", ["3.9", "3.10", "3.11", "3.12", "3.13"]),
+        ("x-1-py2.py3-none-any.whl", ["3.9", "3.10", "3.11", "3.12", "3.13"]),
+        ("x-1-py311-none-any.whl", ["3.11", "3.12", "3.13"]),
+        ("x-1-cp313-cp313t-manylinux_2_17_x86_64.whl", []),  # free-threaded
+        ("x-1-cp311-cp311-manylinux_2_17_aarch64.whl", []),
+        ("x-1-cp311-cp311-musllinux_1_2_x86_64.whl", []),
+        ("x-1-cp311-cp311-win_amd64.whl", []),
+        ("x-1-pp310-pypy310_pp73-manylinux_2_17_x86_64.whl", []),
+        ("x-1.tar.gz", []),
+        ("not-a-wheel.whl", []),
+    ],
+)
+def test_wheel_python(filename: str, served: list[str]) -> None:
+    minors = ("3.9", "3.10", "3.11", "3.12", "3.13")
+    assert sorted(refresh_mod.wheel_python(filename, minors), key=Version) == served
+
+
+def test_and_cuda_python_rules() -> None:
+    python = ("3.9", "3.10", "3.11")
+    pages: dict[str, list[IndexFile] | None] = {
+        "tensorrt": _files(
+            *(f"tensorrt-8.5.3.1-cp3{n}-none-manylinux_2_17_x86_64.whl" for n in (8, 9, 10)),
+            "tensorrt-8.6.1.post1.tar.gz",
+        ),
+        "only-old": _files("only_old-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"),
+        "yanked": _files(
+            "yanked-2.0-py3-none-any.whl", "yanked-1.0-cp39-cp39-manylinux1_x86_64.whl",
+            yanked=("yanked-2.0-py3-none-any.whl",),
+        ),
+        "pre": _files("pre-3.0rc1-py3-none-any.whl", "pre-2.0-cp310-abi3-manylinux1_x86_64.whl"),
+        "gone": None,
+    }
+    # the 2.14 case: tensorrt==8.5.3.1 has no cp311 wheel
+    assert refresh_mod.and_cuda_python(["tensorrt==8.5.3.1"], python, pages) == (
+        ("3.9", "3.10"), "tensorrt==8.5.3.1: no cp311 wheel")
+    # a marker that leaves 3.11 out takes the requirement away for 3.11
+    assert refresh_mod.and_cuda_python(
+        ['tensorrt==8.5.3.1; python_version < "3.11"', 'tensorrt; platform_system == "Windows"'],
+        python, pages) == (python, "")
+    # sdist only, nothing allowed, a missing project: every minor goes
+    assert refresh_mod.and_cuda_python(["tensorrt==8.6.1.post1"], python, pages) == (
+        (), "tensorrt==8.6.1.post1: only an sdist, no Linux x86_64 wheel")
+    assert refresh_mod.and_cuda_python(["only-old>=2"], python, pages) == (
+        (), "only-old>=2: no Linux x86_64 wheel of an allowed version")
+    assert refresh_mod.and_cuda_python(["gone==1", "tensorrt==8.5.3.1"], python, pages) == (
+        (), "gone==1: not on the index; tensorrt==8.5.3.1: no cp311 wheel")
+    # yanked files count only for an exact pin (PEP 592)
+    assert refresh_mod.and_cuda_python(["yanked>=1"], python, pages) == (
+        ("3.9",), "yanked>=1: no cp310 or cp311 wheel")
+    assert refresh_mod.and_cuda_python(["yanked==2.0"], python, pages) == (python, "")
+    # pre-releases only when the specifier names one
+    assert refresh_mod.and_cuda_python(["pre>=2"], python, pages) == (
+        ("3.10", "3.11"), "pre>=2: no cp39 wheel")
+    assert refresh_mod.and_cuda_python(["pre>=3.0rc1"], python, pages) == (python, "")

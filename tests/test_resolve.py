@@ -376,3 +376,100 @@ def test_detected_driver_cuda_removes_the_require_warning(matrix: Matrix) -> Non
     assert any("NVIDIA_DISABLE_REQUIRE" in w for w in old.warnings)
     with pytest.raises(UsageError, match="the driver's CUDA version 'thirteen' is not X.Y"):
         resolve(Constraints(driver="580.159.04", driver_cuda="thirteen"), matrix)
+
+
+# ---------------------------------------------------------------- the and-cuda extra's Pythons
+
+
+def test_2_14_pip_source_takes_the_newest_python_the_and_cuda_extra_installs_on(
+    matrix: Matrix,
+) -> None:
+    rel = matrix.tensorflow.get("2.14.1")
+    assert rel is not None
+    # from the index: tensorrt==8.5.3.1 has no cp311 wheel
+    assert rel.and_cuda_python == ("3.9", "3.10")
+    assert rel.and_cuda_python_note == "tensorrt==8.5.3.1: no cp311 wheel"
+    for c in (
+        Constraints(spec="tensorflow==2.14", cuda_source="pip"),
+        Constraints(spec="tensorflow[and-cuda]==2.14"),
+    ):
+        res = resolve(c, matrix)
+        assert (res.version, res.python, res.cuda_source) == ("2.14.1", "3.10", "pip")
+        # python_supported keeps meaning "minors with a tensorflow wheel"
+        assert res.python_supported == ("3.9", "3.10", "3.11")
+        assert res.base_image == "nvidia/cuda:11.8.0-base-ubuntu22.04"
+        assert res.os_python == "3.10"  # ubuntu22.04's own python3 now fits
+        assert (
+            "Python 3.10: the newest of 3.9-3.10 for which every tensorflow[and-cuda] "
+            "requirement has a Linux x86_64 wheel (tensorrt==8.5.3.1: no cp311 wheel); "
+            "tensorflow itself has wheels for 3.9-3.11"
+        ) in res.reasons
+    # an explicit Python the extra does install on is kept
+    res = resolve(Constraints(spec="tensorflow==2.14", cuda_source="pip", python="3.9"), matrix)
+    assert res.python == "3.9"
+
+
+def test_2_14_pip_source_with_python_3_11_names_the_missing_wheel(matrix: Matrix) -> None:
+    with pytest.raises(NoResolution) as err:
+        resolve(Constraints(spec="tensorflow==2.14", cuda_source="pip", python="3.11"), matrix)
+    assert err.value.exit_code == 2
+    assert err.value.message == (
+        "nothing fits: tensorflow 2.14.x: the and-cuda extra cannot be installed on "
+        "Python 3.11 (tensorrt==8.5.3.1: no cp311 wheel) (after --python 3.11)"
+    )
+    assert err.value.hint == (
+        "--python 3.10 or 3.9 (every tensorflow[and-cuda] 2.14.1 requirement has Linux "
+        "x86_64 wheels for 3.9-3.10); or use tensorflow>=2.15; or --cuda-source system "
+        "(nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04)"
+    )
+    # with [and-cuda] in the SPEC, the way to the system source is to drop it
+    with pytest.raises(NoResolution) as err:
+        resolve(Constraints(spec="tensorflow[and-cuda]==2.14", python="3.11"), matrix)
+    assert err.value.hint is not None
+    assert err.value.hint.startswith("--python 3.10 or 3.9 ")
+    assert err.value.hint.endswith(
+        "; or drop [and-cuda] for CUDA from the image "
+        "(nvidia/cuda:11.8.0-cudnn8-runtime-ubuntu22.04)"
+    )
+    assert "--cuda-source system" not in err.value.hint
+
+
+def test_system_source_is_unaffected_by_the_and_cuda_extra(matrix: Matrix) -> None:
+    for c in (
+        Constraints(spec="tensorflow==2.14", python="3.11"),
+        Constraints(spec="tensorflow==2.14", python="3.11", cuda_source="system"),
+    ):
+        res = resolve(c, matrix)
+        assert (res.python, res.cuda_source) == ("3.11", "system")
+    assert resolve(Constraints(spec="tensorflow==2.14"), matrix).python == "3.11"
+
+
+def test_a_release_whose_and_cuda_extra_installs_nowhere(matrix: Matrix) -> None:
+    rel = matrix.tensorflow.get("2.15.0")
+    assert rel is not None and rel.and_cuda_python == ()
+    with pytest.raises(NoResolution) as err:
+        resolve(Constraints(spec="tensorflow==2.15.0", cuda_source="pip"), matrix)
+    assert err.value.message.startswith(
+        "nothing fits: tensorflow 2.15.x: the and-cuda extra cannot be installed on any "
+        "Python (tensorrt==8.6.1.post1: only an sdist, no Linux x86_64 wheel"
+    )
+    # the series still resolves with the pip source: 2.15.1 has no tensorrt pin
+    res = resolve(Constraints(spec="tensorflow==2.15", cuda_source="pip"), matrix)
+    assert (res.version, res.python) == ("2.15.1", "3.11")
+
+
+def test_pip_fallback_python_follows_the_and_cuda_extra(matrix: Matrix) -> None:
+    """The 2.16/2.17 fallback to pip picks its Python from and_cuda_python too."""
+    grown = dataclasses.replace(
+        matrix.tensorflow,
+        releases=tuple(
+            dataclasses.replace(r, and_cuda_python=r.and_cuda_python[:-1],
+                                and_cuda_python_note="tensorrt==1: no cp312 wheel")
+            if str(r.version) == "2.16.2" else r
+            for r in matrix.tensorflow.releases
+        ),
+    )
+    m = dataclasses.replace(matrix, tensorflow=grown)
+    res = resolve(Constraints(spec="tensorflow==2.16.2"), m)
+    assert (res.cuda_source, res.python) == ("pip", "3.11")
+    assert res.python_supported[-1] == "3.12"

@@ -108,6 +108,8 @@ def check_satisfies(res: Resolution, c: Constraints) -> None:
             assert Version(res.image_cudnn) >= Version(res.cudnn)
     else:
         assert "-base-" in res.base_image and res.and_cuda
+        # the pip source only with a Python every and-cuda requirement has wheels for
+        assert res.python in rel.and_cuda_python
     image_cuda = Version(res.cuda_image_version)
     assert image_cuda.major == Version(res.cuda).major
     assert image_cuda.release[:2] >= Version(res.cuda).release[:2]

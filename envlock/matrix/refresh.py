@@ -14,7 +14,16 @@
    CUDA "10", build_info gives only the cuDNN major before the and-cuda extra
    existed), the tested-configurations table completes it; each row records
    the source of CUDA and cuDNN.
-5. Notes come from matrices/tf-notes.toml (see envlock.matrix.check).
+5. The ``and-cuda`` extra's Pythons: each requirement's project page (PEP
+   691, fetched once per project across releases, in the same pool) gives the
+   versions its specifier allows and their wheels; a minor of the release's
+   ``python`` stays in ``and_cuda_python`` when every requirement that applies
+   to it (markers evaluated for Linux x86_64 and that minor) has an allowed
+   version with a Linux x86_64 wheel for it. ``and_cuda_python_note`` says
+   which requirement removed which minor (TensorFlow 2.14's tensorrt==8.5.3.1
+   has no cp311 wheel, so ``tensorflow[and-cuda]==2.14.1`` cannot be installed
+   on 3.11).
+6. Notes come from matrices/tf-notes.toml (see envlock.matrix.check).
 
 Same index state, same bytes: rows sorted by version, ``data_version`` is the
 date of the newest upload among the rows, nothing depends on the clock.
@@ -28,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.parser import BytesHeaderParser
 from typing import TYPE_CHECKING, Any
 
@@ -433,7 +442,174 @@ def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TF
     )
 
 
+# -- the and-cuda extra's Pythons ---------------------------------------------
+
+_CP3_ABI = re.compile(r"^cp3([0-9]+)[dmu]*$")
+_PY3 = re.compile(r"^py3([0-9]*)$")
+
+
+def _linux_x86_64_platform(platform: str) -> bool:
+    if platform in ("any", "linux_x86_64"):
+        return True
+    return platform.startswith("manylinux") and platform.endswith("_x86_64")
+
+
+def wheel_python(filename: str, minors: Iterable[str]) -> set[str]:
+    """The minors among ``minors`` ("3.X") a wheel installs on, on Linux x86_64.
+
+    ``cp3X-cp3X`` / ``cp3X-none`` serve 3.X alone, ``cp3X-abi3`` every minor
+    from 3.X on, ``py3`` every minor, ``py3X`` every minor from 3.X on;
+    free-threaded ABIs (``cp313t``), other interpreters and other platforms
+    serve none. Not a wheel (an sdist): none.
+    """
+    if not filename.endswith(".whl"):
+        return set()
+    try:
+        tags = parse_wheel_filename(filename)[3]
+    except (InvalidWheelFilename, InvalidVersion):
+        return set()
+    wanted = {int(m.split(".")[1]): m for m in minors}
+    out: set[int] = set()
+    for tag in tags:
+        if not _linux_x86_64_platform(tag.platform):
+            continue
+        cp = _CP3.match(tag.interpreter)
+        py = _PY3.match(tag.interpreter)
+        if cp:
+            floor = int(cp.group(1))
+            if tag.abi == "abi3":
+                out.update(n for n in wanted if n >= floor)
+            elif tag.abi == "none" or _CP3_ABI.match(tag.abi):
+                out.update(n for n in wanted if n == floor)
+        elif py:
+            floor = int(py.group(1)) if py.group(1) else 0
+            out.update(n for n in wanted if n >= floor)
+    return {wanted[n] for n in out}
+
+
+def _marker_env(minor: str) -> dict[str, str]:
+    return {
+        "python_version": minor,
+        "python_full_version": f"{minor}.0",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "platform_machine": "x86_64",
+        "os_name": "posix",
+        "extra": "",
+    }
+
+
+def _cp_list(minors: Iterable[str]) -> str:
+    tags = [f"cp{m.replace('.', '')}" for m in minors]
+    if len(tags) <= 1:
+        return "".join(tags)
+    return ", ".join(tags[:-1]) + " or " + tags[-1]
+
+
+def and_cuda_python(
+    and_cuda: Iterable[str],
+    python: tuple[str, ...],
+    pages: Mapping[str, list[IndexFile] | None],
+) -> tuple[tuple[str, ...], str]:
+    """(minors of ``python`` every applicable and-cuda requirement has a wheel
+    for, the note saying which requirement removed which minor).
+
+    ``pages`` maps a canonical project name to its files (None: the index has
+    no such project). A version counts when the requirement's specifier allows
+    it (pre-releases only when the specifier names one); a yanked file only
+    when the requirement pins its version with ``==`` (PEP 592).
+    """
+    kept = list(python)
+    notes: list[str] = []
+    for line in and_cuda:
+        req = Requirement(line)
+        label = line.split(";")[0].strip()
+        applies = [
+            m for m in python if req.marker is None or req.marker.evaluate(_marker_env(m))
+        ]
+        if not applies:
+            continue
+        files = pages.get(canonicalize_name(req.name))
+        pinned = any(
+            s.operator in ("==", "===") and not s.version.endswith(".*") for s in req.specifier
+        )
+        pre = bool(req.specifier.prereleases)  # packaging 26 lets None admit them
+        served: set[str] = set()
+        allowed_sdist = False
+        for f in files or ():
+            if f.yanked and not pinned:
+                continue
+            if f.filename.endswith(".whl"):
+                try:
+                    version = parse_wheel_filename(f.filename)[1]
+                except (InvalidWheelFilename, InvalidVersion):
+                    continue
+                if req.specifier.contains(version, prereleases=pre):
+                    served |= wheel_python(f.filename, applies)
+            else:
+                allowed_sdist = allowed_sdist or _sdist_allowed(f.filename, req, pre)
+        missing = [m for m in applies if m not in served]
+        if not missing:
+            continue
+        kept = [m for m in kept if m not in missing]
+        if files is None:
+            notes.append(f"{label}: not on the index")
+        elif served:
+            notes.append(f"{label}: no {_cp_list(missing)} wheel")
+        elif allowed_sdist:
+            notes.append(f"{label}: only an sdist, no Linux x86_64 wheel")
+        else:
+            notes.append(f"{label}: no Linux x86_64 wheel of an allowed version")
+    return tuple(kept), "; ".join(notes)
+
+
+def _sdist_allowed(filename: str, req: Requirement, pre: bool) -> bool:
+    """Whether an sdist (``name-version.tar.gz`` / ``.zip``) is of an allowed version."""
+    for suffix in (".tar.gz", ".zip"):
+        if filename.endswith(suffix):
+            text = filename[: -len(suffix)].rsplit("-", 1)[-1]
+            try:
+                return req.specifier.contains(Version(text), prereleases=pre)
+            except InvalidVersion:
+                return False
+    return False
+
+
+def and_cuda_projects(requires_dist: Iterable[str], python: tuple[str, ...]) -> set[str]:
+    """Canonical names of the and-cuda extra's requirements, for any of ``python``."""
+    names: set[str] = set()
+    for minor in python:
+        for line in and_cuda_requirements(requires_dist, minor):
+            names.add(canonicalize_name(Requirement(line).name))
+    return names
+
+
+def dependency_files(sess: requests.Session, index: str, project: str) -> list[IndexFile] | None:
+    """The files of an and-cuda requirement's project; None when the index has none."""
+    from envlock import simple
+
+    try:
+        return simple.project_files(sess, index, project)
+    except simple.NotJsonApi as e:
+        raise UsageError(
+            f"the package index at {index} does not answer the JSON simple API "
+            f"(PEP 691) for {project}; it sent {e.content_type or 'no content type'}",
+            hint=f"use an index that serves {simple.ACCEPT}",
+        ) from None
+
+
 # -- the whole refresh ---------------------------------------------------------
+
+
+def _with_and_cuda_python(
+    row: TFRelease, pages: Mapping[str, list[IndexFile] | None]
+) -> TFRelease:
+    if not row.and_cuda:
+        return row
+    minors, note = and_cuda_python(row.and_cuda, row.python, pages)
+    return replace(row, and_cuda_python=minors, and_cuda_python_note=note)
 
 
 @dataclass(frozen=True)
@@ -487,13 +663,15 @@ def refresh(
             )
         stats = Stats()
         facts: dict[Version, WheelFacts] = {}
+        pages: dict[str, list[IndexFile] | None] = {}
         done = 0
         if progress:
             progress(0, len(cands))
         with ThreadPoolExecutor(max_workers=min(jobs, len(cands))) as pool:
-            futures: dict[Future[WheelFacts], Candidate] = {
+            futures: dict[Future[Any], Candidate | str] = {
                 pool.submit(read_wheel, sess, index, c.chosen): c for c in cands
             }
+            asked: set[str] = set()
             pending = set(futures)
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
@@ -503,16 +681,32 @@ def refresh(
                         for other in pending:
                             other.cancel()
                         raise exc
-                    cand = futures[fut]
+                    what = futures[fut]
+                    if isinstance(what, str):  # an and-cuda requirement's project page
+                        pages[what] = fut.result()
+                        continue
+                    cand = what
                     facts[cand.version] = fut.result()
                     stats.add(facts[cand.version])
+                    # each project page once, across releases, in the same pool
+                    for name in sorted(
+                        and_cuda_projects(facts[cand.version].requires_dist, cand.python)
+                        - asked
+                    ):
+                        asked.add(name)
+                        page = pool.submit(dependency_files, sess, index, name)
+                        futures[page] = name
+                        pending.add(page)
                     done += 1
                     if progress:
                         progress(done, len(cands))
     finally:
         sess.close()
 
-    rows = tuple(make_row(c, facts[c.version], tested.for_release(c.version)) for c in cands)
+    rows = tuple(
+        _with_and_cuda_python(make_row(c, facts[c.version], tested.for_release(c.version)), pages)
+        for c in cands
+    )
     newest = max(f.upload_time for c in cands for f in c.files)
     matrix = TFMatrix(
         schema_version=SCHEMA_VERSION,
@@ -524,7 +718,7 @@ def refresh(
     return RefreshResult(
         matrix=matrix,
         releases=len(rows),
-        requests=stats.requests + 1,
+        requests=stats.requests + 1 + len(pages),
         bytes_read=stats.bytes_read,
         seconds=time.monotonic() - started,
     )

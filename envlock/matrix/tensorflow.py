@@ -3,8 +3,11 @@
 Each row says what the release's own Linux x86_64 wheel states: the Python
 minors it ships for, Requires-Python, the CUDA and cuDNN it was built with
 (``tensorflow/python/platform/build_info.py``), the compiled compute
-capabilities, the ``and-cuda`` extra's requirements, and which wheel (with its
-sha256) the facts were read from. ``*_from`` fields record where CUDA and cuDNN
+capabilities, the ``and-cuda`` extra's requirements with the Python minors all
+of them have Linux x86_64 wheels for (``and_cuda_python``; what
+``--cuda-source pip`` can install) and which requirement removed which minor
+(``and_cuda_python_note``), and which wheel (with its sha256) the facts were
+read from. ``*_from`` fields record where CUDA and cuDNN
 came from. The file is written by ``envlock matrix refresh``, never by hand.
 
 ``parse`` validates a loaded TOML document; every problem is a ``DataError``
@@ -56,6 +59,8 @@ _FIELDS = (
     "cuda_build",
     "compute_capabilities",
     "and_cuda",
+    "and_cuda_python",
+    "and_cuda_python_note",
     "wheel",
     "sha256",
     "yanked",
@@ -82,6 +87,10 @@ class TFRelease:
     yanked: bool = False
     note: str = ""
     cuda_build: bool = True  # build_info's is_cuda_build (2.0.x wheels are CPU builds)
+    # the minors of ``python`` for which every applicable and-cuda requirement has a
+    # Linux x86_64 wheel on the index (what ``--cuda-source pip`` can install)
+    and_cuda_python: tuple[str, ...] = ()
+    and_cuda_python_note: str = ""  # which requirement removed which minor ("" when none)
 
     def to_dict(self) -> dict[str, Any]:
         """The TOML/JSON shape, fields in the schema's order."""
@@ -97,6 +106,8 @@ class TFRelease:
             "cuda_build": self.cuda_build,
             "compute_capabilities": list(self.compute_capabilities),
             "and_cuda": list(self.and_cuda),
+            "and_cuda_python": list(self.and_cuda_python),
+            "and_cuda_python_note": self.and_cuda_python_note,
             "wheel": self.wheel,
             "sha256": self.sha256,
             "yanked": self.yanked,
@@ -270,6 +281,19 @@ def _release(c: _Checker, row: Any, path: str) -> TFRelease:
         if req.marker is not None and "extra" in str(req.marker):
             raise c.fail(f"{path}.and_cuda[{i}]", "the extra marker must be stripped")
 
+    and_cuda_python = c.strings(row, "and_cuda_python", path, _PYTHON, "3.X")
+    for i, minor in enumerate(and_cuda_python):
+        if minor not in python:
+            raise c.fail(
+                f"{path}.and_cuda_python[{i}]",
+                f"{_show(minor)} is not one of the release's python minors",
+            )
+    if list(and_cuda_python) != [p for p in python if p in and_cuda_python]:
+        raise c.fail(f"{path}.and_cuda_python", "expected distinct minors in ascending order")
+    if and_cuda_python and not and_cuda:
+        raise c.fail(f"{path}.and_cuda_python", "set, but the release has no and_cuda extra")
+    and_cuda_python_note = c.string(row, "and_cuda_python_note", path, empty=True)
+
     wheel = c.pattern(row, "wheel", path, _WHEEL, "tensorflow-<version>-<tags>.whl")
     sha256 = c.pattern(row, "sha256", path, _SHA256, "64 lowercase hex digits")
     yanked = row.get("yanked", False)
@@ -291,6 +315,8 @@ def _release(c: _Checker, row: Any, path: str) -> TFRelease:
         cudnn_from=cudnn_from,
         compute_capabilities=caps,
         and_cuda=and_cuda,
+        and_cuda_python=and_cuda_python,
+        and_cuda_python_note=and_cuda_python_note,
         wheel=wheel,
         sha256=sha256,
         yanked=yanked,
