@@ -11,7 +11,10 @@ Choices made here, with the reasons given in every Resolution:
 - ``==X.Y`` means the X.Y series (``==X.Y.*``), as people mean it; every other
   specifier keeps PEP 440 meaning. Pre-releases only when the requirement
   names one; yanked releases only when pinned exactly (PEP 592).
-- Python: the newest minor the release has Linux x86_64 wheels for.
+- Python: the newest minor the release has Linux x86_64 wheels for; with the
+  ``pip`` CUDA source, the newest of those for which every ``and-cuda``
+  requirement has a wheel too (``and_cuda_python``: TensorFlow 2.14's
+  tensorrt==8.5.3.1 has no cp311 wheel, so 2.14 with pip CUDA gets 3.10).
 - CUDA source ``system`` (CUDA and cuDNN from a ``-cudnn-runtime`` image) by
   default; the image's cuDNN must have the compiled major and at least the
   compiled minor. The image's CUDA is the compiled minor when such an image
