@@ -7,9 +7,14 @@ the top-level folders of the repository. Read lazily, never at import time.
 
 from __future__ import annotations
 
+import sys
 from importlib import resources
-from importlib.abc import Traversable
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    from importlib.resources.abc import Traversable
+else:  # pragma: no cover - Python 3.9 and 3.10
+    from importlib.abc import Traversable
 
 
 def data_dir(name: str) -> Traversable:
