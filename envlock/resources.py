@@ -26,9 +26,5 @@ def data_dir(name: str) -> Traversable:
     return source
 
 
-def read_text(folder: str, filename: str) -> str:
-    return (data_dir(folder) / filename).read_text(encoding="utf-8")
-
-
 def read_bytes(folder: str, filename: str) -> bytes:
     return (data_dir(folder) / filename).read_bytes()
