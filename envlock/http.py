@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envlock.errors import EnvironmentFailure, UsageError
@@ -73,25 +72,22 @@ def _number(name: str, raw: str) -> float:
     return value
 
 
-def _pip_cert() -> str | None:
-    from envlock.index import pip_config_option
-
-    for path in (Path("/etc/pip.conf"), Path.home() / ".config" / "pip" / "pip.conf"):
-        value = pip_config_option(path, "cert", ("global",))
-        if value is not None:
-            return value
-    return None
-
-
 def ca_bundle() -> str | bool:
-    """The CA bundle to verify TLS with; True means requests' own default."""
-    for var in ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE", "PIP_CERT"):
+    """The CA bundle to verify TLS with; True means requests' own default.
+
+    requests' and OpenSSL's variables first, then pip's ``cert`` setting as pip
+    itself would resolve it (PIP_CERT, then pip's configuration files in pip's
+    order, through envlock.index.pip_setting), then the system's bundle.
+    """
+    for var in ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE"):
         value = os.environ.get(var)
         if value and os.path.isfile(value):
             return value
-    pip_cert = _pip_cert()
-    if pip_cert and os.path.isfile(pip_cert):
-        return pip_cert
+    from envlock.index import pip_setting
+
+    pip_cert = pip_setting("cert")
+    if pip_cert is not None and os.path.isfile(pip_cert.value):
+        return pip_cert.value
     for path in _SYSTEM_BUNDLES:
         if os.path.isfile(path):
             return path
