@@ -214,6 +214,7 @@ def run_show(args: argparse.Namespace) -> int:
             [
                 str(r.version),
                 format_python_range(r.python),
+                format_python_range(r.and_cuda_python) or "-",
                 r.cuda if r.cuda_build else f"({r.cuda})",
                 r.cudnn,
                 newest_cc,
@@ -221,11 +222,11 @@ def run_show(args: argparse.Namespace) -> int:
                 "yanked" if r.yanked else ("note" if r.note else ""),
             ]
         )
+    headers = ["tensorflow", "python", "and-cuda python", "cuda", "cudnn", "newest cc"]
+    sys.stdout.write(output.table([*headers, "cuda from", ""], rows))
     sys.stdout.write(
-        output.table(["tensorflow", "python", "cuda", "cudnn", "newest cc", "cuda from", ""], rows)
-    )
-    sys.stdout.write(
-        f"{len(matrix.releases)} releases, data version {matrix.data_version}"
-        " ((cuda) = CPU-only wheel; the table's CUDA for the series)\n"
+        f"{len(matrix.releases)} releases, data version {matrix.data_version}\n"
+        "  and-cuda python: the Pythons --cuda-source pip can install ([and-cuda] wheels)\n"
+        "  (cuda): CPU-only wheel; the tested-configurations table's CUDA for the series\n"
     )
     return EXIT_OK
