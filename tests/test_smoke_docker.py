@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -211,6 +214,17 @@ class config:
 """
 
 
+CHATTY_PAUSE = 4.0
+CHATTY_TF = f"""
+import sys, time
+sys.stderr.write("fake-tf: importing, this takes a while\\n")
+sys.stderr.flush()
+time.sleep({CHATTY_PAUSE})
+sys.stderr.write("fake-tf: imported\\n")
+sys.stderr.flush()
+"""
+
+
 @pytest.fixture(scope="module")
 def broken_images(
     client: Any, tmp_path_factory: pytest.TempPathFactory, base_image: str
@@ -235,6 +249,12 @@ def broken_images(
         "hang": (
             f"FROM {base_image}\nCOPY tf.py {site}\n",
             {"tf.py": "import time\ntime.sleep(3600)\n"},
+        ),
+        # one stderr line, a pause, then the crash of "crash": the line must be
+        # on envlock's stderr while the container still runs
+        "chatty": (
+            f"FROM {base_image}\nCOPY tf.py {site}\n",
+            {"tf.py": CHATTY_TF + "MODE = 'raise'\n" + FAKE_TF},
         ),
     }
     tags = {}
@@ -321,6 +341,37 @@ def test_a_hanging_harness_is_stopped(
     assert result["checks"][-1]["reason"] == (
         "the harness did not finish within 5 s; the container was stopped"
     )
+
+
+def test_harness_log_is_streamed_while_the_container_runs(
+    broken_images: dict[str, str],
+) -> None:
+    """envlock's stderr, read through a pipe, gets the harness's first line
+    before the harness pauses, not when the container has ended."""
+    cmd = [sys.executable, "-m", "envlock", "smoke", broken_images["chatty"]]
+    cmd += ["--framework", "tensorflow", "--gpus", "none", "--json"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None and proc.stdout is not None
+    arrivals: list[tuple[float, str]] = []
+    with proc:
+        for line in proc.stderr:
+            arrivals.append((time.monotonic(), line.rstrip("\n")))
+        stdout = proc.stdout.read()
+        proc.wait(timeout=120)
+        ended = time.monotonic()
+    lines = [text for _, text in arrivals]
+    first = lines.index("fake-tf: importing, this takes a while")
+    second = lines.index("fake-tf: imported")
+    assert first < second
+    # the pause inside the container lies between the two lines as envlock saw them
+    gap = arrivals[second][0] - arrivals[first][0]
+    assert gap >= CHATTY_PAUSE - 1.0, (gap, lines)
+    assert ended - arrivals[first][0] >= CHATTY_PAUSE - 1.0
+    assert lines.count("fake-tf: importing, this takes a while") == 1  # not repeated at the end
+    assert proc.returncode == 1
+    result = json.loads(stdout)  # stdout is the whole JSON document, nothing else
+    assert result["status"] == "FAILED"
+    assert checks(result)["gpu_visible"][1].startswith("gpu_visible crashed: RuntimeError")
 
 
 def test_missing_image_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:

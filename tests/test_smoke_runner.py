@@ -246,3 +246,45 @@ def test_host_smoke_starts_without_heavy_imports(tmp_path: Path) -> None:
         env={**os.environ, "PYTHONPATH": str(tmp_path)},
     )
     assert "HEAVY []" in out.stderr, out.stderr
+
+
+class _BrokenLogStream:
+    """A container whose stderr stream gives some chunks, then breaks, as a
+    connection to the engine can; the real engine cannot be made to do it on
+    demand, so this one part of the Docker runner is tested with a stand-in."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+        self.closed = False
+
+    def logs(self, **kw: object) -> object:
+        assert kw == {"stream": True, "follow": True, "stdout": False, "stderr": True}
+        chunks = self.chunks
+
+        class Stream:
+            def __iter__(self) -> object:
+                yield from chunks
+                raise ConnectionResetError("the engine went away")
+
+            def close(self) -> None:
+                pass
+
+        return Stream()
+
+
+def test_stderr_pump_writes_the_rest_of_a_broken_stream_once() -> None:
+    full = "envlock-smoke: one\nenvlock-smoke: café\nenvlock-smoke: three".encode()
+    cut = full.index("é".encode()) + 1  # the stream breaks inside a UTF-8 sequence
+    sink = io.StringIO()
+    pump = runner._StderrPump(_BrokenLogStream([full[:10], full[10:cut]]), sink)
+    pump.start()
+    pump.finish(full)
+    assert sink.getvalue() == full.decode() + "\n"
+
+
+def test_stderr_pump_with_nothing_to_say_writes_nothing() -> None:
+    sink = io.StringIO()
+    pump = runner._StderrPump(_BrokenLogStream([]), sink)
+    pump.start()
+    pump.finish(b"")
+    assert sink.getvalue() == ""

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -397,8 +398,6 @@ def run_in_image(
     finally:
         if own_client:
             client.close()
-    if stderr:
-        sys.stderr.write(stderr if stderr.endswith("\n") else stderr + "\n")
     if code is None:
         result = failed_result(
             f"the harness did not finish within {timeout:.0f} s; the container was stopped",
@@ -415,6 +414,75 @@ def run_in_image(
     return result
 
 
+class _StderrPump:
+    """Copy a container's stderr to envlock's stderr while it runs.
+
+    A thread follows the log stream (docker-py ``logs(stream=True,
+    follow=True)``; docker-py lifts the client's read timeout on such streams,
+    so it lasts as long as the container) and writes each chunk as it arrives.
+    ``finish`` takes the whole log once the container has ended and writes what
+    the thread had not (all of it when the stream broke early), so nothing is
+    lost or written twice.
+    """
+
+    def __init__(self, container: Any, sink: Any) -> None:
+        import codecs
+
+        self._container = container
+        self._sink = sink
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._lock = threading.Lock()
+        self._written = 0  # bytes of the log already copied to the sink
+        self._closed = False
+        self._stream: Any = None
+        self._last = ""
+        self._thread = threading.Thread(target=self._follow, name="envlock-smoke-log", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _emit(self, chunk: bytes) -> None:
+        """Write ``chunk`` (bytes at offset ``_written`` of the log); under the lock."""
+        text = self._decoder.decode(chunk)
+        self._written += len(chunk)
+        if text:
+            self._sink.write(text)
+            self._sink.flush()
+            self._last = text
+
+    def _follow(self) -> None:
+        with contextlib.suppress(Exception):  # a broken stream: finish() writes the rest
+            stream = self._container.logs(stream=True, follow=True, stdout=False, stderr=True)
+            with self._lock:
+                if self._closed:
+                    stream.close()
+                    return
+                self._stream = stream
+            for chunk in stream:
+                with self._lock:
+                    if self._closed:
+                        return
+                    self._emit(chunk)
+
+    def finish(self, full: bytes, wait: float = 10.0) -> None:
+        """Stop following and write what of ``full`` (the whole log) is not written yet."""
+        self._thread.join(wait)
+        with self._lock:
+            self._closed = True
+            if self._stream is not None:
+                with contextlib.suppress(Exception):  # already closed by its end
+                    self._stream.close()
+            if len(full) > self._written:
+                self._emit(full[self._written :])
+            tail = self._decoder.decode(b"", final=True)
+            if tail:
+                self._sink.write(tail)
+                self._last = tail
+            if self._last and not self._last.endswith("\n"):
+                self._sink.write("\n")
+            self._sink.flush()
+
+
 def _run_container(
     client: Any,
     image_id: str,
@@ -423,7 +491,11 @@ def _run_container(
     device_requests: list[Any],
     timeout: float,
 ) -> tuple[str, str, int | None]:
-    """Create, inject, start, wait; returns (stdout, stderr, exit code or None on timeout)."""
+    """Create, inject, start, wait; returns (stdout, stderr, exit code or None on timeout).
+
+    The harness's stderr (its progress lines) reaches envlock's stderr while the
+    container runs; stdout (the JSON document) is read whole at the end.
+    """
     container = client.containers.create(
         image_id,
         command=command,
@@ -442,18 +514,27 @@ def _run_container(
         except APIError as e:
             text = str(getattr(e, "explanation", "") or e)
             if "/bin/sh" in text and ("no such file" in text or "not found" in text):
-                return "", f"envlock-smoke: no shell in the image ({text})\n", EXIT_NO_SHELL
+                stderr = f"envlock-smoke: no shell in the image ({text})\n"
+                sys.stderr.write(stderr)
+                return "", stderr, EXIT_NO_SHELL
             raise
+        pump = _StderrPump(container, sys.stderr)
+        pump.start()
         code: int | None
         try:
-            status = container.wait(timeout=timeout)
-            code = int(status.get("StatusCode", 1))
-        except Exception:  # noqa: BLE001 - requests' read timeout: the run is too long
-            container.kill()
-            code = None
-        stdout = container.logs(stdout=True, stderr=False).decode("utf-8", "replace")
-        stderr = container.logs(stdout=False, stderr=True).decode("utf-8", "replace")
-        return stdout, stderr, code
+            try:
+                status = container.wait(timeout=timeout)
+                code = int(status.get("StatusCode", 1))
+            except Exception:  # noqa: BLE001 - requests' read timeout: the run is too long
+                container.kill()
+                code = None
+            stdout = container.logs(stdout=True, stderr=False).decode("utf-8", "replace")
+            raw_stderr = container.logs(stdout=False, stderr=True)
+        except BaseException:
+            pump.finish(b"", wait=0)
+            raise
+        pump.finish(raw_stderr)
+        return stdout, raw_stderr.decode("utf-8", "replace"), code
     finally:
         with contextlib.suppress(Exception):  # best effort cleanup
             container.remove(force=True)
