@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,23 @@ _NETWORK_HINTS = (
 )
 
 
+_UV_BIN_LOCK = threading.Lock()
+
+
 def uv_bin() -> str:
+    """The uv binary; one caller at a time.
+
+    ``envlock lock`` asks for it from two threads at once (the resolver and the
+    prewarm thread), and uv's finder calls sysconfig, whose first use is not
+    thread-safe on Python 3.11: a second thread can see a half-filled config and
+    get None for EXE (a TypeError inside uv's finder).
+    """
+    with _UV_BIN_LOCK:
+        return _find_uv_bin()
+
+
+@functools.lru_cache(maxsize=1)
+def _find_uv_bin() -> str:
     try:
         from uv import find_uv_bin
     except ImportError as e:
