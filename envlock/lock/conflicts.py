@@ -42,6 +42,16 @@ _PIP_NO_VERSIONS = re.compile(
     r"Could not find a version that satisfies the requirement (?P<req>\S+?)"
     r"(?:;[^()\n]*)?(?: \(from (?!versions)[^)\n]*\))* \(from versions: none\)"
 )
+# uv, which locks with --only-binary :all: like pip: "src-only==1.2 has no usable wheels",
+# "all versions of src-only have no usable wheels", with the hint "Wheels are required for
+# `src-only` because building from source is disabled": no wheel of it fits the target, only
+# a source distribution does
+_UV_NO_USABLE = re.compile(
+    r"(?:all versions of )?(?P<req>[A-Za-z0-9][^\s`,]*) (?:has|have) no usable wheels"
+)
+_UV_WHEELS_REQUIRED = re.compile(
+    r"Wheels are required for `(?P<name>[^`]+)` because building from source is disabled"
+)
 _OTHER_PYTHON = (
     "choose another --python ('envlock resolve' lists the Pythons the release has wheels "
     "for, and with --cuda-source pip those its and-cuda extra has wheels for), "
@@ -56,6 +66,31 @@ def _name_of(text: str) -> str | None:
 
 def _clean(req: str) -> str:
     return req.rstrip(".,;:")
+
+
+def pip_no_versions(output: str) -> list[str]:
+    """The projects pip lists no version of ("from versions: none"), normalized, in order."""
+    names = (_name_of(_clean(m.group("req"))) for m in _PIP_NO_VERSIONS.finditer(output))
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def _source_only(output: str, sdist_only: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(requirements as the resolver wrote them, project names) that only an sdist serves.
+
+    uv says so itself; for pip, ``sdist_only`` names the projects the index was found
+    to hold only source distributions of for the target.
+    """
+    reqs = [_clean(m.group("req")) for m in _UV_NO_USABLE.finditer(output)]
+    names: list[str] = [
+        canonicalize_name(m.group("name")) for m in _UV_WHEELS_REQUIRED.finditer(output)
+    ]
+    wanted = {canonicalize_name(n) for n in sdist_only}
+    for m in _PIP_NO_VERSIONS.finditer(output):
+        req = _clean(m.group("req"))
+        if _name_of(req) in wanted:
+            reqs.append(req)
+    names += [n for r in reqs if (n := _name_of(r))]
+    return list(dict.fromkeys(reqs)), list(dict.fromkeys(names))
 
 
 _ONE_OF = re.compile(_UV_WHO + r" depends? on one of:\s*\n(?P<body>(?:[ \t]+\S+\n)+)")
@@ -112,9 +147,27 @@ def explain(
     framework_version: str,
     user_requirements: Sequence[str],
     target: str,
+    sdist_only: Sequence[str] = (),
 ) -> NoResolution:
-    """The NoResolution error for a resolver failure."""
+    """The NoResolution error for a resolver failure.
+
+    ``sdist_only``: projects the index holds only source distributions of for the
+    target (the pip engine looks them up; uv's output says so itself).
+    """
     detail = "\n".join("    " + line for line in output.strip().splitlines() if line.strip())
+    source_reqs, source_names = _source_only(output, sdist_only)
+    if source_names:
+        what = ", ".join(source_reqs or source_names)
+        names = ", ".join(source_names)
+        build = " ".join(source_names)
+        return NoResolution(
+            f"no wheel of {what} fits {target}; the index offers {names} for it only as a "
+            f"source distribution (sdist), and envlock locks binary wheels only\n"
+            f"  {resolver} said:\n{detail}",
+            hint=f"build a wheel of {names} for this target (pip wheel --no-deps {build}) "
+            f"and publish it to the index, pin a version of {names} that has one (--with), "
+            f"or choose another {framework} release",
+        )
     pins: dict[str, str] = {}
     for line in user_requirements:
         try:

@@ -101,6 +101,7 @@ def lock(
             framework_version=resolution.version,
             user_requirements=reqs[1:],
             target=target.describe(),
+            sdist_only=e.sdist_only,
         ) from None
     fw = canonicalize_name(resolution.framework)
     got = {p.name: p.version for p in packages}

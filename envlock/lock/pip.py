@@ -121,6 +121,31 @@ def dry_run_command(report: str, workdir: str, target: Target, index: str) -> li
     return cmd
 
 
+def _sdist_only(index: str, text: str, target: Target) -> tuple[str, ...]:
+    """The projects pip found no version of that the index offers the target only as sdists.
+
+    pip (--only-binary) says "from versions: none" whether a project has no file
+    at all or source distributions only; the index's listing tells them apart.
+    Best effort: any failure to look means none is named.
+    """
+    from envlock.errors import EnvlockError
+    from envlock.lock.conflicts import pip_no_versions
+
+    names = pip_no_versions(text)
+    if not names or not index.startswith(("http://", "https://")):
+        return ()
+    found = []
+    for name in names:
+        try:
+            files = fetch_files(index, [name])[name]
+        except EnvlockError:
+            continue
+        fits = any(f.filename.endswith(".whl") and target.wheel_ok(f.filename) for f in files)
+        if not fits and any(f.filename.endswith((".tar.gz", ".zip")) for f in files):
+            found.append(name)
+    return tuple(found)
+
+
 def compile_lock(
     requirements: Sequence[str], target: Target, index: str, *, offline: bool = False
 ) -> tuple[LockedPackage, ...]:
@@ -160,7 +185,7 @@ def compile_lock(
                 or "no matching distribution" in low
                 or "could not find a version" in low
             ):
-                raise ResolverFailed(text)
+                raise ResolverFailed(text, _sdist_only(index, text, target))
             if "invalid requirement" in low:
                 raise UsageError(
                     f"pip rejected the input: {text.strip()}", hint="check --with / -r lines"

@@ -168,11 +168,15 @@ def _run(cmd: list[str], env: dict[str, str], cwd: str) -> subprocess.CompletedP
 
 
 class ResolverFailed(Exception):
-    """The resolver ran and found no solution; ``output`` is its explanation."""
+    """The resolver ran and found no solution; ``output`` is its explanation.
 
-    def __init__(self, output: str) -> None:
+    ``sdist_only``: projects found to have only source distributions for the target.
+    """
+
+    def __init__(self, output: str, sdist_only: tuple[str, ...] = ()) -> None:
         super().__init__(output)
         self.output = output
+        self.sdist_only = sdist_only
 
 
 def _network_error(text: str, index: str, offline: bool) -> EnvironmentFailure | None:
