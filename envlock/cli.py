@@ -13,11 +13,14 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
 
 from envlock import __version__
 from envlock.errors import EXIT_USAGE, EnvlockError
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up: see envlock.record)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 
 def _columns() -> int:

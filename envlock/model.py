@@ -6,13 +6,16 @@ shape (the ``--json`` output and the ``[tool.envlock]`` table of pylock.toml).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any
+from envlock.record import field, fields, record
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up: see envlock.record)
+if TYPE_CHECKING:
+    from typing import Any
 
 CUDA_SOURCES = ("system", "pip")
 
 
-@dataclass(frozen=True)
+@record
 class Resolution:
     """What goes together for one framework release on one target."""
 
@@ -56,7 +59,7 @@ class Resolution:
         return cls(**kwargs)
 
 
-@dataclass(frozen=True)
+@record
 class LockedWheel:
     """One wheel file of a locked package: where it is and its hash."""
 
@@ -66,7 +69,7 @@ class LockedWheel:
     sha256: str
 
 
-@dataclass(frozen=True)
+@record
 class LockedPackage:
     """One package of the locked closure, with its wheels for the target."""
 
@@ -75,7 +78,7 @@ class LockedPackage:
     wheels: tuple[LockedWheel, ...]  # the wheels valid for the target; usually one
 
 
-@dataclass(frozen=True)
+@record
 class LockInput:
     """What the user asked for, recorded so the lock can be recomputed."""
 
@@ -106,7 +109,7 @@ class LockInput:
         return cls(**kwargs)
 
 
-@dataclass(frozen=True)
+@record
 class Lock:
     """A whole locked closure for one target, plus how it was made."""
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up: see envlock.record)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 
 def dumps(obj: Any) -> str:

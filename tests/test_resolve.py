@@ -3,7 +3,6 @@ and what it says when nothing fits."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,9 @@ from packaging.version import Version
 
 from envlock.errors import NoResolution, UsageError
 from envlock.matrix import Matrix, load
+from envlock.record import replace
 from envlock.resolve import Constraints, Gpu, resolve
+from envlock.versions import Ver
 
 # minor -> (release, python, cuda, cudnn, cuda_source, base image)
 EXPECTED = {
@@ -174,10 +175,10 @@ def _with_release(matrix: Matrix, version: str, **changes: object) -> Matrix:
     rows = list(tf.releases)
     like = str(changes.pop("like", version))
     base = next(r for r in rows if str(r.version) == like)
-    new = dataclasses.replace(base, version=Version(version), **changes)  # type: ignore[arg-type]
+    new = replace(base, version=Ver(version), **changes)
     rows = [r for r in rows if r.version != new.version] + [new]
     rows.sort(key=lambda r: r.version)
-    return dataclasses.replace(matrix, tensorflow=dataclasses.replace(tf, releases=tuple(rows)))
+    return replace(matrix, tensorflow=replace(tf, releases=tuple(rows)))
 
 
 def test_yanked_release_only_when_pinned_exactly(matrix: Matrix) -> None:
@@ -188,14 +189,17 @@ def test_yanked_release_only_when_pinned_exactly(matrix: Matrix) -> None:
     assert any("yanked" in w for w in pinned.warnings)
 
 
-def test_prerelease_only_when_named(matrix: Matrix) -> None:
-    m = _with_release(matrix, "2.22.0rc0", like="2.21.0")
-    assert resolve(Constraints(), m).version == "2.21.0"
-    assert resolve(Constraints(spec="tensorflow>=2.22.0rc0"), m).version == "2.22.0rc0"
-    assert resolve(Constraints(spec="tensorflow==2.22.0rc0"), m).version == "2.22.0rc0"
+def test_a_prerelease_spec_says_the_matrix_has_none(matrix: Matrix) -> None:
     with pytest.raises(NoResolution) as err:
-        resolve(Constraints(spec="tensorflow>2.21"), m)
-    assert "pre-releases are used only when the requirement names one" in (err.value.hint or "")
+        resolve(Constraints(spec="tensorflow==2.22.0rc0"), matrix)
+    assert err.value.message == "no tensorflow release matches 'tensorflow==2.22.0rc0'"
+    assert err.value.hint == (
+        "the matrix holds final releases only, no pre-releases; "
+        "the matrix has tensorflow 2.0.0 to 2.21.0"
+    )
+    # a pre-release row is refused when the matrix is read
+    with pytest.raises(ValueError):
+        _with_release(matrix, "2.22.0rc0", like="2.21.0")
 
 
 def test_python_constraint(matrix: Matrix) -> None:
@@ -350,7 +354,7 @@ def test_matrix_cache_gives_the_same_matrix(
 
     monkeypatch.setenv("ENVLOCK_CACHE_DIR", str(tmp_path / "cache"))
     first = load_matrix()  # parsed, then written
-    files = list((tmp_path / "cache").glob("matrix-*.pickle"))
+    files = list((tmp_path / "cache").glob("matrix-*.marshal"))
     assert len(files) == 1
     assert first == matrix
     second = load_matrix()  # read back
@@ -460,16 +464,16 @@ def test_a_release_whose_and_cuda_extra_installs_nowhere(matrix: Matrix) -> None
 
 def test_pip_fallback_python_follows_the_and_cuda_extra(matrix: Matrix) -> None:
     """The 2.16/2.17 fallback to pip picks its Python from and_cuda_python too."""
-    grown = dataclasses.replace(
+    grown = replace(
         matrix.tensorflow,
         releases=tuple(
-            dataclasses.replace(r, and_cuda_python=r.and_cuda_python[:-1],
+            replace(r, and_cuda_python=r.and_cuda_python[:-1],
                                 and_cuda_python_note="tensorrt==1: no cp312 wheel")
             if str(r.version) == "2.16.2" else r
             for r in matrix.tensorflow.releases
         ),
     )
-    m = dataclasses.replace(matrix, tensorflow=grown)
+    m = replace(matrix, tensorflow=grown)
     res = resolve(Constraints(spec="tensorflow==2.16.2"), m)
     assert (res.cuda_source, res.python) == ("pip", "3.11")
     assert res.python_supported[-1] == "3.12"

@@ -4,11 +4,15 @@ Start-up time itself is measured by bench/resolve.py, not here; these tests
 pin down the reasons it is short, so that a change that brings a heavy import
 back onto the resolve path fails loudly:
 
-- a plain SPEC ("tensorflow==2.15") is read with packaging's SpecifierSet,
-  and gives exactly what packaging's Requirement gives (property test);
+- the most common SPECs ("tensorflow==2.15", ">=2.14,<2.17") are read by
+  envlock.versions without packaging, and give exactly the _Spec that
+  packaging's Requirement and SpecifierSet give (property test); other plain
+  SPECs are read with packaging's SpecifierSet alone, again exactly as
+  Requirement reads them;
 - a resolve whose matrices come from the cache imports no TOML parser, no
-  requirement/marker/tag parser, no hashlib, shutil, pkgutil, logging or
-  subprocess, and none of the heavy libraries of other commands.
+  packaging at all, no typing, dataclasses or inspect, no pickle, hashlib,
+  shutil, pkgutil, logging or subprocess, and none of the heavy libraries of
+  other commands.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from envlock.errors import UsageError
-from envlock.resolve import _parse_spec, _plain_spec
+from envlock.matrix import load
+from envlock.resolve import _packaging_spec, _parse_spec, _plain_spec, _simple_spec
+from envlock.versions import Ver
 
 # --------------------------------------------------------------- SPEC reading
 
@@ -133,17 +139,45 @@ def test_other_specs_go_through_the_requirement_parser(text: str) -> None:
             _parse_spec(text)
         return
     spec = _parse_spec(text)
-    assert spec.given == req.specifier
+    assert spec.clauses is None and spec.specifier is not None  # packaging read it
     assert spec.and_cuda == ("and-cuda" in req.extras)
 
 
-def test_parse_spec_widens_the_series_and_keeps_what_was_given() -> None:
+MATRIX_VERSIONS = [r.version for r in load().tensorflow.releases] + [
+    Ver(v) for v in ("2.15", "2.15.0.post2", "2.22.0", "3.0.0", "1.15.5", "2.9.0.post1")
+]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(specs)
+def test_simple_spec_reads_as_packaging_does(text: str) -> None:
+    """The short way (no packaging) gives the _Spec that packaging gives."""
+    stripped = text.strip()
+    simple = _simple_spec(stripped)
+    if simple is None:
+        return
+    full = _packaging_spec(text, stripped)
+    assert simple.clauses is not None and full.clauses is None
+    same = ("text", "shown", "widened", "prereleases", "exact", "and_cuda")
+    assert [getattr(simple, f) for f in same] == [getattr(full, f) for f in same], text
+    for v in MATRIX_VERSIONS:
+        assert simple.admits(v) == full.admits(v), (text, v)
+
+
+def test_parse_spec_widens_the_series_and_says_so() -> None:
     spec = _parse_spec("tensorflow==2.15")
-    assert str(spec.specifier) == "==2.15.*"
-    assert str(spec.given) == "==2.15"
+    assert spec.clauses == (("==", "2.15.*"),)  # the short way
+    assert spec.shown == "==2.15.*" and spec.widened
     assert spec.exact is None and not spec.prereleases
     pinned = _parse_spec(" tensorflow==2.15.1 ")
-    assert str(pinned.exact) == "2.15.1" and pinned.text == "tensorflow==2.15.1"
+    assert pinned.exact == Ver("2.15.1").key and pinned.text == "tensorflow==2.15.1"
+    assert not pinned.widened and pinned.shown == "==2.15.1"
+    ranged = _parse_spec("TensorFlow >= 2.14, <2.17")
+    assert ranged.shown == "<2.17,>=2.14" and not ranged.widened
+    assert [v for v in ("2.13.1", "2.14.0", "2.16.2", "2.17.0") if ranged.admits(Ver(v))] == [
+        "2.14.0",
+        "2.16.2",
+    ]
 
 
 # --------------------------------------------------------------- imports
@@ -162,10 +196,18 @@ print(json.dumps({"code": code, "version": json.loads(out.getvalue())["version"]
 NOT_ON_THE_RESOLVE_PATH = [
     "tomllib",  # the matrices come validated from the cache
     "hashlib",  # the cache stamp is compared, not hashed
-    "packaging.requirements",  # a plain SPEC is read by SpecifierSet
+    "pickle",  # the cache is marshal data
+    "zlib",
+    "packaging",  # versions and plain SPECs: envlock.versions
+    "packaging.version",
+    "packaging.specifiers",
+    "packaging.requirements",
     "packaging.markers",
     "packaging.tags",
     "packaging.utils",
+    "typing",  # envlock.record: annotations only under TYPE_CHECKING
+    "dataclasses",  # envlock.record instead
+    "inspect",
     "logging",
     "subprocess",
     "platform",
@@ -200,15 +242,15 @@ def test_a_cached_resolve_imports_only_what_it_needs(tmp_path: Path) -> None:
     first = _probe(env)  # parses the TOML files, writes the cache
     assert first["code"] == 0 and first["version"] == "2.15.1"
     assert "tomllib" in first["modules"]  # type: ignore[operator]
-    assert list((tmp_path / "cache").glob("matrix-*.pickle"))
+    assert list((tmp_path / "cache").glob("matrix-*.marshal"))
     second = _probe(env)
     assert second["code"] == 0 and second["version"] == "2.15.1"
     modules = set(second["modules"])  # type: ignore[call-overload]
     heavy = sorted(m for m in NOT_ON_THE_RESOLVE_PATH if m in modules)
     assert heavy == []
-    # what it does need is there: the model, the matrix classes, packaging's
-    # version and specifier types
-    assert {"envlock.model", "envlock.matrix.cuda", "packaging.specifiers"} <= modules
+    # what it does need is there: the model, the matrix classes, the record
+    # and version types
+    assert {"envlock.model", "envlock.matrix.cuda", "envlock.record", "envlock.versions"} <= modules
 
 
 def test_a_changed_matrix_file_misses_the_cache(
@@ -240,4 +282,4 @@ def test_a_changed_matrix_file_misses_the_cache(
     gpus.write_bytes(gpus.read_bytes() + b"\n")  # same data, other bytes
     resolve_mod.load_matrix()
     assert len(calls) == 2
-    assert len(list((tmp_path / "cache").glob("matrix-*.pickle"))) == 1  # rewritten in place
+    assert len(list((tmp_path / "cache").glob("matrix-*.marshal"))) == 1  # rewritten in place

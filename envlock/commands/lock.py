@@ -311,11 +311,11 @@ def diff_locks(old: Lock, new: Lock) -> list[str]:
 
 
 def check(args: argparse.Namespace) -> int:
-    import dataclasses
 
     from envlock.lock import PYLOCK, REQUIREMENTS, lock, pylock_text, read_lock, requirements_text
     from envlock.lock.pylock import regenerate_command
     from envlock.output import emit_json
+    from envlock.record import replace
 
     folder = Path(args.check)
     old = read_lock(folder)
@@ -340,7 +340,7 @@ def check(args: argparse.Namespace) -> int:
             f"{new.resolver} is {new.resolver_version} here, the lock was made with "
             f"{old.resolver_version}; the comparison ignores that"
         )
-        new = dataclasses.replace(new, resolver_version=old.resolver_version)
+        new = replace(new, resolver_version=old.resolver_version)
     changes = diff_locks(old, new)
     for name, text in ((PYLOCK, pylock_text(new)), (REQUIREMENTS, requirements_text(new))):
         path = folder / name

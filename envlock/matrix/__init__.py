@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import functools
 import sys
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from envlock.errors import DataError
 from envlock.matrix.tensorflow import TFMatrix, TFRelease
+from envlock.record import record
 
+TYPE_CHECKING = False  # typing is not imported at run time (start-up: see envlock.record)
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
     from envlock.matrix.cuda import CudaMatrix
     from envlock.matrix.gpus import GpuMatrix
@@ -32,7 +33,7 @@ __all__ = ["Matrix", "TFMatrix", "TFRelease", "load", "load_tensorflow", "read_t
 MATRIX_FOLDER = "matrices"
 
 
-@dataclass(frozen=True)
+@record
 class Matrix:
     """All matrix data, each part parsed by its own module."""
 

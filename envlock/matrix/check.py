@@ -108,23 +108,24 @@ class CheckReport:
 
 def disagreements(rel: TFRelease, tested: TestedConfigs) -> list[Disagreement]:
     """Where ``rel`` and the table row for its series differ, in FIELDS order."""
-    cfg = tested.for_release(rel.version)
+    version = Version(str(rel.version))
+    cfg = tested.for_release(version)
     if cfg is None:
         series = ".".join(str(p) for p in rel.version.release[:2])
-        return [Disagreement(rel.version, "table", str(rel.version), f"no row for {series}")]
+        return [Disagreement(version, "table", str(rel.version), f"no row for {series}")]
     out: list[Disagreement] = []
     if not rel.cuda_build:
         out.append(
-            Disagreement(rel.version, "cuda_build", "not a CUDA build", f"CUDA {cfg.cuda}")
+            Disagreement(version, "cuda_build", "not a CUDA build", f"CUDA {cfg.cuda}")
         )
     wheels = format_python_range(rel.python)
     table = format_python_range(python3_minors(cfg.python_minors))
     if wheels != table:
-        out.append(Disagreement(rel.version, "python", wheels, table))
+        out.append(Disagreement(version, "python", wheels, table))
     if rel.cuda != cfg.cuda:
-        out.append(Disagreement(rel.version, "cuda", rel.cuda, cfg.cuda))
+        out.append(Disagreement(version, "cuda", rel.cuda, cfg.cuda))
     if rel.cudnn != cfg.cudnn:
-        out.append(Disagreement(rel.version, "cudnn", rel.cudnn, cfg.cudnn))
+        out.append(Disagreement(version, "cudnn", rel.cudnn, cfg.cudnn))
     return out
 
 
@@ -206,7 +207,7 @@ def apply_notes(
     matrix: TFMatrix, tested: TestedConfigs, notes: Sequence[Note]
 ) -> TFMatrix:
     """The same matrix with every row's ``note`` recomputed from the notes file."""
-    from dataclasses import replace
+    from envlock.record import replace
 
     rows = tuple(
         replace(r, note=note_for(disagreements(r, tested), notes)) for r in matrix.releases

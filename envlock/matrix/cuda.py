@@ -14,13 +14,15 @@ the file and the path inside it, e.g.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
-
-from packaging.version import Version
 
 from envlock.errors import DataError
+from envlock.record import record
+from envlock.versions import parse_release, release_key
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up: see envlock.record)
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
 SCHEMA_VERSION = 1
 
@@ -42,7 +44,7 @@ _DIGEST = r"^sha256:[0-9a-f]{64}$"
 _TAG = r"^[0-9][0-9A-Za-z.\-]*$"
 
 
-@dataclass(frozen=True)
+@record
 class CudaRelease:
     """One CUDA major.minor."""
 
@@ -56,11 +58,12 @@ class CudaRelease:
     driver_branch_from: str = ""
 
     @property
-    def key(self) -> Version:
-        return Version(self.version)
+    def key(self) -> tuple[int, ...]:
+        """Sort key: versions ordered as PEP 440 orders them."""
+        return release_key(self.version)
 
 
-@dataclass(frozen=True)
+@record
 class DriverBranch:
     """A data-center driver branch and the month its support ends."""
 
@@ -69,7 +72,7 @@ class DriverBranch:
     source: str
 
 
-@dataclass(frozen=True)
+@record
 class UbuntuRelease:
     """An Ubuntu release of the nvidia/cuda images and its own python3."""
 
@@ -83,7 +86,7 @@ class UbuntuRelease:
         return f"ubuntu{self.release}"
 
 
-@dataclass(frozen=True)
+@record
 class ImageRelease:
     """One nvidia/cuda image release (the version part of its tags)."""
 
@@ -99,12 +102,21 @@ class ImageRelease:
     digests: tuple[tuple[str, str], ...] = ()  # (tag, "sha256:...") when known
 
     @property
-    def key(self) -> Version:
-        return Version(self.version)
+    def key(self) -> tuple[int, ...]:
+        """Sort key: versions ordered as PEP 440 orders them."""
+        return release_key(self.version)
 
     @property
-    def cudnn_version(self) -> Version | None:
-        return Version(self.cudnn) if self.cudnn else None
+    def release(self) -> tuple[int, ...]:
+        """The version's numbers as written: ``(12, 2, 2)``."""
+        parts = parse_release(self.version)
+        assert parts is not None  # validated by parse()
+        return parts
+
+    @property
+    def cudnn_key(self) -> tuple[int, ...] | None:
+        """Sort key of the exact cuDNN inside the image, when known."""
+        return release_key(self.cudnn) if self.cudnn else None
 
     def tag(self, variant: str, os: str, *, cudnn: bool) -> str:
         """``12.2.2-cudnn8-runtime-ubuntu22.04`` (``os`` is "22.04")."""
@@ -119,7 +131,7 @@ class ImageRelease:
         return None
 
 
-@dataclass(frozen=True)
+@record
 class CudaMatrix:
     """All of cuda.toml, validated."""
 
@@ -346,7 +358,7 @@ def _image_row(c: _Checker, raw: Any, path: str) -> ImageRelease:
     if flavour != "cudnn" and flavour != f"cudnn{major}":
         raise c.fail(f"{path}.cudnn_major", f"{major} does not match the flavour {show(flavour)}")
     cudnn = c.string(row, "cudnn", path, _CUDNN, "X.Y.Z[.W]", required=False)
-    if cudnn and Version(cudnn).major != major:
+    if cudnn and int(cudnn.split(".")[0]) != major:
         raise c.fail(f"{path}.cudnn", f"{show(cudnn)} is not a cuDNN {major}")
     digests: list[tuple[str, str]] = []
     raw_digests = row.get("digests", {})
@@ -445,7 +457,7 @@ def parse(doc: Mapping[str, Any], filename: str) -> CudaMatrix:
         sources=sources,
         cuda=tuple(sorted(cuda, key=lambda r: r.key)),
         driver_branches=tuple(branches),
-        ubuntu=tuple(sorted(ubuntu, key=lambda u: Version(u.release))),
+        ubuntu=tuple(sorted(ubuntu, key=lambda u: release_key(u.release))),
         images=tuple(sorted(images, key=lambda im: im.key)),
     )
 

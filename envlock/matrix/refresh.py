@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from email.parser import BytesHeaderParser
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +56,9 @@ from envlock.matrix.tensorflow import (
 )
 from envlock.matrix.tested import TestedConfig, TestedConfigs
 from envlock.matrix.wheelzip import RemoteZip
+from envlock.record import replace as replace_record
 from envlock.simple import IndexFile
+from envlock.versions import Ver
 
 if TYPE_CHECKING:
     import requests
@@ -424,7 +426,7 @@ def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TF
     if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
         raise DataError(f"{where}: build_info's cuda_compute_capabilities is not a list of names")
     return TFRelease(
-        version=cand.version,
+        version=Ver(str(cand.version)),
         python=cand.python,
         requires_python=facts.requires_python,
         cuda=cuda,
@@ -609,7 +611,7 @@ def _with_and_cuda_python(
     if not row.and_cuda:
         return row
     minors, note = and_cuda_python(row.and_cuda, row.python, pages)
-    return replace(row, and_cuda_python=minors, and_cuda_python_note=note)
+    return replace_record(row, and_cuda_python=minors, and_cuda_python_note=note)
 
 
 @dataclass(frozen=True)

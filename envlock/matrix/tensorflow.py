@@ -18,13 +18,15 @@ naming the file and the path inside it, e.g.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
-
-from packaging.version import InvalidVersion, Version
 
 from envlock.errors import DataError
+from envlock.record import record
+from envlock.versions import Ver
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up: see envlock.record)
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
 SCHEMA_VERSION = 1
 GENERATED_BY = "envlock matrix refresh"
@@ -68,11 +70,11 @@ _FIELDS = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class TFRelease:
     """One TensorFlow release as its Linux x86_64 wheel describes it."""
 
-    version: Version
+    version: Ver  # final or post release (envlock.versions; validated with packaging)
     python: tuple[str, ...]  # "3.9", "3.10", ... sorted by minor
     requires_python: str
     cuda: str  # major.minor
@@ -114,12 +116,9 @@ class TFRelease:
             "note": self.note,
         }
 
-    @property
-    def python_versions(self) -> tuple[Version, ...]:
-        return tuple(Version(p) for p in self.python)
 
 
-@dataclass(frozen=True)
+@record
 class TFMatrix:
     """All of tensorflow.toml, validated; releases sorted by version."""
 
@@ -129,10 +128,18 @@ class TFMatrix:
     releases: tuple[TFRelease, ...]  # sorted by version
     digest: str = ""  # sha256 hex of the file bytes ("" when parsed from a dict)
 
-    def get(self, version: Version | str) -> TFRelease | None:
-        wanted = version if isinstance(version, Version) else Version(version)
+    def get(self, version: object) -> TFRelease | None:
+        """The row of a release (a ``Ver``, a packaging ``Version`` or text), if any."""
+        wanted = str(version)
         for rel in self.releases:
-            if rel.version == wanted:
+            if str(rel.version) == wanted:
+                return rel
+        try:
+            key = Ver(wanted)
+        except ValueError:
+            return None
+        for rel in self.releases:
+            if rel.version == key:
                 return rel
         return None
 
@@ -230,6 +237,7 @@ def _release(c: _Checker, row: Any, path: str) -> TFRelease:
     # only where a file is validated, not where a validated matrix is used
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
 
     if not isinstance(row, dict):
         raise c.fail(path, f"expected a table, got {_show(row)}")
@@ -239,11 +247,19 @@ def _release(c: _Checker, row: Any, path: str) -> TFRelease:
 
     raw_version = c.string(row, "version", path)
     try:
-        version = Version(raw_version)
+        checked = Version(raw_version)
     except InvalidVersion:
         raise c.fail(f"{path}.version", f"not a version: {_show(raw_version)}") from None
-    if version.major != 2:
+    if checked.major != 2:
         raise c.fail(f"{path}.version", f"expected a 2.x release, got {_show(raw_version)}")
+    try:
+        version = Ver(raw_version)
+    except ValueError:
+        raise c.fail(
+            f"{path}.version",
+            f"expected a final or post release in canonical form (as {str(checked)!r} "
+            f"without pre-, dev- or local parts), got {_show(raw_version)}",
+        ) from None
 
     python = c.strings(row, "python", path, _PYTHON, "3.X")
     if not python:
@@ -345,7 +361,7 @@ def parse(doc: Mapping[str, Any], filename: str, digest: str = "") -> TFMatrix:
     if not isinstance(rows, list) or not rows:
         raise c.fail("releases", "expected a non-empty array of tables ([[releases]])")
     releases = [_release(c, row, f"releases[{i}]") for i, row in enumerate(rows)]
-    seen: dict[Version, int] = {}
+    seen: dict[Ver, int] = {}
     for i, rel in enumerate(releases):
         if rel.version in seen:
             raise c.fail(
