@@ -9,6 +9,7 @@ out). Faults are injected through the server.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -618,3 +619,198 @@ def test_real_resolvers_without_a_wheel_for_the_python_suggest_another_python(
     assert err.value.exit_code == 2
     assert err.value.hint is not None and "choose another --python" in err.value.hint
     assert "relax" not in err.value.hint
+
+
+# ------------------------------------------------------------------ lock --check: the whole bundle
+
+# Render options other than the defaults, so --check must read them back from
+# the bundle. Nothing is built: the base image is only a name here.
+LOCAL_BASE = "envlock-test/bookworm-python:1"
+THROWAWAY_CA = (
+    "-----BEGIN CERTIFICATE-----\n"
+    "MIIBfake+test+CA+for+envlock+lock+check+no+key+exists+for+it+anywhere=\n"
+    "-----END CERTIFICATE-----\n"
+)
+
+
+@pytest.fixture()
+def tf_index() -> Iterator[FakeIndex]:
+    """A tiny 'tensorflow' 2.15.1, so the real resolve of tensorflow==2.15 locks
+    from 127.0.0.1 in about a second."""
+    idx = FakeIndex()
+    idx.add_dist(
+        "tensorflow", "2.15.1", tag="py3-none-manylinux_2_17_x86_64", requires=("dep-a>=1,<2",)
+    )
+    for v in ("1.0", "1.5"):
+        idx.add_dist("dep-a", v)
+    idx.start()
+    yield idx
+    idx.stop()
+
+
+@pytest.fixture()
+def tf_bundle(
+    tf_index: FakeIndex,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> tuple[Path, list[str]]:
+    """A bundle written by `envlock lock`, and the files lock says it wrote."""
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    ca = tmp_path / "ca.pem"
+    ca.write_text(THROWAWAY_CA, encoding="utf-8")
+    out = tmp_path / "env"
+    code = main(
+        ["lock", "tensorflow==2.15", "--index-url", tf_index.url, "-o", str(out), "--json"]
+        + ["--base-image", LOCAL_BASE, "--python-from", "image", "--ca-cert", str(ca)]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    return out, report["files"]
+
+
+def check_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+    code = main(["lock", "--check", *argv, "--json"])
+    report: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return code, report
+
+
+def state(folder: Path) -> dict[str, tuple[bytes, int, int]]:
+    return {
+        p.name: (p.read_bytes(), p.stat().st_mtime_ns, p.stat().st_mode)
+        for p in sorted(folder.iterdir())
+    }
+
+
+def test_check_of_an_untouched_bundle_compares_every_file_and_writes_nothing(
+    tf_bundle: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle, written = tf_bundle
+    (bundle / "notes.txt").write_text("mine, not envlock's\n", encoding="utf-8")
+    before = state(bundle)
+    code, report = check_json(capsys, str(bundle))
+    assert code == 0, report
+    assert report["ok"] is True and report["changes"] == []
+    compared = [row["path"] for row in report["files"]]
+    assert sorted(compared) == written  # exactly what lock writes, notes.txt not among them
+    assert compared[:3] == ["pylock.toml", "requirements.txt", "Dockerfile"]
+    assert {"bootstrap.sh", "README.md", ".dockerignore", "envlock-ca.pem"} <= set(compared)
+    assert {row["state"] for row in report["files"]} == {"same"}
+    assert report["regenerate"].endswith(
+        f"-o {bundle} --base-image {LOCAL_BASE} --ca-cert {bundle.parent / 'ca.pem'} "
+        "--python-from image"
+    )
+    assert state(bundle) == before
+
+    assert main(["lock", "--check", str(bundle)]) == 0
+    out = capsys.readouterr().out
+    assert out == (
+        f"{bundle}: the lock is current (2 packages, tensorflow 2.15.1); "
+        f"all {len(written)} files lock writes match\n"
+    )
+    assert state(bundle) == before
+
+
+def test_check_names_a_hand_edited_dockerfile(
+    tf_bundle: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle, _ = tf_bundle
+    dockerfile = bundle / "Dockerfile"
+    dockerfile.write_text(dockerfile.read_text() + "RUN echo edited by hand\n", encoding="utf-8")
+    before = state(bundle)
+    code, report = check_json(capsys, str(bundle))
+    assert code == 1
+    assert report["ok"] is False
+    assert report["changes"] == ["! Dockerfile would be rewritten"]
+    assert [r["path"] for r in report["files"] if r["state"] != "same"] == ["Dockerfile"]
+    assert state(bundle) == before  # the edit is still there: --check writes nothing
+
+    assert main(["lock", "--check", str(bundle)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == [
+        f"{bundle}: `envlock lock` would change the bundle:",
+        "  ! Dockerfile would be rewritten",
+    ]
+    assert lines[2].startswith("  regenerate: envlock lock tensorflow==2.15 ")
+    assert state(bundle) == before
+
+
+def test_check_reads_render_options_from_the_files_that_agree(
+    tf_bundle: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One file's regenerate line edited: the other two say how the bundle was
+    rendered, so only that file is reported."""
+    bundle, _ = tf_bundle
+    dockerfile = bundle / "Dockerfile"
+    lines = dockerfile.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert lines[2].startswith("#   envlock render . ") and "--python-from image" in lines[2]
+    lines[2] = lines[2].replace("--python-from image", "--python-from apt")
+    dockerfile.write_text("".join(lines), encoding="utf-8")
+    code, report = check_json(capsys, str(bundle))
+    assert code == 1
+    assert report["changes"] == ["! Dockerfile would be rewritten"]
+
+
+def test_check_names_missing_and_non_executable_files(
+    tf_bundle: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle, _ = tf_bundle
+    (bundle / "README.md").unlink()
+    (bundle / "envlock_smoke.py").unlink()
+    (bundle / "bootstrap.sh").chmod(0o644)
+    before = state(bundle)
+    code, report = check_json(capsys, str(bundle))
+    assert code == 1
+    assert report["changes"] == [
+        "! bootstrap.sh is not executable",
+        "! README.md missing",
+        "! envlock_smoke.py missing",
+    ]
+    assert state(bundle) == before
+
+
+def test_check_after_a_new_release_names_the_lock_and_what_carries_its_digest(
+    tf_bundle: tuple[Path, list[str]], tf_index: FakeIndex, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle, _ = tf_bundle
+    tf_index.add_dist("dep-a", "1.9")
+    code, report = check_json(capsys, str(bundle))
+    assert code == 1
+    assert report["changes"][0] == "~ dep-a 1.5 -> 1.9"
+    differ = {r["path"] for r in report["files"] if r["state"] == "differs"}
+    # the lock files, and every rendered file that names the lock's digest
+    assert differ == {
+        "pylock.toml",
+        "requirements.txt",
+        "Dockerfile",
+        "bootstrap.sh",
+        "README.md",
+        "expect.json",
+    }
+    digest = report["files"]  # unchanged files really do not carry the digest
+    old_digest = hashlib.sha256((bundle / "pylock.toml").read_bytes()).hexdigest()
+    for row in digest:
+        if row["state"] == "same":
+            assert old_digest.encode() not in (bundle / row["path"]).read_bytes(), row
+
+
+def test_check_without_the_recorded_ca_file_is_bad_input(
+    tf_bundle: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle, _ = tf_bundle
+    ca = bundle.parent / "ca.pem"
+    ca.unlink()
+    assert main(["lock", "--check", str(bundle)]) == 2
+    err = capsys.readouterr().err
+    assert f"{bundle} was rendered with --ca-cert {ca}, which is not readable here" in err
+    assert f"hint: give the CA file again: envlock lock --check {bundle} --ca-cert FILE" in err
+    other = bundle.parent / "elsewhere.pem"
+    other.write_text(THROWAWAY_CA, encoding="utf-8")
+    # the same CA from another path: the bundle's regenerate lines would name the new path
+    code, report = check_json(capsys, str(bundle), "--ca-cert", str(other))
+    assert code == 1
+    assert report["changes"] == [
+        "! Dockerfile would be rewritten",
+        "! bootstrap.sh would be rewritten",
+        "! README.md would be rewritten",
+    ]

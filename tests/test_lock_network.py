@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -158,9 +159,7 @@ def test_check_passes_then_names_what_would_change(
     assert "the lock is current (42 packages, tensorflow 2.15.1)" in out
 
     copy = tmp_path / "bundle"
-    copy.mkdir()
-    for name, data in snapshot(system_bundle).items():
-        (copy / name).write_bytes(data)
+    shutil.copytree(system_bundle, copy)  # with modes: bootstrap.sh stays executable
     pylock = copy / "pylock.toml"
     text = pylock.read_text(encoding="utf-8")
     packages = {p.name: p for p in read_lock(copy).packages}

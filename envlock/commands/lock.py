@@ -2,8 +2,8 @@
 
 ``envlock lock SPEC -o DIR`` writes pylock.toml, requirements.txt and the
 rendered bundle files with one all-or-nothing write; ``envlock lock --check
-DIR`` recomputes from DIR's recorded input and exits 1 when the lock would
-change.
+DIR`` recomputes all of those from DIR's recorded input and render options,
+writes nothing, and exits 1 when any of them would change.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from envlock.errors import UsageError
 
 if TYPE_CHECKING:
     from envlock.model import Lock, LockInput, Resolution
+    from envlock.render import RenderOptions
 
 
 def register(sub: Any) -> None:
@@ -72,7 +73,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--check",
         metavar="DIR",
-        help="recompute DIR's lock from its recorded input; exit 1 if it would change",
+        help="recompute every file lock writes into DIR (lock files and bundle) from its "
+        "recorded input and render options; write nothing; exit 1 if any would change",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_render_arguments(p)
@@ -186,6 +188,21 @@ def _prewarm(resolver: str, provisional: Lock, options: Any) -> None:
         render_bundle(provisional, options, {"pylock.toml": b"", "requirements.txt": b""})
 
 
+def bundle_files(locked: Lock, options: RenderOptions) -> dict[str, bytes]:
+    """Every file ``envlock lock`` writes into DIR, by name: the two lock files
+    first, then the rendered bundle (``--check`` compares exactly these)."""
+    from envlock.lock import PYLOCK, REQUIREMENTS, pylock_text, requirements_text
+    from envlock.render import render_bundle
+
+    pylock = pylock_text(locked).encode("utf-8")
+    requirements = requirements_text(locked).encode("utf-8")
+    lock_files = {PYLOCK: pylock, REQUIREMENTS: requirements}
+    files: dict[str, bytes] = dict(lock_files)
+    for name, data in render_bundle(locked, options, lock_files).items():
+        files[name] = data.encode("utf-8") if isinstance(data, str) else data
+    return files
+
+
 def run(args: argparse.Namespace) -> int:
     if args.check:
         if args.output:
@@ -198,9 +215,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.output:
         raise UsageError("no output folder", hint=f"envlock lock '{args.spec}' -o DIR")
     from envlock.fsutil import sha256_bytes, write_files
-    from envlock.lock import PYLOCK, REQUIREMENTS, lock, pylock_text, requirements_text
+    from envlock.lock import PYLOCK, lock
     from envlock.model import Lock
-    from envlock.render import EXECUTABLE, options_from_args, render_bundle
+    from envlock.render import EXECUTABLE, options_from_args
     from envlock.resolve import constraints_from_args, resolve
 
     constraints = constraints_from_args(args)
@@ -216,14 +233,10 @@ def run(args: argparse.Namespace) -> int:
         resolution, lock_input, resolver=resolver, index_url=args.index_url, offline=args.offline
     )
     warm.join()
-    pylock = pylock_text(locked).encode("utf-8")
-    requirements = requirements_text(locked).encode("utf-8")
-    lock_files = {PYLOCK: pylock, REQUIREMENTS: requirements}
-    files: dict[str, str | bytes] = {PYLOCK: pylock, REQUIREMENTS: requirements}
-    files.update(render_bundle(locked, options_from_args(args), lock_files))
+    files = bundle_files(locked, options)
     out = Path(args.output)
     write_files(out, files, modes={name: 0o755 for name in EXECUTABLE})
-    _print_lock(args, locked, out, sorted(files), sha256_bytes(pylock))
+    _print_lock(args, locked, out, sorted(files), sha256_bytes(files[PYLOCK]))
     return 0
 
 
@@ -310,9 +323,136 @@ def diff_locks(old: Lock, new: Lock) -> list[str]:
     return changes
 
 
-def check(args: argparse.Namespace) -> int:
+# The files that carry the bundle's `envlock render . OPTIONS` line, in the
+# order a tie between them is settled.
+_REGENERATE_CARRIERS = ("Dockerfile", "bootstrap.sh", "README.md")
+_REGENERATE = "envlock render ."
 
-    from envlock.lock import PYLOCK, REQUIREMENTS, lock, pylock_text, read_lock, requirements_text
+
+def _regenerate_options(text: str) -> tuple[tuple[str, str | None], ...] | None:
+    """The render options of the first `envlock render . ...` line of ``text``."""
+    import shlex
+
+    from envlock.render import add_render_arguments
+
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    add_render_arguments(parser)
+    parser.add_argument("--os")
+    for line in text.splitlines():
+        at = line.find(_REGENERATE)
+        if at < 0:
+            continue
+        try:
+            words = shlex.split(line[at + len(_REGENERATE) :])
+            parsed, rest = parser.parse_known_args(words)
+        except (ValueError, argparse.ArgumentError, SystemExit):
+            continue  # not a command line (an example in prose, a hand edit)
+        if rest:
+            continue
+        return tuple(sorted(vars(parsed).items()))
+    return None
+
+
+def recorded_render_options(folder: Path) -> dict[str, str | None]:
+    """The render options a bundle was made with, read back from the
+    regenerate line its Dockerfile, bootstrap.sh and README.md carry.
+
+    The value most of those files agree on wins, so one hand-edited file does
+    not decide how the others are compared. No such line: the defaults.
+    """
+    votes: dict[tuple[tuple[str, str | None], ...], int] = {}
+    for name in _REGENERATE_CARRIERS:
+        try:
+            text = (folder / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        found = _regenerate_options(text)
+        if found is not None:
+            votes[found] = votes.get(found, 0) + 1
+    if not votes:
+        return {}
+    best = max(votes.values())
+    return dict(next(found for found, count in votes.items() if count == best))
+
+
+def _check_options(args: argparse.Namespace, folder: Path, old: Lock) -> RenderOptions:
+    """The render options `envlock lock` would use for DIR: those given on this
+    command line, else those the bundle was rendered with; DIR's runtime.json."""
+    from envlock.render import RenderOptions, read_runtime
+
+    recorded = recorded_render_options(folder)
+
+    def pick(name: str) -> str | None:
+        given = getattr(args, name, None)
+        return str(given) if given else recorded.get(name)
+
+    ca_cert = pick("ca_cert")
+    if ca_cert and not args.ca_cert and not Path(ca_cert).expanduser().is_file():
+        raise UsageError(
+            f"{folder} was rendered with --ca-cert {ca_cert}, which is not readable here",
+            hint=f"give the CA file again: envlock lock --check {folder} --ca-cert FILE",
+        )
+    return RenderOptions(
+        base_image=pick("base_image"),
+        base_digest=pick("base_digest"),
+        os=old.input.os,
+        ca_cert=ca_cert,
+        python_from=pick("python_from"),
+        runtime=read_runtime(folder),
+    )
+
+
+def _render_flags(options: RenderOptions) -> list[str]:
+    flags: list[str] = []
+    for flag, value in (
+        ("--base-image", options.base_image),
+        ("--base-digest", options.base_digest),
+        ("--ca-cert", options.ca_cert),
+        ("--python-from", options.python_from),
+    ):
+        if value:
+            flags += [flag, value]
+    return flags
+
+
+def compare_files(folder: Path, files: dict[str, bytes]) -> list[dict[str, str]]:
+    """Each file lock would write, against DIR: same, differs, missing, or (for
+    bootstrap.sh) not executable. Files in DIR that lock does not write are not
+    looked at."""
+    import os
+
+    from envlock.render import EXECUTABLE
+
+    rows: list[dict[str, str]] = []
+    for name, data in files.items():
+        path = folder / name
+        try:
+            current = path.read_bytes()
+        except OSError:
+            current = None
+        if current is None:
+            state = "missing"
+        elif current != data:
+            state = "differs"
+        elif name in EXECUTABLE and not os.stat(path).st_mode & 0o111:
+            state = "not executable"
+        else:
+            state = "same"
+        rows.append({"path": name, "state": state})
+    return rows
+
+
+_STATE_LINES = {
+    "missing": "! {path} missing",
+    "differs": "! {path} would be rewritten",
+    "not executable": "! {path} is not executable",
+}
+
+
+def check(args: argparse.Namespace) -> int:
+    import shlex
+
+    from envlock.lock import PYLOCK, lock, read_lock
     from envlock.lock.pylock import regenerate_command
     from envlock.output import emit_json
     from envlock.record import replace
@@ -324,9 +464,10 @@ def check(args: argparse.Namespace) -> int:
             f"--check recomputes from {folder}'s recorded input; SPEC {args.spec!r} is not used",
             hint=f"envlock lock --check {folder}",
         )
+    options = _check_options(args, folder, old)
     resolver = args.resolver or old.resolver or "uv"
     resolution = _resolve_input(old.input)
-    _progress(f"recomputing {folder / PYLOCK} with {resolver} ...")
+    _progress(f"recomputing {folder / PYLOCK} and its bundle with {resolver} ...")
     new = lock(
         resolution,
         old.input,
@@ -342,29 +483,36 @@ def check(args: argparse.Namespace) -> int:
         )
         new = replace(new, resolver_version=old.resolver_version)
     changes = diff_locks(old, new)
-    for name, text in ((PYLOCK, pylock_text(new)), (REQUIREMENTS, requirements_text(new))):
-        path = folder / name
-        try:
-            current = path.read_text(encoding="utf-8")
-        except OSError:
-            current = None
-        if current != text:
-            state = "missing" if current is None else "would be rewritten"
-            changes.append(f"! {name} {state}")
+    rows = compare_files(folder, bundle_files(new, options))
+    changes += [_STATE_LINES[r["state"]].format(**r) for r in rows if r["state"] != "same"]
     ok = not changes
+    regenerate = regenerate_command(old, str(folder))
+    flags = _render_flags(options)
+    if flags:
+        regenerate += " " + shlex.join(flags)
     if args.json:
-        emit_json({"dir": str(folder), "ok": ok, "changes": changes, "notes": notes})
+        emit_json(
+            {
+                "dir": str(folder),
+                "ok": ok,
+                "changes": changes,
+                "files": rows,
+                "notes": notes,
+                "regenerate": regenerate,
+            }
+        )
     else:
         for note in notes:
             sys.stdout.write(f"note: {note}\n")
         if ok:
             sys.stdout.write(
                 f"{folder}: the lock is current ({len(new.packages)} packages, "
-                f"{new.resolution.framework} {new.resolution.version})\n"
+                f"{new.resolution.framework} {new.resolution.version}); "
+                f"all {len(rows)} files lock writes match\n"
             )
         else:
-            sys.stdout.write(f"{folder}: the lock would change:\n")
+            sys.stdout.write(f"{folder}: `envlock lock` would change the bundle:\n")
             for line in changes:
                 sys.stdout.write(f"  {line}\n")
-            sys.stdout.write(f"  regenerate: {regenerate_command(old, str(folder))}\n")
+            sys.stdout.write(f"  regenerate: {regenerate}\n")
     return 0 if ok else 1
