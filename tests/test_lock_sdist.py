@@ -82,7 +82,7 @@ def test_fake_index_serves_an_sdist_with_its_hash_in_json_and_html(
 
 def _lock(
     index: FakeIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str
-) -> tuple[int, str, Path]:
+) -> tuple[int, Path]:
     monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
     out = tmp_path / "env"
     code = main(["lock", "tensorflow==2.15", "--index-url", index.url, "-o", str(out), *extra])
