@@ -94,38 +94,62 @@ class Constraints:
 # ---------------------------------------------------------------- arguments
 
 
+# The resolve flags, shared by ``envlock resolve`` and ``envlock lock``:
+# (flag, metavar, help, choices, appends). ``add_resolve_arguments`` gives them
+# to argparse; ``quick_flags`` to ``envlock.cli.quick_parse``, which reads the
+# plain command lines of ``envlock resolve`` without argparse.
+RESOLVE_FLAGS: tuple[tuple[str, str | None, str, tuple[str, ...] | None, bool], ...] = (
+    ("--python", "X.Y", "CPython minor (default: newest supported)", None, False),
+    ("--cuda", "X.Y", "CUDA the release was built with", None, False),
+    ("--cudnn", "X.Y", "cuDNN the release was built with", None, False),
+    (
+        "--driver",
+        "VERSION|auto",
+        "host NVIDIA driver; releases needing a newer one are skipped "
+        "('auto' reads this machine: NVML, else nvidia-smi)",
+        None,
+        False,
+    ),
+    ("--os", "ubuntuXX.YY", "Ubuntu release of the base image", None, False),
+    (
+        "--cuda-source",
+        None,
+        "system: CUDA/cuDNN from the nvidia/cuda cudnn image; pip: nvidia-* wheels "
+        "(tensorflow[and-cuda]) on the -base image (default: system, pip when no image fits)",
+        CUDA_SOURCES,
+        False,
+    ),
+    (
+        "--gpu",
+        "NAME|X.Y",
+        "a GPU to check the compiled kernels against: a name from matrices/gpus.toml "
+        "or a compute capability (repeatable; --driver auto adds the host's GPUs)",
+        None,
+        True,
+    ),
+)
+SPEC_HELP = (
+    "a requirement on tensorflow: 'tensorflow==2.15' (the 2.15 series), "
+    "'tensorflow~=2.13.0', 'tensorflow>=2.14,<2.17', 'tensorflow'"
+)
+
+
 def add_resolve_arguments(parser: argparse.ArgumentParser) -> None:
     """The resolve flags, shared by ``envlock resolve`` and ``envlock lock``."""
-    parser.add_argument(
-        "spec",
-        metavar="SPEC",
-        help="a requirement on tensorflow: 'tensorflow==2.15' (the 2.15 series), "
-        "'tensorflow~=2.13.0', 'tensorflow>=2.14,<2.17', 'tensorflow'",
-    )
-    parser.add_argument("--python", metavar="X.Y", help="CPython minor (default: newest supported)")
-    parser.add_argument("--cuda", metavar="X.Y", help="CUDA the release was built with")
-    parser.add_argument("--cudnn", metavar="X.Y", help="cuDNN the release was built with")
-    parser.add_argument(
-        "--driver",
-        metavar="VERSION|auto",
-        help="host NVIDIA driver; releases needing a newer one are skipped "
-        "('auto' reads this machine: NVML, else nvidia-smi)",
-    )
-    parser.add_argument("--os", metavar="ubuntuXX.YY", help="Ubuntu release of the base image")
-    parser.add_argument(
-        "--cuda-source",
-        choices=CUDA_SOURCES,
-        help="system: CUDA/cuDNN from the nvidia/cuda cudnn image; pip: nvidia-* wheels "
-        "(tensorflow[and-cuda]) on the -base image (default: system, pip when no image fits)",
-    )
-    parser.add_argument(
-        "--gpu",
-        metavar="NAME|X.Y",
-        action="append",
-        default=[],
-        help="a GPU to check the compiled kernels against: a name from matrices/gpus.toml "
-        "or a compute capability (repeatable; --driver auto adds the host's GPUs)",
-    )
+    parser.add_argument("spec", metavar="SPEC", help=SPEC_HELP)
+    for flag, metavar, help_text, choices, appends in RESOLVE_FLAGS:
+        if appends:
+            parser.add_argument(flag, metavar=metavar, action="append", default=[], help=help_text)
+        else:
+            parser.add_argument(flag, metavar=metavar, choices=choices, help=help_text)
+
+
+def quick_flags() -> dict[str, tuple[str, tuple[str, ...] | None, bool]]:
+    """``RESOLVE_FLAGS`` as ``envlock.cli.quick_parse`` takes them."""
+    return {
+        flag: (flag[2:].replace("-", "_"), choices, appends)
+        for flag, _metavar, _help, choices, appends in RESOLVE_FLAGS
+    }
 
 
 def constraints_from_args(

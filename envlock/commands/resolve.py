@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from envlock.model import Resolution
+
+TYPE_CHECKING = False  # typing is not imported at run time (start-up: see envlock.record)
+if TYPE_CHECKING:
+    import argparse
+    from types import SimpleNamespace
+
+DESCRIPTION = (
+    "Resolve a TensorFlow requirement against envlock's matrices: the newest "
+    "release satisfying every constraint, its Python, CUDA, cuDNN, minimum driver and "
+    "nvidia/cuda base image, with the reasons. Offline and fast."
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -14,13 +24,26 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "resolve",
         help="which TensorFlow, Python, CUDA, cuDNN, driver and base image go together",
-        description="Resolve a TensorFlow requirement against envlock's matrices: the newest "
-        "release satisfying every constraint, its Python, CUDA, cuDNN, minimum driver and "
-        "nvidia/cuda base image, with the reasons. Offline and fast.",
+        description=DESCRIPTION,
     )
     add_resolve_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
+
+
+def quick_args(argv: list[str]) -> SimpleNamespace | None:
+    """The arguments of a plain ``envlock resolve`` command line, read without
+    argparse (start-up time), exactly as ``register``'s parser reads them;
+    None for any other line (``envlock.cli.quick_parse``)."""
+    from types import SimpleNamespace
+
+    from envlock.cli import quick_parse
+    from envlock.resolve import quick_flags
+
+    values = quick_parse(argv, "spec", quick_flags(), {"--json": "json"})
+    if values is None:
+        return None
+    return SimpleNamespace(command="resolve", func=run, **values)
 
 
 def summary(res: Resolution) -> str:
