@@ -9,7 +9,6 @@ modules import heavy libraries only inside their functions.
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 from envlock.errors import EnvlockError
@@ -90,7 +89,9 @@ def quick_parse(
 def _quick_args(argv: Sequence[str]) -> SimpleNamespace | None:
     if not argv or argv[0] not in QUICK_COMMANDS:
         return None
-    module = importlib.import_module(f"envlock.commands.{argv[0]}")
+    name = f"envlock.commands.{argv[0]}"
+    __import__(name)  # not importlib.import_module: the importlib package imports warnings
+    module = sys.modules[name]
     args: SimpleNamespace | None = module.quick_args(argv[1:])
     return args
 

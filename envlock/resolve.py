@@ -834,35 +834,43 @@ def _record_classes() -> dict[str, type]:
 
 
 def _to_plain(obj: object, classes: dict[str, type]) -> object:
-    """A validated matrix as marshal-able data: a record is a list [class name,
-    field values...], a ``Ver`` is ["Ver", text]; tuples, text, numbers,
-    booleans and None stay. Anything else is a TypeError (no cache then)."""
+    """A validated matrix as marshal-able data that decodes quickly: text,
+    numbers, booleans, None and tuples of those stay as they are; a ``Ver`` is
+    ["V", text, release, post]; a record is ["R", class name, field values, indexes of the
+    values to decode]; a tuple holding any of these is ["T", items]. Anything
+    else is a TypeError (no cache then)."""
     if isinstance(obj, tuple):
-        return tuple(_to_plain(x, classes) for x in obj)
+        items = tuple(_to_plain(x, classes) for x in obj)
+        return ["T", items] if any(isinstance(x, list) for x in items) else items
     if obj is None or isinstance(obj, (str, int, float)):
         return obj
     if isinstance(obj, Ver):
-        return ["Ver", str(obj)]
+        return ["V", str(obj), obj.release, obj.post]
     name = type(obj).__name__
     if classes.get(name) is not type(obj):
         raise TypeError(f"cannot cache a {name}")
-    values = [_to_plain(obj.__dict__[n], classes) for n in type(obj).__record_names__]  # type: ignore[attr-defined]
-    return [name, *values]
+    names: tuple[str, ...] = type(obj).__record_names__  # type: ignore[attr-defined]
+    values = tuple(_to_plain(obj.__dict__[n], classes) for n in names)
+    nested = tuple(i for i, v in enumerate(values) if isinstance(v, list))
+    return ["R", name, values, nested]
 
 
 def _from_plain(obj: object, classes: dict[str, type]) -> object:
-    """The inverse of ``_to_plain``."""
+    """The inverse of ``_to_plain``: only the tagged parts are visited."""
     from envlock.record import build
 
     def decode(value: object) -> object:
-        if isinstance(value, tuple):
-            return tuple([decode(x) for x in value])
-        if isinstance(value, list):
-            name = value[0]
-            if name == "Ver":
-                return Ver(value[1])
-            return build(classes[name], tuple([decode(x) for x in value[1:]]))
-        return value
+        if type(value) is not list:
+            return value
+        tag = value[0]
+        if tag == "V":
+            return Ver.restore(value[1], value[2], value[3])
+        if tag == "T":
+            return tuple([decode(x) for x in value[1]])
+        values = list(value[2])
+        for i in value[3]:
+            values[i] = decode(values[i])
+        return build(classes[value[1]], tuple(values))
 
     return decode(obj)
 

@@ -102,6 +102,17 @@ class Ver:
         self.post: int | None = parsed[1]
         self._key = (_strip_zeros(parsed[0]), -1 if parsed[1] is None else parsed[1])
 
+    @classmethod
+    def restore(cls, text: str, release: tuple[int, ...], post: int | None) -> Ver:
+        """A ``Ver`` from the parts of one made before (the matrix cache),
+        without parsing ``text`` again."""
+        obj = object.__new__(cls)
+        obj._text = text
+        obj.release = release
+        obj.post = post
+        obj._key = (_strip_zeros(release), -1 if post is None else post)
+        return obj
+
     @property
     def key(self) -> tuple[tuple[int, ...], int]:
         return self._key
