@@ -40,6 +40,16 @@ ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 COMMAND = ["resolve", "tensorflow==2.15", "--json"]
 FLOOR = "import re"  # pip's console-script wrapper does this before envlock runs
+# pip's console-script template (pip/_vendor/distlib/scripts.py), as pip writes
+# .venv/bin/envlock
+PIP_WRAPPER = """# -*- coding: utf-8 -*-
+import re
+import sys
+from envlock.cli import main
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit(main())
+"""
 
 PHASES = r"""
 import json, re, time
@@ -101,7 +111,14 @@ def _ms(values: list[float]) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=15)
-    ap.add_argument("--module", action="store_true", help="run 'python -m envlock'")
+    how = ap.add_mutually_exclusive_group()
+    how.add_argument("--module", action="store_true", help="run 'python -m envlock'")
+    how.add_argument(
+        "--pip-wrapper",
+        action="store_true",
+        help="run pip's console-script template for envlock from a temporary folder "
+        "(where no console script is installed, e.g. a source tree on another host)",
+    )
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     if args.runs < 10:
@@ -110,8 +127,17 @@ def main() -> int:
     env = _env()
     if args.module:
         envlock_cmd = [sys.executable, "-m", "envlock", *COMMAND]
+        label = "python -m envlock " + " ".join(COMMAND)
+    elif args.pip_wrapper:
+        import tempfile
+
+        wrapper = Path(tempfile.mkdtemp()) / "envlock"
+        wrapper.write_text(PIP_WRAPPER, encoding="utf-8")
+        envlock_cmd = [sys.executable, str(wrapper), *COMMAND]
+        label = "envlock " + " ".join(COMMAND) + " (pip's console-script template)"
     else:
         envlock_cmd = [str(VENV_BIN / "envlock"), *COMMAND]
+        label = "envlock " + " ".join(COMMAND)
     commands = {
         "envlock": envlock_cmd,
         "python_pass": [sys.executable, "-c", "pass"],
@@ -145,7 +171,7 @@ def main() -> int:
     except OSError:  # pragma: no cover
         load = -1.0
     result: dict[str, Any] = {
-        "command": " ".join(envlock_cmd[-4:] if args.module else ["envlock", *COMMAND]),
+        "command": label,
         "runs": args.runs,
         "wall_median_ms": {k: _ms(v) for k, v in wall.items()},
         "cpu_median_ms": {k: _ms(v) for k, v in cpu.items()},

@@ -34,7 +34,6 @@ Choices made here, with the reasons given in every Resolution:
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 from envlock.errors import NoResolution, UsageError
@@ -65,6 +64,14 @@ _MAJOR_MINOR = r"^[0-9]{1,2}(\.[0-9]{1,2})?$"
 _DRIVER = r"^[0-9]{3}(\.[0-9]{1,3}){0,2}$"
 _OS = r"^ubuntu[0-9]{2}\.[0-9]{2}$"
 _CAPABILITY = r"^[0-9]{1,2}\.[0-9]$"
+
+
+def _fullmatch(regex: str, text: str) -> bool:
+    """``re.fullmatch``, with ``re`` imported on first use: a plain resolve
+    needs no pattern (and ``python -m envlock`` then never imports ``re``)."""
+    import re
+
+    return re.fullmatch(regex, text) is not None
 
 
 @record
@@ -163,7 +170,7 @@ def constraints_from_args(
     gpus: list[Gpu] = []
     for value in getattr(args, "gpu", None) or []:
         value = value.strip()
-        if re.fullmatch(_CAPABILITY, value):
+        if _fullmatch(_CAPABILITY, value):
             gpus.append(Gpu(name="", compute_capability=value))
         else:
             gpus.append(Gpu(name=value))
@@ -233,6 +240,8 @@ def _plain_spec(stripped: str) -> SpecifierSet | None:
     """The specifier of a plain SPEC (see ``_PLAIN_SPEC``), exactly as
     ``Requirement(stripped).specifier`` would give it; None for any other SPEC,
     or one the requirement parser would treat differently (it then decides)."""
+    import re
+
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     match = re.fullmatch(_PLAIN_SPEC, stripped)
@@ -265,6 +274,8 @@ def _read_requirement(text: str, stripped: str) -> tuple[SpecifierSet, set[str]]
         req = Requirement(stripped)
     except InvalidRequirement as e:
         first = str(e).splitlines()[0] if str(e) else "cannot parse it"
+        import re
+
         single = re.fullmatch(r"^([A-Za-z0-9._-]+)\s*=\s*([0-9][^=<>!~,;]*)$", stripped)
         if single:
             hint = f"did you mean '{single.group(1)}=={single.group(2).strip()}'?"
@@ -415,7 +426,7 @@ def _check_value(value: str | None, regex: str, flag: str, shape: str, example: 
     if value is None:
         return None
     value = value.strip()
-    if not re.fullmatch(regex, value):
+    if not _fullmatch(regex, value):
         raise UsageError(f"{flag} {value!r} is not {shape}", hint=f"e.g. {flag} {example}")
     return value
 
@@ -577,6 +588,8 @@ def _place_system(
 def _and_cuda_gap(rel: TFRelease, python: str) -> str:
     """The parts of the release's and_cuda_python_note that concern ``python``:
     "tensorrt==8.5.3.1: no cp311 wheel" (a part naming no cp tag removed every minor)."""
+    import re
+
     tag = "cp" + python.replace(".", "")
     parts = [
         p
@@ -713,14 +726,14 @@ def _validate(c: Constraints, cm: CudaMatrix) -> _Checked:
     driver_text = _check_value(
         c.driver, _DRIVER, "--driver", "a driver version (NNN[.NN[.NN]]) or auto", "535.104.05"
     )
-    if c.driver_cuda is not None and not re.fullmatch(_MAJOR_MINOR, c.driver_cuda):
+    if c.driver_cuda is not None and not _fullmatch(_MAJOR_MINOR, c.driver_cuda):
         raise UsageError(
             f"the driver's CUDA version {c.driver_cuda!r} is not X.Y",
             hint="pass --driver VERSION instead of auto",
         )
     os = c.os.strip() if c.os is not None else None
     known_os = [u.name for u in cm.ubuntu]
-    if os is not None and (not re.fullmatch(_OS, os) or os not in known_os):
+    if os is not None and (not _fullmatch(_OS, os) or os not in known_os):
         raise UsageError(
             f"--os {os!r} is not a known Ubuntu release of the nvidia/cuda images",
             hint="one of: " + ", ".join(known_os),
@@ -740,7 +753,7 @@ def _validate(c: Constraints, cm: CudaMatrix) -> _Checked:
         source = "pip"
     gpus: list[Gpu] = []
     for gpu in c.gpus:
-        if gpu.compute_capability is not None and not re.fullmatch(
+        if gpu.compute_capability is not None and not _fullmatch(
             _CAPABILITY, gpu.compute_capability
         ):
             raise UsageError(

@@ -13,8 +13,6 @@ the file and the path inside it, e.g.
 
 from __future__ import annotations
 
-import re
-
 from envlock.errors import DataError
 from envlock.record import record
 from envlock.versions import parse_release, release_key
@@ -205,6 +203,8 @@ class _Checker:
         *,
         required: bool = True,
     ) -> str:
+        import re  # on first use: a cached matrix needs no pattern
+
         where = f"{path}.{key}" if path else key
         if key not in obj:
             if required:
@@ -237,6 +237,8 @@ class _Checker:
     def strings(
         self, obj: Mapping[str, Any], key: str, path: str, regex: str, shape: str
     ) -> tuple[str, ...]:
+        import re  # on first use: a cached matrix needs no pattern
+
         where = f"{path}.{key}"
         value = obj.get(key)
         if value is None:
@@ -348,6 +350,8 @@ def _cuda_row(c: _Checker, raw: Any, path: str) -> CudaRelease:
 
 
 def _image_row(c: _Checker, raw: Any, path: str) -> ImageRelease:
+    import re  # on first use: a cached matrix needs no pattern
+
     row = c.table(raw, path, _IMAGE_FIELDS)
     version = c.string(row, "version", path, _IMAGE_VERSION, "X.Y[.Z]")
     cuda = c.string(row, "cuda", path, _MINOR, "X.Y")

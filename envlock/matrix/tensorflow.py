@@ -17,8 +17,6 @@ naming the file and the path inside it, e.g.
 
 from __future__ import annotations
 
-import re
-
 from envlock.errors import DataError
 from envlock.record import record
 from envlock.versions import Ver
@@ -176,6 +174,8 @@ class _Checker:
         return value
 
     def pattern(self, obj: Mapping[str, Any], key: str, path: str, regex: str, shape: str) -> str:
+        import re  # on first use: a cached matrix needs no pattern
+
         value = self.string(obj, key, path)
         if not re.match(regex, value):
             raise self.fail(f"{path}.{key}", f'expected "{shape}", got {_show(value)}')
@@ -196,6 +196,8 @@ class _Checker:
         regex: str | None = None,
         shape: str = "",
     ) -> tuple[str, ...]:
+        import re  # on first use: a cached matrix needs no pattern
+
         where = f"{path}.{key}"
         if key not in obj:
             raise self.fail(where, "missing")
