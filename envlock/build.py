@@ -301,6 +301,16 @@ def _tail(lines: list[str], n: int = LOG_TAIL) -> str:
     return "\n".join("  | " + line for line in kept)
 
 
+# what pip, curl, apt and Python's socket module print when a build step has no network
+_NO_NETWORK = (
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Could not resolve host",
+    "Network is unreachable",
+    "Temporary failure resolving",
+)
+
+
 def _step_failure(tracker: _StepTracker, message: str) -> EnvironmentFailure:
     step = tracker.current
     where = (
@@ -311,6 +321,12 @@ def _step_failure(tracker: _StepTracker, message: str) -> EnvironmentFailure:
         hint = (
             "the base image is neither local nor pullable here: build or load it, "
             "or pass --base-image with a local image"
+        )
+    elif any(sign in line for line in tracker.log for sign in _NO_NETWORK):
+        hint = (
+            "a RUN step could not reach the network (names do not resolve or no route): "
+            "the daemon's default network has no way out here (e.g. dockerd --bridge=none); "
+            "rerun with --network host, or give the daemon a working bridge"
         )
     return EnvironmentFailure(
         f"the build failed at {where}: {message}\nlast lines of its log:\n{_tail(tracker.log)}",

@@ -148,7 +148,12 @@ def _record(cls: type[_T]) -> type[_T]:
     annotations: dict[str, Any] = {}
     for base in reversed(cls.__mro__[1:]):
         annotations.update(getattr(base, "__record_types__", {}))
-    for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+    own = cls.__dict__.get("__annotations__")
+    if own is None and "__annotate__" in cls.__dict__:
+        # Python 3.14 without `from __future__ import annotations` (PEP 649):
+        # the annotations are made on first access
+        own = cls.__annotations__
+    for name, annotation in (own or {}).items():
         if _is_classvar(annotation):
             continue
         annotations[name] = annotation

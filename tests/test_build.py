@@ -158,6 +158,31 @@ def test_a_failing_run_step_exits_3_with_the_step_and_its_log(
 
 
 @pytest.mark.docker
+def test_a_step_without_network_says_to_use_network_host(
+    tmp_path: Path, base_image: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What `envlock build` of a bundle without --network host gives on a daemon
+    started with --bridge=none: pip cannot resolve the index's name."""
+    bundle = write(
+        tmp_path / "b",
+        {
+            "Dockerfile": (
+                f"FROM {base_image}\n"
+                "RUN python3 -c \"import socket; socket.getaddrinfo('index.invalid', 443)\"\n"
+            )
+        },
+    )
+    code = main(["build", str(bundle), "--network", "none", "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "the build failed at step 2/2" in err
+    assert "socket.gaierror" in err
+    assert "hint: a RUN step could not reach the network" in err
+    assert "rerun with --network host" in err
+    assert "Traceback (most recent call last):\n  File \"/work" not in err  # not envlock's own
+
+
+@pytest.mark.docker
 def test_a_missing_base_image_names_the_from_step(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
