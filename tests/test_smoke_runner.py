@@ -141,6 +141,39 @@ def test_a_harness_that_hangs_is_stopped(tmp_path: Path, monkeypatch: pytest.Mon
     assert result["checks"][-1]["reason"] == "the harness did not finish within 3 s"
 
 
+def test_host_harness_log_is_streamed_while_it_runs(tmp_path: Path) -> None:
+    """`smoke --host` shows the harness's progress as it comes, not at the end."""
+    import time
+
+    chatty = (
+        "import sys, time\n"
+        "sys.stderr.write('fake-torch: loading\\n'); sys.stderr.flush()\n"
+        "time.sleep(4)\n"
+        "raise ImportError('no torch here after all')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(fake_module(tmp_path, chatty)))
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envlock", "smoke", "--host", "--framework", "torch", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stderr is not None and proc.stdout is not None
+    seen: list[tuple[float, str]] = []
+    for line in proc.stderr:
+        seen.append((time.perf_counter() - started, line))
+    doc = json.loads(proc.stdout.read())
+    ended = time.perf_counter() - started
+    assert proc.wait() == 1
+    first = next(t for t, line in seen if line == "fake-torch: loading\n")
+    assert ended - first >= 3, (first, ended, seen)  # shown before the harness ended
+    assert sum(1 for _, line in seen if "fake-torch: loading" in line) == 1  # once
+    assert doc["status"] == "FAILED"
+    assert doc["checks"][0]["name"] == "import"
+
+
 @pytest.mark.parametrize(
     ("stdout", "stderr", "code", "check", "words"),
     [

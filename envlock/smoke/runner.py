@@ -251,21 +251,67 @@ def run_on_host(
             tmp_peaks = Path(name)
             cmd += ["--peaks", name]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        stdout, stderr, returncode = _run_teeing_stderr(cmd, timeout)
     except FileNotFoundError as e:
         raise UsageError(f"cannot start {cmd[0]}: {e.strerror}", hint="check --python") from e
-    except subprocess.TimeoutExpired as e:
-        stderr = e.stderr.decode() if isinstance(e.stderr, bytes) else (e.stderr or "")
+    finally:
+        if tmp_peaks is not None:
+            tmp_peaks.unlink(missing_ok=True)
+    if returncode is None:
         return failed_result(
             f"the harness did not finish within {timeout:.0f} s",
             framework=framework,
             stderr_tail=_tail(stderr),
         )
-    finally:
-        if tmp_peaks is not None:
-            tmp_peaks.unlink(missing_ok=True)
-    sys.stderr.write(proc.stderr)
-    return interpret(proc.stdout, proc.stderr, proc.returncode, framework)
+    return interpret(stdout, stderr, returncode, framework)
+
+
+def _run_teeing_stderr(cmd: list[str], timeout: float) -> tuple[str, str, int | None]:
+    """Run ``cmd``: its stdout collected, its stderr (the harness's progress
+    log) written to ours line by line as it comes, and collected too.
+    (stdout, stderr, exit status); the status is None when the command ran
+    past ``timeout`` seconds and was killed."""
+    import threading
+
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    out: list[str] = []
+    err: list[str] = []
+
+    def read_stdout(stream: Any) -> None:
+        out.append(stream.read())
+
+    def tee_stderr(stream: Any) -> None:
+        for line in stream:
+            err.append(line)
+            try:
+                sys.stderr.write(line)
+                sys.stderr.flush()
+            except (OSError, ValueError):  # our stderr is gone: keep collecting
+                pass
+
+    readers = [
+        threading.Thread(target=read_stdout, args=(proc.stdout,), daemon=True),
+        threading.Thread(target=tee_stderr, args=(proc.stderr,), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        returncode: int | None = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        returncode = None
+    for reader in readers:
+        reader.join(timeout=10)
+    return "".join(out), "".join(err), returncode
 
 
 # ---------------------------------------------------------------- docker
