@@ -467,3 +467,25 @@ def test_and_cuda_python_rules() -> None:
     assert refresh_mod.and_cuda_python(["pre>=2"], python, pages) == (
         ("3.10", "3.11"), "pre>=2: no cp39 wheel")
     assert refresh_mod.and_cuda_python(["pre>=3.0rc1"], python, pages) == (python, "")
+
+
+def test_candidates_keep_final_and_post_releases_only() -> None:
+    """What the matrix can hold (envlock.versions.Ver): no pre-, dev- or local
+    releases, no epochs, no 1.x."""
+    tag = "cp311-cp311-manylinux_2_17_x86_64.whl"
+    files = _files(
+        *(
+            f"tensorflow-{v}-{tag}"
+            for v in (
+                "2.15.0",
+                "2.15.0.post1",
+                "2.16.0rc0",
+                "2.16.0.dev20240101",
+                "2.15.1+cpu",
+                "1!2.17.0",
+                "1.15.5",
+            )
+        )
+    )
+    found = refresh_mod.candidates(files)
+    assert [str(c.version) for c in found] == ["2.15.0", "2.15.0.post1"]

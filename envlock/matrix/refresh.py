@@ -168,6 +168,8 @@ def candidates(files: Iterable[IndexFile]) -> list[Candidate]:
         version = parse_wheel_filename(f.filename)[1]
         if version.major != 2 or version.is_prerelease or version.is_devrelease:
             continue
+        if version.local or version.epoch:
+            continue  # the matrix holds neither (envlock.versions.Ver)
         by_version.setdefault(version, []).append((f, minors))
     out: list[Candidate] = []
     for version in sorted(by_version):
