@@ -223,49 +223,14 @@ class _Spec:
         return self.specifier.contains(str(version), prereleases=True)
 
 
-# A SPEC that is the bare name followed by version clauses, with no extras,
-# marker, URL or parentheses ("tensorflow==2.15", "TensorFlow >=2.14, <2.17").
-# For such a SPEC, packaging's requirement parser hands the whole clause list
-# to SpecifierSet in one piece; doing the same here spares `envlock resolve`
-# importing packaging.requirements (its marker parser pulls in packaging.tags,
-# logging, subprocess and platform: more than a bare Python start-up costs).
-_PLAIN_SPEC = r"(?i:tensorflow)[ \t]*([<>=!~][0-9A-Za-z.*+!_<>=~, \t-]*)?"
-
 _SPEC_HINT = (
     "write a requirement on tensorflow, e.g. 'tensorflow==2.15' or 'tensorflow>=2.14,<2.17'"
 )
 
 
-def _plain_spec(stripped: str) -> SpecifierSet | None:
-    """The specifier of a plain SPEC (see ``_PLAIN_SPEC``), exactly as
-    ``Requirement(stripped).specifier`` would give it; None for any other SPEC,
-    or one the requirement parser would treat differently (it then decides)."""
-    import re
-
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    match = re.fullmatch(_PLAIN_SPEC, stripped)
-    if match is None:
-        return None
-    clauses = match.group(1) or ""
-    try:
-        specifier = SpecifierSet(clauses)
-    except InvalidSpecifier:
-        return None
-    # the grammar allows no empty clause, except after a trailing comma
-    commas = clauses.count(",")
-    trailing = bool(specifier) and len(specifier) == commas and clauses.rstrip(" \t")[-1:] == ","
-    if clauses and len(specifier) != commas + 1 and not trailing:
-        return None
-    return specifier
-
-
 def _read_requirement(text: str, stripped: str) -> tuple[SpecifierSet, set[str]]:
     """(specifier as written, canonical extras) of the SPEC; UsageError when it
     is not a requirement on tensorflow without URL or marker."""
-    plain = _plain_spec(stripped)
-    if plain is not None:
-        return plain, set()
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
