@@ -271,8 +271,6 @@ def _run_teeing_stderr(cmd: list[str], timeout: float) -> tuple[str, str, int | 
     log) written to ours line by line as it comes, and collected too.
     (stdout, stderr, exit status); the status is None when the command ran
     past ``timeout`` seconds and was killed."""
-    import threading
-
     proc = subprocess.Popen(
         cmd,
         stdin=subprocess.DEVNULL,
