@@ -419,11 +419,6 @@ class _NoPlacement:
     reason: str
 
 
-def _vkey(text: str) -> tuple[int, ...]:
-    """Sort key of a dotted-number version (Ubuntu, CUDA, cuDNN, driver)."""
-    return release_key(text)
-
-
 def _split_minor(text: str) -> tuple[int, int]:
     major, minor = text.split(".")[:2]
     return int(major), int(minor)
@@ -439,8 +434,8 @@ def _pick_os(
             if u.name == want_os:
                 return u, f"{u.name} as asked (--os)"
         return None
-    newest = max(releases, key=lambda u: _vkey(u.release))
-    for u in sorted(releases, key=lambda u: _vkey(u.release), reverse=True):
+    newest = max(releases, key=lambda u: release_key(u.release))
+    for u in sorted(releases, key=lambda u: release_key(u.release), reverse=True):
         if u.python == python:
             return u, f"{u.name}: its own python3 is {python}, the chosen Python"
     return newest, (
@@ -453,7 +448,7 @@ def _host_supports(c: Constraints, cuda: str) -> bool:
     """Whether the detected host driver supports CUDA ``cuda`` (major.minor)."""
     if not c.driver_cuda:
         return False
-    return _vkey(c.driver_cuda) >= _vkey(cuda)
+    return release_key(c.driver_cuda) >= release_key(cuda)
 
 
 def _os_list(image: ImageRelease) -> str:
@@ -663,7 +658,7 @@ def _distinct(values: Iterable[str]) -> str:
     for v in values:
         if v not in out:
             out.append(v)
-    return ", ".join(sorted(out, key=_vkey))
+    return ", ".join(sorted(out, key=release_key))
 
 
 # ---------------------------------------------------------------- resolve
@@ -999,7 +994,7 @@ def resolve(c: Constraints, matrix: Matrix | None = None) -> Resolution:
             need = driver_min(r)
             if need is None:
                 return f"matrices/cuda.toml has no CUDA {r.cuda} row"
-            if have >= _vkey(need):
+            if have >= release_key(need):
                 return None
             major = r.cuda.split(".")[0]
             builds = f"CUDA {major}.x builds" if int(major) >= 11 else f"CUDA {r.cuda} builds"
