@@ -6,16 +6,13 @@ shape (the ``--json`` output and the ``[tool.envlock]`` table of pylock.toml).
 
 from __future__ import annotations
 
-from envlock.record import field, fields, record
-
-TYPE_CHECKING = False  # typing is not imported at run time (start-up: see envlock.record)
-if TYPE_CHECKING:
-    from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 CUDA_SOURCES = ("system", "pip")
 
 
-@record
+@dataclass(frozen=True)
 class Resolution:
     """What goes together for one framework release on one target."""
 
@@ -59,7 +56,7 @@ class Resolution:
         return cls(**kwargs)
 
 
-@record
+@dataclass(frozen=True)
 class LockedWheel:
     """One wheel file of a locked package: where it is and its hash."""
 
@@ -69,7 +66,7 @@ class LockedWheel:
     sha256: str
 
 
-@record
+@dataclass(frozen=True)
 class LockedPackage:
     """One package of the locked closure, with its wheels for the target."""
 
@@ -78,7 +75,7 @@ class LockedPackage:
     wheels: tuple[LockedWheel, ...]  # the wheels valid for the target; usually one
 
 
-@record
+@dataclass(frozen=True)
 class LockInput:
     """What the user asked for, recorded so the lock can be recomputed."""
 
@@ -109,7 +106,7 @@ class LockInput:
         return cls(**kwargs)
 
 
-@record
+@dataclass(frozen=True)
 class Lock:
     """A whole locked closure for one target, plus how it was made."""
 

@@ -19,7 +19,6 @@ from envlock.cli import main
 from envlock.errors import DataError
 from envlock.matrix import check, load, load_tensorflow, tensorflow, tested
 from envlock.matrix.refresh import _strip_extra, and_cuda_requirements, parse_build_info
-from envlock.versions import Ver
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -69,11 +68,11 @@ def test_committed_rows_record_their_sources() -> None:
     r = tf.get("2.18.0")
     assert r is not None and (r.cuda, r.cuda_full) == ("12.5", "12.5.1")
     for rel in tf.releases:
-        if rel.version < Ver("2.14.0"):
+        if rel.version < Version("2.14.0"):
             assert rel.and_cuda == ()
         else:
             assert any(a.startswith("nvidia-cudnn-cu") for a in rel.and_cuda)
-        if rel.version < Ver("2.1.0"):
+        if rel.version < Version("2.1.0"):
             assert not rel.cuda_build and rel.cuda_from == "tested-configs"
         else:
             assert rel.cuda_build and rel.cuda_from.startswith("build_info")

@@ -470,7 +470,7 @@ def test_and_cuda_python_rules() -> None:
 
 
 def test_candidates_keep_final_and_post_releases_only() -> None:
-    """What the matrix can hold (envlock.versions.Ver): no pre-, dev- or local
+    """What the matrix can hold (envlock.matrix.tensorflow.parse): no pre-, dev- or local
     releases, no epochs, no 1.x."""
     tag = "cp311-cp311-manylinux_2_17_x86_64.whl"
     files = _files(

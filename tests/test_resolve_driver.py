@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from envlock.commands.resolve import add_resolve_arguments, constraints_from_args
 from envlock.driver import HostGpu, HostInfo, detect, parse_smi
 from envlock.errors import EnvironmentFailure, UsageError
 from envlock.matrix import load
-from envlock.resolve import add_resolve_arguments, constraints_from_args, resolve
+from envlock.resolve import resolve
 
 MISSING_NVML = "/nonexistent/libnvidia-ml.so.1"
 

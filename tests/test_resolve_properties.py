@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,8 +24,7 @@ from envlock.model import Resolution
 from envlock.resolve import Constraints, resolve
 
 MATRIX: Matrix = load()
-# packaging's own Versions: the test's meaning is computed independently of envlock.versions
-VERSIONS = [Version(str(r.version)) for r in MATRIX.tensorflow.releases]
+VERSIONS = [r.version for r in MATRIX.tensorflow.releases]
 SERIES = sorted({f"{v.major}.{v.minor}" for v in VERSIONS}, key=Version)
 PYTHONS = [f"3.{m}" for m in range(5, 15)]
 CUDAS = sorted({r.cuda for r in MATRIX.tensorflow.releases}, key=Version) + ["11", "12", "13.0"]
@@ -143,8 +144,6 @@ def test_answer_satisfies_everything_and_is_the_newest(c: Constraints) -> None:
 
 
 def _pinned(c: Constraints, v: Version) -> Constraints:
-    from envlock.record import replace
-
     return replace(c, spec=f"tensorflow==={v}")
 
 

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 
 def register(sub: Any) -> None:
+    from envlock.commands.resolve import add_resolve_arguments
     from envlock.render import add_render_arguments
-    from envlock.resolve import add_resolve_arguments
 
     p = sub.add_parser(
         "lock",
@@ -153,8 +153,9 @@ def _without_credentials(url: str) -> str:
 
 def _resolve_input(lock_input: LockInput) -> Resolution:
     """Resolve again from a recorded LockInput (for --check)."""
+    from envlock.commands.resolve import add_resolve_arguments, constraints_from_args
     from envlock.lock.pylock import resolve_argv
-    from envlock.resolve import add_resolve_arguments, constraints_from_args, resolve
+    from envlock.resolve import resolve
 
     parser = argparse.ArgumentParser(add_help=False)
     add_resolve_arguments(parser)
@@ -214,11 +215,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("what to lock is missing", hint="envlock lock 'tensorflow==2.15' -o DIR")
     if not args.output:
         raise UsageError("no output folder", hint=f"envlock lock '{args.spec}' -o DIR")
+    from envlock.commands.resolve import constraints_from_args
     from envlock.fsutil import sha256_bytes, write_files
     from envlock.lock import PYLOCK, lock
     from envlock.model import Lock
     from envlock.render import EXECUTABLE, options_from_args
-    from envlock.resolve import constraints_from_args, resolve
+    from envlock.resolve import resolve
 
     constraints = constraints_from_args(args)
     resolution = resolve(constraints)
@@ -451,11 +453,11 @@ _STATE_LINES = {
 
 def check(args: argparse.Namespace) -> int:
     import shlex
+    from dataclasses import replace
 
     from envlock.lock import PYLOCK, lock, read_lock
     from envlock.lock.pylock import regenerate_command
     from envlock.output import emit_json
-    from envlock.record import replace
 
     folder = Path(args.check)
     old = read_lock(folder)

@@ -1,26 +1,106 @@
-"""``envlock resolve SPEC``: what goes with a TensorFlow requirement, and why."""
+"""``envlock resolve SPEC``: what goes with a TensorFlow requirement, and why.
+
+The resolve flags live here (``envlock lock`` takes the same ones through
+``add_resolve_arguments``); ``constraints_from_args`` turns the parsed flags
+into plain ``Constraints`` once, reading the host for ``--driver auto``, so
+the resolve package never sees argparse.
+"""
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from envlock.model import Resolution
+from envlock.model import CUDA_SOURCES, Resolution
+from envlock.output import emit_json
+from envlock.resolve import Constraints, Gpu, resolve
+from envlock.resolve.constraints import CAPABILITY
 
-TYPE_CHECKING = False  # typing is not imported at run time (start-up: see envlock.record)
 if TYPE_CHECKING:
-    import argparse
-    from types import SimpleNamespace
+    from envlock.driver import HostInfo  # imports subprocess: only for --driver auto
 
 DESCRIPTION = (
     "Resolve a TensorFlow requirement against envlock's matrices: the newest "
     "release satisfying every constraint, its Python, CUDA, cuDNN, minimum driver and "
     "nvidia/cuda base image, with the reasons. Offline and fast."
 )
+SPEC_HELP = (
+    "a requirement on tensorflow: 'tensorflow==2.15' (the 2.15 series), "
+    "'tensorflow~=2.13.0', 'tensorflow>=2.14,<2.17', 'tensorflow'"
+)
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from envlock.resolve import add_resolve_arguments
+def add_resolve_arguments(parser: argparse.ArgumentParser) -> None:
+    """The resolve flags, shared by ``envlock resolve`` and ``envlock lock``."""
+    parser.add_argument("spec", metavar="SPEC", help=SPEC_HELP)
+    parser.add_argument("--python", metavar="X.Y", help="CPython minor (default: newest supported)")
+    parser.add_argument("--cuda", metavar="X.Y", help="CUDA the release was built with")
+    parser.add_argument("--cudnn", metavar="X.Y", help="cuDNN the release was built with")
+    parser.add_argument(
+        "--driver",
+        metavar="VERSION|auto",
+        help="host NVIDIA driver; releases needing a newer one are skipped "
+        "('auto' reads this machine: NVML, else nvidia-smi)",
+    )
+    parser.add_argument("--os", metavar="ubuntuXX.YY", help="Ubuntu release of the base image")
+    parser.add_argument(
+        "--cuda-source",
+        choices=CUDA_SOURCES,
+        help="system: CUDA/cuDNN from the nvidia/cuda cudnn image; pip: nvidia-* wheels "
+        "(tensorflow[and-cuda]) on the -base image (default: system, pip when no image fits)",
+    )
+    parser.add_argument(
+        "--gpu",
+        metavar="NAME|X.Y",
+        action="append",
+        default=[],
+        help="a GPU to check the compiled kernels against: a name from matrices/gpus.toml "
+        "or a compute capability (repeatable; --driver auto adds the host's GPUs)",
+    )
 
+
+def constraints_from_args(
+    args: argparse.Namespace, detect: Callable[[], HostInfo] | None = None
+) -> Constraints:
+    """Constraints from parsed arguments. ``--driver auto`` asks ``detect``
+    (default: ``envlock.driver.detect``) for the host's driver and GPUs."""
+    driver: str | None = args.driver
+    driver_from = ""
+    driver_cuda: str | None = None
+    gpus: list[Gpu] = []
+    for value in args.gpu:
+        value = value.strip()
+        if CAPABILITY.fullmatch(value):
+            gpus.append(Gpu(name="", compute_capability=value))
+        else:
+            gpus.append(Gpu(name=value))
+    if driver is not None and driver.strip().lower() == "auto":
+        if detect is None:
+            from envlock.driver import detect as detect_host
+
+            detect = detect_host
+        host = detect()
+        driver = host.driver
+        driver_from = host.source
+        driver_cuda = host.cuda_driver
+        gpus.extend(Gpu(name=g.name, compute_capability=g.compute_capability) for g in host.gpus)
+    return Constraints(
+        spec=args.spec,
+        python=args.python,
+        cuda=args.cuda,
+        cudnn=args.cudnn,
+        driver=driver,
+        driver_from=driver_from,
+        driver_cuda=driver_cuda,
+        os=args.os,
+        cuda_source=args.cuda_source,
+        gpus=tuple(gpus),
+    )
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser = subparsers.add_parser(
         "resolve",
         help="which TensorFlow, Python, CUDA, cuDNN, driver and base image go together",
@@ -29,21 +109,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_resolve_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
-
-
-def quick_args(argv: list[str]) -> SimpleNamespace | None:
-    """The arguments of a plain ``envlock resolve`` command line, read without
-    argparse (start-up time), exactly as ``register``'s parser reads them;
-    None for any other line (``envlock.cli.quick_parse``)."""
-    from types import SimpleNamespace
-
-    from envlock.cli import quick_parse
-    from envlock.resolve import quick_flags
-
-    values = quick_parse(argv, "spec", quick_flags(), {"--json": "json"})
-    if values is None:
-        return None
-    return SimpleNamespace(command="resolve", func=run, **values)
 
 
 def summary(res: Resolution) -> str:
@@ -65,8 +130,8 @@ def summary(res: Resolution) -> str:
         ("os", res.os + (f"  (python3 {res.os_python})" if res.os_python else "")),
         ("matrix", f"{res.matrix_version}  (sha256 {res.matrix_digest[:12]})"),
     ]
-    width = max(len(k) for k, _ in rows)
-    lines = [f"{k.ljust(width)}  {v}" for k, v in rows]
+    width = max(len(label) for label, _ in rows)
+    lines = [f"{label.ljust(width)}  {value}" for label, value in rows]
     if res.reasons:
         lines.append("")
         lines.append("why:")
@@ -79,12 +144,8 @@ def summary(res: Resolution) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envlock.resolve import constraints_from_args, resolve
-
     res = resolve(constraints_from_args(args))
     if args.json:
-        from envlock.output import emit_json
-
         emit_json(res.to_dict())
     else:
         sys.stdout.write(summary(res))

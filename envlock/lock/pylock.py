@@ -13,13 +13,13 @@ import json
 import shlex
 import sys
 from collections.abc import Mapping
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from envlock.errors import DataError
 from envlock.lock.target import Target
 from envlock.model import Lock, LockedPackage, LockedWheel, LockInput, Resolution
-from envlock.record import fields
 
 if sys.version_info >= (3, 11):
     import tomllib

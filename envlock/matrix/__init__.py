@@ -11,29 +11,25 @@ from __future__ import annotations
 
 import functools
 import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from envlock.errors import DataError
+from envlock.matrix.cuda import CudaMatrix
+from envlock.matrix.gpus import GpuMatrix
 from envlock.matrix.tensorflow import TFMatrix, TFRelease
-from envlock.record import record
 
-TYPE_CHECKING = False  # typing is not imported at run time (start-up: see envlock.record)
-if TYPE_CHECKING:
-    from pathlib import Path
-    from typing import Any
-
-    from envlock.matrix.cuda import CudaMatrix
-    from envlock.matrix.gpus import GpuMatrix
-
-# tomllib, hashlib and pathlib are imported where a file is read: a resolve that
-# finds the validated matrices in its cache (envlock.resolve.load_matrix) needs
-# this package's classes, not its readers.
+# tomllib and hashlib are imported where a file is read: a resolve that finds the
+# validated matrices in its cache (envlock.matrix.cache) needs this package's
+# classes, not its readers.
 
 __all__ = ["Matrix", "TFMatrix", "TFRelease", "load", "load_tensorflow", "read_toml"]
 
 MATRIX_FOLDER = "matrices"
 
 
-@record
+@dataclass(frozen=True)
 class Matrix:
     """All matrix data, each part parsed by its own module."""
 

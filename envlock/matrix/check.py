@@ -207,7 +207,7 @@ def apply_notes(
     matrix: TFMatrix, tested: TestedConfigs, notes: Sequence[Note]
 ) -> TFMatrix:
     """The same matrix with every row's ``note`` recomputed from the notes file."""
-    from envlock.record import replace
+    from dataclasses import replace
 
     rows = tuple(
         replace(r, note=note_for(disagreements(r, tested), notes)) for r in matrix.releases

@@ -13,14 +13,13 @@ the file and the path inside it, e.g.
 
 from __future__ import annotations
 
-from envlock.errors import DataError
-from envlock.record import record
-from envlock.versions import parse_release, release_key
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-TYPE_CHECKING = False  # typing is not imported at run time (start-up: see envlock.record)
-if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-    from typing import Any
+from packaging.version import Version
+
+from envlock.errors import DataError
 
 SCHEMA_VERSION = 1
 
@@ -42,7 +41,7 @@ _DIGEST = r"^sha256:[0-9a-f]{64}$"
 _TAG = r"^[0-9][0-9A-Za-z.\-]*$"
 
 
-@record
+@dataclass(frozen=True)
 class CudaRelease:
     """One CUDA major.minor."""
 
@@ -56,12 +55,12 @@ class CudaRelease:
     driver_branch_from: str = ""
 
     @property
-    def key(self) -> tuple[int, ...]:
+    def key(self) -> Version:
         """Sort key: versions ordered as PEP 440 orders them."""
-        return release_key(self.version)
+        return Version(self.version)
 
 
-@record
+@dataclass(frozen=True)
 class DriverBranch:
     """A data-center driver branch and the month its support ends."""
 
@@ -70,7 +69,7 @@ class DriverBranch:
     source: str
 
 
-@record
+@dataclass(frozen=True)
 class UbuntuRelease:
     """An Ubuntu release of the nvidia/cuda images and its own python3."""
 
@@ -84,7 +83,7 @@ class UbuntuRelease:
         return f"ubuntu{self.release}"
 
 
-@record
+@dataclass(frozen=True)
 class ImageRelease:
     """One nvidia/cuda image release (the version part of its tags)."""
 
@@ -100,21 +99,19 @@ class ImageRelease:
     digests: tuple[tuple[str, str], ...] = ()  # (tag, "sha256:...") when known
 
     @property
-    def key(self) -> tuple[int, ...]:
+    def key(self) -> Version:
         """Sort key: versions ordered as PEP 440 orders them."""
-        return release_key(self.version)
+        return Version(self.version)
 
     @property
     def release(self) -> tuple[int, ...]:
         """The version's numbers as written: ``(12, 2, 2)``."""
-        parts = parse_release(self.version)
-        assert parts is not None  # validated by parse()
-        return parts
+        return Version(self.version).release
 
     @property
-    def cudnn_key(self) -> tuple[int, ...] | None:
+    def cudnn_key(self) -> Version | None:
         """Sort key of the exact cuDNN inside the image, when known."""
-        return release_key(self.cudnn) if self.cudnn else None
+        return Version(self.cudnn) if self.cudnn else None
 
     def tag(self, variant: str, os: str, *, cudnn: bool) -> str:
         """``12.2.2-cudnn8-runtime-ubuntu22.04`` (``os`` is "22.04")."""
@@ -129,7 +126,7 @@ class ImageRelease:
         return None
 
 
-@record
+@dataclass(frozen=True)
 class CudaMatrix:
     """All of cuda.toml, validated."""
 
@@ -461,7 +458,7 @@ def parse(doc: Mapping[str, Any], filename: str) -> CudaMatrix:
         sources=sources,
         cuda=tuple(sorted(cuda, key=lambda r: r.key)),
         driver_branches=tuple(branches),
-        ubuntu=tuple(sorted(ubuntu, key=lambda u: release_key(u.release))),
+        ubuntu=tuple(sorted(ubuntu, key=lambda u: Version(u.release))),
         images=tuple(sorted(images, key=lambda im: im.key)),
     )
 

@@ -8,13 +8,11 @@ driver reports ("Tesla V100-SXM2-16GB") to a row ("Tesla V100-SXM2").
 
 from __future__ import annotations
 
-from envlock.matrix.cuda import _Checker, check_header, read_sources, show
-from envlock.record import record
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
-TYPE_CHECKING = False  # typing is not imported at run time (start-up: see envlock.record)
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-    from typing import Any
+from envlock.matrix.cuda import _Checker, check_header, read_sources, show
 
 SCHEMA_VERSION = 1
 
@@ -23,7 +21,7 @@ _PEAKS = ("fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops", "memory_ba
 _FIELDS = ("name", "form_factor", "compute_capability", *_PEAKS, "from")
 
 
-@record
+@dataclass(frozen=True)
 class GpuModel:
     """One GPU model: compute capability and datasheet peaks."""
 
@@ -57,7 +55,7 @@ class GpuModel:
         }
 
 
-@record
+@dataclass(frozen=True)
 class GpuMatrix:
     """All of gpus.toml, validated."""
 

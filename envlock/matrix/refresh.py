@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.parser import BytesHeaderParser
 from typing import TYPE_CHECKING, Any
 
@@ -56,9 +56,7 @@ from envlock.matrix.tensorflow import (
 )
 from envlock.matrix.tested import TestedConfig, TestedConfigs
 from envlock.matrix.wheelzip import RemoteZip
-from envlock.record import replace as replace_record
 from envlock.simple import IndexFile
-from envlock.versions import Ver
 
 if TYPE_CHECKING:
     import requests
@@ -169,7 +167,7 @@ def candidates(files: Iterable[IndexFile]) -> list[Candidate]:
         if version.major != 2 or version.is_prerelease or version.is_devrelease:
             continue
         if version.local or version.epoch:
-            continue  # the matrix holds neither (envlock.versions.Ver)
+            continue  # the matrix holds neither (envlock.matrix.tensorflow.parse refuses them)
         by_version.setdefault(version, []).append((f, minors))
     out: list[Candidate] = []
     for version in sorted(by_version):
@@ -428,7 +426,7 @@ def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TF
     if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
         raise DataError(f"{where}: build_info's cuda_compute_capabilities is not a list of names")
     return TFRelease(
-        version=Ver(str(cand.version)),
+        version=cand.version,
         python=cand.python,
         requires_python=facts.requires_python,
         cuda=cuda,
@@ -613,7 +611,7 @@ def _with_and_cuda_python(
     if not row.and_cuda:
         return row
     minors, note = and_cuda_python(row.and_cuda, row.python, pages)
-    return replace_record(row, and_cuda_python=minors, and_cuda_python_note=note)
+    return replace(row, and_cuda_python=minors, and_cuda_python_note=note)
 
 
 @dataclass(frozen=True)

@@ -17,14 +17,13 @@ naming the file and the path inside it, e.g.
 
 from __future__ import annotations
 
-from envlock.errors import DataError
-from envlock.record import record
-from envlock.versions import Ver
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-TYPE_CHECKING = False  # typing is not imported at run time (start-up: see envlock.record)
-if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
-    from typing import Any
+from packaging.version import InvalidVersion, Version
+
+from envlock.errors import DataError
 
 SCHEMA_VERSION = 1
 GENERATED_BY = "envlock matrix refresh"
@@ -68,11 +67,11 @@ _FIELDS = (
 )
 
 
-@record
+@dataclass(frozen=True)
 class TFRelease:
     """One TensorFlow release as its Linux x86_64 wheel describes it."""
 
-    version: Ver  # final or post release (envlock.versions; validated with packaging)
+    version: Version  # a final or post release in canonical form (validated by parse)
     python: tuple[str, ...]  # "3.9", "3.10", ... sorted by minor
     requires_python: str
     cuda: str  # major.minor
@@ -116,7 +115,7 @@ class TFRelease:
 
 
 
-@record
+@dataclass(frozen=True)
 class TFMatrix:
     """All of tensorflow.toml, validated; releases sorted by version."""
 
@@ -127,14 +126,14 @@ class TFMatrix:
     digest: str = ""  # sha256 hex of the file bytes ("" when parsed from a dict)
 
     def get(self, version: object) -> TFRelease | None:
-        """The row of a release (a ``Ver``, a packaging ``Version`` or text), if any."""
+        """The row of a release (a ``Version`` or text), if any."""
         wanted = str(version)
         for rel in self.releases:
             if str(rel.version) == wanted:
                 return rel
         try:
-            key = Ver(wanted)
-        except ValueError:
+            key = Version(wanted)
+        except InvalidVersion:
             return None
         for rel in self.releases:
             if rel.version == key:
@@ -239,7 +238,6 @@ def _release(c: _Checker, row: Any, path: str) -> TFRelease:
     # only where a file is validated, not where a validated matrix is used
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
-    from packaging.version import InvalidVersion, Version
 
     if not isinstance(row, dict):
         raise c.fail(path, f"expected a table, got {_show(row)}")
@@ -254,14 +252,12 @@ def _release(c: _Checker, row: Any, path: str) -> TFRelease:
         raise c.fail(f"{path}.version", f"not a version: {_show(raw_version)}") from None
     if checked.major != 2:
         raise c.fail(f"{path}.version", f"expected a 2.x release, got {_show(raw_version)}")
-    try:
-        version = Ver(raw_version)
-    except ValueError:
+    if checked.is_prerelease or checked.local or checked.epoch or str(checked) != raw_version:
         raise c.fail(
             f"{path}.version",
             f"expected a final or post release in canonical form (as {str(checked)!r} "
             f"without pre-, dev- or local parts), got {_show(raw_version)}",
-        ) from None
+        )
 
     python = c.strings(row, "python", path, _PYTHON, "3.X")
     if not python:
@@ -323,7 +319,7 @@ def _release(c: _Checker, row: Any, path: str) -> TFRelease:
         raise c.fail(f"{path}.cuda_build", f"expected true or false, got {_show(cuda_build)}")
 
     return TFRelease(
-        version=version,
+        version=checked,
         python=python,
         requires_python=requires_python,
         cuda=cuda,
@@ -363,7 +359,7 @@ def parse(doc: Mapping[str, Any], filename: str, digest: str = "") -> TFMatrix:
     if not isinstance(rows, list) or not rows:
         raise c.fail("releases", "expected a non-empty array of tables ([[releases]])")
     releases = [_release(c, row, f"releases[{i}]") for i, row in enumerate(rows)]
-    seen: dict[Ver, int] = {}
+    seen: dict[Version, int] = {}
     for i, rel in enumerate(releases):
         if rel.version in seen:
             raise c.fail(

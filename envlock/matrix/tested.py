@@ -17,7 +17,6 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from envlock.errors import DataError
-from envlock.versions import Ver
 
 FILENAME = "tf-tested-configs.toml"
 SCHEMA_VERSION = 1
@@ -89,11 +88,9 @@ class TestedConfigs:
     data_version: str
     configs: tuple[TestedConfig, ...]  # sorted by version
 
-    def for_release(self, version: Version | Ver) -> TestedConfig | None:
+    def for_release(self, version: Version) -> TestedConfig | None:
         """The row for ``version``: its own, else the newest of its series not above it,
         else the oldest of its series (the table lists 2.16.1 for the 2.16 series)."""
-        if not isinstance(version, Version):
-            version = Version(str(version))
         series = [
             c for c in self.configs if (c.version.major, c.version.minor) == version.release[:2]
         ]

@@ -1,0 +1,126 @@
+"""What the user asked for (``Constraints``), and the same values checked.
+
+``check`` turns each value into the form resolve compares (or a
+``UsageError`` naming the flag, with an example).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from envlock.errors import UsageError
+from envlock.matrix.cuda import CudaMatrix
+from envlock.model import CUDA_SOURCES
+from envlock.resolve.spec import FRAMEWORK, Spec, parse_spec
+
+PYTHON_MINOR = re.compile(r"^3\.[0-9]{1,2}$")
+MAJOR_MINOR = re.compile(r"^[0-9]{1,2}(\.[0-9]{1,2})?$")
+DRIVER = re.compile(r"^[0-9]{3}(\.[0-9]{1,3}){0,2}$")
+UBUNTU = re.compile(r"^ubuntu[0-9]{2}\.[0-9]{2}$")
+CAPABILITY = re.compile(r"^[0-9]{1,2}\.[0-9]$")
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A GPU the result should serve: from the host, or named with --gpu."""
+
+    name: str
+    compute_capability: str | None = None  # "9.0"; None: look the name up in gpus.toml
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """What the user asked for. Checked by ``resolve``."""
+
+    spec: str = FRAMEWORK
+    python: str | None = None  # "3.11"
+    cuda: str | None = None  # "12.2" or "12": the CUDA TensorFlow was built with
+    cudnn: str | None = None  # "8.9" or "8": the cuDNN TensorFlow was built with
+    driver: str | None = None  # the host driver, "535.104.05" (never "auto" here)
+    driver_from: str = ""  # where the driver came from: "", "NVML", "nvidia-smi"
+    driver_cuda: str | None = None  # newest CUDA the detected driver supports, "13.0"
+    os: str | None = None  # "ubuntu22.04"
+    cuda_source: str | None = None  # None: system, falling back to pip; or as given
+    gpus: tuple[Gpu, ...] = ()
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The constraints, checked: the values resolve compares."""
+
+    spec: Spec
+    python: str | None
+    cuda: str | None
+    cudnn: str | None
+    driver: Version | None  # the host driver
+    os: str | None
+    source: str | None  # explicit CUDA source (--cuda-source, or pip for [and-cuda])
+    gpus: tuple[Gpu, ...]
+
+
+def _check_value(
+    value: str | None, pattern: re.Pattern[str], flag: str, shape: str, example: str
+) -> str | None:
+    if value is None:
+        return None
+    value = value.strip()
+    if not pattern.fullmatch(value):
+        raise UsageError(f"{flag} {value!r} is not {shape}", hint=f"e.g. {flag} {example}")
+    return value
+
+
+def check(constraints: Constraints, cuda_matrix: CudaMatrix) -> Checked:
+    """The constraints checked, or the first bad value as a ``UsageError``."""
+    c = constraints
+    spec = parse_spec(c.spec)
+    python = _check_value(c.python, PYTHON_MINOR, "--python", "a CPython minor (3.X)", "3.11")
+    cuda = _check_value(c.cuda, MAJOR_MINOR, "--cuda", "a CUDA version (X.Y or X)", "12.2")
+    cudnn = _check_value(c.cudnn, MAJOR_MINOR, "--cudnn", "a cuDNN version (X.Y or X)", "8.9")
+    driver = _check_value(
+        c.driver, DRIVER, "--driver", "a driver version (NNN[.NN[.NN]]) or auto", "535.104.05"
+    )
+    if c.driver_cuda is not None and not MAJOR_MINOR.fullmatch(c.driver_cuda):
+        raise UsageError(
+            f"the driver's CUDA version {c.driver_cuda!r} is not X.Y",
+            hint="pass --driver VERSION instead of auto",
+        )
+    os = c.os.strip() if c.os is not None else None
+    known_os = [ubuntu.name for ubuntu in cuda_matrix.ubuntu]
+    if os is not None and (not UBUNTU.fullmatch(os) or os not in known_os):
+        raise UsageError(
+            f"--os {os!r} is not a known Ubuntu release of the nvidia/cuda images",
+            hint="one of: " + ", ".join(known_os),
+        )
+    if c.cuda_source is not None and c.cuda_source not in CUDA_SOURCES:
+        raise UsageError(
+            f"--cuda-source {c.cuda_source!r} is not one of {', '.join(CUDA_SOURCES)}",
+            hint="system: from the nvidia/cuda cudnn image; pip: tensorflow[and-cuda] wheels",
+        )
+    source = c.cuda_source
+    if spec.and_cuda:
+        if source == "system":
+            raise UsageError(
+                f"SPEC {c.spec!r} asks for [and-cuda] but --cuda-source is system",
+                hint="drop [and-cuda] (system CUDA) or --cuda-source system (pip CUDA)",
+            )
+        source = "pip"
+    for gpu in c.gpus:
+        if gpu.compute_capability is not None and not CAPABILITY.fullmatch(gpu.compute_capability):
+            raise UsageError(
+                f"GPU {gpu.name or '(--gpu)'}: compute capability "
+                f"{gpu.compute_capability!r} is not X.Y",
+                hint="e.g. --gpu 9.0 or --gpu 'NVIDIA H100 PCIe'",
+            )
+    return Checked(
+        spec=spec,
+        python=python,
+        cuda=cuda,
+        cudnn=cudnn,
+        driver=Version(driver) if driver else None,
+        os=os,
+        source=source,
+        gpus=tuple(c.gpus),
+    )

@@ -1,0 +1,231 @@
+"""Words for resolve's answers: releases and Pythons in short form, the
+warnings a Resolution carries, and the hints that say what would work instead
+when nothing fits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from packaging.version import Version
+
+from envlock.errors import NoResolution
+from envlock.matrix import TFRelease
+from envlock.matrix.cuda import CudaMatrix
+from envlock.matrix.gpus import GpuMatrix
+from envlock.model import CUDA_SOURCES
+from envlock.resolve.constraints import Checked, Gpu
+from envlock.resolve.placement import Placement, place_pip, place_system, series
+from envlock.resolve.spec import Spec
+
+# ---------------------------------------------------------------- short forms
+
+
+def python_ranges(versions: Iterable[str]) -> str:
+    """["3.9", "3.10", "3.11", "3.13"] -> "3.9-3.11, 3.13"."""
+    minors = sorted({int(v.split(".")[1]) for v in versions})
+    parts: list[str] = []
+    start = prev = None
+    for minor in minors:
+        if start is None:
+            start = prev = minor
+        elif prev is not None and minor == prev + 1:
+            prev = minor
+        else:
+            parts.append(f"3.{start}" if start == prev else f"3.{start}-3.{prev}")
+            start = prev = minor
+    if start is not None:
+        parts.append(f"3.{start}" if start == prev else f"3.{start}-3.{prev}")
+    return ", ".join(parts)
+
+
+def describe(releases: Sequence[TFRelease]) -> str:
+    """A set of releases in words: "tensorflow 2.15.x" or "tensorflow 2.14.0-2.16.2"."""
+    all_series = sorted({(r.version.major, r.version.minor) for r in releases})
+    if len(all_series) == 1:
+        return f"tensorflow {all_series[0][0]}.{all_series[0][1]}.x"
+    versions = sorted(r.version for r in releases)
+    return f"tensorflow {versions[0]}-{versions[-1]}"
+
+
+def distinct_versions(values: Iterable[str]) -> str:
+    """Dotted versions, each once, in version order: "12.2, 12.3"."""
+    return ", ".join(sorted(dict.fromkeys(values), key=Version))
+
+
+def first_distinct(values: Iterable[str], limit: int) -> list[str]:
+    """Each value once, in order; past ``limit``, "and N more"."""
+    out = list(dict.fromkeys(values))
+    if len(out) > limit:
+        out = [*out[:limit], f"and {len(out) - limit} more"]
+    return out
+
+
+def distinct_text(values: Iterable[str]) -> str:
+    return "; ".join(dict.fromkeys(values))
+
+
+# ---------------------------------------------------------------- warnings
+
+
+def compute_warnings(
+    release: TFRelease, gpus: Sequence[Gpu], gpu_matrix: GpuMatrix | None
+) -> list[str]:
+    """Warn when a GPU is served only through PTX JIT, or not at all."""
+    out: list[str] = []
+    binaries = sorted(
+        int(cap[3:].rstrip("abcdefghijklmnopqrstuvwxyz"))
+        for cap in release.compute_capabilities
+        if cap.startswith("sm_")
+    )
+    ptx = sorted(
+        int(cap[8:].rstrip("abcdefghijklmnopqrstuvwxyz"))
+        for cap in release.compute_capabilities
+        if cap.startswith("compute_")
+    )
+    for gpu in gpus:
+        label = f"GPU {gpu.name}" if gpu.name else "a GPU"
+        capability = gpu.compute_capability
+        if capability is None and gpu_matrix is not None:
+            model = gpu_matrix.find(gpu.name)
+            capability = model.compute_capability if model else None
+        if capability is None:
+            out.append(
+                f"GPU {gpu.name!r}: compute capability unknown (not in matrices/gpus.toml); "
+                f"give it with --gpu X.Y to check the compiled kernels"
+            )
+            continue
+        major, minor = (int(x) for x in capability.split("."))
+        have = major * 10 + minor
+        if not binaries and not ptx:
+            out.append(
+                f"tensorflow {release.version}: the wheel does not list its compiled capabilities"
+            )
+            continue
+        if any(sm // 10 == major and sm <= have for sm in binaries):
+            continue
+        usable_ptx = [p for p in ptx if p <= have]
+        compiled = ", ".join(release.compute_capabilities)
+        if usable_ptx:
+            out.append(
+                f"{label} (compute capability {capability}) has no compiled kernels in "
+                f"tensorflow {release.version} ({compiled}): they are JIT-compiled from "
+                f"compute_{usable_ptx[-1]} PTX at first start (minutes; cached afterwards)"
+            )
+        else:
+            out.append(
+                f"{label} (compute capability {capability}) is not supported by tensorflow "
+                f"{release.version} (compiled for {compiled}): GPU ops will fail"
+            )
+    return out
+
+
+def image_warnings(cuda_matrix: CudaMatrix, placement: Placement) -> list[str]:
+    """End of life of the chosen image: deleted, end-of-life, or when it will be."""
+    row = cuda_matrix.release(placement.image.cuda)
+    ref = f"nvidia/cuda:{placement.tag}"
+    if row is None:
+        return []
+    if row.images == "deleted":
+        return [
+            f"{ref} is gone: {row.images_note}; build from a mirror that still has it "
+            f"(--base-image)"
+        ]
+    if row.images == "eol":
+        return [
+            f"{ref} is end-of-life ({row.images_note}); NVIDIA deletes end-of-life tags "
+            f"six months later: pin it by digest or mirror it"
+        ]
+    if row.driver_branch:
+        branch = cuda_matrix.branch(row.driver_branch)
+        if branch is not None:
+            return [
+                f"{ref}: CUDA {row.version} shipped with driver branch {branch.branch}, "
+                f"supported until {branch.ends}; NVIDIA deletes the tags six months after "
+                f"that: pin it by digest or mirror it"
+            ]
+    return []
+
+
+# ---------------------------------------------------------------- when nothing fits
+
+
+def no_match(spec: Spec, newest_first: Sequence[TFRelease]) -> NoResolution:
+    """No release matches the SPEC itself."""
+    inside = [r for r in newest_first if spec.admits(r.version)]
+    yanked = [r for r in inside if r.yanked]
+    finals = [r for r in newest_first if not r.yanked]
+    hints: list[str] = []
+    if yanked:
+        pins = ", ".join(f"tensorflow=={r.version}" for r in yanked[:3])
+        hints.append(f"yanked releases are used only when pinned exactly ({pins})")
+    if spec.prereleases:
+        hints.append("the matrix holds final releases only, no pre-releases")
+    if finals:
+        hints.append(f"the matrix has tensorflow {finals[-1].version} to {finals[0].version}")
+    return NoResolution(
+        f"no tensorflow release matches {spec.text!r}",
+        hint="; ".join(hints) or "try 'tensorflow' to get the newest release",
+    )
+
+
+def nearest(blocked: Sequence[TFRelease], passing: Sequence[TFRelease]) -> str | None:
+    """The release series nearest to the blocked set among ``passing`` (the
+    releases that pass every constraint but the SPEC), as a SPEC."""
+    if not passing:
+        return None
+    lowest = min(r.version for r in blocked)
+    highest = max(r.version for r in blocked)
+    newer = [r for r in passing if r.version > highest]
+    older = [r for r in passing if r.version < lowest]
+    if newer:
+        return f"tensorflow>={series(min(newer, key=lambda r: r.version))}"
+    if older:
+        return f"tensorflow=={series(max(older, key=lambda r: r.version))}"
+    return f"tensorflow=={max(passing, key=lambda r: r.version).version}"
+
+
+def and_cuda_python_hint(
+    checked: Checked, release: TFRelease, cuda_matrix: CudaMatrix
+) -> str | None:
+    """``--python 3.10 or 3.9`` when the pip source fails only for the asked Python."""
+    if not checked.python or checked.source == "system" or not release.and_cuda:
+        return None
+    if checked.python in release.and_cuda_python or not release.and_cuda_python:
+        return None
+    placed = place_pip(release, cuda_matrix, checked.os, release.and_cuda_python[-1])
+    if not isinstance(placed, Placement):
+        return None
+    pythons = " or ".join(reversed(release.and_cuda_python))
+    return (
+        f"--python {pythons} (every tensorflow[and-cuda] {release.version} requirement has "
+        f"Linux x86_64 wheels for {python_ranges(release.and_cuda_python)})"
+    )
+
+
+def source_alternatives(checked: Checked, release: TFRelease, cuda_matrix: CudaMatrix) -> list[str]:
+    """Other settings under which ``release`` would place: another source, another OS."""
+
+    def try_source(source: str, os: str | None) -> Placement | None:
+        if source == "pip":
+            placed = place_pip(release, cuda_matrix, os, checked.python)
+        else:
+            placed = place_system(release, cuda_matrix, os, checked.python or release.python[-1])
+        return placed if isinstance(placed, Placement) else None
+
+    out: list[str] = []
+    for source in CUDA_SOURCES:
+        if source == checked.source:
+            continue
+        placed = try_source(source, checked.os)
+        if placed is not None:
+            if source == "system" and checked.spec.and_cuda:
+                out.append(f"drop [and-cuda] for CUDA from the image (nvidia/cuda:{placed.tag})")
+            else:
+                out.append(f"--cuda-source {source} (nvidia/cuda:{placed.tag})")
+    if checked.os:
+        for source in CUDA_SOURCES if checked.source is None else (checked.source,):
+            placed = try_source(source, None)
+            if placed is not None:
+                out.append(f"drop --os (nvidia/cuda:{placed.tag})")
+                break
+    return out

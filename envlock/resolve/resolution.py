@@ -1,0 +1,174 @@
+"""``resolve``: the newest release that passes the SPEC and every stage, placed
+on a base image, with the reasons and warnings a ``Resolution`` carries."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from envlock.errors import DataError, NoResolution
+from envlock.matrix import Matrix, TFRelease
+from envlock.matrix.cache import load_matrix
+from envlock.matrix.cuda import CudaMatrix
+from envlock.model import Resolution
+from envlock.resolve.constraints import Checked, Constraints, check
+from envlock.resolve.explain import (
+    compute_warnings,
+    describe,
+    distinct_text,
+    image_warnings,
+    nearest,
+    no_match,
+    python_ranges,
+)
+from envlock.resolve.placement import Placement
+from envlock.resolve.spec import FRAMEWORK
+from envlock.resolve.stages import Stage, stages_for
+
+
+def resolve(constraints: Constraints, matrix: Matrix | None = None) -> Resolution:
+    """The newest release (and Python, image, ...) satisfying every constraint."""
+    if matrix is None:
+        matrix = load_matrix()
+    cuda_matrix: CudaMatrix | None = matrix.cuda
+    if cuda_matrix is None:
+        raise DataError("matrices/cuda.toml: not available", hint="reinstall envlock")
+    checked = check(constraints, cuda_matrix)
+    newest_first = sorted(matrix.tensorflow.releases, key=lambda r: r.version, reverse=True)
+
+    # 1. the SPEC itself; yanked releases only when pinned exactly (PEP 592)
+    matched = [
+        r
+        for r in newest_first
+        if checked.spec.admits(r.version) and not (r.yanked and r.version != checked.spec.exact)
+    ]
+    if not matched:
+        raise no_match(checked.spec, newest_first)
+
+    # 2. the other constraints, in the order they are reported
+    stages, image = stages_for(checked, constraints, cuda_matrix)
+    removed_by: dict[str, list[tuple[TFRelease, str]]] = {}
+    remaining = matched
+    for index, stage in enumerate(stages):
+        kept: list[TFRelease] = []
+        for release in remaining:
+            why = stage.why_not(release)
+            if why is None:
+                kept.append(release)
+            else:
+                removed_by.setdefault(stage.name, []).append((release, why))
+        if not kept:
+            raise _nothing_fits(stage, stages[:index], remaining, newest_first, stages)
+        remaining = kept
+    chosen = remaining[0]
+    placement = image.place(chosen)
+    assert isinstance(placement, Placement)
+    return _resolution(chosen, placement, checked, constraints, matrix, cuda_matrix, removed_by)
+
+
+def _nothing_fits(
+    stage: Stage,
+    before: Sequence[Stage],
+    blocked: Sequence[TFRelease],
+    newest_first: Sequence[TFRelease],
+    stages: Sequence[Stage],
+) -> NoResolution:
+    """The failing stage's explanation, with the stages that ran before it."""
+    passing = [
+        r for r in newest_first if not r.yanked and all(s.why_not(r) is None for s in stages)
+    ]
+    failure = stage.explain(blocked, nearest(blocked, passing))
+    message = failure.message
+    shown = [s.name for s in before if s.reported]
+    if shown:
+        message += f" (after {', '.join(shown)})"
+    return NoResolution(f"nothing fits: {message}", hint="; or ".join(failure.hints) or None)
+
+
+def _resolution(
+    release: TFRelease,
+    placement: Placement,
+    checked: Checked,
+    constraints: Constraints,
+    matrix: Matrix,
+    cuda_matrix: CudaMatrix,
+    removed_by: dict[str, list[tuple[TFRelease, str]]],
+) -> Resolution:
+    reasons: list[str] = []
+    first = f"tensorflow {release.version}: the newest release matching {checked.spec.text!r}"
+    if checked.spec.widened:
+        first += f" (read as {FRAMEWORK}{checked.spec.shown}: ==X.Y means the X.Y series)"
+    reasons.append(first)
+    for name, removed in removed_by.items():
+        newer = [(r, why) for r, why in removed if r.version > release.version]
+        if newer:
+            releases = [r for r, _ in newer]
+            why = distinct_text(why for _, why in newer)
+            reasons.append(f"newer {describe(releases)} excluded by {name}: {why}")
+    python = placement.python
+    if checked.python:
+        reasons.append(
+            f"Python {python} as asked (--python); wheels exist for {python_ranges(release.python)}"
+        )
+    elif placement.source == "pip" and release.and_cuda_python != release.python:
+        reasons.append(
+            f"Python {python}: the newest of {python_ranges(release.and_cuda_python)} for which "
+            f"every tensorflow[and-cuda] requirement has a Linux x86_64 wheel "
+            f"({release.and_cuda_python_note}); tensorflow itself has wheels for "
+            f"{python_ranges(release.python)}"
+        )
+    else:
+        reasons.append(
+            f"Python {python}: the newest of {python_ranges(release.python)} with a wheel"
+        )
+    cuda_row = cuda_matrix.release(release.cuda)
+    driver_min = cuda_row.driver_min if cuda_row else ""
+    reasons.append(
+        f"built with CUDA {release.cuda_full} ({release.cuda_from}) "
+        f"and cuDNN {release.cudnn} ({release.cudnn_from})"
+    )
+    if cuda_row:
+        major = release.cuda.split(".")[0]
+        rule = (
+            f"any CUDA {major}.x runs on it (minor-version compatibility)"
+            if int(major) >= 11
+            else f"CUDA {release.cuda}'s own minimum"
+        )
+        text = f"driver >= {driver_min}: {rule}"
+        if checked.driver is not None:
+            origin = f" (read by {constraints.driver_from})" if constraints.driver_from else ""
+            text += f"; driver {constraints.driver}{origin} is new enough"
+        reasons.append(text)
+    reasons.extend(placement.reasons)
+
+    warnings: list[str] = list(placement.warnings)
+    warnings.extend(image_warnings(cuda_matrix, placement))
+    if release.yanked:
+        warnings.append(
+            f"tensorflow {release.version} is yanked on the index; used because it is pinned "
+            f"exactly"
+        )
+    warnings.extend(compute_warnings(release, checked.gpus, matrix.gpus))
+
+    return Resolution(
+        framework=FRAMEWORK,
+        version=str(release.version),
+        python=python,
+        python_supported=tuple(release.python),
+        cuda=release.cuda,
+        cudnn=release.cudnn,
+        driver_min=driver_min,
+        compute_capabilities=tuple(release.compute_capabilities),
+        cuda_source=placement.source,
+        os=placement.os.name,
+        base_image=f"nvidia/cuda:{placement.tag}",
+        base_image_digest=placement.image.digest(placement.tag),
+        cuda_image_version=placement.image.version,
+        image_cudnn=placement.image.cudnn if placement.source == "system" else None,
+        and_cuda=tuple(release.and_cuda),
+        requires_python=release.requires_python,
+        matrix_version=matrix.data_version,
+        matrix_digest=matrix.digest,
+        warnings=tuple(warnings),
+        reasons=tuple(reasons),
+        os_python=placement.os.python,
+    )

@@ -1,0 +1,138 @@
+"""The SPEC: a requirement on tensorflow, read by packaging.
+
+``==X.Y`` means the X.Y series (``==X.Y.*``), as people mean it; every other
+specifier keeps its PEP 440 meaning. Anything that is not a plain requirement
+on tensorflow (another project, a URL, a marker, an unknown extra) is a
+``UsageError`` saying what to write instead.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import Specifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envlock.errors import UsageError
+
+FRAMEWORK = "tensorflow"
+
+SPEC_HINT = "write a requirement on tensorflow, e.g. 'tensorflow==2.15' or 'tensorflow>=2.14,<2.17'"
+
+# "tensorflow=2.15": one '=' where two were meant
+_SINGLE_EQUALS = re.compile(r"^([A-Za-z0-9._-]+)\s*=\s*([0-9][^=<>!~,;]*)$")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """The SPEC, read."""
+
+    text: str  # as given, stripped
+    shown: str  # the specifier as applied, with ==X.Y widened to ==X.Y.*: "==2.15.*"
+    widened: bool  # some ==X.Y was widened
+    prereleases: bool  # the SPEC names a pre-release (the matrix holds none)
+    exact: Version | None  # the version pinned exactly (==X.Y.Z, ===), if any
+    and_cuda: bool  # the [and-cuda] extra was asked for
+    specifier: SpecifierSet  # the widened specifier
+
+    def admits(self, version: Version) -> bool:
+        """Whether the (widened) specifier admits ``version``, pre-releases included."""
+        return self.specifier.contains(version, prereleases=True)
+
+
+def parse_spec(text: str) -> Spec:
+    """Read the SPEC; UsageError when it is not a requirement envlock resolves."""
+    stripped = text.strip()
+    if not stripped:
+        raise UsageError("SPEC is empty", hint=SPEC_HINT)
+    given, extras = _read_requirement(text, stripped)
+    unknown = sorted(extras - {"and-cuda"})
+    if unknown:
+        raise UsageError(
+            f"SPEC {text!r} asks for the extra {unknown[0]!r}; only [and-cuda] is understood",
+            hint="use 'tensorflow[and-cuda]==X.Y' or --cuda-source pip for the CUDA wheels",
+        )
+    widened: list[str] = []
+    exact: Version | None = None
+    prereleases = False
+    for clause in given:
+        version_text = clause.version
+        if clause.operator == "===":
+            exact = _version_or_none(version_text)
+            widened.append(str(clause))
+            continue
+        if version_text.endswith(".*"):
+            widened.append(str(clause))
+            continue
+        version = Version(version_text)
+        if version.is_prerelease:
+            prereleases = True
+        if (
+            clause.operator == "=="
+            and len(version.release) == 2
+            and version.pre is None
+            and version.post is None
+            and version.dev is None
+            and version.local is None
+        ):
+            widened.append(f"=={version.major}.{version.minor}.*")
+            continue
+        if clause.operator == "==" and len(given) == 1:
+            exact = version
+        widened.append(str(Specifier(f"{clause.operator}{version_text}")))
+    specifier = SpecifierSet(",".join(widened))
+    return Spec(
+        text=stripped,
+        shown=str(specifier),
+        widened=specifier != given,
+        prereleases=prereleases,
+        exact=exact,
+        and_cuda="and-cuda" in extras,
+        specifier=specifier,
+    )
+
+
+def _read_requirement(text: str, stripped: str) -> tuple[SpecifierSet, set[str]]:
+    """(specifier as written, canonical extras) of the SPEC; UsageError when it
+    is not a requirement on tensorflow without URL or marker."""
+    hint = SPEC_HINT
+    try:
+        requirement = Requirement(stripped)
+    except InvalidRequirement as e:
+        first = str(e).splitlines()[0] if str(e) else "cannot parse it"
+        single = _SINGLE_EQUALS.fullmatch(stripped)
+        if single:
+            hint = f"did you mean '{single.group(1)}=={single.group(2).strip()}'?"
+        raise UsageError(f"SPEC {text!r} is not a valid requirement: {first}", hint=hint) from None
+    name = canonicalize_name(requirement.name)
+    if name != FRAMEWORK:
+        other = hint
+        if name.startswith(("tensorflow-", "tf-")):
+            other = (
+                "the GPU build is the 'tensorflow' package itself since 2.1; "
+                "write e.g. 'tensorflow==2.15'"
+            )
+        raise UsageError(
+            f"SPEC {text!r} is a requirement on {requirement.name!r}; envlock resolves tensorflow",
+            hint=other,
+        )
+    if requirement.url:
+        raise UsageError(
+            f"SPEC {text!r} names a URL; envlock resolves releases on the index", hint=hint
+        )
+    if requirement.marker is not None:
+        raise UsageError(
+            f"SPEC {text!r} has an environment marker; the target is fixed (Linux x86_64)",
+            hint="drop the '; ...' part and use --python for the interpreter",
+        )
+    return requirement.specifier, {canonicalize_name(extra) for extra in requirement.extras}
+
+
+def _version_or_none(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None

@@ -1,0 +1,251 @@
+"""The constraints a release must pass after the SPEC, one stage each, in the
+order they are reported. Each stage says why a release fails it
+(``why_not``) and, when it removes every release left, what went wrong and
+what would work instead (``explain``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from envlock.matrix import TFRelease
+from envlock.matrix.cuda import CudaMatrix
+from envlock.resolve.constraints import Checked, Constraints
+from envlock.resolve.explain import (
+    and_cuda_python_hint,
+    describe,
+    distinct_versions,
+    first_distinct,
+    python_ranges,
+    source_alternatives,
+)
+from envlock.resolve.placement import NoPlacement, Placement, place, series
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a stage removed every release left, and what would work instead."""
+
+    message: str
+    hints: tuple[str, ...] = ()
+
+
+class Stage:
+    """One constraint on releases."""
+
+    reported = True  # named in "(after ...)" when a later stage removes the rest
+
+    @property
+    def name(self) -> str:
+        """The constraint as the user gave it: "--python 3.12"."""
+        raise NotImplementedError
+
+    def why_not(self, release: TFRelease) -> str | None:
+        """None when ``release`` passes, else why not."""
+        raise NotImplementedError
+
+    def explain(self, blocked: Sequence[TFRelease], nearest: str | None) -> Failure:
+        """Why every one of ``blocked`` fails; ``nearest``: the nearest release
+        series that passes every stage, as a SPEC."""
+        raise NotImplementedError
+
+    def reasons(self, blocked: Sequence[TFRelease]) -> list[str]:
+        return first_distinct((self.why_not(r) or "" for r in blocked), limit=3)
+
+
+def _matches(value: str, wanted: str) -> bool:
+    """Whether "12.2" satisfies --cuda 12.2 or --cuda 12 (a major alone)."""
+    if "." in wanted:
+        return value == wanted
+    return value.split(".")[0] == wanted
+
+
+@dataclass(frozen=True)
+class GpuBuild(Stage):
+    """The 2.0.x wheels are CPU builds."""
+
+    reported = False
+
+    @property
+    def name(self) -> str:
+        return "gpu build"
+
+    def why_not(self, release: TFRelease) -> str | None:
+        if release.cuda_build:
+            return None
+        return (
+            f"the tensorflow {series(release)}.x wheels are CPU-only builds (the GPU "
+            f"build of {series(release)} was the separate tensorflow-gpu package)"
+        )
+
+    def explain(self, blocked: Sequence[TFRelease], nearest: str | None) -> Failure:
+        hints = (f"the nearest GPU build is {nearest}",) if nearest else ()
+        return Failure("; ".join(self.reasons(blocked)), hints)
+
+
+@dataclass(frozen=True)
+class PythonWheel(Stage):
+    """--python X.Y: a wheel for that Python."""
+
+    python: str
+
+    @property
+    def name(self) -> str:
+        return f"--python {self.python}"
+
+    def why_not(self, release: TFRelease) -> str | None:
+        return None if self.python in release.python else f"no Python {self.python} wheel"
+
+    def explain(self, blocked: Sequence[TFRelease], nearest: str | None) -> Failure:
+        supported = python_ranges(p for r in blocked for p in r.python)
+        hints = [f"for Python {self.python} use {nearest}"] if nearest else []
+        hints.append("drop --python to get the newest Python the release supports")
+        return Failure(
+            f"{describe(blocked)} supports Python {supported}; "
+            f"there is no Python {self.python} wheel",
+            tuple(hints),
+        )
+
+
+@dataclass(frozen=True)
+class CudaBuild(Stage):
+    """--cuda X[.Y]: built with that CUDA."""
+
+    cuda: str
+
+    @property
+    def name(self) -> str:
+        return f"--cuda {self.cuda}"
+
+    def why_not(self, release: TFRelease) -> str | None:
+        return None if _matches(release.cuda, self.cuda) else f"built with CUDA {release.cuda}"
+
+    def explain(self, blocked: Sequence[TFRelease], nearest: str | None) -> Failure:
+        built = distinct_versions(r.cuda for r in blocked)
+        return Failure(
+            f"{describe(blocked)} was built with CUDA {built}, not {self.cuda}",
+            (f"for CUDA {self.cuda} use {nearest}",) if nearest else (),
+        )
+
+
+@dataclass(frozen=True)
+class CudnnBuild(Stage):
+    """--cudnn X[.Y]: built with that cuDNN."""
+
+    cudnn: str
+
+    @property
+    def name(self) -> str:
+        return f"--cudnn {self.cudnn}"
+
+    def why_not(self, release: TFRelease) -> str | None:
+        if _matches(release.cudnn, self.cudnn):
+            return None
+        return f"built with cuDNN {release.cudnn}"
+
+    def explain(self, blocked: Sequence[TFRelease], nearest: str | None) -> Failure:
+        built = distinct_versions(r.cudnn for r in blocked)
+        return Failure(
+            f"{describe(blocked)} was built with cuDNN {built}, not {self.cudnn}",
+            (f"for cuDNN {self.cudnn} use {nearest}",) if nearest else (),
+        )
+
+
+@dataclass(frozen=True)
+class DriverMinimum(Stage):
+    """--driver VERSION: the build's CUDA runs on that driver."""
+
+    driver: Version
+    shown: str  # as given
+    cuda_matrix: CudaMatrix
+
+    @property
+    def name(self) -> str:
+        return f"--driver {self.shown}"
+
+    def driver_min(self, release: TFRelease) -> str | None:
+        row = self.cuda_matrix.release(release.cuda)
+        return row.driver_min if row is not None else None
+
+    def why_not(self, release: TFRelease) -> str | None:
+        need = self.driver_min(release)
+        if need is None:
+            return f"matrices/cuda.toml has no CUDA {release.cuda} row"
+        if self.driver >= Version(need):
+            return None
+        major = release.cuda.split(".")[0]
+        builds = f"CUDA {major}.x builds" if int(major) >= 11 else f"CUDA {release.cuda} builds"
+        return f"{builds} need driver >= {need}"
+
+    def explain(self, blocked: Sequence[TFRelease], nearest: str | None) -> Failure:
+        hints = [f"with driver {self.shown} use {nearest}"] if nearest else []
+        need = self.driver_min(blocked[0])
+        hints.append(f"upgrade the driver to >= {need}" if need else "upgrade the driver")
+        return Failure(
+            f"{describe(blocked)}: "
+            + "; ".join(self.reasons(blocked))
+            + f", and the driver is {self.shown}",
+            tuple(hints),
+        )
+
+
+@dataclass(frozen=True)
+class BaseImage(Stage):
+    """A base image (and CUDA source) the release runs on."""
+
+    checked: Checked
+    driver_cuda: str | None
+    cuda_matrix: CudaMatrix
+
+    @property
+    def name(self) -> str:
+        name = "the base image"
+        if self.checked.os:
+            name += f" (--os {self.checked.os})"
+        if self.checked.source:
+            name += f" (--cuda-source {self.checked.source})"
+        return name
+
+    def place(self, release: TFRelease) -> Placement | NoPlacement:
+        return place(
+            release,
+            self.cuda_matrix,
+            source=self.checked.source,
+            os=self.checked.os,
+            python=self.checked.python,
+            driver_cuda=self.driver_cuda,
+        )
+
+    def why_not(self, release: TFRelease) -> str | None:
+        placed = self.place(release)
+        return placed.reason if isinstance(placed, NoPlacement) else None
+
+    def explain(self, blocked: Sequence[TFRelease], nearest: str | None) -> Failure:
+        hints: list[str] = []
+        other_python = and_cuda_python_hint(self.checked, blocked[0], self.cuda_matrix)
+        if other_python:
+            hints.append(other_python)
+        if nearest:
+            hints.append(f"use {nearest}")
+        hints.extend(source_alternatives(self.checked, blocked[0], self.cuda_matrix))
+        return Failure(f"{describe(blocked)}: " + "; ".join(self.reasons(blocked)), tuple(hints))
+
+
+def stages_for(
+    checked: Checked, constraints: Constraints, cuda_matrix: CudaMatrix
+) -> tuple[list[Stage], BaseImage]:
+    """The stages for these constraints, in order, and the last one (the image)."""
+    stages: list[Stage] = [GpuBuild()]
+    if checked.python:
+        stages.append(PythonWheel(checked.python))
+    if checked.cuda:
+        stages.append(CudaBuild(checked.cuda))
+    if checked.cudnn:
+        stages.append(CudnnBuild(checked.cudnn))
+    if checked.driver is not None:
+        stages.append(DriverMinimum(checked.driver, str(constraints.driver), cuda_matrix))
+    image = BaseImage(checked, constraints.driver_cuda, cuda_matrix)
+    stages.append(image)
+    return stages, image

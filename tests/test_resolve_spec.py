@@ -1,0 +1,60 @@
+"""Reading the SPEC (envlock.resolve.spec): packaging's Requirement, with
+==X.Y widened to the X.Y series."""
+
+from __future__ import annotations
+
+import pytest
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from envlock.errors import UsageError
+from envlock.resolve.spec import parse_spec
+
+
+def test_parse_spec_widens_the_series_and_says_so() -> None:
+    spec = parse_spec("tensorflow==2.15")
+    assert spec.shown == "==2.15.*" and spec.widened
+    assert spec.exact is None and not spec.prereleases
+    pinned = parse_spec(" tensorflow==2.15.1 ")
+    assert pinned.exact == Version("2.15.1") and pinned.text == "tensorflow==2.15.1"
+    assert not pinned.widened and pinned.shown == "==2.15.1"
+    ranged = parse_spec("TensorFlow >= 2.14, <2.17")
+    assert ranged.shown == "<2.17,>=2.14" and not ranged.widened
+    candidates = ("2.13.1", "2.14.0", "2.16.2", "2.17.0")
+    assert [v for v in candidates if ranged.admits(Version(v))] == ["2.14.0", "2.16.2"]
+    assert parse_spec("tensorflow===2.15.1").exact == Version("2.15.1")
+    assert parse_spec("tensorflow==2.16.0rc0").prereleases
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tensorflow[and-cuda]==2.15",
+        "tensorflow (==2.15)",
+        "tensorflow==2.15; python_version > '3.9'",
+        "tensorflow @ file:///tmp/x.whl",
+        "tensorflow-gpu==2.15",
+        "tensorflow=2.15",
+        "tensorflow==2.15,,<3",
+        "tensorflow==2..15",
+        "tensorflow ,",
+        "tensorflow==2.15,",
+        "tensorflow===2.15.1",
+        "tensorflow==2.16.0rc0",
+        "tensorflow>=2.15.0.post1",
+    ],
+)
+def test_specs_are_read_or_refused_as_packaging_does(text: str) -> None:
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement:
+        with pytest.raises(UsageError, match="is not a valid requirement"):
+            parse_spec(text)
+        return
+    if canonicalize_name(requirement.name) != "tensorflow" or requirement.url or requirement.marker:
+        with pytest.raises(UsageError):
+            parse_spec(text)
+        return
+    spec = parse_spec(text)
+    assert spec.and_cuda == ("and-cuda" in requirement.extras)
