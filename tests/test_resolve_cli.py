@@ -83,7 +83,7 @@ def test_readable_summary(capsys: pytest.CaptureFixture[str]) -> None:
             "no nvidia/cuda cudnn image carries cuDNN 8.x >= 8.9",
             "--cuda-source pip",
         ),
-        (["tensorflow==2.0"], "CPU-only builds", "tensorflow>=2.1"),
+        (["tensorflow==2.0"], "CPU-only builds", "tensorflow>=2.2"),
         (["tensorflow==3.0"], "no tensorflow release matches 'tensorflow==3.0'", "2.21.0"),
     ],
 )

@@ -22,6 +22,7 @@ from envlock.errors import EnvlockError, NoResolution
 from envlock.matrix import Matrix, load
 from envlock.model import Resolution
 from envlock.resolve import Constraints, resolve
+from envlock.smoke import OLDEST_PYTHON
 
 MATRIX: Matrix = load()
 VERSIONS = [r.version for r in MATRIX.tensorflow.releases]
@@ -90,6 +91,7 @@ def check_satisfies(res: Resolution, c: Constraints) -> None:
     assert rel is not None and not rel.yanked and not version.is_prerelease
     assert rel.cuda_build
     assert res.python in rel.python
+    assert Version(res.python) >= Version(OLDEST_PYTHON)  # the smoke harness runs on it
     if c.python:
         assert res.python == c.python
     if c.cuda:

@@ -1,7 +1,9 @@
 """What the user asked for (``Constraints``), and the same values checked.
 
 ``check`` turns each value into the form resolve compares (or a
-``UsageError`` naming the flag, with an example).
+``UsageError`` naming the flag, with an example), and refuses a Python older
+than the smoke harness runs on: every bundle runs the harness, so a Python it
+cannot run on would give an environment envlock cannot prove.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from envlock.errors import UsageError
+from envlock.errors import NoResolution, UsageError
 from envlock.matrix.cuda import CudaMatrix
 from envlock.model import CUDA_SOURCES
 from envlock.resolve.spec import FRAMEWORK, Spec, parse_spec
+from envlock.smoke import OLDEST_PYTHON
 
 PYTHON_MINOR = re.compile(r"^3\.[0-9]{1,2}$")
 MAJOR_MINOR = re.compile(r"^[0-9]{1,2}(\.[0-9]{1,2})?$")
@@ -114,6 +117,13 @@ def check(constraints: Constraints, cuda_matrix: CudaMatrix) -> Checked:
                 f"{gpu.compute_capability!r} is not X.Y",
                 hint="e.g. --gpu 9.0 or --gpu 'NVIDIA H100 PCIe'",
             )
+    if python is not None and Version(python) < Version(OLDEST_PYTHON):
+        raise NoResolution(
+            f"nothing fits: Python {python} is older than {OLDEST_PYTHON}, the oldest "
+            f"Python envlock's smoke harness runs on (every bundle runs it to prove the GPU "
+            f"works)",
+            hint=f"--python {OLDEST_PYTHON} or newer, or drop --python",
+        )
     return Checked(
         spec=spec,
         python=python,

@@ -22,6 +22,7 @@ from envlock.resolve.explain import (
     source_alternatives,
 )
 from envlock.resolve.placement import NoPlacement, Placement, place, series
+from envlock.smoke import OLDEST_PYTHON
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,31 @@ class GpuBuild(Stage):
     def explain(self, blocked: Sequence[TFRelease], nearest: str | None) -> Failure:
         hints = (f"the nearest GPU build is {nearest}",) if nearest else ()
         return Failure("; ".join(self.reasons(blocked)), hints)
+
+
+@dataclass(frozen=True)
+class PythonFloor(Stage):
+    """Without --python: a wheel for a Python the smoke harness runs on."""
+
+    reported = False
+
+    @property
+    def name(self) -> str:
+        return f"Python >= {OLDEST_PYTHON}"
+
+    def why_not(self, release: TFRelease) -> str | None:
+        oldest = Version(OLDEST_PYTHON)
+        if any(Version(python) >= oldest for python in release.python):
+            return None
+        return f"wheels for Python {python_ranges(release.python)} only"
+
+    def explain(self, blocked: Sequence[TFRelease], nearest: str | None) -> Failure:
+        pythons = python_ranges(p for r in blocked for p in r.python)
+        return Failure(
+            f"{describe(blocked)} has wheels for Python {pythons} only, older than "
+            f"{OLDEST_PYTHON}, the oldest Python envlock's smoke harness runs on",
+            (f"use {nearest}",) if nearest else (),
+        )
 
 
 @dataclass(frozen=True)
@@ -240,6 +266,8 @@ def stages_for(
     stages: list[Stage] = [GpuBuild()]
     if checked.python:
         stages.append(PythonWheel(checked.python))
+    else:
+        stages.append(PythonFloor())
     if checked.cuda:
         stages.append(CudaBuild(checked.cuda))
     if checked.cudnn:

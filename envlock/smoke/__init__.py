@@ -10,6 +10,10 @@ from pathlib import Path
 
 HARNESS_PATH = Path(__file__).resolve().parent / "harness.py"
 
+# The oldest CPython harness.py runs on (its tests run under it). Resolve and
+# lock refuse an older Python: a bundle whose harness cannot run proves nothing.
+OLDEST_PYTHON = "3.8"
+
 
 def harness_text() -> str:
     """The harness source, as render copies it into a bundle."""
