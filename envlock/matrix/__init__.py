@@ -12,13 +12,15 @@ from __future__ import annotations
 import functools
 import sys
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envlock.errors import DataError
 from envlock.matrix.cuda import CudaMatrix
 from envlock.matrix.gpus import GpuMatrix
 from envlock.matrix.tensorflow import TFMatrix, TFRelease
+
+if TYPE_CHECKING:
+    from pathlib import Path  # pathlib is imported where a file is read
 
 # tomllib and hashlib are imported where a file is read: a resolve that finds the
 # validated matrices in its cache (envlock.matrix.cache) needs this package's

@@ -20,7 +20,6 @@ import marshal
 import os
 import sys
 import zlib
-from pathlib import Path
 from typing import Any
 
 from packaging.version import Version
@@ -133,6 +132,8 @@ def load_matrix() -> Matrix:
         pass
     loaded = load()
     try:
+        from pathlib import Path
+
         from envlock.fsutil import atomic_write
 
         plain: Any = to_plain(loaded)
