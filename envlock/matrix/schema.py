@@ -136,6 +136,21 @@ class Checker:
 
     # -- values ------------------------------------------------------------------
 
+    def _value(self, obj: Mapping[str, Any], key: str, path: str) -> object:
+        if key not in obj:
+            raise self.fail(join(path, key), "missing")
+        value: object = obj[key]
+        return value
+
+    def _text(self, value: object, where: str, shape: Shape | None, *, empty: bool) -> str:
+        if not isinstance(value, str):
+            raise self.fail(where, f"expected a string, got {show(value)}")
+        if not empty and not value.strip():
+            raise self.fail(where, "must not be empty")
+        if shape is not None and not re.fullmatch(shape[0], value):
+            raise self.fail(where, f'expected "{shape[1]}", got {show(value)}')
+        return value
+
     def string(
         self,
         obj: Mapping[str, Any],
@@ -147,19 +162,9 @@ class Checker:
         empty: bool = False,
     ) -> str:
         """A string (``""`` when absent and not ``required``), matching ``shape`` if given."""
-        where = join(path, key)
-        if key not in obj:
-            if required:
-                raise self.fail(where, "missing")
+        if key not in obj and not required:
             return ""
-        value = obj[key]
-        if not isinstance(value, str):
-            raise self.fail(where, f"expected a string, got {show(value)}")
-        if not empty and not value.strip():
-            raise self.fail(where, "must not be empty")
-        if shape is not None and not re.fullmatch(shape[0], value):
-            raise self.fail(where, f'expected "{shape[1]}", got {show(value)}')
-        return value
+        return self._text(self._value(obj, key, path), join(path, key), shape, empty=empty)
 
     def choice(
         self,
@@ -192,34 +197,24 @@ class Checker:
         *,
         non_empty: bool = False,
     ) -> tuple[str, ...]:
-        """A list of distinct strings, each matching ``shape`` if given."""
+        """A list of distinct, non-empty strings, each matching ``shape`` if given."""
         where = join(path, key)
-        if key not in obj:
-            raise self.fail(where, "missing")
-        value = obj[key]
+        value = self._value(obj, key, path)
         if not isinstance(value, list) or (non_empty and not value):
             wanted = "a non-empty list" if non_empty else "a list"
             raise self.fail(where, f"expected {wanted} of strings, got {show(value)}")
         out: list[str] = []
         for i, item in enumerate(value):
-            if not isinstance(item, str):
-                raise self.fail(f"{where}[{i}]", f"expected a string, got {show(item)}")
-            if not item.strip():
-                raise self.fail(f"{where}[{i}]", "must not be empty")
-            if shape is not None and not re.fullmatch(shape[0], item):
-                raise self.fail(f"{where}[{i}]", f'expected "{shape[1]}", got {show(item)}')
-            if item in out:
-                raise self.fail(f"{where}[{i}]", f"{show(item)} is listed twice")
-            out.append(item)
+            text = self._text(item, f"{where}[{i}]", shape, empty=False)
+            if text in out:
+                raise self.fail(f"{where}[{i}]", f"{show(text)} is listed twice")
+            out.append(text)
         return tuple(out)
 
     def integer(self, obj: Mapping[str, Any], key: str, path: str) -> int:
-        where = join(path, key)
-        if key not in obj:
-            raise self.fail(where, "missing")
-        value = obj[key]
+        value = self._value(obj, key, path)
         if not isinstance(value, int) or isinstance(value, bool):
-            raise self.fail(where, f"expected an integer, got {show(value)}")
+            raise self.fail(join(path, key), f"expected an integer, got {show(value)}")
         return value
 
     def boolean(self, obj: Mapping[str, Any], key: str, path: str, *, default: bool) -> bool:
@@ -229,12 +224,9 @@ class Checker:
         return value
 
     def positive_number(self, obj: Mapping[str, Any], key: str, path: str) -> float:
-        where = join(path, key)
-        if key not in obj:
-            raise self.fail(where, "missing")
-        value = obj[key]
+        value = self._value(obj, key, path)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise self.fail(where, f"expected a positive number, got {show(value)}")
+            raise self.fail(join(path, key), f"expected a positive number, got {show(value)}")
         return float(value)
 
     def optional_positive_number(self, obj: Mapping[str, Any], key: str, path: str) -> float | None:
