@@ -162,7 +162,7 @@ _DELETE = object()
         (("cuda", 3, "driver_min"), "new", 'cuda[3].driver_min: expected "NNN[.NN[.NN]]"'),
         (("cuda", 3, "driver_min_from"), "rumour", "cuda[3].driver_min_from: \"rumour\" is not"),
         (("cuda", 0, "images"), "gone", 'cuda[0].images: expected one of "deleted", "eol"'),
-        (("cuda", 1, "version"), "10.0", 'cuda[1]: "10.0" is listed twice (also cuda[0])'),
+        (("cuda", 1, "version"), "10.0", 'cuda[1].version: "10.0" is listed twice (also cuda[0])'),
         (("cuda", 2, "colour"), "red", "cuda[2].colour: unknown field"),
         (("images", 4, "cudnn"), "8", 'images[4].cudnn: expected "X.Y.Z[.W]", got "8"'),
         (("images", 4, "cudnn_major"), "8", 'images[4].cudnn_major: expected an integer, got "8"'),

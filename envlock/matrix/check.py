@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from envlock.errors import DataError
+from envlock.matrix.schema import Checker, show
 from envlock.matrix.tensorflow import TFMatrix, TFRelease
 from envlock.matrix.tested import TestedConfigs, format_python_range, python3_minors
 
@@ -147,53 +147,42 @@ def _segment(note: str, field: str) -> str:
     return ""
 
 
-def parse_notes(doc: Mapping[str, Any], filename: str) -> tuple[Note, ...]:
-    def fail(path: str, problem: str) -> DataError:
-        return DataError(
-            f"{filename}: {path}: {problem}",
-            hint="each [[notes]] entry needs releases (a specifier), field and text",
-        )
+NOTES_HINT = "each [[notes]] entry needs releases (a specifier), field and text"
+_NOTE_FIELDS = ("releases", "field", "text", "matrix", "table")
 
-    if doc.get("schema_version") != NOTES_SCHEMA:
-        raise fail("schema_version", f"expected {NOTES_SCHEMA}")
-    rows = doc.get("notes", [])
-    if not isinstance(rows, list):
-        raise fail("notes", "expected an array of tables ([[notes]])")
-    out: list[Note] = []
-    for i, row in enumerate(rows):
-        path = f"notes[{i}]"
-        if not isinstance(row, dict):
-            raise fail(path, "expected a table")
-        unknown = sorted(set(row) - {"releases", "field", "text", "matrix", "table"})
-        if unknown:
-            raise fail(f"{path}.{unknown[0]}", "unknown field")
-        for key in ("field", "text"):
-            if not isinstance(row.get(key), str) or not row[key].strip():
-                raise fail(f"{path}.{key}", "expected a non-empty string")
-        raw = row.get("releases")
-        items = [raw] if isinstance(raw, str) else raw
-        if not isinstance(items, list) or not items:
-            raise fail(f"{path}.releases", "expected a version specifier or a list of them")
-        specs: list[SpecifierSet] = []
-        for j, item in enumerate(items):
-            where = f"{path}.releases" if isinstance(raw, str) else f"{path}.releases[{j}]"
-            if not isinstance(item, str) or not item.strip():
-                raise fail(where, "expected a non-empty version specifier")
-            try:
-                specs.append(SpecifierSet(item))
-            except InvalidSpecifier:
-                raise fail(where, f"not a version specifier: {item!r}") from None
-        if row["field"] not in FIELDS:
-            allowed = ", ".join(FIELDS)
-            raise fail(f"{path}.field", f"expected one of {allowed}, got {row['field']!r}")
-        text = row["text"].strip()
-        if SEPARATOR in text or "\n" in text:
-            raise fail(f"{path}.text", f"must be one line without {SEPARATOR!r}")
-        for key in ("matrix", "table"):
-            if key in row and not isinstance(row[key], str):
-                raise fail(f"{path}.{key}", "expected a string")
-        out.append(Note(tuple(specs), row["field"], text, row.get("matrix"), row.get("table")))
-    return tuple(out)
+
+def _note(c: Checker, raw: Any, path: str) -> Note:
+    row = c.table(raw, path, _NOTE_FIELDS)
+    releases = row.get("releases")
+    if isinstance(releases, list) and releases:  # any of them
+        items = c.strings(row, "releases", path)
+        specs = [c.specifier(item, f"{path}.releases[{j}]") for j, item in enumerate(items)]
+    elif isinstance(releases, str) or releases is None:
+        specs = [c.specifier(c.string(row, "releases", path), f"{path}.releases")]
+    else:
+        raise c.fail(
+            f"{path}.releases",
+            f"expected a version specifier or a non-empty list of them, got {show(releases)}",
+        )
+    field = c.choice(row, "field", path, FIELDS)
+    text = c.string(row, "text", path).strip()
+    if SEPARATOR in text or "\n" in text:
+        raise c.fail(f"{path}.text", f"must be one line without {SEPARATOR!r}")
+    return Note(
+        releases=tuple(specs),
+        field=field,
+        text=text,
+        matrix=c.string(row, "matrix", path, empty=True) if "matrix" in row else None,
+        table=c.string(row, "table", path, empty=True) if "table" in row else None,
+    )
+
+
+def parse_notes(doc: Mapping[str, Any], filename: str) -> tuple[Note, ...]:
+    c = Checker(filename, NOTES_HINT)
+    c.table(doc, "", ("schema_version", "notes"))
+    c.schema_version(doc, NOTES_SCHEMA)
+    rows = c.rows(doc, "notes", required=False)
+    return tuple(_note(c, raw, f"notes[{i}]") for i, raw in enumerate(rows))
 
 
 def load_notes(path: Path | None = None) -> tuple[Note, ...]:

@@ -13,13 +13,14 @@ the file and the path inside it, e.g.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from envlock.errors import DataError
+if TYPE_CHECKING:
+    from envlock.matrix.schema import Checker
 
 SCHEMA_VERSION = 1
 
@@ -28,17 +29,27 @@ CUDNN_FLAVOURS = ("cudnn7", "cudnn8", "cudnn9", "cudnn")
 VARIANTS = ("base", "runtime", "devel")
 CUDNN_VARIANTS = ("runtime", "devel")
 
-_MINOR = r"^[0-9]+\.[0-9]+$"
-_IMAGE_VERSION = r"^[0-9]+\.[0-9]+(\.[0-9]+)?$"
-_DRIVER = r"^[0-9]+(\.[0-9]+){0,2}$"
-_CUDNN = r"^[0-9]+\.[0-9]+\.[0-9]+(\.[0-9]+)?$"
-_UBUNTU = r"^[0-9]{2}\.[0-9]{2}$"
-_PYTHON = r"^3\.[0-9]+$"
-_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
-_MONTH = r"^[0-9]{4}-[0-9]{2}$"
-_BRANCH = r"^R[0-9]{3}$"
-_DIGEST = r"^sha256:[0-9a-f]{64}$"
-_TAG = r"^[0-9][0-9A-Za-z.\-]*$"
+# Shapes of values (schema.Shape): a regular expression a whole value matches
+# and how messages write it; compiled by re on first use, when a file is validated.
+_IMAGE_VERSION = (r"[0-9]+\.[0-9]+(\.[0-9]+)?", "X.Y[.Z]")
+_DRIVER = (r"[0-9]+(\.[0-9]+){0,2}", "NNN[.NN[.NN]]")
+_CUDNN = (r"[0-9]+\.[0-9]+\.[0-9]+(\.[0-9]+)?", "X.Y.Z[.W]")
+_UBUNTU = (r"[0-9]{2}\.[0-9]{2}", "YY.MM")
+_MONTH = (r"[0-9]{4}-[0-9]{2}", "YYYY-MM")
+_BRANCH = (r"R[0-9]{3}", "RNNN")
+_DIGEST = r"sha256:[0-9a-f]{64}"
+_TAG = r"[0-9][0-9A-Za-z.\-]*"
+
+HINT = "fix the file or restore it from the envlock release"
+_TOP_FIELDS = (
+    "schema_version",
+    "data_version",
+    "sources",
+    "cuda",
+    "driver_branches",
+    "ubuntu",
+    "images",
+)
 
 
 @dataclass(frozen=True)
@@ -163,145 +174,6 @@ class CudaMatrix:
         return dict(self.sources).get(key, key)
 
 
-class _Checker:
-    """Validation helpers that put the file and the path into each error."""
-
-    def __init__(self, filename: str, sources: Sequence[str] = ()) -> None:
-        self.filename = filename
-        self.sources = tuple(sources)
-
-    def fail(self, path: str, problem: str) -> DataError:
-        return DataError(
-            f"{self.filename}: {path}: {problem}",
-            hint="fix the file or restore it from the envlock release",
-        )
-
-    def table(self, value: Any, path: str, allowed: Sequence[str]) -> Mapping[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(path, f"expected a table, got {show(value)}")
-        unknown = sorted(set(value) - set(allowed))
-        if unknown:
-            raise self.fail(f"{path}.{unknown[0]}", "unknown field")
-        return value
-
-    def rows(self, doc: Mapping[str, Any], key: str) -> list[Any]:
-        rows = doc.get(key)
-        if not isinstance(rows, list) or not rows:
-            raise self.fail(key, f"expected a non-empty array of tables ([[{key}]])")
-        return rows
-
-    def string(
-        self,
-        obj: Mapping[str, Any],
-        key: str,
-        path: str,
-        regex: str | None = None,
-        shape: str = "",
-        *,
-        required: bool = True,
-    ) -> str:
-        import re  # on first use: a cached matrix needs no pattern
-
-        where = f"{path}.{key}" if path else key
-        if key not in obj:
-            if required:
-                raise self.fail(where, "missing")
-            return ""
-        value = obj[key]
-        if not isinstance(value, str):
-            raise self.fail(where, f"expected a string, got {show(value)}")
-        if not value.strip():
-            raise self.fail(where, "must not be empty")
-        if regex is not None and not re.fullmatch(regex, value):
-            raise self.fail(where, f'expected "{shape}", got {show(value)}')
-        return value
-
-    def choice(
-        self, obj: Mapping[str, Any], key: str, path: str, allowed: Sequence[str], *, required: bool
-    ) -> str:
-        value = self.string(obj, key, path, required=required)
-        if value and value not in allowed:
-            options = ", ".join(f'"{a}"' for a in allowed)
-            raise self.fail(f"{path}.{key}", f"expected one of {options}, got {show(value)}")
-        return value
-
-    def source(self, obj: Mapping[str, Any], key: str, path: str, *, required: bool = True) -> str:
-        value = self.string(obj, key, path, required=required)
-        if value and value not in self.sources:
-            raise self.fail(f"{path}.{key}", f"{show(value)} is not a key of [sources]")
-        return value
-
-    def strings(
-        self, obj: Mapping[str, Any], key: str, path: str, regex: str, shape: str
-    ) -> tuple[str, ...]:
-        import re  # on first use: a cached matrix needs no pattern
-
-        where = f"{path}.{key}"
-        value = obj.get(key)
-        if value is None:
-            raise self.fail(where, "missing")
-        if not isinstance(value, list) or not value:
-            raise self.fail(where, f"expected a non-empty list of strings, got {show(value)}")
-        out: list[str] = []
-        for i, item in enumerate(value):
-            if not isinstance(item, str) or not re.fullmatch(regex, item):
-                raise self.fail(f"{where}[{i}]", f'expected "{shape}", got {show(item)}')
-            if item in out:
-                raise self.fail(f"{where}[{i}]", f"{show(item)} is listed twice")
-            out.append(item)
-        return tuple(out)
-
-    def integer(self, obj: Mapping[str, Any], key: str, path: str) -> int:
-        value = obj.get(key)
-        where = f"{path}.{key}" if path else key
-        if value is None:
-            raise self.fail(where, "missing")
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise self.fail(where, f"expected an integer, got {show(value)}")
-        return value
-
-
-def show(value: Any) -> str:
-    """A value as it would look in TOML, for messages."""
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a table"
-    return type(value).__name__
-
-
-def check_header(c: _Checker, doc: Mapping[str, Any], schema_version: int) -> tuple[int, str]:
-    """``schema_version`` and ``data_version``, shared by cuda.toml and gpus.toml."""
-    schema = c.integer(doc, "schema_version", "")
-    if schema != schema_version:
-        raise DataError(
-            f"{c.filename}: schema_version: this envlock reads schema {schema_version}, "
-            f"the file has {schema}",
-            hint="use the envlock release that wrote the file",
-        )
-    data_version = c.string(doc, "data_version", "", _DATE, "YYYY-MM-DD")
-    return schema, data_version
-
-
-def read_sources(c: _Checker, doc: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    raw = doc.get("sources")
-    if not isinstance(raw, dict) or not raw:
-        raise c.fail("sources", "expected a table of source descriptions ([sources])")
-    out: list[tuple[str, str]] = []
-    for key, text in raw.items():
-        if not isinstance(text, str) or not text.strip():
-            raise c.fail(f"sources.{key}", f"expected a description, got {show(text)}")
-        out.append((key, text))
-    c.sources = tuple(k for k, _ in out)
-    return tuple(out)
-
-
 _CUDA_FIELDS = (
     "version",
     "driver_min",
@@ -326,17 +198,19 @@ _IMAGE_FIELDS = (
 )
 
 
-def _cuda_row(c: _Checker, raw: Any, path: str) -> CudaRelease:
+def _cuda_row(c: Checker, raw: Any, path: str) -> CudaRelease:
+    from envlock.matrix.schema import MINOR
+
     row = c.table(raw, path, _CUDA_FIELDS)
     images = c.choice(row, "images", path, IMAGE_STATES, required=False)
     note = c.string(row, "images_note", path, required=bool(images))
     images_from = c.source(row, "images_from", path, required=bool(images))
     if (note or images_from) and not images:
         raise c.fail(f"{path}.images", "missing (images_note/images_from need it)")
-    branch = c.string(row, "driver_branch", path, _BRANCH, "RNNN", required=False)
+    branch = c.string(row, "driver_branch", path, _BRANCH, required=False)
     return CudaRelease(
-        version=c.string(row, "version", path, _MINOR, "X.Y"),
-        driver_min=c.string(row, "driver_min", path, _DRIVER, "NNN[.NN[.NN]]"),
+        version=c.string(row, "version", path, MINOR),
+        driver_min=c.string(row, "driver_min", path, _DRIVER),
         driver_min_from=c.source(row, "driver_min_from", path),
         images=images,
         images_note=note,
@@ -346,19 +220,21 @@ def _cuda_row(c: _Checker, raw: Any, path: str) -> CudaRelease:
     )
 
 
-def _image_row(c: _Checker, raw: Any, path: str) -> ImageRelease:
+def _image_row(c: Checker, raw: Any, path: str) -> ImageRelease:
     import re  # on first use: a cached matrix needs no pattern
 
+    from envlock.matrix.schema import MINOR, show
+
     row = c.table(raw, path, _IMAGE_FIELDS)
-    version = c.string(row, "version", path, _IMAGE_VERSION, "X.Y[.Z]")
-    cuda = c.string(row, "cuda", path, _MINOR, "X.Y")
+    version = c.string(row, "version", path, _IMAGE_VERSION)
+    cuda = c.string(row, "cuda", path, MINOR)
     if ".".join(version.split(".")[:2]) != cuda:
         raise c.fail(f"{path}.cuda", f"{show(cuda)} is not the major.minor of {show(version)}")
-    flavour = c.choice(row, "cudnn_flavour", path, CUDNN_FLAVOURS, required=True)
+    flavour = c.choice(row, "cudnn_flavour", path, CUDNN_FLAVOURS)
     major = c.integer(row, "cudnn_major", path)
     if flavour != "cudnn" and flavour != f"cudnn{major}":
         raise c.fail(f"{path}.cudnn_major", f"{major} does not match the flavour {show(flavour)}")
-    cudnn = c.string(row, "cudnn", path, _CUDNN, "X.Y.Z[.W]", required=False)
+    cudnn = c.string(row, "cudnn", path, _CUDNN, required=False)
     if cudnn and int(cudnn.split(".")[0]) != major:
         raise c.fail(f"{path}.cudnn", f"{show(cudnn)} is not a cuDNN {major}")
     digests: list[tuple[str, str]] = []
@@ -376,7 +252,7 @@ def _image_row(c: _Checker, raw: Any, path: str) -> ImageRelease:
     return ImageRelease(
         version=version,
         cuda=cuda,
-        os=c.strings(row, "os", path, _UBUNTU, "YY.MM"),
+        os=c.strings(row, "os", path, _UBUNTU, non_empty=True),
         cudnn_flavour=flavour,
         cudnn_major=major,
         cudnn=cudnn or None,
@@ -387,39 +263,43 @@ def _image_row(c: _Checker, raw: Any, path: str) -> ImageRelease:
     )
 
 
+def _driver_branch(c: Checker, raw: Any, path: str) -> DriverBranch:
+    row = c.table(raw, path, ("branch", "ends", "from"))
+    return DriverBranch(
+        branch=c.string(row, "branch", path, _BRANCH),
+        ends=c.string(row, "ends", path, _MONTH),
+        source=c.source(row, "from", path),
+    )
+
+
+def _ubuntu_row(c: Checker, raw: Any, path: str) -> UbuntuRelease:
+    from envlock.matrix.schema import PYTHON_MINOR
+
+    row = c.table(raw, path, ("release", "python", "from"))
+    return UbuntuRelease(
+        release=c.string(row, "release", path, _UBUNTU),
+        python=c.string(row, "python", path, PYTHON_MINOR),
+        source=c.source(row, "from", path),
+    )
+
+
 def parse(doc: Mapping[str, Any], filename: str) -> CudaMatrix:
     """Validate a loaded ``cuda.toml`` document."""
-    c = _Checker(filename)
-    allowed = (
-        "schema_version",
-        "data_version",
-        "sources",
-        "cuda",
-        "driver_branches",
-        "ubuntu",
-        "images",
-    )
-    unknown = sorted(set(doc) - set(allowed))
-    if unknown:
-        raise c.fail(unknown[0], "unknown field")
-    schema, data_version = check_header(c, doc, SCHEMA_VERSION)
-    sources = read_sources(c, doc)
+    from envlock.matrix.schema import Checker, show
+
+    c = Checker(filename, HINT)
+    c.table(doc, "", _TOP_FIELDS)
+    schema, data_version = c.header(doc, SCHEMA_VERSION)
+    sources = c.sources(doc)
 
     cuda = [_cuda_row(c, raw, f"cuda[{i}]") for i, raw in enumerate(c.rows(doc, "cuda"))]
-    _no_duplicates(c, "cuda", [r.version for r in cuda])
+    c.distinct("cuda", "version", [r.version for r in cuda])
 
-    branches: list[DriverBranch] = []
-    for i, raw in enumerate(doc.get("driver_branches", [])):
-        path = f"driver_branches[{i}]"
-        row = c.table(raw, path, ("branch", "ends", "from"))
-        branches.append(
-            DriverBranch(
-                branch=c.string(row, "branch", path, _BRANCH, "RNNN"),
-                ends=c.string(row, "ends", path, _MONTH, "YYYY-MM"),
-                source=c.source(row, "from", path),
-            )
-        )
-    _no_duplicates(c, "driver_branches", [b.branch for b in branches])
+    branch_rows = c.rows(doc, "driver_branches", required=False)
+    branches = [
+        _driver_branch(c, raw, f"driver_branches[{i}]") for i, raw in enumerate(branch_rows)
+    ]
+    c.distinct("driver_branches", "branch", [b.branch for b in branches])
     known_branches = {b.branch for b in branches}
     for i, rel in enumerate(cuda):
         if rel.driver_branch and rel.driver_branch not in known_branches:
@@ -428,22 +308,12 @@ def parse(doc: Mapping[str, Any], filename: str) -> CudaMatrix:
                 f"{show(rel.driver_branch)} has no [[driver_branches]] row",
             )
 
-    ubuntu: list[UbuntuRelease] = []
-    for i, raw in enumerate(c.rows(doc, "ubuntu")):
-        path = f"ubuntu[{i}]"
-        row = c.table(raw, path, ("release", "python", "from"))
-        ubuntu.append(
-            UbuntuRelease(
-                release=c.string(row, "release", path, _UBUNTU, "YY.MM"),
-                python=c.string(row, "python", path, _PYTHON, "3.X"),
-                source=c.source(row, "from", path),
-            )
-        )
-    _no_duplicates(c, "ubuntu", [u.release for u in ubuntu])
+    ubuntu = [_ubuntu_row(c, raw, f"ubuntu[{i}]") for i, raw in enumerate(c.rows(doc, "ubuntu"))]
+    c.distinct("ubuntu", "release", [u.release for u in ubuntu])
     known_os = {u.release for u in ubuntu}
 
     images = [_image_row(c, raw, f"images[{i}]") for i, raw in enumerate(c.rows(doc, "images"))]
-    _no_duplicates(c, "images", [im.version for im in images])
+    c.distinct("images", "version", [im.version for im in images])
     known_cuda = {r.version for r in cuda}
     for i, im in enumerate(images):
         if im.cuda not in known_cuda:
@@ -461,13 +331,3 @@ def parse(doc: Mapping[str, Any], filename: str) -> CudaMatrix:
         ubuntu=tuple(sorted(ubuntu, key=lambda u: Version(u.release))),
         images=tuple(sorted(images, key=lambda im: im.key)),
     )
-
-
-def _no_duplicates(c: _Checker, table: str, keys: Sequence[str]) -> None:
-    seen: dict[str, int] = {}
-    for i, key in enumerate(keys):
-        if key in seen:
-            raise c.fail(
-                f"{table}[{i}]", f"{show(key)} is listed twice (also {table}[{seen[key]}])"
-            )
-        seen[key] = i

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from envlock.matrix.cuda import _Checker, check_header, read_sources, show
+if TYPE_CHECKING:
+    from envlock.matrix.schema import Checker
 
 SCHEMA_VERSION = 1
+HINT = "fix the file or restore it from the envlock release"
 
-_CAPABILITY = r"^[0-9]+\.[0-9]$"
+_CAPABILITY = (r"[0-9]+\.[0-9]", "X.Y")  # schema.Shape
 _PEAKS = ("fp32_tflops", "tf32_tflops", "fp16_tflops", "bf16_tflops", "memory_bandwidth_tbs")
 _FIELDS = ("name", "form_factor", "compute_capability", *_PEAKS, "from")
 
@@ -82,54 +84,32 @@ class GpuMatrix:
         return best
 
 
-def _peak(
-    c: _Checker, row: Mapping[str, Any], key: str, path: str, *, required: bool
-) -> float | None:
-    if key not in row:
-        if required:
-            raise c.fail(f"{path}.{key}", "missing")
-        return None
-    value = row[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise c.fail(f"{path}.{key}", f"expected a positive number, got {show(value)}")
-    return float(value)
+def _gpu(c: Checker, raw: Any, path: str) -> GpuModel:
+    row = c.table(raw, path, _FIELDS)
+    return GpuModel(
+        name=c.string(row, "name", path),
+        form_factor=c.string(row, "form_factor", path),
+        compute_capability=c.string(row, "compute_capability", path, _CAPABILITY),
+        fp32_tflops=c.positive_number(row, "fp32_tflops", path),
+        tf32_tflops=c.optional_positive_number(row, "tf32_tflops", path),
+        fp16_tflops=c.optional_positive_number(row, "fp16_tflops", path),
+        bf16_tflops=c.optional_positive_number(row, "bf16_tflops", path),
+        memory_bandwidth_tbs=c.positive_number(row, "memory_bandwidth_tbs", path),
+        source=c.source(row, "from", path),
+    )
 
 
 def parse(doc: Mapping[str, Any], filename: str) -> GpuMatrix:
     """Validate a loaded ``gpus.toml`` document."""
-    c = _Checker(filename)
-    unknown = sorted(set(doc) - {"schema_version", "data_version", "sources", "gpus"})
-    if unknown:
-        raise c.fail(unknown[0], "unknown field")
-    schema, data_version = check_header(c, doc, SCHEMA_VERSION)
-    sources = read_sources(c, doc)
-    gpus: list[GpuModel] = []
-    seen: dict[str, int] = {}
-    for i, raw in enumerate(c.rows(doc, "gpus")):
-        path = f"gpus[{i}]"
-        row = c.table(raw, path, _FIELDS)
-        name = c.string(row, "name", path)
-        if name.casefold() in seen:
-            raise c.fail(
-                f"{path}.name", f"{show(name)} is listed twice (also gpus[{seen[name.casefold()]}])"
-            )
-        seen[name.casefold()] = i
-        fp32 = _peak(c, row, "fp32_tflops", path, required=True)
-        bandwidth = _peak(c, row, "memory_bandwidth_tbs", path, required=True)
-        assert fp32 is not None and bandwidth is not None
-        gpus.append(
-            GpuModel(
-                name=name,
-                form_factor=c.string(row, "form_factor", path),
-                compute_capability=c.string(row, "compute_capability", path, _CAPABILITY, "X.Y"),
-                fp32_tflops=fp32,
-                tf32_tflops=_peak(c, row, "tf32_tflops", path, required=False),
-                fp16_tflops=_peak(c, row, "fp16_tflops", path, required=False),
-                bf16_tflops=_peak(c, row, "bf16_tflops", path, required=False),
-                memory_bandwidth_tbs=bandwidth,
-                source=c.source(row, "from", path),
-            )
-        )
+    from envlock.matrix.schema import Checker
+
+    c = Checker(filename, HINT)
+    c.table(doc, "", ("schema_version", "data_version", "sources", "gpus"))
+    schema, data_version = c.header(doc, SCHEMA_VERSION)
+    sources = c.sources(doc)
+    gpus = [_gpu(c, raw, f"gpus[{i}]") for i, raw in enumerate(c.rows(doc, "gpus"))]
+    # names match case-insensitively (GpuMatrix.find), so they differ in more than case
+    c.distinct("gpus", "name", [g.name for g in gpus], key=str.casefold)
     return GpuMatrix(
         schema_version=schema, data_version=data_version, sources=sources, gpus=tuple(gpus)
     )

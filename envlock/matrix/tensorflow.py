@@ -17,13 +17,14 @@ naming the file and the path inside it, e.g.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from envlock.errors import DataError
+if TYPE_CHECKING:
+    from envlock.matrix.schema import Checker
 
 SCHEMA_VERSION = 1
 GENERATED_BY = "envlock matrix refresh"
@@ -36,16 +37,14 @@ CUDNN_SOURCES = (
     "tested-configs",
 )
 
-# Patterns as text: re compiles (and caches) them on first use, when a file is
-# validated, not on import (a cached, validated matrix needs none of them).
-_MINOR = r"^[0-9]+\.[0-9]+$"
-_PYTHON = r"^3\.[0-9]+$"
-_CUDA_FULL = r"^[0-9]+(\.[0-9]+){0,2}$"
-_CAPABILITY = r"^(sm|compute)_[0-9]{2,3}[a-z]?$"
-_SHA256 = r"^[0-9a-f]{64}$"
-_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
-_WHEEL = r"^tensorflow-[^-]+-[^-]+-[^-]+-[^-]+\.whl$"
+# Shapes of values (schema.Shape): a regular expression a whole value matches
+# and how messages write it; compiled by re on first use, when a file is validated.
+_CUDA_FULL = (r"[0-9]+(\.[0-9]+){0,2}", "X[.Y[.Z]]")
+_CAPABILITY = (r"(sm|compute)_[0-9]{2,3}[a-z]?", "sm_XY or compute_XY")
+_SHA256 = (r"[0-9a-f]{64}", "64 lowercase hex digits")
+_WHEEL = (r"tensorflow-[^-]+-[^-]+-[^-]+-[^-]+\.whl", "tensorflow-<version>-<tags>.whl")
 
+_TOP_FIELDS = ("schema_version", "data_version", "generated_by", "releases")
 _FIELDS = (
     "version",
     "python",
@@ -149,82 +148,7 @@ class TFMatrix:
         }
 
 
-class _Checker:
-    """Validation helpers that put the file and the path into each error."""
-
-    def __init__(self, filename: str) -> None:
-        self.filename = filename
-
-    def fail(self, path: str, problem: str, hint: str | None = None) -> DataError:
-        return DataError(
-            f"{self.filename}: {path}: {problem}",
-            hint=hint or "regenerate the file with 'envlock matrix refresh'",
-        )
-
-    def string(self, obj: Mapping[str, Any], key: str, path: str, *, empty: bool = False) -> str:
-        if key not in obj:
-            raise self.fail(f"{path}.{key}" if path else key, "missing")
-        value = obj[key]
-        where = f"{path}.{key}" if path else key
-        if not isinstance(value, str):
-            raise self.fail(where, f"expected a string, got {_show(value)}")
-        if not empty and not value.strip():
-            raise self.fail(where, "must not be empty")
-        return value
-
-    def pattern(self, obj: Mapping[str, Any], key: str, path: str, regex: str, shape: str) -> str:
-        import re  # on first use: a cached matrix needs no pattern
-
-        value = self.string(obj, key, path)
-        if not re.match(regex, value):
-            raise self.fail(f"{path}.{key}", f'expected "{shape}", got {_show(value)}')
-        return value
-
-    def choice(self, obj: Mapping[str, Any], key: str, path: str, allowed: Sequence[str]) -> str:
-        value = self.string(obj, key, path)
-        if value not in allowed:
-            options = ", ".join(f'"{a}"' for a in allowed)
-            raise self.fail(f"{path}.{key}", f"expected one of {options}, got {_show(value)}")
-        return value
-
-    def strings(
-        self,
-        obj: Mapping[str, Any],
-        key: str,
-        path: str,
-        regex: str | None = None,
-        shape: str = "",
-    ) -> tuple[str, ...]:
-        import re  # on first use: a cached matrix needs no pattern
-
-        where = f"{path}.{key}"
-        if key not in obj:
-            raise self.fail(where, "missing")
-        value = obj[key]
-        if not isinstance(value, list):
-            raise self.fail(where, f"expected a list of strings, got {_show(value)}")
-        out: list[str] = []
-        for i, item in enumerate(value):
-            if not isinstance(item, str):
-                raise self.fail(f"{where}[{i}]", f"expected a string, got {_show(item)}")
-            if regex is not None and not re.match(regex, item):
-                raise self.fail(f"{where}[{i}]", f'expected "{shape}", got {_show(item)}')
-            out.append(item)
-        return tuple(out)
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a table"
-    return type(value).__name__
+HINT = "regenerate the file with 'envlock matrix refresh'"
 
 
 def major_minor(version: str) -> str:
@@ -233,90 +157,61 @@ def major_minor(version: str) -> str:
     return ".".join(parts[:2])
 
 
-def _release(c: _Checker, row: Any, path: str) -> TFRelease:
-    # packaging's requirement parser (markers, tags, logging, subprocess, ...)
-    # only where a file is validated, not where a validated matrix is used
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+def _release(c: Checker, raw: Any, path: str) -> TFRelease:
+    # packaging's requirement parser and the checker only where a file is
+    # validated, not where a validated matrix is used
+    from envlock.matrix.schema import MINOR, PYTHON_MINOR, show
 
-    if not isinstance(row, dict):
-        raise c.fail(path, f"expected a table, got {_show(row)}")
-    unknown = sorted(set(row) - set(_FIELDS))
-    if unknown:
-        raise c.fail(f"{path}.{unknown[0]}", "unknown field")
-
-    raw_version = c.string(row, "version", path)
-    try:
-        checked = Version(raw_version)
-    except InvalidVersion:
-        raise c.fail(f"{path}.version", f"not a version: {_show(raw_version)}") from None
+    row = c.table(raw, path, _FIELDS)
+    checked = c.version(row, "version", path)
+    raw_version = row["version"]
     if checked.major != 2:
-        raise c.fail(f"{path}.version", f"expected a 2.x release, got {_show(raw_version)}")
+        raise c.fail(f"{path}.version", f"expected a 2.x release, got {show(raw_version)}")
     if checked.is_prerelease or checked.local or checked.epoch or str(checked) != raw_version:
         raise c.fail(
             f"{path}.version",
             f"expected a final or post release in canonical form (as {str(checked)!r} "
-            f"without pre-, dev- or local parts), got {_show(raw_version)}",
+            f"without pre-, dev- or local parts), got {show(raw_version)}",
         )
 
-    python = c.strings(row, "python", path, _PYTHON, "3.X")
+    python = c.strings(row, "python", path, PYTHON_MINOR)
     if not python:
         raise c.fail(f"{path}.python", "no Python versions")
-    keys = [Version(p) for p in python]
-    if keys != sorted(set(keys)):
+    if list(python) != sorted(python, key=Version):
         raise c.fail(f"{path}.python", "expected distinct minors in ascending order")
 
     requires_python = c.string(row, "requires_python", path, empty=True)
     if requires_python:
-        try:
-            SpecifierSet(requires_python)
-        except InvalidSpecifier:
-            raise c.fail(
-                f"{path}.requires_python", f"not a version specifier: {_show(requires_python)}"
-            ) from None
+        c.specifier(requires_python, f"{path}.requires_python")
 
-    cuda = c.pattern(row, "cuda", path, _MINOR, "X.Y")
-    cuda_full = c.pattern(row, "cuda_full", path, _CUDA_FULL, "X[.Y[.Z]]")
+    cuda = c.string(row, "cuda", path, MINOR)
+    cuda_full = c.string(row, "cuda_full", path, _CUDA_FULL)
     if major_minor(cuda_full) != cuda and cuda_full != cuda.split(".")[0]:
         raise c.fail(
-            f"{path}.cuda_full", f"{_show(cuda_full)} does not start with cuda {_show(cuda)}"
+            f"{path}.cuda_full", f"{show(cuda_full)} does not start with cuda {show(cuda)}"
         )
     cuda_from = c.choice(row, "cuda_from", path, CUDA_SOURCES)
-    cudnn = c.pattern(row, "cudnn", path, _MINOR, "X.Y")
+    cudnn = c.string(row, "cudnn", path, MINOR)
     cudnn_from = c.choice(row, "cudnn_from", path, CUDNN_SOURCES)
 
-    caps = c.strings(row, "compute_capabilities", path, _CAPABILITY, "sm_XY or compute_XY")
+    caps = c.strings(row, "compute_capabilities", path, _CAPABILITY)
     and_cuda = c.strings(row, "and_cuda", path)
     for i, line in enumerate(and_cuda):
-        try:
-            req = Requirement(line)
-        except InvalidRequirement as e:
-            raise c.fail(f"{path}.and_cuda[{i}]", f"not a requirement: {e}") from None
+        req = c.requirement(line, f"{path}.and_cuda[{i}]")
         if req.marker is not None and "extra" in str(req.marker):
             raise c.fail(f"{path}.and_cuda[{i}]", "the extra marker must be stripped")
 
-    and_cuda_python = c.strings(row, "and_cuda_python", path, _PYTHON, "3.X")
+    and_cuda_python = c.strings(row, "and_cuda_python", path, PYTHON_MINOR)
     for i, minor in enumerate(and_cuda_python):
         if minor not in python:
             raise c.fail(
                 f"{path}.and_cuda_python[{i}]",
-                f"{_show(minor)} is not one of the release's python minors",
+                f"{show(minor)} is not one of the release's python minors",
             )
     if list(and_cuda_python) != [p for p in python if p in and_cuda_python]:
         raise c.fail(f"{path}.and_cuda_python", "expected distinct minors in ascending order")
     if and_cuda_python and not and_cuda:
         raise c.fail(f"{path}.and_cuda_python", "set, but the release has no and_cuda extra")
-    and_cuda_python_note = c.string(row, "and_cuda_python_note", path, empty=True)
-
-    wheel = c.pattern(row, "wheel", path, _WHEEL, "tensorflow-<version>-<tags>.whl")
-    sha256 = c.pattern(row, "sha256", path, _SHA256, "64 lowercase hex digits")
-    yanked = row.get("yanked", False)
-    if not isinstance(yanked, bool):
-        raise c.fail(f"{path}.yanked", f"expected true or false, got {_show(yanked)}")
-    note = c.string(row, "note", path, empty=True) if "note" in row else ""
-    cuda_build = row.get("cuda_build", True)
-    if not isinstance(cuda_build, bool):
-        raise c.fail(f"{path}.cuda_build", f"expected true or false, got {_show(cuda_build)}")
 
     return TFRelease(
         version=checked,
@@ -330,43 +225,28 @@ def _release(c: _Checker, row: Any, path: str) -> TFRelease:
         compute_capabilities=caps,
         and_cuda=and_cuda,
         and_cuda_python=and_cuda_python,
-        and_cuda_python_note=and_cuda_python_note,
-        wheel=wheel,
-        sha256=sha256,
-        yanked=yanked,
-        note=note,
-        cuda_build=cuda_build,
+        and_cuda_python_note=c.string(row, "and_cuda_python_note", path, empty=True),
+        wheel=c.string(row, "wheel", path, _WHEEL),
+        sha256=c.string(row, "sha256", path, _SHA256),
+        yanked=c.boolean(row, "yanked", path, default=False),
+        note=c.string(row, "note", path, required=False, empty=True),
+        cuda_build=c.boolean(row, "cuda_build", path, default=True),
     )
 
 
 def parse(doc: Mapping[str, Any], filename: str, digest: str = "") -> TFMatrix:
     """Validate a loaded ``tensorflow.toml`` document."""
-    c = _Checker(filename)
-    schema = doc.get("schema_version")
-    if schema is None:
-        raise c.fail("schema_version", "missing")
-    if not isinstance(schema, int) or isinstance(schema, bool):
-        raise c.fail("schema_version", f"expected an integer, got {_show(schema)}")
-    if schema != SCHEMA_VERSION:
-        raise c.fail(
-            "schema_version",
-            f"this envlock reads schema {SCHEMA_VERSION}, the file has {schema}",
-            hint="use the envlock release that wrote the file, or regenerate it",
-        )
-    data_version = c.pattern(doc, "data_version", "", _DATE, "YYYY-MM-DD")
-    generated_by = c.string(doc, "generated_by", "") if "generated_by" in doc else GENERATED_BY
-    rows = doc.get("releases")
-    if not isinstance(rows, list) or not rows:
-        raise c.fail("releases", "expected a non-empty array of tables ([[releases]])")
+    from envlock.matrix.schema import Checker
+
+    c = Checker(filename, HINT)
+    c.table(doc, "", _TOP_FIELDS)
+    schema, data_version = c.header(
+        doc, SCHEMA_VERSION, hint="use the envlock release that wrote the file, or regenerate it"
+    )
+    generated_by = c.string(doc, "generated_by", "", required=False) or GENERATED_BY
+    rows = c.rows(doc, "releases")
     releases = [_release(c, row, f"releases[{i}]") for i, row in enumerate(rows)]
-    seen: dict[Version, int] = {}
-    for i, rel in enumerate(releases):
-        if rel.version in seen:
-            raise c.fail(
-                f"releases[{i}].version",
-                f"{rel.version} is listed twice (also releases[{seen[rel.version]}])",
-            )
-        seen[rel.version] = i
+    c.distinct("releases", "version", [r.version for r in releases])
     releases.sort(key=lambda r: r.version)
     return TFMatrix(
         schema_version=schema,

@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from envlock.errors import DataError
+from envlock.matrix.schema import MINOR, Checker
 
 FILENAME = "tf-tested-configs.toml"
 SCHEMA_VERSION = 1
 
-_MINOR = re.compile(r"^[0-9]+\.[0-9]+$")
 _ITEM = re.compile(r"^\s*([0-9]+)\.([0-9]+)\s*(?:-\s*([0-9]+)\.([0-9]+)\s*)?$")
 
 
@@ -103,61 +102,38 @@ class TestedConfigs:
         return below[-1] if below else series[0]
 
 
-def _fail(filename: str, path: str, problem: str) -> DataError:
-    return DataError(
-        f"{filename}: {path}: {problem}",
-        hint="the file copies TensorFlow's tested-configurations table; restore it from git",
+HINT = "the file copies TensorFlow's tested-configurations table; restore it from git"
+_TOP_FIELDS = ("schema_version", "data_version", "source", "configs")
+_FIELDS = ("version", "python", "compiler", "bazel", "cudnn", "cuda")
+
+
+def _config(c: Checker, raw: Any, path: str) -> TestedConfig:
+    row = c.table(raw, path, _FIELDS)
+    version = c.version(row, "version", path)
+    python = c.string(row, "python", path)
+    try:
+        minors = parse_python_range(python)
+    except ValueError as e:
+        raise c.fail(f"{path}.python", str(e)) from None
+    return TestedConfig(
+        version=version,
+        python=python,
+        python_minors=minors,
+        cudnn=c.string(row, "cudnn", path, MINOR),
+        cuda=c.string(row, "cuda", path, MINOR),
+        compiler=c.string(row, "compiler", path),
+        bazel=c.string(row, "bazel", path),
     )
 
 
-def _str(filename: str, row: Mapping[str, Any], key: str, path: str) -> str:
-    value = row.get(key)
-    if not isinstance(value, str) or not value.strip():
-        raise _fail(filename, f"{path}.{key}", f"expected a non-empty string, got {value!r}")
-    return value
-
-
 def parse(doc: Mapping[str, Any], filename: str) -> TestedConfigs:
-    if doc.get("schema_version") != SCHEMA_VERSION:
-        raise _fail(filename, "schema_version", f"expected {SCHEMA_VERSION}")
-    source = _str(filename, doc, "source", "")
-    data_version = _str(filename, doc, "data_version", "")
-    rows = doc.get("configs")
-    if not isinstance(rows, list) or not rows:
-        raise _fail(filename, "configs", "expected a non-empty array of tables")
-    configs: list[TestedConfig] = []
-    for i, row in enumerate(rows):
-        path = f"configs[{i}]"
-        if not isinstance(row, dict):
-            raise _fail(filename, path, "expected a table")
-        raw = _str(filename, row, "version", path)
-        try:
-            version = Version(raw)
-        except InvalidVersion:
-            raise _fail(filename, f"{path}.version", f"not a version: {raw!r}") from None
-        python = _str(filename, row, "python", path)
-        try:
-            minors = parse_python_range(python)
-        except ValueError as e:
-            raise _fail(filename, f"{path}.python", str(e)) from None
-        for key in ("cudnn", "cuda"):
-            if not _MINOR.match(_str(filename, row, key, path)):
-                raise _fail(filename, f"{path}.{key}", f'expected "X.Y", got {row[key]!r}')
-        configs.append(
-            TestedConfig(
-                version=version,
-                python=python,
-                python_minors=minors,
-                cudnn=row["cudnn"],
-                cuda=row["cuda"],
-                compiler=_str(filename, row, "compiler", path),
-                bazel=_str(filename, row, "bazel", path),
-            )
-        )
-    versions = [c.version for c in configs]
-    if len(set(versions)) != len(versions):
-        raise _fail(filename, "configs", "a version is listed twice")
-    configs.sort(key=lambda c: c.version)
+    c = Checker(filename, HINT)
+    c.table(doc, "", _TOP_FIELDS)
+    _schema, data_version = c.header(doc, SCHEMA_VERSION, hint=HINT)
+    source = c.string(doc, "source", "")
+    configs = [_config(c, raw, f"configs[{i}]") for i, raw in enumerate(c.rows(doc, "configs"))]
+    c.distinct("configs", "version", [t.version for t in configs])
+    configs.sort(key=lambda t: t.version)
     return TestedConfigs(source=source, data_version=data_version, configs=tuple(configs))
 
 
