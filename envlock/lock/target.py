@@ -31,6 +31,9 @@ _OS_GLIBC: dict[str, tuple[int, int]] = {
     "debian12": (2, 36),
 }
 DEFAULT_GLIBC = (2, 28)
+# The newest glibc among those OS families: a target that accepts every Linux
+# x86_64 wheel some base image envlock places could install (matrix refresh).
+NEWEST_GLIBC = max(_OS_GLIBC.values())
 # The newest manylinux level uv's --python-platform names.
 _UV_MAX_GLIBC = (2, 40)
 _UV_MIN_GLIBC = (2, 17)
@@ -86,7 +89,9 @@ class Target:
     @cached_property
     def tags(self) -> frozenset[Tag]:
         plats = self.platforms()
-        found = set(cpython_tags(self.python_tuple, abis=[self.cp], platforms=plats))
+        # CPython before 3.8 was built with pymalloc, whose ABI tag ends in "m"
+        abi = f"{self.cp}m" if self.python_tuple < (3, 8) else self.cp
+        found = set(cpython_tags(self.python_tuple, abis=[abi], platforms=plats))
         found.update(compatible_tags(self.python_tuple, interpreter=self.cp, platforms=plats))
         return frozenset(found)
 

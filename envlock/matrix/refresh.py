@@ -32,6 +32,7 @@ date of the newest upload among the rows, nothing depends on the clock.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import threading
 import time
@@ -47,6 +48,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from envlock.errors import DataError, EnvironmentFailure, UsageError
+from envlock.lock.target import NEWEST_GLIBC, Target
 from envlock.matrix.tensorflow import (
     GENERATED_BY,
     SCHEMA_VERSION,
@@ -56,8 +58,8 @@ from envlock.matrix.tensorflow import (
 )
 from envlock.matrix.tested import TestedConfig, TestedConfigs
 from envlock.matrix.wheelzip import RemoteZip
+from envlock.pep691 import IndexFile
 from envlock.record import replace as replace_record
-from envlock.simple import IndexFile
 from envlock.versions import Ver
 
 if TYPE_CHECKING:
@@ -69,7 +71,6 @@ PROJECT = "tensorflow"
 BUILD_INFO_SUFFIX = "/python/platform/build_info.py"
 DEFAULT_JOBS = 16
 
-_CP3 = re.compile(r"^cp3([0-9]+)$")
 _CUDNN_PACKAGE = re.compile(r"^nvidia-cudnn-cu[0-9]+$")
 _EXTRA_CLAUSE = re.compile(r"""extra\s*==\s*["']and-cuda["']""")
 
@@ -114,21 +115,14 @@ class Stats:
 
 def project_files(sess: requests.Session, index: str, project: str = PROJECT) -> list[IndexFile]:
     """Every file of ``project`` as the PEP 691 JSON page lists it."""
-    from envlock import simple
+    from envlock import pep691
 
     if not index.startswith(("http://", "https://")):
         raise UsageError(
             f"envlock matrix refresh needs an http(s) index, got {index}",
             hint="pass --index-url https://your.index/simple",
         )
-    try:
-        files = simple.project_files(sess, index, project)
-    except simple.NotJsonApi as e:
-        raise UsageError(
-            f"the package index at {index} does not answer the JSON simple API "
-            f"(PEP 691); it sent {e.content_type or 'no content type'}",
-            hint=f"use an index that serves {simple.ACCEPT}",
-        ) from None
+    files = pep691.project_files(sess, index, project)
     if files is None:
         raise UsageError(
             f"the package index at {index} has no project {project!r}",
@@ -137,32 +131,29 @@ def project_files(sess: requests.Session, index: str, project: str = PROJECT) ->
     return files
 
 
-def _linux_x86_64_minors(filename: str) -> tuple[str, ...] | None:
-    """The CPython 3 minors of a Linux x86_64 wheel, None for other files."""
-    if not filename.endswith(".whl"):
-        return None
+@functools.cache
+def linux_target(minor: str) -> Target:
+    """CPython ``minor`` on Linux x86_64 with the newest glibc a base image has."""
+    return Target(python=minor, glibc=NEWEST_GLIBC)
+
+
+def _cpython3_minors(filename: str) -> tuple[str, ...]:
+    """The CPython 3 minors a Linux x86_64 wheel installs on and is built for
+    (its ``cp3X`` interpreter tags); () for other files."""
     try:
-        _name, _ver, _build, tags = parse_wheel_filename(filename)
-    except (InvalidWheelFilename, InvalidVersion):
-        return None
-    minors: set[int] = set()
-    linux = False
-    for tag in tags:
-        if tag.platform.endswith("x86_64") and "linux" in tag.platform:
-            linux = True
-            m = _CP3.match(tag.interpreter)
-            if m:
-                minors.add(int(m.group(1)))
-    if not linux:
-        return None
-    return tuple(f"3.{n}" for n in sorted(minors))
+        tags = parse_wheel_filename(filename)[3] if filename.endswith(".whl") else ()
+    except InvalidWheelFilename:
+        return ()
+    named = {f"3.{t.interpreter[3:]}" for t in tags if t.interpreter[:3] == "cp3"}
+    minors = [m for m in named if m[2:].isdigit() and linux_target(m).wheel_ok(filename)]
+    return tuple(sorted(minors, key=Version))
 
 
 def candidates(files: Iterable[IndexFile]) -> list[Candidate]:
     """Final 2.x releases with Linux x86_64 CPython 3 wheels, sorted by version."""
     by_version: dict[Version, list[tuple[IndexFile, tuple[str, ...]]]] = {}
     for f in files:
-        minors = _linux_x86_64_minors(f.filename)
+        minors = _cpython3_minors(f.filename)
         if not minors:
             continue
         version = parse_wheel_filename(f.filename)[1]
@@ -312,16 +303,7 @@ def read_wheel(sess: requests.Session, index: str, f: IndexFile) -> WheelFacts:
 
 def and_cuda_requirements(requires_dist: Iterable[str], python: str) -> tuple[str, ...]:
     """The ``and-cuda`` extra's requirements, normalised, extra marker stripped."""
-    base_env = {
-        "python_version": python,
-        "python_full_version": f"{python}.0",
-        "implementation_name": "cpython",
-        "platform_python_implementation": "CPython",
-        "sys_platform": "linux",
-        "platform_system": "Linux",
-        "platform_machine": "x86_64",
-        "os_name": "posix",
-    }
+    base_env = linux_target(python).marker_environment()
     out: list[str] = []
     for line in requires_dist:
         try:
@@ -448,61 +430,16 @@ def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TF
 
 # -- the and-cuda extra's Pythons ---------------------------------------------
 
-_CP3_ABI = re.compile(r"^cp3([0-9]+)[dmu]*$")
-_PY3 = re.compile(r"^py3([0-9]*)$")
-
-
-def _linux_x86_64_platform(platform: str) -> bool:
-    if platform in ("any", "linux_x86_64"):
-        return True
-    return platform.startswith("manylinux") and platform.endswith("_x86_64")
-
-
 def wheel_python(filename: str, minors: Iterable[str]) -> set[str]:
     """The minors among ``minors`` ("3.X") a wheel installs on, on Linux x86_64.
 
-    ``cp3X-cp3X`` / ``cp3X-none`` serve 3.X alone, ``cp3X-abi3`` every minor
-    from 3.X on, ``py3`` every minor, ``py3X`` every minor from 3.X on;
-    free-threaded ABIs (``cp313t``), other interpreters and other platforms
-    serve none. Not a wheel (an sdist): none.
+    The tags each minor's interpreter accepts (``packaging.tags``, through
+    ``envlock.lock.target``): ``cp3X-cp3X`` / ``cp3X-none`` serve 3.X alone,
+    ``cp3X-abi3`` every minor from 3.X on, ``py3`` every minor, ``py3X`` every
+    minor from 3.X on; free-threaded ABIs (``cp313t``), other interpreters and
+    other platforms serve none. Not a wheel (an sdist): none.
     """
-    if not filename.endswith(".whl"):
-        return set()
-    try:
-        tags = parse_wheel_filename(filename)[3]
-    except (InvalidWheelFilename, InvalidVersion):
-        return set()
-    wanted = {int(m.split(".")[1]): m for m in minors}
-    out: set[int] = set()
-    for tag in tags:
-        if not _linux_x86_64_platform(tag.platform):
-            continue
-        cp = _CP3.match(tag.interpreter)
-        py = _PY3.match(tag.interpreter)
-        if cp:
-            floor = int(cp.group(1))
-            if tag.abi == "abi3":
-                out.update(n for n in wanted if n >= floor)
-            elif tag.abi == "none" or _CP3_ABI.match(tag.abi):
-                out.update(n for n in wanted if n == floor)
-        elif py:
-            floor = int(py.group(1)) if py.group(1) else 0
-            out.update(n for n in wanted if n >= floor)
-    return {wanted[n] for n in out}
-
-
-def _marker_env(minor: str) -> dict[str, str]:
-    return {
-        "python_version": minor,
-        "python_full_version": f"{minor}.0",
-        "implementation_name": "cpython",
-        "platform_python_implementation": "CPython",
-        "sys_platform": "linux",
-        "platform_system": "Linux",
-        "platform_machine": "x86_64",
-        "os_name": "posix",
-        "extra": "",
-    }
+    return {m for m in minors if linux_target(m).wheel_ok(filename)}
 
 
 def _cp_list(minors: Iterable[str]) -> str:
@@ -531,7 +468,10 @@ def and_cuda_python(
         req = Requirement(line)
         label = line.split(";")[0].strip()
         applies = [
-            m for m in python if req.marker is None or req.marker.evaluate(_marker_env(m))
+            m
+            for m in python
+            if req.marker is None
+            or req.marker.evaluate({**linux_target(m).marker_environment(), "extra": ""})
         ]
         if not applies:
             continue
@@ -592,16 +532,9 @@ def and_cuda_projects(requires_dist: Iterable[str], python: tuple[str, ...]) -> 
 
 def dependency_files(sess: requests.Session, index: str, project: str) -> list[IndexFile] | None:
     """The files of an and-cuda requirement's project; None when the index has none."""
-    from envlock import simple
+    from envlock import pep691
 
-    try:
-        return simple.project_files(sess, index, project)
-    except simple.NotJsonApi as e:
-        raise UsageError(
-            f"the package index at {index} does not answer the JSON simple API "
-            f"(PEP 691) for {project}; it sent {e.content_type or 'no content type'}",
-            hint=f"use an index that serves {simple.ACCEPT}",
-        ) from None
+    return pep691.project_files(sess, index, project)
 
 
 # -- the whole refresh ---------------------------------------------------------
