@@ -16,7 +16,8 @@ from packaging.version import Version
 
 from envlock.cli import main
 from envlock.errors import EnvironmentFailure, UsageError
-from envlock.matrix import check, load_tensorflow, tested
+from envlock.lock.target import newest_linux
+from envlock.matrix import and_cuda, check, load_tensorflow, tested
 from envlock.matrix import refresh as refresh_mod
 from envlock.matrix.wheelzip import TAIL, RemoteZip
 from envlock.pep691 import IndexFile
@@ -427,7 +428,7 @@ def _files(*names: str, yanked: tuple[str, ...] = ()) -> list[IndexFile]:
 )
 def test_wheel_python(filename: str, served: list[str]) -> None:
     minors = ("3.9", "3.10", "3.11", "3.12", "3.13")
-    assert sorted(refresh_mod.wheel_python(filename, minors), key=Version) == served
+    assert sorted(and_cuda.wheel_python(filename, minors), key=Version) == served
 
 
 def test_and_cuda_python_rules() -> None:
@@ -446,27 +447,27 @@ def test_and_cuda_python_rules() -> None:
         "gone": None,
     }
     # the 2.14 case: tensorrt==8.5.3.1 has no cp311 wheel
-    assert refresh_mod.and_cuda_python(["tensorrt==8.5.3.1"], python, pages) == (
+    assert and_cuda.and_cuda_python(["tensorrt==8.5.3.1"], python, pages) == (
         ("3.9", "3.10"), "tensorrt==8.5.3.1: no cp311 wheel")
     # a marker that leaves 3.11 out takes the requirement away for 3.11
-    assert refresh_mod.and_cuda_python(
+    assert and_cuda.and_cuda_python(
         ['tensorrt==8.5.3.1; python_version < "3.11"', 'tensorrt; platform_system == "Windows"'],
         python, pages) == (python, "")
     # sdist only, nothing allowed, a missing project: every minor goes
-    assert refresh_mod.and_cuda_python(["tensorrt==8.6.1.post1"], python, pages) == (
+    assert and_cuda.and_cuda_python(["tensorrt==8.6.1.post1"], python, pages) == (
         (), "tensorrt==8.6.1.post1: only an sdist, no Linux x86_64 wheel")
-    assert refresh_mod.and_cuda_python(["only-old>=2"], python, pages) == (
+    assert and_cuda.and_cuda_python(["only-old>=2"], python, pages) == (
         (), "only-old>=2: no Linux x86_64 wheel of an allowed version")
-    assert refresh_mod.and_cuda_python(["gone==1", "tensorrt==8.5.3.1"], python, pages) == (
+    assert and_cuda.and_cuda_python(["gone==1", "tensorrt==8.5.3.1"], python, pages) == (
         (), "gone==1: not on the index; tensorrt==8.5.3.1: no cp311 wheel")
     # yanked files count only for an exact pin (PEP 592)
-    assert refresh_mod.and_cuda_python(["yanked>=1"], python, pages) == (
+    assert and_cuda.and_cuda_python(["yanked>=1"], python, pages) == (
         ("3.9",), "yanked>=1: no cp310 or cp311 wheel")
-    assert refresh_mod.and_cuda_python(["yanked==2.0"], python, pages) == (python, "")
+    assert and_cuda.and_cuda_python(["yanked==2.0"], python, pages) == (python, "")
     # pre-releases only when the specifier names one
-    assert refresh_mod.and_cuda_python(["pre>=2"], python, pages) == (
+    assert and_cuda.and_cuda_python(["pre>=2"], python, pages) == (
         ("3.10", "3.11"), "pre>=2: no cp39 wheel")
-    assert refresh_mod.and_cuda_python(["pre>=3.0rc1"], python, pages) == (python, "")
+    assert and_cuda.and_cuda_python(["pre>=3.0rc1"], python, pages) == (python, "")
 
 
 def test_candidates_keep_final_and_post_releases_only() -> None:
@@ -508,7 +509,7 @@ def test_candidates_read_python_minors_through_the_lock_targets_tags() -> None:
     )
     found = {str(c.version): c.python for c in refresh_mod.candidates(files)}
     assert found == {"2.0.0": ("3.5", "3.7"), "2.20.0": ("3.13",)}
-    assert refresh_mod.wheel_python("x-1-cp37-cp37m-manylinux2010_x86_64.whl", ["3.7"]) == {"3.7"}
+    assert and_cuda.wheel_python("x-1-cp37-cp37m-manylinux2010_x86_64.whl", ["3.7"]) == {"3.7"}
 
 
 def test_and_cuda_markers_use_the_lock_targets_environment() -> None:
@@ -522,7 +523,7 @@ def test_and_cuda_markers_use_the_lock_targets_environment() -> None:
         'nvidia-a==1; python_version < "3.12"',)
     assert refresh_mod.and_cuda_requirements(requires, "3.12") == (
         'nvidia-c==3; implementation_version >= "3.12"',)
-    env = refresh_mod.linux_target("3.12").marker_environment()
+    env = newest_linux("3.12").marker_environment()
     assert (env["python_version"], env["platform_machine"], env["sys_platform"]) == (
         "3.12", "x86_64", "linux")
 

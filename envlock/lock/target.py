@@ -8,6 +8,7 @@ tags such an interpreter accepts, computed with ``packaging.tags``.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -31,8 +32,6 @@ _OS_GLIBC: dict[str, tuple[int, int]] = {
     "debian12": (2, 36),
 }
 DEFAULT_GLIBC = (2, 28)
-# The newest glibc among those OS families: a target that accepts every Linux
-# x86_64 wheel some base image envlock places could install (matrix refresh).
 NEWEST_GLIBC = max(_OS_GLIBC.values())
 # The newest manylinux level uv's --python-platform names.
 _UV_MAX_GLIBC = (2, 40)
@@ -132,3 +131,10 @@ class Target:
 
     def describe(self) -> str:
         return f"CPython {self.python}, Linux {self.arch}, {self.manylinux}"
+
+
+@functools.cache
+def newest_linux(python: str) -> Target:
+    """CPython ``python`` on Linux x86_64 with the newest glibc a base image has:
+    it accepts every wheel some lock envlock makes could install (matrix refresh)."""
+    return Target(python=python, glibc=NEWEST_GLIBC)

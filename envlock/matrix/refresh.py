@@ -14,15 +14,15 @@
    CUDA "10", build_info gives only the cuDNN major before the and-cuda extra
    existed), the tested-configurations table completes it; each row records
    the source of CUDA and cuDNN.
-5. The ``and-cuda`` extra's Pythons: each requirement's project page (PEP
-   691, fetched once per project across releases, in the same pool) gives the
-   versions its specifier allows and their wheels; a minor of the release's
-   ``python`` stays in ``and_cuda_python`` when every requirement that applies
-   to it (markers evaluated for Linux x86_64 and that minor) has an allowed
-   version with a Linux x86_64 wheel for it. ``and_cuda_python_note`` says
-   which requirement removed which minor (TensorFlow 2.14's tensorrt==8.5.3.1
-   has no cp311 wheel, so ``tensorflow[and-cuda]==2.14.1`` cannot be installed
-   on 3.11).
+5. The ``and-cuda`` extra's Pythons (``envlock.matrix.and_cuda``): each
+   requirement's project page (PEP 691, fetched once per project across
+   releases, in the same pool) gives the versions its specifier allows and
+   their wheels; a minor of the release's ``python`` stays in
+   ``and_cuda_python`` when every requirement that applies to it (markers
+   evaluated for Linux x86_64 and that minor) has an allowed version with a
+   Linux x86_64 wheel for it. ``and_cuda_python_note`` says which requirement
+   removed which minor (TensorFlow 2.14's tensorrt==8.5.3.1 has no cp311
+   wheel, so ``tensorflow[and-cuda]==2.14.1`` cannot be installed on 3.11).
 6. Notes come from matrices/tf-notes.toml (see envlock.matrix.check).
 
 Same index state, same bytes: rows sorted by version, ``data_version`` is the
@@ -32,7 +32,6 @@ date of the newest upload among the rows, nothing depends on the clock.
 from __future__ import annotations
 
 import ast
-import functools
 import re
 import threading
 import time
@@ -48,7 +47,8 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from envlock.errors import DataError, EnvironmentFailure, UsageError
-from envlock.lock.target import NEWEST_GLIBC, Target
+from envlock.lock.target import newest_linux
+from envlock.matrix.and_cuda import and_cuda_python
 from envlock.matrix.tensorflow import (
     GENERATED_BY,
     SCHEMA_VERSION,
@@ -131,12 +131,6 @@ def project_files(sess: requests.Session, index: str, project: str = PROJECT) ->
     return files
 
 
-@functools.cache
-def linux_target(minor: str) -> Target:
-    """CPython ``minor`` on Linux x86_64 with the newest glibc a base image has."""
-    return Target(python=minor, glibc=NEWEST_GLIBC)
-
-
 def _cpython3_minors(filename: str) -> tuple[str, ...]:
     """The CPython 3 minors a Linux x86_64 wheel installs on and is built for
     (its ``cp3X`` interpreter tags); () for other files."""
@@ -145,7 +139,7 @@ def _cpython3_minors(filename: str) -> tuple[str, ...]:
     except InvalidWheelFilename:
         return ()
     named = {f"3.{t.interpreter[3:]}" for t in tags if t.interpreter[:3] == "cp3"}
-    minors = [m for m in named if m[2:].isdigit() and linux_target(m).wheel_ok(filename)]
+    minors = [m for m in named if m[2:].isdigit() and newest_linux(m).wheel_ok(filename)]
     return tuple(sorted(minors, key=Version))
 
 
@@ -303,7 +297,7 @@ def read_wheel(sess: requests.Session, index: str, f: IndexFile) -> WheelFacts:
 
 def and_cuda_requirements(requires_dist: Iterable[str], python: str) -> tuple[str, ...]:
     """The ``and-cuda`` extra's requirements, normalised, extra marker stripped."""
-    base_env = linux_target(python).marker_environment()
+    base_env = newest_linux(python).marker_environment()
     out: list[str] = []
     for line in requires_dist:
         try:
@@ -426,99 +420,6 @@ def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TF
         note="",
         cuda_build=cuda_build,
     )
-
-
-# -- the and-cuda extra's Pythons ---------------------------------------------
-
-def wheel_python(filename: str, minors: Iterable[str]) -> set[str]:
-    """The minors among ``minors`` ("3.X") a wheel installs on, on Linux x86_64.
-
-    The tags each minor's interpreter accepts (``packaging.tags``, through
-    ``envlock.lock.target``): ``cp3X-cp3X`` / ``cp3X-none`` serve 3.X alone,
-    ``cp3X-abi3`` every minor from 3.X on, ``py3`` every minor, ``py3X`` every
-    minor from 3.X on; free-threaded ABIs (``cp313t``), other interpreters and
-    other platforms serve none. Not a wheel (an sdist): none.
-    """
-    return {m for m in minors if linux_target(m).wheel_ok(filename)}
-
-
-def _cp_list(minors: Iterable[str]) -> str:
-    tags = [f"cp{m.replace('.', '')}" for m in minors]
-    if len(tags) <= 1:
-        return "".join(tags)
-    return ", ".join(tags[:-1]) + " or " + tags[-1]
-
-
-def and_cuda_python(
-    and_cuda: Iterable[str],
-    python: tuple[str, ...],
-    pages: Mapping[str, list[IndexFile] | None],
-) -> tuple[tuple[str, ...], str]:
-    """(minors of ``python`` every applicable and-cuda requirement has a wheel
-    for, the note saying which requirement removed which minor).
-
-    ``pages`` maps a canonical project name to its files (None: the index has
-    no such project). A version counts when the requirement's specifier allows
-    it (pre-releases only when the specifier names one); a yanked file only
-    when the requirement pins its version with ``==`` (PEP 592).
-    """
-    kept = list(python)
-    notes: list[str] = []
-    for line in and_cuda:
-        req = Requirement(line)
-        label = line.split(";")[0].strip()
-        applies = [
-            m
-            for m in python
-            if req.marker is None
-            or req.marker.evaluate({**linux_target(m).marker_environment(), "extra": ""})
-        ]
-        if not applies:
-            continue
-        files = pages.get(canonicalize_name(req.name))
-        pinned = any(
-            s.operator in ("==", "===") and not s.version.endswith(".*") for s in req.specifier
-        )
-        pre = bool(req.specifier.prereleases)  # packaging 26 lets None admit them
-        served: set[str] = set()
-        allowed_sdist = False
-        for f in files or ():
-            if f.yanked and not pinned:
-                continue
-            if f.filename.endswith(".whl"):
-                try:
-                    version = parse_wheel_filename(f.filename)[1]
-                except (InvalidWheelFilename, InvalidVersion):
-                    continue
-                if req.specifier.contains(version, prereleases=pre):
-                    served |= wheel_python(f.filename, applies)
-            else:
-                allowed_sdist = allowed_sdist or _sdist_allowed(f.filename, req, pre)
-        missing = [m for m in applies if m not in served]
-        if not missing:
-            continue
-        kept = [m for m in kept if m not in missing]
-        if files is None:
-            notes.append(f"{label}: not on the index")
-        elif served:
-            notes.append(f"{label}: no {_cp_list(missing)} wheel")
-        elif allowed_sdist:
-            notes.append(f"{label}: only an sdist, no Linux x86_64 wheel")
-        else:
-            notes.append(f"{label}: no Linux x86_64 wheel of an allowed version")
-    return tuple(kept), "; ".join(notes)
-
-
-def _sdist_allowed(filename: str, req: Requirement, pre: bool) -> bool:
-    """Whether an sdist (``name-version.tar.gz`` / ``.zip``) is of an allowed version."""
-    for suffix in (".tar.gz", ".zip"):
-        if filename.endswith(suffix):
-            text = filename[: -len(suffix)].rsplit("-", 1)[-1]
-            try:
-                return req.specifier.contains(Version(text), prereleases=pre)
-            except InvalidVersion:
-                return False
-    return False
 
 
 def and_cuda_projects(requires_dist: Iterable[str], python: tuple[str, ...]) -> set[str]:
