@@ -9,8 +9,8 @@
 2. Peer: downloading the same wheel whole (what pip would fetch to learn the
    same facts), median of --download-runs (0 skips it; it is ~500 MB each).
 3. Full refresh: ``envlock matrix refresh -o TMP --json`` as a user runs it,
-   wall time including interpreter start, median of --refresh-runs; its
-   output must be byte-identical across runs.
+   wall time including interpreter start, and its CPU time (user + system),
+   median of --refresh-runs; its output must be byte-identical across runs.
 
 Prints a JSON document (and writes it to --out when given).
 """
@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -91,14 +92,17 @@ def full_refresh(index_arg: list[str]) -> dict[str, Any]:
         out = Path(tmp) / "tensorflow.toml"
         cmd = [str(ROOT / ".venv" / "bin" / "envlock"), "matrix", "refresh", "-o", str(out),
                "--json", *index_arg]
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
         if proc.returncode != 0:
             raise SystemExit(f"refresh failed ({proc.returncode}): {proc.stderr}")
         summary = json.loads(proc.stdout)
         digest = hashlib.sha256(out.read_bytes()).hexdigest()
-    return {"seconds": seconds, "digest": digest, **{k: summary[k] for k in
+    return {"seconds": seconds, "cpu": cpu, "digest": digest, **{k: summary[k] for k in
                                                    ("releases", "requests", "bytes_read")}}
 
 
@@ -153,6 +157,7 @@ def main() -> int:
         result["full_refresh"] = {
             "runs": [round(r["seconds"], 2) for r in refreshes],
             "median_s": round(statistics.median(r["seconds"] for r in refreshes), 2),
+            "cpu_median_s": round(statistics.median(r["cpu"] for r in refreshes), 2),
             "releases": refreshes[0]["releases"],
             "requests": refreshes[0]["requests"],
             "bytes_read": refreshes[0]["bytes_read"],

@@ -439,6 +439,65 @@ def test_writers_match_golden_files(name: str, writer: Any) -> None:
     assert text == path.read_text(encoding="utf-8")
 
 
+# Every C0 control character and DEL: TOML allows none of them raw in a string,
+# and only a tab in a comment. The hand writer this replaced emitted DEL raw.
+CONTROL = "".join(chr(c) for c in [*range(0x20), 0x7F])
+
+
+def _lock_with_text(text: str) -> Lock:
+    base = _fixed_lock()
+    return Lock(
+        resolution=Resolution.from_dict(
+            {**base.resolution.to_dict(), "reasons": [f"reason {text}"], "warnings": [text]}
+        ),
+        input=LockInput(spec=f"tensorflow==2.15{text}", with_requirements=(text,)),
+        packages=tuple(
+            LockedPackage(
+                p.name,
+                p.version,
+                tuple(LockedWheel(w.filename, w.url + text, w.size, w.sha256) for w in p.wheels),
+            )
+            for p in base.packages
+        ),
+        resolver="uv",
+        resolver_version=f"0.13.9{text}",
+        top_requirements=(f"tensorflow{text}",),
+    )
+
+
+def test_control_characters_round_trip_through_tomllib_and_packaging_pylock() -> None:
+    lk = _lock_with_text(CONTROL)
+    text = pylock_text(lk)
+    doc = tomllib.loads(text)  # the old writer's raw DEL failed here
+    Pylock.from_dict(doc).validate()
+    assert doc["tool"]["envlock"]["resolution"]["warnings"] == [CONTROL]
+    assert doc["packages"][0]["wheels"][0]["url"].endswith(CONTROL)
+    assert parse_pylock(text, "x") == lk
+    # the header repeats the values as comments: one line each, controls shown escaped
+    regenerate = [ln for ln in text.splitlines() if ln.startswith("# Regenerate")]
+    assert len(regenerate) == 1
+    assert "\\x7f" in regenerate[0] and "\\x00" in regenerate[0] and "\\x0a" in regenerate[0]
+    assert "\t" in regenerate[0]  # a tab is allowed in a TOML comment
+    comments = [ln for ln in text.splitlines() if ln.startswith("#")]
+    assert len(comments) == 6
+
+
+def test_control_characters_stay_inside_requirements_txt_comments() -> None:
+    text = requirements_text(_lock_with_text(CONTROL))
+    lines = text.splitlines()
+    header = lines[: lines.index("")]
+    assert len(header) == 10 and all(ln.startswith("#") for ln in header)
+    assert "\\x0a" in header[1] and "\x7f" not in text
+    body = [ln for ln in lines[len(header) :] if ln]
+    assert body[0] == "numpy==1.26.4 \\"
+
+
+@given(st.text(max_size=20))
+def test_any_text_in_a_lock_round_trips(text: str) -> None:
+    lk = _lock_with_text(text)
+    assert parse_pylock(pylock_text(lk), "x") == lk
+
+
 # ------------------------------------------------------------------ conflict parsing
 
 

@@ -48,13 +48,13 @@ def sdist_index() -> Iterator[FakeIndex]:
 def test_fake_index_serves_an_sdist_with_its_hash_in_json_and_html(
     sdist_index: FakeIndex,
 ) -> None:
-    from envlock import http, simple
+    from envlock import http, pep691
 
     sdist = sdist_index.wheels["src_only-1.0.tar.gz"]
     assert (sdist.project, sdist.version, sdist.is_sdist) == ("src-only", "1.0", True)
     sess = http.session()
     try:
-        files = simple.project_files(sess, sdist_index.url, "src-only")
+        files = pep691.project_files(sess, sdist_index.url, "src-only")
         assert files is not None
         listed = {f.filename: f for f in files}
         assert sorted(listed) == [

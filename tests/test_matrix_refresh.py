@@ -16,10 +16,11 @@ from packaging.version import Version
 
 from envlock.cli import main
 from envlock.errors import EnvironmentFailure, UsageError
-from envlock.matrix import check, load_tensorflow, tested
+from envlock.lock.target import newest_linux
+from envlock.matrix import and_cuda, check, load_tensorflow, tested
 from envlock.matrix import refresh as refresh_mod
 from envlock.matrix.wheelzip import TAIL, RemoteZip
-from envlock.simple import IndexFile
+from envlock.pep691 import IndexFile
 
 BUILD_INFO_2_15 = '''"""Auto-generated module providing information about the build."""
 import collections
@@ -427,7 +428,7 @@ def _files(*names: str, yanked: tuple[str, ...] = ()) -> list[IndexFile]:
 )
 def test_wheel_python(filename: str, served: list[str]) -> None:
     minors = ("3.9", "3.10", "3.11", "3.12", "3.13")
-    assert sorted(refresh_mod.wheel_python(filename, minors), key=Version) == served
+    assert sorted(and_cuda.wheel_python(filename, minors), key=Version) == served
 
 
 def test_and_cuda_python_rules() -> None:
@@ -446,27 +447,27 @@ def test_and_cuda_python_rules() -> None:
         "gone": None,
     }
     # the 2.14 case: tensorrt==8.5.3.1 has no cp311 wheel
-    assert refresh_mod.and_cuda_python(["tensorrt==8.5.3.1"], python, pages) == (
+    assert and_cuda.and_cuda_python(["tensorrt==8.5.3.1"], python, pages) == (
         ("3.9", "3.10"), "tensorrt==8.5.3.1: no cp311 wheel")
     # a marker that leaves 3.11 out takes the requirement away for 3.11
-    assert refresh_mod.and_cuda_python(
+    assert and_cuda.and_cuda_python(
         ['tensorrt==8.5.3.1; python_version < "3.11"', 'tensorrt; platform_system == "Windows"'],
         python, pages) == (python, "")
     # sdist only, nothing allowed, a missing project: every minor goes
-    assert refresh_mod.and_cuda_python(["tensorrt==8.6.1.post1"], python, pages) == (
+    assert and_cuda.and_cuda_python(["tensorrt==8.6.1.post1"], python, pages) == (
         (), "tensorrt==8.6.1.post1: only an sdist, no Linux x86_64 wheel")
-    assert refresh_mod.and_cuda_python(["only-old>=2"], python, pages) == (
+    assert and_cuda.and_cuda_python(["only-old>=2"], python, pages) == (
         (), "only-old>=2: no Linux x86_64 wheel of an allowed version")
-    assert refresh_mod.and_cuda_python(["gone==1", "tensorrt==8.5.3.1"], python, pages) == (
+    assert and_cuda.and_cuda_python(["gone==1", "tensorrt==8.5.3.1"], python, pages) == (
         (), "gone==1: not on the index; tensorrt==8.5.3.1: no cp311 wheel")
     # yanked files count only for an exact pin (PEP 592)
-    assert refresh_mod.and_cuda_python(["yanked>=1"], python, pages) == (
+    assert and_cuda.and_cuda_python(["yanked>=1"], python, pages) == (
         ("3.9",), "yanked>=1: no cp310 or cp311 wheel")
-    assert refresh_mod.and_cuda_python(["yanked==2.0"], python, pages) == (python, "")
+    assert and_cuda.and_cuda_python(["yanked==2.0"], python, pages) == (python, "")
     # pre-releases only when the specifier names one
-    assert refresh_mod.and_cuda_python(["pre>=2"], python, pages) == (
+    assert and_cuda.and_cuda_python(["pre>=2"], python, pages) == (
         ("3.10", "3.11"), "pre>=2: no cp39 wheel")
-    assert refresh_mod.and_cuda_python(["pre>=3.0rc1"], python, pages) == (python, "")
+    assert and_cuda.and_cuda_python(["pre>=3.0rc1"], python, pages) == (python, "")
 
 
 def test_candidates_keep_final_and_post_releases_only() -> None:
@@ -489,3 +490,85 @@ def test_candidates_keep_final_and_post_releases_only() -> None:
     )
     found = refresh_mod.candidates(files)
     assert [str(c.version) for c in found] == ["2.15.0", "2.15.0.post1"]
+
+
+# -- one tag logic, one marker environment, one PEP 691 wrapper, one TOML writer ------
+
+
+def test_candidates_read_python_minors_through_the_lock_targets_tags() -> None:
+    """Python 3.5-3.7 wheels carry the pymalloc ABI (cp37m); Python 2, other
+    platforms and musl are left out; the newest glibc envlock places is accepted."""
+    files = _files(
+        "tensorflow-2.0.0-cp27-cp27mu-manylinux2010_x86_64.whl",
+        "tensorflow-2.0.0-cp35-cp35m-manylinux2010_x86_64.whl",
+        "tensorflow-2.0.0-cp37-cp37m-manylinux2010_x86_64.whl",
+        "tensorflow-2.0.0-cp37-cp37m-win_amd64.whl",
+        "tensorflow-2.20.0-cp313-cp313-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+        "tensorflow-2.20.0-cp312-cp312-musllinux_1_2_x86_64.whl",
+        "tensorflow-2.20.0-cp314-cp314-manylinux_2_99_x86_64.whl",  # newer than any base image
+    )
+    found = {str(c.version): c.python for c in refresh_mod.candidates(files)}
+    assert found == {"2.0.0": ("3.5", "3.7"), "2.20.0": ("3.13",)}
+    assert and_cuda.wheel_python("x-1-cp37-cp37m-manylinux2010_x86_64.whl", ["3.7"]) == {"3.7"}
+
+
+def test_and_cuda_markers_use_the_lock_targets_environment() -> None:
+    requires = [
+        'nvidia-a==1; extra == "and-cuda" and python_version < "3.12"',
+        'nvidia-b==2; extra == "and-cuda" and platform_machine == "aarch64"',
+        'nvidia-c==3; extra == "and-cuda" and implementation_version >= "3.12"',
+        "numpy>=1.26",
+    ]
+    assert refresh_mod.and_cuda_requirements(requires, "3.11") == (
+        'nvidia-a==1; python_version < "3.12"',)
+    assert refresh_mod.and_cuda_requirements(requires, "3.12") == (
+        'nvidia-c==3; implementation_version >= "3.12"',)
+    env = newest_linux("3.12").marker_environment()
+    assert (env["python_version"], env["platform_machine"], env["sys_platform"]) == (
+        "3.12", "x86_64", "linux")
+
+
+def test_one_pep691_wrapper_words_a_non_json_index_for_every_command(
+    fake_index: FakeIndex,
+) -> None:
+    from envlock import http, pep691
+    from envlock.lock.pip_files import fetch_files
+
+    sess = http.session()
+    try:
+        files = pep691.project_files(sess, fake_index.url, "tensorflow")
+        served = {n: w.sha256 for n, w in fake_index.wheels.items() if w.project == "tensorflow"}
+        assert files and {f.filename: f.sha256 for f in files} == served
+        assert pep691.project_files(sess, fake_index.url, "no-such-project") is None
+        fake_index.json_api = False
+        with pytest.raises(UsageError) as err:
+            pep691.project_files(sess, fake_index.url, "tensorflow")
+    finally:
+        sess.close()
+    assert err.value.exit_code == 2
+    assert err.value.message == (
+        f"the package index at {fake_index.url} does not answer the JSON simple API (PEP 691); "
+        "it sent text/html for tensorflow"
+    )
+    assert err.value.hint == f"use an index that serves {pep691.ACCEPT}"
+    with pytest.raises(UsageError) as err:
+        fetch_files(fake_index.url, ["tensorflow"])
+    assert err.value.message.endswith("it sent text/html for tensorflow")
+    assert (err.value.hint or "").startswith("use the uv resolver")
+
+
+def test_matrix_writer_escapes_control_characters() -> None:
+    import copy
+
+    import tomllib
+
+    from envlock.matrix.tensorflow import dumps
+
+    control = "".join(chr(c) for c in [*range(0x20), 0x7F])
+    tf = copy.copy(load_tensorflow())
+    odd = copy.copy(tf.releases[0])
+    object.__setattr__(odd, "note", f"note {control}")  # frozen: no validation on this path
+    object.__setattr__(tf, "releases", (odd, *tf.releases[1:]))
+    text = dumps(tf)
+    assert "\x7f" not in text
+    assert tomllib.loads(text)["releases"][0]["note"] == f"note {control}"

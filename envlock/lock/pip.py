@@ -23,7 +23,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from envlock.errors import DataError, EnvironmentFailure, UsageError
-from envlock.lock.simple import fetch_files, wheels_for
+from envlock.lock.pip_files import fetch_files, wheels_for
 from envlock.lock.target import Target
 from envlock.lock.uv import ResolverFailed
 from envlock.model import LockedPackage, LockedWheel

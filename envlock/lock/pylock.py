@@ -1,7 +1,8 @@
 """PEP 751 pylock.toml: write it from a Lock, read a Lock back from it.
 
-The writer is small and exact (sorted packages, sorted wheels, no clock), so
-the same lock always gives the same bytes. ``[tool.envlock]`` carries what
+Written with tomli-w from plain data (sorted packages, sorted wheels, no
+clock), so the same lock always gives the same bytes; read back and validated
+with ``packaging.pylock``. ``[tool.envlock]`` carries what
 ``envlock render`` and ``envlock lock --check`` need to start again: the
 resolution, the user's input, the resolver and its version, and the
 requirements handed to the resolver.
@@ -9,13 +10,15 @@ requirements handed to the resolver.
 
 from __future__ import annotations
 
-import json
+import re
 import shlex
 import sys
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
+
+import tomli_w
 
 from envlock.errors import DataError
 from envlock.lock.target import Target
@@ -29,33 +32,15 @@ else:  # pragma: no cover
 PYLOCK = "pylock.toml"
 
 
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{_key(k)} = {_toml(v)}" for k, v in value.items()) + " }"
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+# TOML allows a tab in a comment, no other control character.
+_NOT_IN_COMMENT = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
-def _key(key: str) -> str:
-    if key and all(c.isalnum() or c in "-_" for c in key):
-        return key
-    return json.dumps(key, ensure_ascii=False)
-
-
-def _table(name: str, data: Mapping[str, Any]) -> list[str]:
-    lines = [f"[{name}]"]
-    for k, v in data.items():
-        if v is None:
-            continue
-        lines.append(f"{_key(k)} = {_toml(v)}")
-    return lines
+def comment(line: str) -> str:
+    """``line`` as one comment line; control characters are shown escaped (``\\x7f``)."""
+    if not line:
+        return "#"
+    return "# " + _NOT_IN_COMMENT.sub(lambda m: f"\\x{ord(m.group()):02x}", line)
 
 
 def target_of(lock: Lock) -> Target:
@@ -100,53 +85,56 @@ def describe(lock: Lock) -> str:
     )
 
 
-def pylock_text(lock: Lock) -> str:
+def _without_none(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def pylock_document(lock: Lock) -> dict[str, Any]:
+    """The PEP 751 document of ``lock`` as TOML-ready plain data (sorted, no clock)."""
     target = target_of(lock)
-    lines = [
-        f"# PEP 751 lock made by envlock: {describe(lock)}.",
-        f"# Resolved with {lock.resolver} {lock.resolver_version} from: "
-        + " ".join(lock.top_requirements),
-        "# Install into a fresh venv: uv pip install -r pylock.toml",
-        "#   (or: pip install --require-hashes --no-deps -r requirements.txt)",
-        f"# Regenerate (in this folder): {regenerate_command(lock)}",
-        "# Check it is current:         envlock lock --check .",
-        'lock-version = "1.0"',
-        f"environments = {_toml([target.environment])}",
-        f"requires-python = {_toml(f'=={target.python}.*')}",
-        'created-by = "envlock"',
-    ]
-    for pkg in sorted(lock.packages, key=lambda p: p.name):
-        lines += [
-            "",
-            "[[packages]]",
-            f"name = {_toml(pkg.name)}",
-            f"version = {_toml(pkg.version)}",
-        ]
-        lines.append("wheels = [")
-        for w in sorted(pkg.wheels, key=lambda w: w.filename):
-            entry = {
-                "name": w.filename,
-                "url": w.url,
-                "size": w.size,
-                "hashes": {"sha256": w.sha256},
-            }
-            lines.append(f"    {_toml(entry)},")
-        lines.append("]")
-    lines.append("")
-    lines += _table(
-        "tool.envlock",
+    packages = [
         {
-            "resolver": lock.resolver,
-            "resolver_version": lock.resolver_version,
-            "platform": target.manylinux,
-            "top_requirements": list(lock.top_requirements),
-        },
+            "name": pkg.name,
+            "version": pkg.version,
+            "wheels": [
+                {"name": w.filename, "url": w.url, "size": w.size, "hashes": {"sha256": w.sha256}}
+                for w in sorted(pkg.wheels, key=lambda w: w.filename)
+            ],
+        }
+        for pkg in sorted(lock.packages, key=lambda p: p.name)
+    ]
+    tool = {
+        "resolver": lock.resolver,
+        "resolver_version": lock.resolver_version,
+        "platform": target.manylinux,
+        "top_requirements": list(lock.top_requirements),
+        "resolution": _without_none(lock.resolution.to_dict()),
+        "input": _without_none(lock.input.to_dict()),
+    }
+    return {
+        "lock-version": "1.0",
+        "environments": [target.environment],
+        "requires-python": f"=={target.python}.*",
+        "created-by": "envlock",
+        "packages": packages,
+        "tool": {"envlock": tool},
+    }
+
+
+def pylock_text(lock: Lock) -> str:
+    """pylock.toml: a header saying how to use and remake it, then the document (tomli-w)."""
+    header = [
+        f"PEP 751 lock made by envlock: {describe(lock)}.",
+        f"Resolved with {lock.resolver} {lock.resolver_version} from: "
+        + " ".join(lock.top_requirements),
+        "Install into a fresh venv: uv pip install -r pylock.toml",
+        "  (or: pip install --require-hashes --no-deps -r requirements.txt)",
+        f"Regenerate (in this folder): {regenerate_command(lock)}",
+        "Check it is current:         envlock lock --check .",
+    ]
+    return "".join(comment(line) + "\n" for line in header) + tomli_w.dumps(
+        pylock_document(lock)
     )
-    lines.append("")
-    lines += _table("tool.envlock.resolution", lock.resolution.to_dict())
-    lines.append("")
-    lines += _table("tool.envlock.input", lock.input.to_dict())
-    return "\n".join(lines) + "\n"
 
 
 def _resolution(data: Mapping[str, Any], where: str) -> Resolution:
@@ -163,22 +151,21 @@ def _resolution(data: Mapping[str, Any], where: str) -> Resolution:
 
 
 def parse_pylock(text: str, where: str) -> Lock:
-    """A Lock from pylock.toml text; ``where`` names the file in errors."""
+    """A Lock from pylock.toml text, read through ``packaging.pylock``; ``where`` names
+    the file in errors."""
     from packaging.pylock import Pylock, PylockValidationError
 
     try:
-        doc = tomllib.loads(text)
+        pylock = Pylock.from_dict(tomllib.loads(text))
     except tomllib.TOMLDecodeError as e:
         raise DataError(
             f"{where}: not valid TOML ({e})", hint="regenerate it with envlock lock"
         ) from None
-    try:
-        Pylock.from_dict(doc)
     except PylockValidationError as e:
         raise DataError(
             f"{where}: not a valid PEP 751 lock: {e}", hint="regenerate it with envlock lock"
         ) from None
-    tool = (doc.get("tool") or {}).get("envlock")
+    tool = (pylock.tool or {}).get("envlock")
     if not isinstance(tool, dict):
         raise DataError(
             f"{where}: no [tool.envlock] table (not made by envlock lock)",
@@ -190,20 +177,19 @@ def parse_pylock(text: str, where: str) -> Lock:
     except TypeError as e:
         raise DataError(f"{where}: [tool.envlock] is incomplete ({e})") from None
     packages: list[LockedPackage] = []
-    for i, pkg in enumerate(doc.get("packages", [])):
+    for i, pkg in enumerate(pylock.packages):
         wheels = []
-        for j, w in enumerate(pkg.get("wheels") or []):
-            sha = (w.get("hashes") or {}).get("sha256")
-            if not sha or not w.get("url") or "size" not in w:
+        for j, w in enumerate(pkg.wheels or ()):
+            sha = w.hashes.get("sha256")
+            if not sha or not w.url or w.size is None:
                 raise DataError(
                     f"{where}: packages[{i}].wheels[{j}]: url, size and sha256 are required"
                 )
-            name = w.get("name") or str(w["url"]).rsplit("/", 1)[-1]
-            wheels.append(LockedWheel(filename=name, url=w["url"], size=int(w["size"]), sha256=sha))
-        if not wheels:
-            raise DataError(f"{where}: packages[{i}] ({pkg.get('name')}) has no wheels")
+            wheels.append(LockedWheel(filename=w.filename, url=w.url, size=w.size, sha256=sha))
+        if not wheels or pkg.version is None:
+            raise DataError(f"{where}: packages[{i}] ({pkg.name}) has no version or no wheels")
         packages.append(
-            LockedPackage(name=pkg["name"], version=pkg["version"], wheels=tuple(wheels))
+            LockedPackage(name=pkg.name, version=str(pkg.version), wheels=tuple(wheels))
         )
     return Lock(
         resolution=resolution,

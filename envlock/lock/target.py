@@ -8,6 +8,7 @@ tags such an interpreter accepts, computed with ``packaging.tags``.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -31,6 +32,7 @@ _OS_GLIBC: dict[str, tuple[int, int]] = {
     "debian12": (2, 36),
 }
 DEFAULT_GLIBC = (2, 28)
+NEWEST_GLIBC = max(_OS_GLIBC.values())
 # The newest manylinux level uv's --python-platform names.
 _UV_MAX_GLIBC = (2, 40)
 _UV_MIN_GLIBC = (2, 17)
@@ -86,7 +88,9 @@ class Target:
     @cached_property
     def tags(self) -> frozenset[Tag]:
         plats = self.platforms()
-        found = set(cpython_tags(self.python_tuple, abis=[self.cp], platforms=plats))
+        # CPython before 3.8 was built with pymalloc, whose ABI tag ends in "m"
+        abi = f"{self.cp}m" if self.python_tuple < (3, 8) else self.cp
+        found = set(cpython_tags(self.python_tuple, abis=[abi], platforms=plats))
         found.update(compatible_tags(self.python_tuple, interpreter=self.cp, platforms=plats))
         return frozenset(found)
 
@@ -127,3 +131,10 @@ class Target:
 
     def describe(self) -> str:
         return f"CPython {self.python}, Linux {self.arch}, {self.manylinux}"
+
+
+@functools.cache
+def newest_linux(python: str) -> Target:
+    """CPython ``python`` on Linux x86_64 with the newest glibc a base image has:
+    it accepts every wheel some lock envlock makes could install (matrix refresh)."""
+    return Target(python=python, glibc=NEWEST_GLIBC)

@@ -14,15 +14,15 @@
    CUDA "10", build_info gives only the cuDNN major before the and-cuda extra
    existed), the tested-configurations table completes it; each row records
    the source of CUDA and cuDNN.
-5. The ``and-cuda`` extra's Pythons: each requirement's project page (PEP
-   691, fetched once per project across releases, in the same pool) gives the
-   versions its specifier allows and their wheels; a minor of the release's
-   ``python`` stays in ``and_cuda_python`` when every requirement that applies
-   to it (markers evaluated for Linux x86_64 and that minor) has an allowed
-   version with a Linux x86_64 wheel for it. ``and_cuda_python_note`` says
-   which requirement removed which minor (TensorFlow 2.14's tensorrt==8.5.3.1
-   has no cp311 wheel, so ``tensorflow[and-cuda]==2.14.1`` cannot be installed
-   on 3.11).
+5. The ``and-cuda`` extra's Pythons (``envlock.matrix.and_cuda``): each
+   requirement's project page (PEP 691, fetched once per project across
+   releases, in the same pool) gives the versions its specifier allows and
+   their wheels; a minor of the release's ``python`` stays in
+   ``and_cuda_python`` when every requirement that applies to it (markers
+   evaluated for Linux x86_64 and that minor) has an allowed version with a
+   Linux x86_64 wheel for it. ``and_cuda_python_note`` says which requirement
+   removed which minor (TensorFlow 2.14's tensorrt==8.5.3.1 has no cp311
+   wheel, so ``tensorflow[and-cuda]==2.14.1`` cannot be installed on 3.11).
 6. Notes come from matrices/tf-notes.toml (see envlock.matrix.check).
 
 Same index state, same bytes: rows sorted by version, ``data_version`` is the
@@ -47,6 +47,8 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from envlock.errors import DataError, EnvironmentFailure, UsageError
+from envlock.lock.target import newest_linux
+from envlock.matrix.and_cuda import and_cuda_python
 from envlock.matrix.tensorflow import (
     GENERATED_BY,
     SCHEMA_VERSION,
@@ -56,7 +58,7 @@ from envlock.matrix.tensorflow import (
 )
 from envlock.matrix.tested import TestedConfig, TestedConfigs
 from envlock.matrix.wheelzip import RemoteZip
-from envlock.simple import IndexFile
+from envlock.pep691 import IndexFile
 
 if TYPE_CHECKING:
     import requests
@@ -67,7 +69,6 @@ PROJECT = "tensorflow"
 BUILD_INFO_SUFFIX = "/python/platform/build_info.py"
 DEFAULT_JOBS = 16
 
-_CP3 = re.compile(r"^cp3([0-9]+)$")
 _CUDNN_PACKAGE = re.compile(r"^nvidia-cudnn-cu[0-9]+$")
 _EXTRA_CLAUSE = re.compile(r"""extra\s*==\s*["']and-cuda["']""")
 
@@ -112,21 +113,14 @@ class Stats:
 
 def project_files(sess: requests.Session, index: str, project: str = PROJECT) -> list[IndexFile]:
     """Every file of ``project`` as the PEP 691 JSON page lists it."""
-    from envlock import simple
+    from envlock import pep691
 
     if not index.startswith(("http://", "https://")):
         raise UsageError(
             f"envlock matrix refresh needs an http(s) index, got {index}",
             hint="pass --index-url https://your.index/simple",
         )
-    try:
-        files = simple.project_files(sess, index, project)
-    except simple.NotJsonApi as e:
-        raise UsageError(
-            f"the package index at {index} does not answer the JSON simple API "
-            f"(PEP 691); it sent {e.content_type or 'no content type'}",
-            hint=f"use an index that serves {simple.ACCEPT}",
-        ) from None
+    files = pep691.project_files(sess, index, project)
     if files is None:
         raise UsageError(
             f"the package index at {index} has no project {project!r}",
@@ -135,32 +129,23 @@ def project_files(sess: requests.Session, index: str, project: str = PROJECT) ->
     return files
 
 
-def _linux_x86_64_minors(filename: str) -> tuple[str, ...] | None:
-    """The CPython 3 minors of a Linux x86_64 wheel, None for other files."""
-    if not filename.endswith(".whl"):
-        return None
+def _cpython3_minors(filename: str) -> tuple[str, ...]:
+    """The CPython 3 minors a Linux x86_64 wheel installs on and is built for
+    (its ``cp3X`` interpreter tags); () for other files."""
     try:
-        _name, _ver, _build, tags = parse_wheel_filename(filename)
-    except (InvalidWheelFilename, InvalidVersion):
-        return None
-    minors: set[int] = set()
-    linux = False
-    for tag in tags:
-        if tag.platform.endswith("x86_64") and "linux" in tag.platform:
-            linux = True
-            m = _CP3.match(tag.interpreter)
-            if m:
-                minors.add(int(m.group(1)))
-    if not linux:
-        return None
-    return tuple(f"3.{n}" for n in sorted(minors))
+        tags = parse_wheel_filename(filename)[3] if filename.endswith(".whl") else ()
+    except InvalidWheelFilename:
+        return ()
+    named = {f"3.{t.interpreter[3:]}" for t in tags if t.interpreter[:3] == "cp3"}
+    minors = [m for m in named if m[2:].isdigit() and newest_linux(m).wheel_ok(filename)]
+    return tuple(sorted(minors, key=Version))
 
 
 def candidates(files: Iterable[IndexFile]) -> list[Candidate]:
     """Final 2.x releases with Linux x86_64 CPython 3 wheels, sorted by version."""
     by_version: dict[Version, list[tuple[IndexFile, tuple[str, ...]]]] = {}
     for f in files:
-        minors = _linux_x86_64_minors(f.filename)
+        minors = _cpython3_minors(f.filename)
         if not minors:
             continue
         version = parse_wheel_filename(f.filename)[1]
@@ -310,16 +295,7 @@ def read_wheel(sess: requests.Session, index: str, f: IndexFile) -> WheelFacts:
 
 def and_cuda_requirements(requires_dist: Iterable[str], python: str) -> tuple[str, ...]:
     """The ``and-cuda`` extra's requirements, normalised, extra marker stripped."""
-    base_env = {
-        "python_version": python,
-        "python_full_version": f"{python}.0",
-        "implementation_name": "cpython",
-        "platform_python_implementation": "CPython",
-        "sys_platform": "linux",
-        "platform_system": "Linux",
-        "platform_machine": "x86_64",
-        "os_name": "posix",
-    }
+    base_env = newest_linux(python).marker_environment()
     out: list[str] = []
     for line in requires_dist:
         try:
@@ -444,141 +420,6 @@ def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TF
     )
 
 
-# -- the and-cuda extra's Pythons ---------------------------------------------
-
-_CP3_ABI = re.compile(r"^cp3([0-9]+)[dmu]*$")
-_PY3 = re.compile(r"^py3([0-9]*)$")
-
-
-def _linux_x86_64_platform(platform: str) -> bool:
-    if platform in ("any", "linux_x86_64"):
-        return True
-    return platform.startswith("manylinux") and platform.endswith("_x86_64")
-
-
-def wheel_python(filename: str, minors: Iterable[str]) -> set[str]:
-    """The minors among ``minors`` ("3.X") a wheel installs on, on Linux x86_64.
-
-    ``cp3X-cp3X`` / ``cp3X-none`` serve 3.X alone, ``cp3X-abi3`` every minor
-    from 3.X on, ``py3`` every minor, ``py3X`` every minor from 3.X on;
-    free-threaded ABIs (``cp313t``), other interpreters and other platforms
-    serve none. Not a wheel (an sdist): none.
-    """
-    if not filename.endswith(".whl"):
-        return set()
-    try:
-        tags = parse_wheel_filename(filename)[3]
-    except (InvalidWheelFilename, InvalidVersion):
-        return set()
-    wanted = {int(m.split(".")[1]): m for m in minors}
-    out: set[int] = set()
-    for tag in tags:
-        if not _linux_x86_64_platform(tag.platform):
-            continue
-        cp = _CP3.match(tag.interpreter)
-        py = _PY3.match(tag.interpreter)
-        if cp:
-            floor = int(cp.group(1))
-            if tag.abi == "abi3":
-                out.update(n for n in wanted if n >= floor)
-            elif tag.abi == "none" or _CP3_ABI.match(tag.abi):
-                out.update(n for n in wanted if n == floor)
-        elif py:
-            floor = int(py.group(1)) if py.group(1) else 0
-            out.update(n for n in wanted if n >= floor)
-    return {wanted[n] for n in out}
-
-
-def _marker_env(minor: str) -> dict[str, str]:
-    return {
-        "python_version": minor,
-        "python_full_version": f"{minor}.0",
-        "implementation_name": "cpython",
-        "platform_python_implementation": "CPython",
-        "sys_platform": "linux",
-        "platform_system": "Linux",
-        "platform_machine": "x86_64",
-        "os_name": "posix",
-        "extra": "",
-    }
-
-
-def _cp_list(minors: Iterable[str]) -> str:
-    tags = [f"cp{m.replace('.', '')}" for m in minors]
-    if len(tags) <= 1:
-        return "".join(tags)
-    return ", ".join(tags[:-1]) + " or " + tags[-1]
-
-
-def and_cuda_python(
-    and_cuda: Iterable[str],
-    python: tuple[str, ...],
-    pages: Mapping[str, list[IndexFile] | None],
-) -> tuple[tuple[str, ...], str]:
-    """(minors of ``python`` every applicable and-cuda requirement has a wheel
-    for, the note saying which requirement removed which minor).
-
-    ``pages`` maps a canonical project name to its files (None: the index has
-    no such project). A version counts when the requirement's specifier allows
-    it (pre-releases only when the specifier names one); a yanked file only
-    when the requirement pins its version with ``==`` (PEP 592).
-    """
-    kept = list(python)
-    notes: list[str] = []
-    for line in and_cuda:
-        req = Requirement(line)
-        label = line.split(";")[0].strip()
-        applies = [
-            m for m in python if req.marker is None or req.marker.evaluate(_marker_env(m))
-        ]
-        if not applies:
-            continue
-        files = pages.get(canonicalize_name(req.name))
-        pinned = any(
-            s.operator in ("==", "===") and not s.version.endswith(".*") for s in req.specifier
-        )
-        pre = bool(req.specifier.prereleases)  # packaging 26 lets None admit them
-        served: set[str] = set()
-        allowed_sdist = False
-        for f in files or ():
-            if f.yanked and not pinned:
-                continue
-            if f.filename.endswith(".whl"):
-                try:
-                    version = parse_wheel_filename(f.filename)[1]
-                except (InvalidWheelFilename, InvalidVersion):
-                    continue
-                if req.specifier.contains(version, prereleases=pre):
-                    served |= wheel_python(f.filename, applies)
-            else:
-                allowed_sdist = allowed_sdist or _sdist_allowed(f.filename, req, pre)
-        missing = [m for m in applies if m not in served]
-        if not missing:
-            continue
-        kept = [m for m in kept if m not in missing]
-        if files is None:
-            notes.append(f"{label}: not on the index")
-        elif served:
-            notes.append(f"{label}: no {_cp_list(missing)} wheel")
-        elif allowed_sdist:
-            notes.append(f"{label}: only an sdist, no Linux x86_64 wheel")
-        else:
-            notes.append(f"{label}: no Linux x86_64 wheel of an allowed version")
-    return tuple(kept), "; ".join(notes)
-
-
-def _sdist_allowed(filename: str, req: Requirement, pre: bool) -> bool:
-    """Whether an sdist (``name-version.tar.gz`` / ``.zip``) is of an allowed version."""
-    for suffix in (".tar.gz", ".zip"):
-        if filename.endswith(suffix):
-            text = filename[: -len(suffix)].rsplit("-", 1)[-1]
-            try:
-                return req.specifier.contains(Version(text), prereleases=pre)
-            except InvalidVersion:
-                return False
-    return False
-
-
 def and_cuda_projects(requires_dist: Iterable[str], python: tuple[str, ...]) -> set[str]:
     """Canonical names of the and-cuda extra's requirements, for any of ``python``."""
     names: set[str] = set()
@@ -590,16 +431,9 @@ def and_cuda_projects(requires_dist: Iterable[str], python: tuple[str, ...]) -> 
 
 def dependency_files(sess: requests.Session, index: str, project: str) -> list[IndexFile] | None:
     """The files of an and-cuda requirement's project; None when the index has none."""
-    from envlock import simple
+    from envlock import pep691
 
-    try:
-        return simple.project_files(sess, index, project)
-    except simple.NotJsonApi as e:
-        raise UsageError(
-            f"the package index at {index} does not answer the JSON simple API "
-            f"(PEP 691) for {project}; it sent {e.content_type or 'no content type'}",
-            hint=f"use an index that serves {simple.ACCEPT}",
-        ) from None
+    return pep691.project_files(sess, index, project)
 
 
 # -- the whole refresh ---------------------------------------------------------

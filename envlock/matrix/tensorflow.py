@@ -257,37 +257,17 @@ def parse(doc: Mapping[str, Any], filename: str, digest: str = "") -> TFMatrix:
     )
 
 
-def _toml_string(value: str) -> str:
-    out = ['"']
-    for ch in value:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
 def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return _toml_string(value)
+    """One value as tomli-w writes it; arrays stay on one line, one row per table.
+
+    tomli-w puts every item of a non-empty array on a line of its own and has
+    no option for inline arrays, so only the array brackets are joined here.
+    """
     if isinstance(value, list):
-        if not value:
-            return "[]"
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise TypeError(f"cannot write {type(value).__name__} to TOML")
+    import tomli_w
+
+    return tomli_w.dumps({"v": value})[len("v = ") : -1]
 
 
 HEADER = (
@@ -302,8 +282,8 @@ def dumps(matrix: TFMatrix) -> str:
     """The file text: header, top-level keys, one [[releases]] table per row."""
     lines = [HEADER.rstrip("\n")]
     lines.append(f"schema_version = {matrix.schema_version}")
-    lines.append(f"data_version = {_toml_string(matrix.data_version)}")
-    lines.append(f"generated_by = {_toml_string(matrix.generated_by)}")
+    lines.append(f"data_version = {_toml_value(matrix.data_version)}")
+    lines.append(f"generated_by = {_toml_value(matrix.generated_by)}")
     for rel in sorted(matrix.releases, key=lambda r: r.version):
         lines.append("")
         lines.append("[[releases]]")

@@ -6,10 +6,12 @@ timeouts, retries and exit-3 network errors), and returns every file with
 url (made absolute against the page's own URL), sha256, size, upload time and
 yanked flag, as the index states them.
 
-Two answers are the caller's to word, since what they mean depends on the
-command: a project the index does not have (``None``) and a page that is not
-PEP 691 JSON (``NotJsonApi``). A JSON page without a file list is a broken
-index or proxy: ``EnvironmentFailure``.
+Every failure becomes an EnvlockError here, in one wording: the network
+(through ``envlock.http``, exit 3), a page that is not PEP 691 JSON (bad
+input, exit 2: the index URL is the user's; the caller may give the hint), a
+JSON page without a file list (a broken index or proxy, exit 3). A project the
+index does not have is an answer, not a failure (``None``): what it means
+depends on the command.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
-from envlock.errors import EnvironmentFailure
+from envlock.errors import EnvironmentFailure, UsageError
 
 if TYPE_CHECKING:
     import requests
 
 ACCEPT = "application/vnd.pypi.simple.v1+json"
+NOT_JSON_HINT = f"use an index that serves {ACCEPT}"
 
 
 @dataclass(frozen=True)
@@ -36,20 +39,17 @@ class IndexFile:
     yanked: bool
 
 
-class NotJsonApi(Exception):
-    """The index answered the project page with something other than PEP 691 JSON."""
-
-    def __init__(self, content_type: str) -> None:
-        super().__init__(content_type)
-        self.content_type = content_type  # the media type, parameters dropped
-
-
 def page_url(index: str, project: str) -> str:
     return f"{index.rstrip('/')}/{project}/"
 
 
-def project_files(sess: requests.Session, index: str, project: str) -> list[IndexFile] | None:
-    """Every file of ``project`` on its PEP 691 page; None when the index has no such project."""
+def project_files(
+    sess: requests.Session, index: str, project: str, *, hint: str = NOT_JSON_HINT
+) -> list[IndexFile] | None:
+    """Every file of ``project`` on its PEP 691 page; None when the index has no such project.
+
+    ``hint`` goes with the error for an index that does not answer in PEP 691 JSON.
+    """
     from envlock import http
 
     page = page_url(index, project)
@@ -60,7 +60,11 @@ def project_files(sess: requests.Session, index: str, project: str) -> list[Inde
     ctype = resp.headers.get("Content-Type", "").split(";")[0].strip()
     if ctype != ACCEPT:
         resp.close()
-        raise NotJsonApi(ctype)
+        raise UsageError(
+            f"the package index at {index} does not answer the JSON simple API (PEP 691); "
+            f"it sent {ctype or 'no content type'} for {project}",
+            hint=hint,
+        )
     try:
         entries = resp.json()["files"]
         if not isinstance(entries, list):

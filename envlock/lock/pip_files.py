@@ -1,6 +1,6 @@
-"""File listings for the pip engine, from the index's PEP 691 JSON pages.
+"""The files the pip engine locks from: every project's PEP 691 listing at once.
 
-One page per project (read by ``envlock.simple``), fetched concurrently through
+One page per project (read by ``envlock.pep691``), fetched concurrently through
 one ``envlock.http`` session. Files the index lists without a sha256 are left
 out: a lock needs the hash.
 """
@@ -19,7 +19,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from envlock.errors import DataError, UsageError
-from envlock.simple import IndexFile
+from envlock.pep691 import IndexFile
 
 __all__ = ["IndexFile", "fetch_files", "wheels_for"]
 
@@ -28,7 +28,7 @@ def fetch_files(
     index: str, projects: Iterable[str], workers: int = 16
 ) -> dict[str, list[IndexFile]]:
     """{normalized name: files} for each project, fetched concurrently."""
-    from envlock import http, simple
+    from envlock import http, pep691
 
     if not index.startswith(("http://", "https://")):
         raise UsageError(
@@ -39,14 +39,12 @@ def fetch_files(
     sess = http.session(http.HttpSettings(pool_size=workers))
 
     def one(name: str) -> tuple[str, list[IndexFile]]:
-        try:
-            files = simple.project_files(sess, index, name)
-        except simple.NotJsonApi as e:
-            raise DataError(
-                f"the index at {index} did not answer with PEP 691 JSON for {name} "
-                f"({e.content_type})",
-                hint="use the uv resolver (the default), or an index that serves PEP 691 JSON",
-            ) from None
+        files = pep691.project_files(
+            sess,
+            index,
+            name,
+            hint="use the uv resolver (the default), or an index that serves PEP 691 JSON",
+        )
         if files is None:
             raise DataError(
                 f"the index has no project {name!r}", hint="check the requirement's name"
