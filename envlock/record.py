@@ -99,7 +99,7 @@ def _init(self: object, *args: Any, **kwargs: Any) -> None:
             f"{cls.__name__}() takes {len(names)} positional arguments but {len(args)} were given"
         )
     d = self.__dict__
-    for name, value in zip(names, args):
+    for name, value in zip(names, args, strict=False):
         d[name] = value
     if kwargs:
         for name, value in kwargs.items():
@@ -130,7 +130,7 @@ def build(cls: type[_T], values: tuple[Any, ...]) -> _T:
     """A record from its field values in order, without ``__init__``'s checks
     (for data that was a valid record before: the matrix cache, pickles)."""
     obj = object.__new__(cls)
-    obj.__dict__.update(zip(cls.__record_names__, values))  # type: ignore[attr-defined]
+    obj.__dict__.update(zip(cls.__record_names__, values, strict=False))  # type: ignore[attr-defined]
     return obj
 
 

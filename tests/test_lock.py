@@ -11,13 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import tomllib
+from fixtures.index.fakeindex import FakeIndex
 from hypothesis import given
 from hypothesis import strategies as st
 from packaging.pylock import Pylock
@@ -36,9 +36,6 @@ from envlock.lock import (
 )
 from envlock.lock.conflicts import explain, merge_one_of
 from envlock.model import Lock, LockedPackage, LockedWheel, LockInput, Resolution
-
-sys.path.insert(0, str(Path(__file__).parent))
-from fixtures.index.fakeindex import FakeIndex  # noqa: E402
 
 GOLDEN = Path(__file__).parent / "golden" / "lock"
 FW_TAG = "cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64"
@@ -71,8 +68,8 @@ def resolution(cuda_source: str = "system", framework: str = "fakefw") -> Resolu
 
 
 @pytest.fixture(scope="module")
-def index() -> Iterator[FakeIndex]:
-    idx = FakeIndex()
+def index(make_module_index: Callable[..., FakeIndex]) -> FakeIndex:
+    idx = make_module_index()
     idx.add_dist(
         "fakefw",
         "2.15.1",
@@ -91,9 +88,7 @@ def index() -> Iterator[FakeIndex]:
     idx.add_dist("dep-b", "2.0", tag="cp311-cp311-manylinux_2_39_x86_64")
     idx.add_dist("nvidia-fake-cu12", "12.2.1", tag="py3-none-manylinux1_x86_64")
     idx.add_dist("nvidia-fake-cu12", "12.2.1", tag="py3-none-win_amd64")
-    idx.start()
-    yield idx
-    idx.stop()
+    return idx
 
 
 @pytest.fixture()
@@ -585,9 +580,9 @@ def test_uv_abi_tag_text_suggests_another_python_not_relaxing_pins() -> None:
 
 
 @pytest.fixture(scope="module")
-def cp310_only_index() -> Iterator[FakeIndex]:
+def cp310_only_index(make_module_index: Callable[..., FakeIndex]) -> FakeIndex:
     """fakefw's and-cuda extra needs a package that has a cp310 wheel only."""
-    idx = FakeIndex()
+    idx = make_module_index()
     idx.add_dist(
         "fakefw",
         "2.15.1",
@@ -597,9 +592,7 @@ def cp310_only_index() -> Iterator[FakeIndex]:
     )
     idx.add_dist("dep-a", "1.0")
     idx.add_dist("nvidia-old-cu11", "8.5.3.1", tag="cp310-none-manylinux_2_17_x86_64")
-    idx.start()
-    yield idx
-    idx.stop()
+    return idx
 
 
 @pytest.mark.parametrize("resolver", ["uv", "pip"])
@@ -634,18 +627,16 @@ THROWAWAY_CA = (
 
 
 @pytest.fixture()
-def tf_index() -> Iterator[FakeIndex]:
+def tf_index(make_index: Callable[..., FakeIndex]) -> FakeIndex:
     """A tiny 'tensorflow' 2.15.1, so the real resolve of tensorflow==2.15 locks
     from 127.0.0.1 in about a second."""
-    idx = FakeIndex()
+    idx = make_index()
     idx.add_dist(
         "tensorflow", "2.15.1", tag="py3-none-manylinux_2_17_x86_64", requires=("dep-a>=1,<2",)
     )
     for v in ("1.0", "1.5"):
         idx.add_dist("dep-a", v)
-    idx.start()
-    yield idx
-    idx.stop()
+    return idx
 
 
 @pytest.fixture()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -92,8 +92,8 @@ def _wheel(version: str, py: str, plat: str = LINUX, **kw: object) -> str:
     return f"tensorflow-{version}-cp{py}-{abi}-{plat}.whl"
 
 
-def build_index(filler: int = 0) -> FakeIndex:
-    idx = FakeIndex()
+def build_index(idx: FakeIndex, filler: int = 0) -> FakeIndex:
+    """Fill ``idx`` with the tensorflow wheels and the and-cuda projects."""
 
     def add(filename: str, meta: str, info: str | None, *, path: str | None = None,
             upload: str = "2024-01-01T00:00:00Z", yanked: bool | str = False,
@@ -149,14 +149,12 @@ def add_and_cuda_projects(idx: FakeIndex) -> None:
 
 
 @pytest.fixture
-def fake_index(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeIndex]:
+def fake_index(
+    monkeypatch: pytest.MonkeyPatch, make_index: Callable[..., FakeIndex]
+) -> FakeIndex:
     monkeypatch.setenv("ENVLOCK_HTTP_BACKOFF", "0.01")
     monkeypatch.setenv("ENVLOCK_HTTP_RETRIES", "3")
-    idx = build_index().start()
-    try:
-        yield idx
-    finally:
-        idx.stop()
+    return build_index(make_index())
 
 
 def _refresh(idx: FakeIndex, **kw: object) -> refresh_mod.RefreshResult:
