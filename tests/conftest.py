@@ -45,8 +45,7 @@ def docker_problem() -> str | None:
         client.close()
     except Exception as e:
         return (
-            f"no Docker Engine answers ({type(e).__name__}: {e}); "
-            "run tests/docker/setup.sh as root"
+            f"no Docker Engine answers ({type(e).__name__}: {e}); run tests/docker/setup.sh as root"
         )
     return None
 

@@ -292,16 +292,24 @@ def test_pinning_the_framework_itself_is_refused(index: FakeIndex, cache: str) -
 
 def test_transient_503_answers_are_retried(index: FakeIndex, cache: str) -> None:
     index.faults["/simple/dep-a/"] = [503, 503]
-    before = index.hits.get("/simple/dep-a/", 0)
+    before = index.client_hits["uv", "/simple/dep-a/"]
     lk = _lock(index, cache)
     assert {p.name for p in lk.packages} == {"dep-a", "dep-b", "fakefw"}
-    assert index.hits["/simple/dep-a/"] - before == 3
+    assert index.faults["/simple/dep-a/"] == []  # both 503s were served
+    assert index.client_hits["uv", "/simple/dep-a/"] - before == 3  # and uv asked again
 
 
-def test_transient_503_answers_are_retried_by_the_pip_engine_listing(index: FakeIndex) -> None:
+def test_transient_503_answers_are_retried_by_the_pip_engine_listing(
+    index: FakeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pip asks for the page first and retries on its own: the 503s go to envlock only
+    monkeypatch.setattr(index, "fault_agent", "envlock/")
     index.faults["/simple/dep-b/"] = [503, 503]
+    before = index.client_hits["envlock", "/simple/dep-b/"]
     lk = _lock(index, resolver="pip")
     assert {p.name for p in lk.packages} == {"dep-a", "dep-b", "fakefw"}
+    assert index.faults["/simple/dep-b/"] == []  # both 503s were served
+    assert index.client_hits["envlock", "/simple/dep-b/"] - before == 3
 
 
 @pytest.mark.slow

@@ -322,9 +322,16 @@ def test_connection_refused_is_exit_3(
 
 
 def test_server_ignoring_range_is_refused_not_downloaded(fake_index: FakeIndex) -> None:
+    # a wheel big enough that its whole body cannot sit in the sockets' buffers:
+    # refused on the 200's headers, the connection closed, the rest never sent
+    wheel = _wheel("2.15.1", "311")
+    size = 64 << 20
+    fake_index.add(FakeWheel(wheel, bytes(size)))
     fake_index.ignore_range = True
     with pytest.raises(EnvironmentFailure, match="ignores HTTP range requests"):
         _refresh(fake_index, only=[Version("2.15.1")])
+    assert fake_index.hits[f"/files/{wheel}"] == 1  # not asked again, whole
+    assert fake_index.sent[f"/files/{wheel}"] < size // 4  # about 4 MiB here
 
 
 def test_index_without_json_api(
