@@ -11,12 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 from fixtures.index.fakeindex import FakeIndex
 from hypothesis import given
 from hypothesis import strategies as st
@@ -36,6 +36,11 @@ from envlock.lock import (
 )
 from envlock.lock.conflicts import explain, merge_one_of
 from envlock.model import Lock, LockedPackage, LockedWheel, LockInput, Resolution
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 GOLDEN = Path(__file__).parent / "golden" / "lock"
 FW_TAG = "cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64"
