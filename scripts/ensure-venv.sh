@@ -41,7 +41,7 @@ have="$(cat "$stamp" 2>/dev/null || true)"
 # ./envlock.sh and ./tests/run.sh take turns)
 if [ "$have" != "$want" ] && { [ -n "$extra" ] || [ "$have" != "${want}test" ]; }; then
   spec="$root"
-  [ -n "$extra" ] && spec="$root[$extra]"
+  [ -n "$extra" ] && spec="${root}[$extra]"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$spec"
   echo "$want" >"$stamp"
 fi
