@@ -66,12 +66,14 @@ if [ -n "$harness_python" ]; then
   else
     venv="$root/.venv-py$harness_python"
     echo "tests/pythons.sh: harness tests under $("$py" -V 2>&1) in ${venv#"$root"/}"
+    start=$SECONDS
     if [ ! -x "$venv/bin/python" ]; then
       "$py" -m venv "$venv"
     fi
     if ! "$venv/bin/python" -c 'import pytest, hypothesis' >/dev/null 2>&1; then
       "$venv/bin/python" -m pip install -q --disable-pip-version-check pytest hypothesis
     fi
+    echo "tests/pythons.sh: CPython $harness_python venv ready in $((SECONDS - start)) s"
     run_pytest "CPython $harness_python harness tests" \
       "$venv/bin/python" -m pytest -p no:cacheprovider tests/test_smoke_harness.py
   fi
