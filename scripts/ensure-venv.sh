@@ -2,11 +2,20 @@
 # Make ./.venv with envlock installed (editable) and, with "test", its test tools.
 # Idempotent: re-installs only when pyproject.toml changed. Installs Debian's
 # python3-venv first when run as root on a machine that lacks it.
+# ENVLOCK_VENV names another venv folder, ENVLOCK_PYTHON another interpreter
+# (tests/pythons.sh makes ./.venv-py3.10 and ./.venv-py3.13 so).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 venv="${ENVLOCK_VENV:-$root/.venv}"
 extra="${1:-}"
-py=$(command -v python3 || true)
+if [ -n "${ENVLOCK_PYTHON:-}" ]; then
+  py=$ENVLOCK_PYTHON
+  if ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    echo "envlock: ENVLOCK_PYTHON=$py is not a Python with the venv module" >&2
+    exit 3
+  fi
+fi
+py=${py:-$(command -v python3 || true)}
 if [ -z "$py" ] || ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "envlock: installing python3 and python3-venv (Debian)" >&2
@@ -14,9 +23,13 @@ if [ -z "$py" ] || ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
     py=$(command -v python3)
   else
-    echo "envlock: needs python3 (>= 3.9) with the venv module: apt-get install python3-venv" >&2
+    echo "envlock: needs python3 (>= 3.10) with the venv module: apt-get install python3-venv" >&2
     exit 3
   fi
+fi
+if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+  echo "envlock: needs Python 3.10 or newer; $py is $("$py" -V 2>&1)" >&2
+  exit 3
 fi
 if [ ! -x "$venv/bin/python" ]; then
   "$py" -m venv "$venv"
@@ -28,7 +41,7 @@ have="$(cat "$stamp" 2>/dev/null || true)"
 # ./envlock.sh and ./tests/run.sh take turns)
 if [ "$have" != "$want" ] && { [ -n "$extra" ] || [ "$have" != "${want}test" ]; }; then
   spec="$root"
-  [ -n "$extra" ] && spec="$root[$extra]"
+  [ -n "$extra" ] && spec="${root}[$extra]"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$spec"
   echo "$want" >"$stamp"
 fi

@@ -4,6 +4,14 @@
   why, unless ENVLOCK_REQUIRE_DOCKER=1 (set by .ci/run), which makes it fail.
 - ``gpu``: needs an NVIDIA GPU (nvidia-smi that lists one).
 - ``network``: uses the real package index; ENVLOCK_NO_NETWORK=1 skips them.
+
+And the local package index (tests/fixtures/index/fakeindex.py) as fixture
+factories: ``make_index`` (servers stopped after the test) and
+``make_module_index`` (stopped after the module), each a function that starts
+a server and returns its ``FakeIndex``; add files before or after the start.
+
+This file is also loaded by the CPython 3.8 run of the harness tests
+(tests/run.sh): it keeps to syntax 3.8 runs and imports the index lazily.
 """
 
 from __future__ import annotations
@@ -12,9 +20,14 @@ import functools
 import os
 import shutil
 import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from fixtures.index.fakeindex import FakeIndex, FakeWheel
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -32,8 +45,7 @@ def docker_problem() -> str | None:
         client.close()
     except Exception as e:
         return (
-            f"no Docker Engine answers ({type(e).__name__}: {e}); "
-            "run tests/docker/setup.sh as root"
+            f"no Docker Engine answers ({type(e).__name__}: {e}); run tests/docker/setup.sh as root"
         )
     return None
 
@@ -71,3 +83,36 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def base_image() -> str:
     """The local base image made by tests/docker/setup.sh."""
     return os.environ.get("ENVLOCK_TEST_BASE_IMAGE", "envlock-test/bookworm-python:1")
+
+
+def _index_factory() -> Iterator[Callable[..., FakeIndex]]:
+    from fixtures.index.fakeindex import FakeIndex
+
+    started: list[FakeIndex] = []
+
+    def start(*files: FakeWheel, **options: Any) -> FakeIndex:
+        """A running index serving ``files``; ``options`` are FakeIndex fields
+        (faults, ignore_range, json_api)."""
+        idx = FakeIndex(**options)
+        for f in files:
+            idx.add(f)
+        started.append(idx.start())
+        return idx
+
+    try:
+        yield start
+    finally:
+        for idx in started:
+            idx.stop()
+
+
+@pytest.fixture
+def make_index() -> Iterator[Callable[..., FakeIndex]]:
+    """Start local indexes for one test: ``make_index(*files, **options)``."""
+    yield from _index_factory()
+
+
+@pytest.fixture(scope="module")
+def make_module_index() -> Iterator[Callable[..., FakeIndex]]:
+    """Start local indexes shared by a module's tests (stopped after the module)."""
+    yield from _index_factory()

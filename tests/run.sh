@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The whole test suite: sets up what it needs, then runs lint, types and tests.
+# The whole test suite: sets up what it needs, then runs lint, types and tests,
+# then the unit tests again under CPython 3.10 and 3.13 and the harness tests
+# under 3.8, from pyenv (tests/pythons.sh; a version not installed is skipped).
 # As root it also installs and starts a Docker Engine and builds the local base
-# image (tests/docker/setup.sh). Extra arguments go to pytest.
+# image (tests/docker/setup.sh). Extra arguments go to pytest (both parts).
+# Any failing step fails the script, and so does a pytest run that collects no
+# test (pytest's exit 5).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -24,4 +28,12 @@ if [ "${CI:-}" = true ]; then
 fi
 "$venv/bin/ruff" check envlock tests bench
 "$venv/bin/mypy"
-"$venv/bin/python" -m pytest "$@"
+rc=0
+"$venv/bin/python" -m pytest "$@" || rc=$?
+if [ "$rc" = 5 ]; then
+  echo "tests/run.sh: pytest collected no test (exit 5)" >&2
+fi
+if [ "$rc" != 0 ]; then
+  exit "$rc"
+fi
+bash tests/pythons.sh "$@"

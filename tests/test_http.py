@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,9 @@ def test_timeout_is_applied(monkeypatch: pytest.MonkeyPatch) -> None:
     assert info.value.exit_code == 3
 
 
-def test_errors_become_environment_failures(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_errors_become_environment_failures(
+    monkeypatch: pytest.MonkeyPatch, make_index: Callable[..., FakeIndex]
+) -> None:
     monkeypatch.setenv("ENVLOCK_HTTP_BACKOFF", "0")
     url = f"http://127.0.0.1:{closed_port()}/simple"
     with pytest.raises(EnvironmentFailure) as info:
@@ -62,11 +65,8 @@ def test_errors_become_environment_failures(monkeypatch: pytest.MonkeyPatch) -> 
     assert str(info.value) == f"cannot reach the package index at {url}: connection refused"
     assert info.value.hint and "--index-url" in info.value.hint
 
-    idx = FakeIndex().start()
-    try:
-        idx.faults["/simple/nothing/"] = [429, 429]
-        with pytest.raises(EnvironmentFailure, match=r"HTTP 404 Not Found for .*/simple/nothing/"):
-            http.get(http.session(), idx.url + "/nothing/", index=idx.url)
-        assert idx.hits["/simple/nothing/"] == 3  # 429 twice, retried, then the real 404
-    finally:
-        idx.stop()
+    idx = make_index(faults={"/simple/nothing/": [429, 429]})
+    with pytest.raises(EnvironmentFailure, match=r"HTTP 404 Not Found for .*/simple/nothing/"):
+        http.get(http.session(), idx.url + "/nothing/", index=idx.url)
+    assert idx.hits["/simple/nothing/"] == 3  # 429 twice, retried, then the real 404
+    assert idx.faults["/simple/nothing/"] == []  # both were served

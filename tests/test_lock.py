@@ -12,12 +12,12 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
+from fixtures.index.fakeindex import FakeIndex
 from hypothesis import given
 from hypothesis import strategies as st
 from packaging.pylock import Pylock
@@ -37,8 +37,10 @@ from envlock.lock import (
 from envlock.lock.conflicts import explain, merge_one_of
 from envlock.model import Lock, LockedPackage, LockedWheel, LockInput, Resolution
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fixtures.index.fakeindex import FakeIndex  # noqa: E402
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 GOLDEN = Path(__file__).parent / "golden" / "lock"
 FW_TAG = "cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64"
@@ -71,8 +73,8 @@ def resolution(cuda_source: str = "system", framework: str = "fakefw") -> Resolu
 
 
 @pytest.fixture(scope="module")
-def index() -> Iterator[FakeIndex]:
-    idx = FakeIndex()
+def index(make_module_index: Callable[..., FakeIndex]) -> FakeIndex:
+    idx = make_module_index()
     idx.add_dist(
         "fakefw",
         "2.15.1",
@@ -91,9 +93,7 @@ def index() -> Iterator[FakeIndex]:
     idx.add_dist("dep-b", "2.0", tag="cp311-cp311-manylinux_2_39_x86_64")
     idx.add_dist("nvidia-fake-cu12", "12.2.1", tag="py3-none-manylinux1_x86_64")
     idx.add_dist("nvidia-fake-cu12", "12.2.1", tag="py3-none-win_amd64")
-    idx.start()
-    yield idx
-    idx.stop()
+    return idx
 
 
 @pytest.fixture()
@@ -297,16 +297,24 @@ def test_pinning_the_framework_itself_is_refused(index: FakeIndex, cache: str) -
 
 def test_transient_503_answers_are_retried(index: FakeIndex, cache: str) -> None:
     index.faults["/simple/dep-a/"] = [503, 503]
-    before = index.hits.get("/simple/dep-a/", 0)
+    before = index.client_hits["uv", "/simple/dep-a/"]
     lk = _lock(index, cache)
     assert {p.name for p in lk.packages} == {"dep-a", "dep-b", "fakefw"}
-    assert index.hits["/simple/dep-a/"] - before == 3
+    assert index.faults["/simple/dep-a/"] == []  # both 503s were served
+    assert index.client_hits["uv", "/simple/dep-a/"] - before == 3  # and uv asked again
 
 
-def test_transient_503_answers_are_retried_by_the_pip_engine_listing(index: FakeIndex) -> None:
+def test_transient_503_answers_are_retried_by_the_pip_engine_listing(
+    index: FakeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pip asks for the page first and retries on its own: the 503s go to envlock only
+    monkeypatch.setattr(index, "fault_agent", "envlock/")
     index.faults["/simple/dep-b/"] = [503, 503]
+    before = index.client_hits["envlock", "/simple/dep-b/"]
     lk = _lock(index, resolver="pip")
     assert {p.name for p in lk.packages} == {"dep-a", "dep-b", "fakefw"}
+    assert index.faults["/simple/dep-b/"] == []  # both 503s were served
+    assert index.client_hits["envlock", "/simple/dep-b/"] - before == 3
 
 
 @pytest.mark.slow
@@ -644,9 +652,9 @@ def test_uv_abi_tag_text_suggests_another_python_not_relaxing_pins() -> None:
 
 
 @pytest.fixture(scope="module")
-def cp310_only_index() -> Iterator[FakeIndex]:
+def cp310_only_index(make_module_index: Callable[..., FakeIndex]) -> FakeIndex:
     """fakefw's and-cuda extra needs a package that has a cp310 wheel only."""
-    idx = FakeIndex()
+    idx = make_module_index()
     idx.add_dist(
         "fakefw",
         "2.15.1",
@@ -656,9 +664,7 @@ def cp310_only_index() -> Iterator[FakeIndex]:
     )
     idx.add_dist("dep-a", "1.0")
     idx.add_dist("nvidia-old-cu11", "8.5.3.1", tag="cp310-none-manylinux_2_17_x86_64")
-    idx.start()
-    yield idx
-    idx.stop()
+    return idx
 
 
 @pytest.mark.parametrize("resolver", ["uv", "pip"])
@@ -693,18 +699,16 @@ THROWAWAY_CA = (
 
 
 @pytest.fixture()
-def tf_index() -> Iterator[FakeIndex]:
+def tf_index(make_index: Callable[..., FakeIndex]) -> FakeIndex:
     """A tiny 'tensorflow' 2.15.1, so the real resolve of tensorflow==2.15 locks
     from 127.0.0.1 in about a second."""
-    idx = FakeIndex()
+    idx = make_index()
     idx.add_dist(
         "tensorflow", "2.15.1", tag="py3-none-manylinux_2_17_x86_64", requires=("dep-a>=1,<2",)
     )
     for v in ("1.0", "1.5"):
         idx.add_dist("dep-a", v)
-    idx.start()
-    yield idx
-    idx.stop()
+    return idx
 
 
 @pytest.fixture()

@@ -9,17 +9,22 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 from packaging.pylock import Pylock
 from packaging.requirements import Requirement
 from packaging.version import Version
 
 from envlock.cli import main
 from envlock.lock import Target, read_lock
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 pytestmark = pytest.mark.network
 

@@ -11,25 +11,22 @@ from __future__ import annotations
 
 import hashlib
 import io
-import sys
 import tarfile
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fixtures.index.fakeindex import FakeIndex
 
 from envlock.cli import main
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fixtures.index.fakeindex import FakeIndex  # noqa: E402
-
 
 @pytest.fixture(scope="module")
-def sdist_index() -> Iterator[FakeIndex]:
+def sdist_index(make_module_index: Callable[..., FakeIndex]) -> FakeIndex:
     """A tiny 'tensorflow' 2.15.1 that needs src-only, of which the index has only
     sdists (and, for 1.1, a macOS wheel that does not fit the target either)."""
-    idx = FakeIndex()
+    idx = make_module_index()
     idx.add_dist(
         "tensorflow",
         "2.15.1",
@@ -40,9 +37,7 @@ def sdist_index() -> Iterator[FakeIndex]:
     idx.add_sdist("src-only", "1.0", requires=("dep-a",))
     idx.add_sdist("src-only", "1.1")
     idx.add_dist("src-only", "1.1", tag="cp311-cp311-macosx_12_0_arm64")
-    idx.start()
-    yield idx
-    idx.stop()
+    return idx
 
 
 def test_fake_index_serves_an_sdist_with_its_hash_in_json_and_html(

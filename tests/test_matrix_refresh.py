@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -93,8 +93,8 @@ def _wheel(version: str, py: str, plat: str = LINUX, **kw: object) -> str:
     return f"tensorflow-{version}-cp{py}-{abi}-{plat}.whl"
 
 
-def build_index(filler: int = 0) -> FakeIndex:
-    idx = FakeIndex()
+def build_index(idx: FakeIndex, filler: int = 0) -> FakeIndex:
+    """Fill ``idx`` with the tensorflow wheels and the and-cuda projects."""
 
     def add(filename: str, meta: str, info: str | None, *, path: str | None = None,
             upload: str = "2024-01-01T00:00:00Z", yanked: bool | str = False,
@@ -150,14 +150,12 @@ def add_and_cuda_projects(idx: FakeIndex) -> None:
 
 
 @pytest.fixture
-def fake_index(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeIndex]:
+def fake_index(
+    monkeypatch: pytest.MonkeyPatch, make_index: Callable[..., FakeIndex]
+) -> FakeIndex:
     monkeypatch.setenv("ENVLOCK_HTTP_BACKOFF", "0.01")
     monkeypatch.setenv("ENVLOCK_HTTP_RETRIES", "3")
-    idx = build_index().start()
-    try:
-        yield idx
-    finally:
-        idx.stop()
+    return build_index(make_index())
 
 
 def _refresh(idx: FakeIndex, **kw: object) -> refresh_mod.RefreshResult:
@@ -325,9 +323,16 @@ def test_connection_refused_is_exit_3(
 
 
 def test_server_ignoring_range_is_refused_not_downloaded(fake_index: FakeIndex) -> None:
+    # a wheel big enough that its whole body cannot sit in the sockets' buffers:
+    # refused on the 200's headers, the connection closed, the rest never sent
+    wheel = _wheel("2.15.1", "311")
+    size = 64 << 20
+    fake_index.add(FakeWheel(wheel, bytes(size)))
     fake_index.ignore_range = True
     with pytest.raises(EnvironmentFailure, match="ignores HTTP range requests"):
         _refresh(fake_index, only=[Version("2.15.1")])
+    assert fake_index.hits[f"/files/{wheel}"] == 1  # not asked again, whole
+    assert fake_index.sent[f"/files/{wheel}"] < size // 4  # about 4 MiB here
 
 
 def test_index_without_json_api(

@@ -66,7 +66,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 
     run(NAMES[0])  # fills the matrix cache once
     with ThreadPoolExecutor(max_workers=4) as pool:
-        return dict(zip(NAMES, pool.map(run, NAMES)))
+        return dict(zip(NAMES, pool.map(run, NAMES), strict=True))
 
 
 def test_case_names_are_distinct_file_names() -> None:

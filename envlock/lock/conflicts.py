@@ -109,7 +109,7 @@ def merge_one_of(reqs: list[str]) -> str:
     if len({canonicalize_name(m["name"]) for m in ms}) != 1:
         return " or ".join(reqs)
     parts = [f"{ms[0]['name']}{ms[0]['lop']}{ms[0]['lo']}"]
-    for prev, cur in zip(ms, ms[1:]):
+    for prev, cur in zip(ms, ms[1:], strict=False):
         if prev["hi"] != cur["lo"] or cur["lop"] != ">":
             return " or ".join(reqs)
         parts.append(f"!={cur['lo']}")

@@ -230,6 +230,8 @@ def parse_build_info(text: str, filename: str = "build_info.py") -> dict[str, An
         tree = ast.parse(text, filename=filename)
     except SyntaxError as e:
         raise DataError(f"{filename}: not valid Python: {e.msg} (line {e.lineno})") from None
+    except ValueError as e:  # a NUL byte before 3.12 (a SyntaxError from 3.12 on)
+        raise DataError(f"{filename}: not valid Python: {e}") from None
     out: dict[str, Any] = {}
     for node in tree.body:
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The tests under other CPythons, from pyenv (part of ./tests/run.sh):
+# - the unit tests (no docker, network or slow ones) under the oldest and the
+#   newest Python envlock supports, ENVLOCK_TEST_PYTHONS (default "3.10 3.13"),
+#   each in its own ./.venv-pyX.Y with envlock[test] installed;
+# - the smoke harness's tests under ENVLOCK_HARNESS_PYTHON (default 3.8, the
+#   oldest the harness runs on inside old images), in ./.venv-pyX.Y with pytest
+#   and hypothesis only (pip picks their last releases for that Python), envlock
+#   imported from the work tree.
+# A version whose interpreter is absent is skipped, saying so; set a variable
+# to "" to leave its runs out. Arguments go to the unit runs' pytest, after the
+# marker selection. Exits non-zero when any run fails or collects no test.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+pyenv_versions="${PYENV_ROOT:-$HOME/.pyenv}/versions"
+unit_pythons="${ENVLOCK_TEST_PYTHONS-3.10 3.13}"
+harness_python="${ENVLOCK_HARNESS_PYTHON-3.8}"
+unit_markers="not docker and not network and not slow"
+failed=()
+
+# the newest installed release of CPython X.Y, or nothing
+find_python() {
+  local found
+  found=$(find "$pyenv_versions" -maxdepth 1 -name "$1.*" 2>/dev/null | sort -V | tail -n 1)
+  if [ -n "$found" ] && [ -x "$found/bin/python" ]; then
+    echo "$found/bin/python"
+  fi
+}
+
+# pytest's status, named: 5 (no test collected) is a failure here too
+run_pytest() {
+  local label=$1 rc=0
+  shift
+  local start=$SECONDS
+  "$@" || rc=$?
+  echo "tests/pythons.sh: $label: pytest exit $rc in $((SECONDS - start)) s"
+  if [ "$rc" = 5 ]; then
+    echo "tests/pythons.sh: $label collected no test" >&2
+  fi
+  if [ "$rc" != 0 ]; then
+    failed+=("$label")
+  fi
+}
+
+for version in $unit_pythons; do
+  py=$(find_python "$version")
+  if [ -z "$py" ]; then
+    echo "tests/pythons.sh: skipped CPython $version (not in $pyenv_versions)"
+    continue
+  fi
+  venv="$root/.venv-py$version"
+  echo "tests/pythons.sh: unit tests under $("$py" -V 2>&1) in ${venv#"$root"/}"
+  start=$SECONDS
+  ENVLOCK_PYTHON="$py" ENVLOCK_VENV="$venv" bash scripts/ensure-venv.sh test
+  echo "tests/pythons.sh: CPython $version venv ready in $((SECONDS - start)) s"
+  run_pytest "CPython $version unit tests" \
+    "$venv/bin/python" -m pytest -p no:cacheprovider -m "$unit_markers" "$@"
+done
+
+if [ -n "$harness_python" ]; then
+  py=$(find_python "$harness_python")
+  if [ -z "$py" ]; then
+    echo "tests/pythons.sh: skipped the harness tests under CPython $harness_python" \
+      "(not in $pyenv_versions)"
+  else
+    venv="$root/.venv-py$harness_python"
+    echo "tests/pythons.sh: harness tests under $("$py" -V 2>&1) in ${venv#"$root"/}"
+    start=$SECONDS
+    if [ ! -x "$venv/bin/python" ]; then
+      "$py" -m venv "$venv"
+    fi
+    if ! "$venv/bin/python" -c 'import pytest, hypothesis' >/dev/null 2>&1; then
+      "$venv/bin/python" -m pip install -q --disable-pip-version-check pytest hypothesis
+    fi
+    echo "tests/pythons.sh: CPython $harness_python venv ready in $((SECONDS - start)) s"
+    run_pytest "CPython $harness_python harness tests" \
+      "$venv/bin/python" -m pytest -p no:cacheprovider tests/test_smoke_harness.py
+  fi
+fi
+
+if [ "${#failed[@]}" != 0 ]; then
+  printf 'tests/pythons.sh: failed: %s\n' "${failed[@]}" >&2
+  exit 1
+fi
