@@ -9,13 +9,12 @@ templates, the smoke harness and, when asked for, the ``--ca-cert`` file.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,11 @@ from envlock.model import Lock
 EXECUTABLE: frozenset[str] = frozenset({"bootstrap.sh"})
 
 PYTHON_SOURCES = ("image", "apt", "uv")
+# render.json: the options a bundle was rendered with, so `envlock render DIR`
+# and `envlock lock --check DIR` render it the same way again.
+RENDER_JSON = "render.json"
+RENDER_SCHEMA = "envlock.render/v1"
+RECORDED_OPTIONS = ("base_image", "base_digest", "os", "ca_cert", "python_from")
 CA_CERT_NAME = "envlock-ca.pem"
 VENV = "/opt/venv"
 BUNDLE_IN_IMAGE = "/opt/envlock"
@@ -54,12 +58,27 @@ _NVIDIA_WHEEL_RE = re.compile(r"^nvidia-(.+)-cu\d+$")
 
 @dataclass(frozen=True)
 class RenderOptions:
+    """How to render; None is "not given". All but ``runtime`` are recorded in render.json."""
+
     base_image: str | None = None  # FROM this instead of the resolved nvidia/cuda tag
     base_digest: str | None = None  # "sha256:..." pin for the base image
     os: str | None = None  # "ubuntu24.04": the same CUDA image on another Ubuntu
     ca_cert: str | None = None  # PEM file trusted by the build stage
     python_from: str | None = None  # image | apt | uv; None: chosen from the OS
     runtime: Mapping[str, Any] | None = None  # runtime.json settings to keep
+
+    def recorded(self) -> dict[str, Any]:
+        """The render.json document: the options as given, None where not given."""
+        doc: dict[str, Any] = {"schema": RENDER_SCHEMA}
+        doc.update((name, getattr(self, name)) for name in RECORDED_OPTIONS)
+        return doc
+
+    def over(self, recorded: Mapping[str, str | None]) -> RenderOptions:
+        """These options, with the recorded ones standing in for those not given."""
+        missing: dict[str, Any] = {
+            name: recorded.get(name) for name in RECORDED_OPTIONS if getattr(self, name) is None
+        }
+        return replace(self, **missing)
 
 
 @dataclass(frozen=True)
@@ -104,50 +123,6 @@ class BundleContext:
     warnings: tuple[str, ...]
     end_of_life: tuple[str, ...]  # end-of-life notes about the base image
     top_requirements: tuple[str, ...]
-
-
-def add_render_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options shared by `envlock lock` and `envlock render` (not --os: resolve owns it)."""
-    parser.add_argument(
-        "--base-image",
-        metavar="REF",
-        help="FROM this image instead of the resolved nvidia/cuda tag (mirror, internal "
-        "registry, local image)",
-    )
-    parser.add_argument(
-        "--base-digest", metavar="sha256:HEX", help="pin the base image to this digest"
-    )
-    parser.add_argument(
-        "--ca-cert",
-        metavar="FILE",
-        help="PEM bundle the build stage trusts (networks that intercept TLS); never "
-        "copied into the runtime image",
-    )
-    parser.add_argument(
-        "--python-from",
-        choices=PYTHON_SOURCES,
-        help="where the image gets the lock's Python: the base image itself, the OS's "
-        "apt archive, or uv's standalone builds (default: apt when the OS's python3 is "
-        "the lock's minor, else uv)",
-    )
-
-
-def options_from_args(args: argparse.Namespace) -> RenderOptions:
-    """The render options of `envlock lock` / `envlock render`.
-
-    The bundle folder (``args.dir`` of render, ``args.output`` of lock) may hold
-    a runtime.json the user edited; it is read here so re-rendering keeps it.
-    """
-    folder = getattr(args, "dir", None) or getattr(args, "output", None)
-    runtime = read_runtime(Path(folder)) if isinstance(folder, str) and folder else None
-    return RenderOptions(
-        base_image=getattr(args, "base_image", None),
-        base_digest=getattr(args, "base_digest", None),
-        os=getattr(args, "os", None),
-        ca_cert=getattr(args, "ca_cert", None),
-        python_from=getattr(args, "python_from", None),
-        runtime=runtime,
-    )
 
 
 # --------------------------------------------------------------------------- helpers
@@ -372,6 +347,31 @@ def read_runtime(directory: Path) -> dict[str, Any] | None:
             hint="fix it or delete it to get the default runtime settings",
         ) from None
     return runtime_settings(data)
+
+
+def read_render_options(directory: Path) -> dict[str, str | None] | None:
+    """The options an existing bundle was rendered with (its render.json), or
+    None when it has none (bundles made before envlock recorded them)."""
+    path = directory / RENDER_JSON
+    hint = "fix it, or delete it and give the render options on the command line"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UsageError(f"{path}: not readable JSON ({e})", hint=hint) from None
+    if not isinstance(doc, dict) or doc.get("schema") != RENDER_SCHEMA:
+        raise UsageError(f"{path}: not an {RENDER_SCHEMA} document", hint=hint)
+    options: dict[str, str | None] = {}
+    for name, value in doc.items():
+        if name == "schema":
+            continue
+        if name not in RECORDED_OPTIONS:
+            raise UsageError(f"{path}: unknown option {name!r}", hint=hint)
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"{path}: {name} must be a string or null, not {value!r}", hint=hint)
+        options[name] = value
+    return options
 
 
 def _regenerate_command(options: RenderOptions) -> str:
@@ -655,6 +655,7 @@ def render_bundle(
         "README.md": render_template("README.md.j2", ctx),
         "expect.json": json.dumps(expect_document(ctx), indent=2) + "\n",
         "runtime.json": json.dumps(runtime_settings(options.runtime), indent=2) + "\n",
+        RENDER_JSON: json.dumps(options.recorded(), indent=2, sort_keys=True) + "\n",
         "envlock_runtime.py": _runtime_module(),
         "envlock_smoke.py": _harness(),
     }
@@ -671,10 +672,10 @@ def warnings_of(lock: Lock, options: RenderOptions, lock_files: Mapping[str, byt
 __all__ = [
     "EXECUTABLE",
     "BundleContext",
+    "RENDER_JSON",
     "RenderOptions",
-    "add_render_arguments",
     "bundle_context",
-    "options_from_args",
+    "read_render_options",
     "read_runtime",
     "render_bundle",
     "render_template",
