@@ -177,10 +177,7 @@ def build_image(
     out: Callable[[str], None] | None = None,
 ) -> BuildResult:
     """Build ``directory``'s Dockerfile with ``directory`` as the whole context."""
-    from docker.errors import DockerException
-    from requests.exceptions import RequestException
-
-    from envlock.smoke.runner import docker_client
+    from envlock import engine
 
     dockerfile = check_bundle(directory)
     if progress not in PROGRESS:
@@ -200,30 +197,21 @@ def build_image(
     show = progress == "plain" or (progress == "auto" and sys.stderr.isatty())
     write = out or (lambda s: (sys.stderr.write(s), sys.stderr.flush()))
 
-    own_client = client is None
-    client = client or docker_client(timeout=3600)
     try:
-        tracker, elapsed = _stream_build(
-            client, directory, tag, no_cache, network, buildargs, show, write
-        )
-        image_id = tracker.image_id or ""
-        if not image_id.startswith("sha256:"):
-            image_id = str(client.images.get(image_id).id)
-        image = client.images.get(image_id)
-    except (DockerException, RequestException) as e:
-        raise EnvironmentFailure(
-            f"the Docker Engine failed during the build: {e}",
-            hint="check `docker info`; the engine may have stopped",
-        ) from e
+        with engine.session("during the build", timeout=3600, client=client) as docker_client:
+            tracker, elapsed = _stream_build(
+                docker_client, directory, tag, no_cache, network, buildargs, show, write
+            )
+            image_id = tracker.image_id or ""
+            if not image_id.startswith("sha256:"):
+                image_id = str(docker_client.images.get(image_id).id)
+            image = docker_client.images.get(image_id)
     except OSError as e:  # docker-py tars the folder: an unreadable file lands here
         raise UsageError(
             f"cannot read the build context {directory}: {e.strerror or e}"
             + (f" ({e.filename})" if e.filename else ""),
             hint="make every file in the bundle folder readable, or list it in .dockerignore",
         ) from e
-    finally:
-        if own_client:
-            client.close()
     attrs = image.attrs or {}
     labels = dict(((attrs.get("Config") or {}).get("Labels")) or {})
     steps = tuple(

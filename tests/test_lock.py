@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 from packaging.pylock import Pylock
 
 from envlock.cli import main
-from envlock.commands.lock import _without_credentials
 from envlock.errors import DataError, EnvironmentFailure, NoResolution, UsageError
 from envlock.lock import (
     Target,
@@ -35,6 +34,7 @@ from envlock.lock import (
     requirements_text,
 )
 from envlock.lock.conflicts import explain, merge_one_of
+from envlock.lock.folder import without_credentials
 from envlock.model import Lock, LockedPackage, LockedWheel, LockInput, Resolution
 
 if sys.version_info >= (3, 11):
@@ -615,10 +615,10 @@ def test_cli_usage_errors_exit_2(
 
 
 def test_index_credentials_are_never_recorded() -> None:
-    assert _without_credentials("https://user:secret@mirror.invalid:8443/simple") == (
+    assert without_credentials("https://user:secret@mirror.invalid:8443/simple") == (
         "https://mirror.invalid:8443/simple"
     )
-    assert _without_credentials("http://127.0.0.1:9/simple") == "http://127.0.0.1:9/simple"
+    assert without_credentials("http://127.0.0.1:9/simple") == "http://127.0.0.1:9/simple"
 
 
 # ------------------------------------------------------------------ a Python without wheels
@@ -757,7 +757,9 @@ def test_check_of_an_untouched_bundle_compares_every_file_and_writes_nothing(
     compared = [row["path"] for row in report["files"]]
     assert sorted(compared) == written  # exactly what lock writes, notes.txt not among them
     assert compared[:3] == ["pylock.toml", "requirements.txt", "Dockerfile"]
-    assert {"bootstrap.sh", "README.md", ".dockerignore", "envlock-ca.pem"} <= set(compared)
+    assert {"bootstrap.sh", "README.md", ".dockerignore", "envlock-ca.pem", "render.json"} <= set(
+        compared
+    )
     assert {row["state"] for row in report["files"]} == {"same"}
     assert report["regenerate"].endswith(
         f"-o {bundle} --base-image {LOCAL_BASE} --ca-cert {bundle.parent / 'ca.pem'} "
@@ -798,20 +800,58 @@ def test_check_names_a_hand_edited_dockerfile(
     assert state(bundle) == before
 
 
-def test_check_reads_render_options_from_the_files_that_agree(
+def test_check_reads_render_options_from_render_json_not_comments(
     tf_bundle: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """One file's regenerate line edited: the other two say how the bundle was
-    rendered, so only that file is reported."""
+    """The options come from render.json: a hand-edited regenerate comment is
+    only that file's change, and an edited render.json decides the render."""
     bundle, _ = tf_bundle
     dockerfile = bundle / "Dockerfile"
-    lines = dockerfile.read_text(encoding="utf-8").splitlines(keepends=True)
+    original = dockerfile.read_text(encoding="utf-8")
+    lines = original.splitlines(keepends=True)
     assert lines[2].startswith("#   envlock render . ") and "--python-from image" in lines[2]
     lines[2] = lines[2].replace("--python-from image", "--python-from apt")
     dockerfile.write_text("".join(lines), encoding="utf-8")
     code, report = check_json(capsys, str(bundle))
     assert code == 1
     assert report["changes"] == ["! Dockerfile would be rewritten"]
+
+    dockerfile.write_text(original, encoding="utf-8")
+    recorded = json.loads((bundle / "render.json").read_text(encoding="utf-8"))
+    assert recorded["python_from"] == "image"
+    recorded["python_from"] = "uv"
+    (bundle / "render.json").write_text(json.dumps(recorded, indent=2, sort_keys=True) + "\n")
+    code, report = check_json(capsys, str(bundle))
+    assert code == 1
+    states = {r["path"]: r["state"] for r in report["files"]}
+    assert states["render.json"] == "same" and states["Dockerfile"] == "differs"
+    assert report["regenerate"].endswith("--python-from uv")
+
+
+def test_check_of_a_bundle_without_render_json_uses_what_is_given(
+    tf_bundle: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bundles made before render.json: a note, the defaults, and the options
+    given on the command line; render.json itself is reported missing."""
+    bundle, _ = tf_bundle
+    (bundle / "render.json").unlink()
+    code, report = check_json(capsys, str(bundle))
+    assert code == 1
+    assert report["notes"] == [
+        f"{bundle} has no render.json (bundles made before envlock recorded their render "
+        "options): the options given here are used, the defaults for the rest; give "
+        "--base-image, --base-digest, --ca-cert or --python-from again if the bundle was "
+        "rendered with them"
+    ]
+    assert "! Dockerfile would be rewritten" in report["changes"]
+    ca = bundle.parent / "ca.pem"
+    code, report = check_json(
+        capsys,
+        str(bundle),
+        *("--base-image", LOCAL_BASE, "--python-from", "image", "--ca-cert", str(ca)),
+    )
+    assert code == 1
+    assert report["changes"] == ["! render.json missing"]
 
 
 def test_check_names_missing_and_non_executable_files(
@@ -876,4 +916,5 @@ def test_check_without_the_recorded_ca_file_is_bad_input(
         "! Dockerfile would be rewritten",
         "! bootstrap.sh would be rewritten",
         "! README.md would be rewritten",
+        "! render.json would be rewritten",
     ]

@@ -387,6 +387,7 @@ def test_bundle_files_and_copies() -> None:
         "README.md",
         "expect.json",
         "runtime.json",
+        "render.json",
         "envlock_runtime.py",
         "envlock_smoke.py",
     }
@@ -493,18 +494,70 @@ def test_runtime_module_checks_a_file(tmp_path: Path, capsys: pytest.CaptureFixt
     assert envlock_runtime.main([str(tmp_path / "none.json")]) == 2
 
 
-def test_options_from_args_keep_the_bundles_runtime_json(tmp_path: Path) -> None:
-    import argparse
+def test_render_json_records_the_options_as_given() -> None:
+    options = RenderOptions(
+        base_image="envlock-test/bookworm-python:1",
+        python_from="image",
+        runtime={**envlock_runtime.DEFAULTS, "seed": 3},  # runtime.json's, not render.json's
+    )
+    files = render_bundle(make_lock(), options, LOCK_FILES)
+    assert files["render.json"] == (
+        "{\n"
+        '  "base_digest": null,\n'
+        '  "base_image": "envlock-test/bookworm-python:1",\n'
+        '  "ca_cert": null,\n'
+        '  "os": null,\n'
+        '  "python_from": "image",\n'
+        '  "schema": "envlock.render/v1"\n'
+        "}\n"
+    )
+    plain = render_bundle(make_lock(), RenderOptions(), LOCK_FILES)["render.json"]
+    assert json.loads(plain) == {
+        "schema": "envlock.render/v1",
+        **dict.fromkeys(("base_digest", "base_image", "ca_cert", "os", "python_from")),
+    }
 
+
+def test_recorded_options_stand_in_for_those_not_given(tmp_path: Path) -> None:
+    from envlock.lock.folder import recorded_options
+
+    recorded = RenderOptions(base_image="envlock-test/bookworm-python:1", python_from="uv")
+    files = render_bundle(make_lock(), recorded, LOCK_FILES)
+    (tmp_path / "render.json").write_text(str(files["render.json"]))
     mine = {**envlock_runtime.DEFAULTS, "determinism": True}
     (tmp_path / "runtime.json").write_text(json.dumps(mine))
-    for args in (
-        argparse.Namespace(output=str(tmp_path), python_from="uv"),  # envlock lock -o DIR
-        argparse.Namespace(dir=str(tmp_path), base_image=None),  # envlock render DIR
-    ):
-        options = render.options_from_args(args)
-        assert options.runtime == mine
-        files = render_bundle(make_lock(), options, LOCK_FILES)
-        assert json.loads(files["runtime.json"])["determinism"] is True
-    fresh = render.options_from_args(argparse.Namespace(output=str(tmp_path / "new")))
-    assert fresh.runtime is None
+    assert render.read_render_options(tmp_path) == {
+        "base_digest": None,
+        "base_image": "envlock-test/bookworm-python:1",
+        "ca_cert": None,
+        "os": None,
+        "python_from": "uv",
+    }
+    options, note = recorded_options(tmp_path, RenderOptions(python_from="image"))
+    assert note is None
+    assert options == RenderOptions(
+        base_image="envlock-test/bookworm-python:1", python_from="image", runtime=mine
+    )
+    # a folder without render.json (an older bundle): only what is given, and a note
+    older = tmp_path / "older"
+    older.mkdir()
+    options, note = recorded_options(older, RenderOptions(base_digest="sha256:" + "a" * 64))
+    assert options == RenderOptions(base_digest="sha256:" + "a" * 64)
+    assert note is not None and note.startswith(f"{older} has no render.json (bundles made")
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("{", "not readable JSON"),
+        ('{"base_image": "x"}', "not an envlock.render/v1 document"),
+        ('{"schema": "envlock.render/v1", "base": "x"}', "unknown option 'base'"),
+        ('{"schema": "envlock.render/v1", "os": 22.04}', "os must be a string or null"),
+    ],
+)
+def test_a_broken_render_json_is_bad_input(tmp_path: Path, text: str, words: str) -> None:
+    (tmp_path / "render.json").write_text(text)
+    with pytest.raises(UsageError, match=re.escape(words)) as err:
+        render.read_render_options(tmp_path)
+    assert err.value.message.startswith(f"{tmp_path / 'render.json'}: ")
+    assert err.value.hint is not None and "delete it" in err.value.hint

@@ -34,6 +34,7 @@ COMPARED = (
     "README.md",
     "expect.json",
     "runtime.json",
+    "render.json",
 )
 UPDATE = os.environ.get("ENVLOCK_UPDATE_GOLDEN") == "1"
 
@@ -195,6 +196,49 @@ def test_render_command_writes_the_bundle(
     assert states["Dockerfile"] == "unchanged" and states["bootstrap.sh"] == "unchanged"
     assert states["runtime.json"] == "updated"  # reformatted, same settings
     assert json.loads((bundle / "runtime.json").read_text())["mixed_precision"] == "mixed_bfloat16"
+
+
+def test_render_command_keeps_the_recorded_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """render.json says how the bundle was rendered: a plain `envlock render DIR`
+    renders it the same way, an option given wins, and the lock is never touched."""
+    case = "tf2.15-local"
+    bundle = bundle_from(case, tmp_path)
+    shutil.copy(GOLDEN / case / "ca.pem", bundle / "ca.pem")
+    monkeypatch.chdir(bundle)
+    lock_before = {n: (bundle / n).read_bytes() for n in ("pylock.toml", "requirements.txt")}
+    options = case_spec(case)["options"]
+    flags = ["--base-image", options["base_image"], "--python-from", options["python_from"]]
+    assert main(["render", ".", *flags, "--ca-cert", options["ca_cert"]]) == 0
+    capsys.readouterr()
+    (bundle / "Dockerfile").write_text("FROM scratch\n")
+    assert main(["render", ".", "--json"]) == 0  # nothing given: all from render.json
+    out = capsys.readouterr()
+    states = {row["path"]: row["state"] for row in json.loads(out.out)["files"]}
+    assert states["Dockerfile"] == "updated" and states["render.json"] == "unchanged"
+    assert "note:" not in out.err
+    for name in COMPARED:
+        golden = (GOLDEN / case / "expected" / name).read_text(encoding="utf-8")
+        assert (bundle / name).read_text(encoding="utf-8") == golden, name
+    assert main(["render", ".", "--python-from", "uv"]) == 0
+    capsys.readouterr()
+    recorded = json.loads((bundle / "render.json").read_text())
+    assert recorded["python_from"] == "uv" and recorded["base_image"] == options["base_image"]
+    assert {n: (bundle / n).read_bytes() for n in lock_before} == lock_before
+
+
+def test_render_command_on_a_bundle_without_render_json_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = bundle_from("tf2.15-system", tmp_path)
+    (bundle / "Dockerfile").write_text("# rendered by an older envlock\n")
+    assert main(["render", str(bundle)]) == 0
+    err = capsys.readouterr().err
+    assert f"envlock: note: {bundle} has no render.json (bundles made before envlock" in err
+    assert (bundle / "render.json").is_file()
+    assert main(["render", str(bundle)]) == 0
+    assert "note:" not in capsys.readouterr().err
 
 
 def test_render_command_failures_leave_the_bundle_as_it_was(

@@ -1,30 +1,29 @@
-"""envlock lock: resolve, then pin the whole closure with hashes, and render the bundle.
+"""envlock lock: flags, the call into the lock package, printing.
 
-``envlock lock SPEC -o DIR`` writes pylock.toml, requirements.txt and the
-rendered bundle files with one all-or-nothing write; ``envlock lock --check
-DIR`` recomputes all of those from DIR's recorded input and render options,
-writes nothing, and exits 1 when any of them would change.
+``envlock lock SPEC -o DIR`` resolves SPEC, then ``envlock.lock.folder.lock_folder``
+writes pylock.toml, requirements.txt and the rendered bundle in one step;
+``envlock lock --check DIR`` is ``envlock.lock.check.check_folder``: exit 1
+when any file lock writes into DIR would change.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envlock.commands.render import add_render_arguments, render_options
 from envlock.errors import UsageError
 
 if TYPE_CHECKING:
-    from envlock.model import Lock, LockInput, Resolution
-    from envlock.render import RenderOptions
+    from envlock.lock.check import CheckResult
+    from envlock.lock.folder import LockedFolder
+    from envlock.model import LockedPackage, LockInput, Resolution
 
 
 def register(sub: Any) -> None:
     from envlock.commands.resolve import add_resolve_arguments
-    from envlock.render import add_render_arguments
 
     p = sub.add_parser(
         "lock",
@@ -90,67 +89,6 @@ def _optional_spec(parser: argparse.ArgumentParser) -> None:
             action.default = None
 
 
-def read_requirement_file(path: str) -> list[str]:
-    """Requirement lines of a -r FILE (comments, blanks and continuations handled)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"-r {path}: no such file", hint="check the path") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"-r {path}: cannot read it ({e})", hint="check the file") from None
-    out: list[str] = []
-    joined = text.replace("\\\n", " ")
-    for number, raw in enumerate(joined.splitlines(), start=1):
-        line = raw.split(" #", 1)[0].strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("-"):
-            raise UsageError(
-                f"-r {path}: line {number}: {line.split()[0]} is not supported here",
-                hint="list only requirements (name and version specifiers), one per line",
-            )
-        out.append(line)
-    return out
-
-
-def _lock_input(args: argparse.Namespace, constraints: Any, resolution: Resolution) -> LockInput:
-    from envlock.lock import check_requirements
-    from envlock.model import LockInput
-
-    reqs = list(check_requirements(args.with_requirements, "--with"))
-    for path in args.requirement_files:
-        reqs += check_requirements(read_requirement_file(path), f"-r {path}")
-
-    def given(name: str) -> str | None:
-        value = getattr(constraints, name, None)
-        return str(value) if value not in (None, "") else None
-
-    return LockInput(
-        spec=args.spec,
-        with_requirements=tuple(reqs),
-        python=given("python"),
-        cuda=given("cuda"),
-        cudnn=given("cudnn"),
-        driver=given("driver"),
-        os=given("os"),
-        cuda_source=resolution.cuda_source,
-        index_url=_without_credentials(args.index_url) if args.index_url else None,
-    )
-
-
-def _without_credentials(url: str) -> str:
-    """The index URL as recorded in the lock: user and password are never written."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=host))
-
-
 def _resolve_input(lock_input: LockInput) -> Resolution:
     """Resolve again from a recorded LockInput (for --check)."""
     from envlock.commands.resolve import add_resolve_arguments, constraints_from_args
@@ -171,39 +109,6 @@ def _progress(message: str) -> None:
         sys.stderr.flush()
 
 
-def _prewarm(resolver: str, provisional: Lock, options: Any) -> None:
-    """Work that does not need the locked packages, done while the resolver runs.
-
-    The resolver is a child process, so this thread costs the lock nothing:
-    the resolver's version is read, and a provisional bundle (no packages) is
-    rendered and thrown away, so the template engine, the templates and the
-    CUDA image data are loaded by the time the real lock arrives.
-    """
-    with contextlib.suppress(Exception):
-        if resolver == "uv":
-            from envlock.lock.uv import uv_version
-
-            uv_version()
-        from envlock.render import render_bundle
-
-        render_bundle(provisional, options, {"pylock.toml": b"", "requirements.txt": b""})
-
-
-def bundle_files(locked: Lock, options: RenderOptions) -> dict[str, bytes]:
-    """Every file ``envlock lock`` writes into DIR, by name: the two lock files
-    first, then the rendered bundle (``--check`` compares exactly these)."""
-    from envlock.lock import PYLOCK, REQUIREMENTS, pylock_text, requirements_text
-    from envlock.render import render_bundle
-
-    pylock = pylock_text(locked).encode("utf-8")
-    requirements = requirements_text(locked).encode("utf-8")
-    lock_files = {PYLOCK: pylock, REQUIREMENTS: requirements}
-    files: dict[str, bytes] = dict(lock_files)
-    for name, data in render_bundle(locked, options, lock_files).items():
-        files[name] = data.encode("utf-8") if isinstance(data, str) else data
-    return files
-
-
 def run(args: argparse.Namespace) -> int:
     if args.check:
         if args.output:
@@ -216,29 +121,27 @@ def run(args: argparse.Namespace) -> int:
     if not args.output:
         raise UsageError("no output folder", hint=f"envlock lock '{args.spec}' -o DIR")
     from envlock.commands.resolve import constraints_from_args
-    from envlock.fsutil import sha256_bytes, write_files
-    from envlock.lock import PYLOCK, lock
-    from envlock.model import Lock
-    from envlock.render import EXECUTABLE, options_from_args
+    from envlock.lock.folder import LockRequest, lock_folder
     from envlock.resolve import resolve
 
     constraints = constraints_from_args(args)
     resolution = resolve(constraints)
-    lock_input = _lock_input(args, constraints, resolution)
-    resolver = args.resolver or "uv"
-    _progress(f"locking {resolution.framework} {resolution.version} with {resolver} ...")
-    options = options_from_args(args)
-    provisional = Lock(resolution, lock_input, (), resolver, "")
-    warm = threading.Thread(target=_prewarm, args=(resolver, provisional, options), daemon=True)
-    warm.start()
-    locked = lock(
-        resolution, lock_input, resolver=resolver, index_url=args.index_url, offline=args.offline
+    request = LockRequest(
+        spec=args.spec,
+        output=Path(args.output),
+        python=constraints.python or None,
+        cuda=constraints.cuda or None,
+        cudnn=constraints.cudnn or None,
+        driver=constraints.driver or None,
+        os=constraints.os or None,
+        with_requirements=tuple(args.with_requirements),
+        requirement_files=tuple(args.requirement_files),
+        resolver=args.resolver or "uv",
+        index_url=args.index_url,
+        offline=args.offline,
+        render=render_options(args, os=args.os),
     )
-    warm.join()
-    files = bundle_files(locked, options)
-    out = Path(args.output)
-    write_files(out, files, modes={name: 0o755 for name in EXECUTABLE})
-    _print_lock(args, locked, out, sorted(files), sha256_bytes(files[PYLOCK]))
+    _print_lock(args, lock_folder(request, resolution, _progress))
     return 0
 
 
@@ -246,11 +149,10 @@ def _mb(size: int) -> str:
     return f"{size / 1e6:.1f} MB"
 
 
-def _print_lock(
-    args: argparse.Namespace, locked: Lock, out: Path, files: list[str], digest: str
-) -> None:
+def _print_lock(args: argparse.Namespace, written: LockedFolder) -> None:
     from envlock.output import emit_json, table
 
+    locked, out, files, digest = written.lock, written.folder, written.files, written.digest
     r = locked.resolution
     if args.json:
         emit_json(
@@ -263,7 +165,7 @@ def _print_lock(
                 "resolution": r.to_dict(),
                 "input": locked.input.to_dict(),
                 "packages": [_package_json(p) for p in locked.packages],
-                "files": files,
+                "files": list(files),
             }
         )
         return
@@ -282,7 +184,7 @@ def _print_lock(
     )
 
 
-def _package_json(p: Any) -> dict[str, Any]:
+def _package_json(p: LockedPackage) -> dict[str, Any]:
     return {
         "name": p.name,
         "version": p.version,
@@ -293,228 +195,53 @@ def _package_json(p: Any) -> dict[str, Any]:
     }
 
 
-def diff_locks(old: Lock, new: Lock) -> list[str]:
-    """What changed between two locks, one line per change, packages first."""
-    changes: list[str] = []
-    before = {p.name: p for p in old.packages}
-    after = {p.name: p for p in new.packages}
-    for name in sorted(before.keys() | after.keys()):
-        a, b = before.get(name), after.get(name)
-        if a is None and b is not None:
-            changes.append(f"+ {name} {b.version} (new)")
-        elif b is None and a is not None:
-            changes.append(f"- {name} {a.version} (no longer needed)")
-        elif a is not None and b is not None:
-            if a.version != b.version:
-                changes.append(f"~ {name} {a.version} -> {b.version}")
-            elif {w.sha256 for w in a.wheels} != {w.sha256 for w in b.wheels}:
-                changes.append(f"~ {name} {a.version}: wheels or hashes differ from the index")
-            elif a.wheels != b.wheels:
-                changes.append(f"~ {name} {a.version}: wheel urls or sizes changed")
-    old_r, new_r = old.resolution.to_dict(), new.resolution.to_dict()
-    for key in old_r:
-        if old_r[key] != new_r.get(key):
-            changes.append(f"~ resolution.{key}: {old_r[key]!r} -> {new_r.get(key)!r}")
-    if old.top_requirements != new.top_requirements:
-        changes.append(
-            f"~ requirements given to the resolver: {' '.join(old.top_requirements)} -> "
-            f"{' '.join(new.top_requirements)}"
-        )
-    if old.resolver != new.resolver:
-        changes.append(f"~ resolver: {old.resolver} -> {new.resolver}")
-    return changes
-
-
-# The files that carry the bundle's `envlock render . OPTIONS` line, in the
-# order a tie between them is settled.
-_REGENERATE_CARRIERS = ("Dockerfile", "bootstrap.sh", "README.md")
-_REGENERATE = "envlock render ."
-
-
-def _regenerate_options(text: str) -> tuple[tuple[str, str | None], ...] | None:
-    """The render options of the first `envlock render . ...` line of ``text``."""
-    import shlex
-
-    from envlock.render import add_render_arguments
-
-    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
-    add_render_arguments(parser)
-    parser.add_argument("--os")
-    for line in text.splitlines():
-        at = line.find(_REGENERATE)
-        if at < 0:
-            continue
-        try:
-            words = shlex.split(line[at + len(_REGENERATE) :])
-            parsed, rest = parser.parse_known_args(words)
-        except (ValueError, argparse.ArgumentError, SystemExit):
-            continue  # not a command line (an example in prose, a hand edit)
-        if rest:
-            continue
-        return tuple(sorted(vars(parsed).items()))
-    return None
-
-
-def recorded_render_options(folder: Path) -> dict[str, str | None]:
-    """The render options a bundle was made with, read back from the
-    regenerate line its Dockerfile, bootstrap.sh and README.md carry.
-
-    The value most of those files agree on wins, so one hand-edited file does
-    not decide how the others are compared. No such line: the defaults.
-    """
-    votes: dict[tuple[tuple[str, str | None], ...], int] = {}
-    for name in _REGENERATE_CARRIERS:
-        try:
-            text = (folder / name).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        found = _regenerate_options(text)
-        if found is not None:
-            votes[found] = votes.get(found, 0) + 1
-    if not votes:
-        return {}
-    best = max(votes.values())
-    return dict(next(found for found, count in votes.items() if count == best))
-
-
-def _check_options(args: argparse.Namespace, folder: Path, old: Lock) -> RenderOptions:
-    """The render options `envlock lock` would use for DIR: those given on this
-    command line, else those the bundle was rendered with; DIR's runtime.json."""
-    from envlock.render import RenderOptions, read_runtime
-
-    recorded = recorded_render_options(folder)
-
-    def pick(name: str) -> str | None:
-        given = getattr(args, name, None)
-        return str(given) if given else recorded.get(name)
-
-    ca_cert = pick("ca_cert")
-    if ca_cert and not args.ca_cert and not Path(ca_cert).expanduser().is_file():
-        raise UsageError(
-            f"{folder} was rendered with --ca-cert {ca_cert}, which is not readable here",
-            hint=f"give the CA file again: envlock lock --check {folder} --ca-cert FILE",
-        )
-    return RenderOptions(
-        base_image=pick("base_image"),
-        base_digest=pick("base_digest"),
-        os=old.input.os,
-        ca_cert=ca_cert,
-        python_from=pick("python_from"),
-        runtime=read_runtime(folder),
-    )
-
-
-def _render_flags(options: RenderOptions) -> list[str]:
-    flags: list[str] = []
-    for flag, value in (
-        ("--base-image", options.base_image),
-        ("--base-digest", options.base_digest),
-        ("--ca-cert", options.ca_cert),
-        ("--python-from", options.python_from),
-    ):
-        if value:
-            flags += [flag, value]
-    return flags
-
-
-def compare_files(folder: Path, files: dict[str, bytes]) -> list[dict[str, str]]:
-    """Each file lock would write, against DIR: same, differs, missing, or (for
-    bootstrap.sh) not executable. Files in DIR that lock does not write are not
-    looked at."""
-    import os
-
-    from envlock.render import EXECUTABLE
-
-    rows: list[dict[str, str]] = []
-    for name, data in files.items():
-        path = folder / name
-        try:
-            current = path.read_bytes()
-        except OSError:
-            current = None
-        if current is None:
-            state = "missing"
-        elif current != data:
-            state = "differs"
-        elif name in EXECUTABLE and not os.stat(path).st_mode & 0o111:
-            state = "not executable"
-        else:
-            state = "same"
-        rows.append({"path": name, "state": state})
-    return rows
-
-
-_STATE_LINES = {
-    "missing": "! {path} missing",
-    "differs": "! {path} would be rewritten",
-    "not executable": "! {path} is not executable",
-}
-
-
 def check(args: argparse.Namespace) -> int:
-    import shlex
-    from dataclasses import replace
-
-    from envlock.lock import PYLOCK, lock, read_lock
-    from envlock.lock.pylock import regenerate_command
-    from envlock.output import emit_json
+    from envlock.lock.check import CheckRequest, check_folder
 
     folder = Path(args.check)
-    old = read_lock(folder)
     if args.spec:
         raise UsageError(
             f"--check recomputes from {folder}'s recorded input; SPEC {args.spec!r} is not used",
             hint=f"envlock lock --check {folder}",
         )
-    options = _check_options(args, folder, old)
-    resolver = args.resolver or old.resolver or "uv"
-    resolution = _resolve_input(old.input)
-    _progress(f"recomputing {folder / PYLOCK} and its bundle with {resolver} ...")
-    new = lock(
-        resolution,
-        old.input,
-        resolver=resolver,
-        index_url=args.index_url or old.input.index_url,
+    request = CheckRequest(
+        folder=folder,
+        resolver=args.resolver,
+        index_url=args.index_url,
         offline=args.offline,
+        render=render_options(args),
     )
-    notes: list[str] = []
-    if new.resolver_version != old.resolver_version and new.resolver == old.resolver:
-        notes.append(
-            f"{new.resolver} is {new.resolver_version} here, the lock was made with "
-            f"{old.resolver_version}; the comparison ignores that"
-        )
-        new = replace(new, resolver_version=old.resolver_version)
-    changes = diff_locks(old, new)
-    rows = compare_files(folder, bundle_files(new, options))
-    changes += [_STATE_LINES[r["state"]].format(**r) for r in rows if r["state"] != "same"]
-    ok = not changes
-    regenerate = regenerate_command(old, str(folder))
-    flags = _render_flags(options)
-    if flags:
-        regenerate += " " + shlex.join(flags)
+    result = check_folder(request, _resolve_input, _progress)
+    _print_check(args, result)
+    return 0 if result.ok else 1
+
+
+def _print_check(args: argparse.Namespace, result: CheckResult) -> None:
+    from envlock.output import emit_json
+
+    folder = result.folder
     if args.json:
         emit_json(
             {
                 "dir": str(folder),
-                "ok": ok,
-                "changes": changes,
-                "files": rows,
-                "notes": notes,
-                "regenerate": regenerate,
+                "ok": result.ok,
+                "changes": list(result.changes),
+                "files": list(result.files),
+                "notes": list(result.notes),
+                "regenerate": result.regenerate,
             }
         )
-    else:
-        for note in notes:
-            sys.stdout.write(f"note: {note}\n")
-        if ok:
-            sys.stdout.write(
-                f"{folder}: the lock is current ({len(new.packages)} packages, "
-                f"{new.resolution.framework} {new.resolution.version}); "
-                f"all {len(rows)} files lock writes match\n"
-            )
-        else:
-            sys.stdout.write(f"{folder}: `envlock lock` would change the bundle:\n")
-            for line in changes:
-                sys.stdout.write(f"  {line}\n")
-            sys.stdout.write(f"  regenerate: {regenerate}\n")
-    return 0 if ok else 1
+        return
+    for note in result.notes:
+        sys.stdout.write(f"note: {note}\n")
+    if result.ok:
+        r = result.lock.resolution
+        sys.stdout.write(
+            f"{folder}: the lock is current ({len(result.lock.packages)} packages, "
+            f"{r.framework} {r.version}); all {len(result.files)} files lock writes match\n"
+        )
+        return
+    sys.stdout.write(f"{folder}: `envlock lock` would change the bundle:\n")
+    for line in result.changes:
+        sys.stdout.write(f"  {line}\n")
+    sys.stdout.write(f"  regenerate: {result.regenerate}\n")

@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
 
         out: dict[str, Any] = result
         if args.sign:
-            out = _sign(result, Path(args.sign), args, image_id)
+            lock_dir = args.lock or args.expect  # the bundle the report names, if any
+            out = _sign(result, Path(args.sign), Path(lock_dir) if lock_dir else None, image_id)
         atomic_write(Path(args.output), json.dumps(out, indent=2) + "\n")
     if args.json:
         from envlock.output import emit_json
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     return runner.exit_code_for(result)
 
 
-def _sign(result: dict[str, Any], key: Path, args: argparse.Namespace, image_id: str | None) -> Any:
+def _sign(result: dict[str, Any], key: Path, lock_dir: Path | None, image_id: str | None) -> Any:
     try:
         from envlock.report import sign_result
     except ImportError as e:
@@ -116,9 +117,6 @@ def _sign(result: dict[str, Any], key: Path, args: argparse.Namespace, image_id:
             f"signing is not available in this installation ({e})",
             hint="install envlock with its dependencies (cryptography)",
         ) from e
-    lock_dir = Path(args.lock) if args.lock else None
-    if lock_dir is None and args.expect:
-        lock_dir = Path(args.expect)
     if lock_dir is not None and not (lock_dir / "pylock.toml").is_file():
         lock_dir = None
     return sign_result(result, key, lock_dir=lock_dir, image_id=image_id)

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from envlock.errors import EnvironmentFailure, UsageError
+from envlock.errors import UsageError
 from envlock.smoke import HARNESS_PATH
 
 SCHEMA = "envlock.smoke/v1"
@@ -315,30 +315,6 @@ def _run_teeing_stderr(cmd: list[str], timeout: float) -> tuple[str, str, int | 
 # ---------------------------------------------------------------- docker
 
 
-def docker_client(timeout: int = 600) -> Any:
-    """A docker-py client that answers, or EnvironmentFailure saying how to get one."""
-    import docker
-    from docker.errors import DockerException
-    from requests.exceptions import RequestException
-
-    where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-    try:
-        client = docker.from_env(timeout=timeout)
-        client.ping()
-    except (DockerException, RequestException) as e:
-        raise EnvironmentFailure(
-            f"cannot reach the Docker Engine at {where}: {_short(e)}",
-            hint="start one (`sudo systemctl start docker`, or `sudo dockerd &`; "
-            "tests/docker/setup.sh does it here) or point DOCKER_HOST at a running engine",
-        ) from e
-    return client
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:400] if text else type(exc).__name__
-
-
 def _device_requests(gpus: str) -> list[Any]:
     import docker
 
@@ -394,15 +370,16 @@ def run_in_image(
     client: Any = None,
 ) -> dict[str, Any]:
     """Run the image's harness in a container without network; GPUs by device request."""
-    from docker.errors import APIError, DockerException, ImageNotFound
-    from requests.exceptions import RequestException
+    from docker.errors import APIError, ImageNotFound
+
+    from envlock import engine
 
     gpus = parse_gpus(gpus)
-    own_client = client is None
-    client = client or docker_client()
-    try:
+    doing = f"while running the smoke test in {image}"
+    hint = "check `docker info` and the image"
+    with engine.session(doing, client=client, hint=hint) as docker_client:
         try:
-            img = client.images.get(image)
+            img = docker_client.images.get(image)
         except ImageNotFound as e:
             raise UsageError(
                 f"no image {image!r} in this Docker Engine",
@@ -417,12 +394,12 @@ def run_in_image(
         requests = _device_requests(gpus)
         try:
             stdout, stderr, code = _run_container(
-                client, img.id, command, payload, requests, timeout
+                docker_client, img.id, command, payload, requests, timeout
             )
         except APIError as e:
             if not requests or not _is_gpu_request_error(e):
                 raise
-            engine_said = str(getattr(e, "explanation", "") or _short(e))
+            engine_said = str(getattr(e, "explanation", "") or engine.short(e))
             reason = (
                 f"the GPU request failed when the container started ({engine_said}): "
                 f"{TOOLKIT_HINT}; the harness ran without GPUs"
@@ -431,17 +408,9 @@ def run_in_image(
                 {"name": "gpu_request", "status": "WARN" if allow_cpu else "FAIL", "reason": reason}
             )
             sys.stderr.write(f"envlock: {reason}\n")
-            stdout, stderr, code = _run_container(client, img.id, command, payload, [], timeout)
-    except (APIError, DockerException, RequestException) as e:
-        if isinstance(e, ImageNotFound):
-            raise
-        raise EnvironmentFailure(
-            f"Docker failed while running the smoke test in {image}: {_short(e)}",
-            hint="check `docker info` and the image",
-        ) from e
-    finally:
-        if own_client:
-            client.close()
+            stdout, stderr, code = _run_container(
+                docker_client, img.id, command, payload, [], timeout
+            )
     if code is None:
         result = failed_result(
             f"the harness did not finish within {timeout:.0f} s; the container was stopped",

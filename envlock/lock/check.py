@@ -1,0 +1,178 @@
+"""``envlock lock --check DIR``: would ``envlock lock`` change the bundle?
+
+The lock is recomputed from the input DIR/pylock.toml records, every file lock
+writes into DIR is made again with the render options DIR/render.json records
+(those given on the command line win), and each is compared with DIR's copy.
+Nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from envlock.errors import UsageError
+from envlock.lock.core import lock
+from envlock.lock.folder import Progress, bundle_files, recorded_options
+from envlock.lock.pylock import PYLOCK, read_lock, regenerate_command
+from envlock.model import Lock, LockInput, Resolution
+from envlock.render import EXECUTABLE, RenderOptions
+
+# What a file that is not "same" adds to the changes.
+_STATE_LINES = {
+    "missing": "! {path} missing",
+    "differs": "! {path} would be rewritten",
+    "not executable": "! {path} is not executable",
+}
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """``envlock lock --check DIR`` as plain values."""
+
+    folder: Path
+    resolver: str | None = None  # None: the one the lock was made with
+    index_url: str | None = None  # None: the recorded one, else the configuration
+    offline: bool = False
+    render: RenderOptions = field(default_factory=RenderOptions)  # given; else render.json
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    folder: Path
+    lock: Lock  # as `envlock lock` would make it now
+    changes: tuple[str, ...]  # one line each: packages, resolution, then files
+    files: tuple[dict[str, str], ...]  # {"path", "state": same | differs | missing | ...}
+    notes: tuple[str, ...]
+    regenerate: str  # the command that writes the bundle again
+
+    @property
+    def ok(self) -> bool:
+        return not self.changes
+
+
+def diff_locks(old: Lock, new: Lock) -> list[str]:
+    """What changed between two locks, one line per change, packages first."""
+    changes: list[str] = []
+    before = {p.name: p for p in old.packages}
+    after = {p.name: p for p in new.packages}
+    for name in sorted(before.keys() | after.keys()):
+        a, b = before.get(name), after.get(name)
+        if a is None and b is not None:
+            changes.append(f"+ {name} {b.version} (new)")
+        elif b is None and a is not None:
+            changes.append(f"- {name} {a.version} (no longer needed)")
+        elif a is not None and b is not None:
+            if a.version != b.version:
+                changes.append(f"~ {name} {a.version} -> {b.version}")
+            elif {w.sha256 for w in a.wheels} != {w.sha256 for w in b.wheels}:
+                changes.append(f"~ {name} {a.version}: wheels or hashes differ from the index")
+            elif a.wheels != b.wheels:
+                changes.append(f"~ {name} {a.version}: wheel urls or sizes changed")
+    old_r, new_r = old.resolution.to_dict(), new.resolution.to_dict()
+    for key in old_r:
+        if old_r[key] != new_r.get(key):
+            changes.append(f"~ resolution.{key}: {old_r[key]!r} -> {new_r.get(key)!r}")
+    if old.top_requirements != new.top_requirements:
+        changes.append(
+            f"~ requirements given to the resolver: {' '.join(old.top_requirements)} -> "
+            f"{' '.join(new.top_requirements)}"
+        )
+    if old.resolver != new.resolver:
+        changes.append(f"~ resolver: {old.resolver} -> {new.resolver}")
+    return changes
+
+
+def compare_files(folder: Path, files: dict[str, bytes]) -> list[dict[str, str]]:
+    """Each file lock would write, against DIR: same, differs, missing, or (for
+    bootstrap.sh) not executable. Files in DIR that lock does not write are not
+    looked at."""
+    rows: list[dict[str, str]] = []
+    for name, data in files.items():
+        path = folder / name
+        try:
+            current = path.read_bytes()
+        except OSError:
+            current = None
+        if current is None:
+            state = "missing"
+        elif current != data:
+            state = "differs"
+        elif name in EXECUTABLE and not os.stat(path).st_mode & 0o111:
+            state = "not executable"
+        else:
+            state = "same"
+        rows.append({"path": name, "state": state})
+    return rows
+
+
+def _render_flags(options: RenderOptions) -> list[str]:
+    flags: list[str] = []
+    for flag, value in (
+        ("--base-image", options.base_image),
+        ("--base-digest", options.base_digest),
+        ("--ca-cert", options.ca_cert),
+        ("--python-from", options.python_from),
+    ):
+        if value:
+            flags += [flag, value]
+    return flags
+
+
+def check_folder(
+    request: CheckRequest,
+    resolve_input: Callable[[LockInput], Resolution],
+    progress: Progress | None = None,
+) -> CheckResult:
+    """Recompute DIR's lock and bundle and compare them with DIR's files.
+
+    ``resolve_input`` resolves again from the recorded input (the command line
+    owns how recorded flags become constraints).
+    """
+    folder = request.folder
+    old = read_lock(folder)
+    options, note = recorded_options(folder, request.render)
+    notes = [note] if note else []
+    if note is not None and options.os is None:
+        options = replace(options, os=old.input.os)  # lock renders with its --os
+    ca_cert = options.ca_cert
+    if ca_cert and request.render.ca_cert is None and not Path(ca_cert).expanduser().is_file():
+        raise UsageError(
+            f"{folder} was rendered with --ca-cert {ca_cert}, which is not readable here",
+            hint=f"give the CA file again: envlock lock --check {folder} --ca-cert FILE",
+        )
+    resolver = request.resolver or old.resolver or "uv"
+    resolution = resolve_input(old.input)
+    if progress:
+        progress(f"recomputing {folder / PYLOCK} and its bundle with {resolver} ...")
+    new = lock(
+        resolution,
+        old.input,
+        resolver=resolver,
+        index_url=request.index_url or old.input.index_url,
+        offline=request.offline,
+    )
+    if new.resolver_version != old.resolver_version and new.resolver == old.resolver:
+        notes.append(
+            f"{new.resolver} is {new.resolver_version} here, the lock was made with "
+            f"{old.resolver_version}; the comparison ignores that"
+        )
+        new = Lock(
+            resolution=new.resolution,
+            input=new.input,
+            packages=new.packages,
+            resolver=new.resolver,
+            resolver_version=old.resolver_version,
+            top_requirements=new.top_requirements,
+        )
+    changes = diff_locks(old, new)
+    rows = compare_files(folder, bundle_files(new, options))
+    changes += [_STATE_LINES[r["state"]].format(**r) for r in rows if r["state"] != "same"]
+    regenerate = regenerate_command(old, str(folder))
+    flags = _render_flags(options)
+    if flags:
+        regenerate += " " + shlex.join(flags)
+    return CheckResult(folder, new, tuple(changes), tuple(rows), tuple(notes), regenerate)

@@ -1,0 +1,240 @@
+"""The bundle folder: every file ``envlock lock`` writes into DIR, made and written.
+
+``lock_folder`` is ``envlock lock SPEC -o DIR`` once SPEC is resolved: the
+lock, then pylock.toml, requirements.txt and the rendered bundle in one
+all-or-nothing write. ``render_folder`` is ``envlock render DIR``: the
+rendered files again from DIR's lock, DIR's render.json standing in for the
+options not given. ``bundle_files`` is what ``lock`` writes and what
+``lock --check`` (envlock.lock.check) compares.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from envlock.errors import UsageError
+from envlock.fsutil import sha256_bytes, write_files
+from envlock.lock.core import check_requirements, lock
+from envlock.lock.pylock import PYLOCK, pylock_text, read_lock
+from envlock.lock.requirements import REQUIREMENTS, requirements_text
+from envlock.model import Lock, LockInput, Resolution
+from envlock.render import (
+    EXECUTABLE,
+    RENDER_JSON,
+    BundleContext,
+    RenderOptions,
+    bundle_context,
+    read_render_options,
+    read_runtime,
+    render_bundle,
+)
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class LockRequest:
+    """``envlock lock SPEC -o DIR`` as plain values."""
+
+    spec: str
+    output: Path
+    # the resolve options as given (after --driver auto), recorded in the lock's input
+    python: str | None = None
+    cuda: str | None = None
+    cudnn: str | None = None
+    driver: str | None = None
+    os: str | None = None
+    with_requirements: tuple[str, ...] = ()  # --with REQ
+    requirement_files: tuple[str, ...] = ()  # -r FILE
+    resolver: str = "uv"
+    index_url: str | None = None
+    offline: bool = False
+    render: RenderOptions = field(default_factory=RenderOptions)  # runtime: read from DIR
+
+
+@dataclass(frozen=True)
+class LockedFolder:
+    lock: Lock
+    folder: Path
+    files: tuple[str, ...]  # every file written, sorted
+    digest: str  # sha256 hex of pylock.toml
+
+
+@dataclass(frozen=True)
+class RenderedFolder:
+    context: BundleContext
+    files: tuple[dict[str, Any], ...]  # {"path", "bytes", "state": new | unchanged | updated}
+    notes: tuple[str, ...]
+
+
+def read_requirement_file(path: str) -> list[str]:
+    """Requirement lines of a -r FILE (comments, blanks and continuations handled)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"-r {path}: no such file", hint="check the path") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"-r {path}: cannot read it ({e})", hint="check the file") from None
+    out: list[str] = []
+    joined = text.replace("\\\n", " ")
+    for number, raw in enumerate(joined.splitlines(), start=1):
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("-"):
+            raise UsageError(
+                f"-r {path}: line {number}: {line.split()[0]} is not supported here",
+                hint="list only requirements (name and version specifiers), one per line",
+            )
+        out.append(line)
+    return out
+
+
+def without_credentials(url: str) -> str:
+    """The index URL as recorded in the lock: user and password are never written."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=host))
+
+
+def lock_input(request: LockRequest, resolution: Resolution) -> LockInput:
+    """What the lock records of the request, so it can be recomputed (--check)."""
+    reqs = list(check_requirements(request.with_requirements, "--with"))
+    for path in request.requirement_files:
+        reqs += check_requirements(read_requirement_file(path), f"-r {path}")
+    return LockInput(
+        spec=request.spec,
+        with_requirements=tuple(reqs),
+        python=request.python,
+        cuda=request.cuda,
+        cudnn=request.cudnn,
+        driver=request.driver,
+        os=request.os,
+        cuda_source=resolution.cuda_source,
+        index_url=without_credentials(request.index_url) if request.index_url else None,
+    )
+
+
+def bundle_files(locked: Lock, options: RenderOptions) -> dict[str, bytes]:
+    """Every file ``envlock lock`` writes into DIR, by name: the two lock files
+    first, then the rendered bundle (``--check`` compares exactly these)."""
+    lock_files = {
+        PYLOCK: pylock_text(locked).encode("utf-8"),
+        REQUIREMENTS: requirements_text(locked).encode("utf-8"),
+    }
+    files = dict(lock_files)
+    for name, data in render_bundle(locked, options, lock_files).items():
+        files[name] = data.encode("utf-8") if isinstance(data, str) else data
+    return files
+
+
+def _prewarm(resolver: str, provisional: Lock, options: RenderOptions) -> None:
+    """Work that does not need the locked packages, done while the resolver runs.
+
+    The resolver is a child process, so this thread costs the lock nothing:
+    the resolver's version is read, and a provisional bundle (no packages) is
+    rendered and thrown away, so the template engine, the templates and the
+    CUDA image data are loaded by the time the real lock arrives.
+    """
+    with contextlib.suppress(Exception):
+        if resolver == "uv":
+            from envlock.lock.uv import uv_version
+
+            uv_version()
+        render_bundle(provisional, options, {PYLOCK: b"", REQUIREMENTS: b""})
+
+
+def lock_folder(
+    request: LockRequest, resolution: Resolution, progress: Progress | None = None
+) -> LockedFolder:
+    """Lock ``resolution`` (+ the request's pins) and write the whole bundle into
+    ``request.output`` in one step; an existing runtime.json there is kept."""
+    locking = lock_input(request, resolution)
+    if progress:
+        progress(f"locking {resolution.framework} {resolution.version} with {request.resolver} ...")
+    options = replace(request.render, runtime=read_runtime(request.output))
+    provisional = Lock(resolution, locking, (), request.resolver, "")
+    warm = threading.Thread(
+        target=_prewarm, args=(request.resolver, provisional, options), daemon=True
+    )
+    warm.start()
+    locked = lock(
+        resolution,
+        locking,
+        resolver=request.resolver,
+        index_url=request.index_url,
+        offline=request.offline,
+    )
+    warm.join()
+    files = bundle_files(locked, options)
+    write_files(request.output, files, modes={name: 0o755 for name in EXECUTABLE})
+    return LockedFolder(locked, request.output, tuple(sorted(files)), sha256_bytes(files[PYLOCK]))
+
+
+def recorded_options(folder: Path, given: RenderOptions) -> tuple[RenderOptions, str | None]:
+    """The render options for ``folder``: those given, else its render.json's,
+    with its runtime.json kept; and a note when it has no render.json."""
+    recorded = read_render_options(folder)
+    note = None
+    if recorded is None:
+        recorded = {}
+        note = (
+            f"{folder} has no {RENDER_JSON} (bundles made before envlock recorded their "
+            "render options): the options given here are used, the defaults for the rest; "
+            "give --base-image, --base-digest, --ca-cert or --python-from again if the "
+            "bundle was rendered with them"
+        )
+    return replace(given.over(recorded), runtime=read_runtime(folder)), note
+
+
+def _lock_bytes(folder: Path) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for name in (PYLOCK, REQUIREMENTS):
+        path = folder / name
+        try:
+            files[name] = path.read_bytes()
+        except FileNotFoundError:
+            raise UsageError(
+                f"{path}: no such file; {folder} is not an envlock bundle",
+                hint="make one with `envlock lock SPEC -o DIR`",
+            ) from None
+        except OSError as e:
+            raise UsageError(f"{path}: cannot read it ({e.strerror or e})") from None
+    return files
+
+
+def render_folder(folder: Path, given: RenderOptions) -> RenderedFolder:
+    """Render ``folder``'s bundle files again from its lock (no resolving) and
+    write them in one step; a failure leaves the folder as it was."""
+    if not folder.is_dir():
+        raise UsageError(
+            f"{folder}: no such folder", hint="give the folder `envlock lock -o` wrote"
+        )
+    lock_files = _lock_bytes(folder)
+    locked = read_lock(folder)
+    options, note = recorded_options(folder, given)
+    # a folder holding only the lock files is being rendered for the first time
+    notes = (note,) if note and (folder / "Dockerfile").is_file() else ()
+    context = bundle_context(locked, options, lock_files)
+    files = render_bundle(locked, options, lock_files)
+    before = {
+        rel: (folder / rel).read_bytes() if (folder / rel).is_file() else None for rel in files
+    }
+    write_files(folder, files, modes={rel: 0o755 if rel in EXECUTABLE else None for rel in files})
+    rows: list[dict[str, Any]] = []
+    for rel, data in files.items():
+        raw = data.encode("utf-8") if isinstance(data, str) else data
+        old = before[rel]
+        state = "new" if old is None else ("unchanged" if old == raw else "updated")
+        rows.append({"path": rel, "bytes": len(raw), "state": state})
+    return RenderedFolder(context, tuple(rows), notes)

@@ -1,0 +1,154 @@
+"""Render the bundle (Dockerfile, bootstrap.sh, README.md, ...) from a Lock.
+
+The package, by idea: ``values`` checks every value that may reach a
+template; ``options`` holds the ``RenderOptions`` and the bundle's
+render.json and runtime.json; ``context`` computes the one typed
+``BundleContext`` from the Lock and the options. Here: the Jinja2
+environment (``StrictUndefined``, the quoting filters) and ``render_bundle``.
+The text of every file lives in ``templates/``, which hold only loops and
+conditionals over that context. ``render_bundle`` is pure: no network, no
+Docker; it reads only the packaged templates, the smoke harness and, when
+asked for, the ``--ca-cert`` file.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from envlock.errors import DataError
+from envlock.model import Lock
+from envlock.render.context import CA_CERT_NAME, BundleContext, bundle_context
+from envlock.render.options import (
+    PYTHON_SOURCES,
+    RENDER_JSON,
+    RenderOptions,
+    read_render_options,
+    read_runtime,
+    runtime_settings,
+)
+from envlock.render.values import read_ca_cert
+
+EXECUTABLE: frozenset[str] = frozenset({"bootstrap.sh"})
+
+
+def _harness() -> bytes:
+    from importlib import resources
+
+    source = resources.files("envlock") / "smoke" / "harness.py"
+    if not source.is_file():
+        raise DataError(
+            "the smoke harness envlock/smoke/harness.py is missing from this envlock",
+            hint="reinstall envlock",
+        )
+    return source.read_bytes()
+
+
+def _runtime_module() -> bytes:
+    from importlib import resources
+
+    return (resources.files("envlock") / "bundle" / "envlock_runtime.py").read_bytes()
+
+
+def _dquote(value: object) -> str:
+    """A double-quoted Dockerfile/shell word: backslash, quote, $ and ` escaped."""
+    text = str(value)
+    for ch in ("\\", '"', "$", "`"):
+        text = text.replace(ch, "\\" + ch)
+    return f'"{text}"'
+
+
+@functools.lru_cache(maxsize=1)
+def _environment() -> Any:
+    """One Jinja2 environment per process; templates are compiled once."""
+    import jinja2
+
+    from envlock.resources import data_dir
+
+    folder = data_dir("templates")
+
+    def load(name: str) -> str:
+        path = folder / name
+        if not path.is_file():
+            raise jinja2.TemplateNotFound(name)
+        return path.read_text(encoding="utf-8")
+
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(load),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["dquote"] = _dquote
+    env.filters["shquote"] = lambda v: shlex.quote(str(v))
+    return env
+
+
+def render_template(name: str, ctx: BundleContext, **extra: Any) -> str:
+    """Render one template of ``templates/`` with the bundle context."""
+    import jinja2
+
+    env = _environment()
+    try:
+        return str(env.get_template(name).render(ctx=ctx, **extra))
+    except jinja2.UndefinedError as e:  # a template bug, not a user's mistake
+        raise DataError(f"templates/{name}: {e.message}", hint="report this envlock bug") from e
+
+
+def expect_document(ctx: BundleContext) -> dict[str, Any]:
+    return {
+        "framework": ctx.framework,
+        "version": ctx.version,
+        "python": ctx.python,
+        "cuda": ctx.cuda,
+        "cudnn": ctx.cudnn,
+        "compute_capabilities": list(ctx.compute_capabilities),
+        "lock_digest": ctx.lock_digest,
+    }
+
+
+def render_bundle(
+    lock: Lock, options: RenderOptions, lock_files: Mapping[str, bytes]
+) -> dict[str, str | bytes]:
+    """Return {relative path: content} for every rendered bundle file."""
+    ctx = bundle_context(lock, options, lock_files)
+    files: dict[str, str | bytes] = {
+        "Dockerfile": render_template("Dockerfile.j2", ctx),
+        ".dockerignore": render_template("dockerignore.j2", ctx),
+        "bootstrap.sh": render_template("bootstrap.sh.j2", ctx),
+        "README.md": render_template("README.md.j2", ctx),
+        "expect.json": json.dumps(expect_document(ctx), indent=2) + "\n",
+        "runtime.json": json.dumps(runtime_settings(options.runtime), indent=2) + "\n",
+        RENDER_JSON: json.dumps(options.recorded(), indent=2, sort_keys=True) + "\n",
+        "envlock_runtime.py": _runtime_module(),
+        "envlock_smoke.py": _harness(),
+    }
+    if options.ca_cert:
+        files[CA_CERT_NAME] = read_ca_cert(options.ca_cert)
+    return files
+
+
+def warnings_of(lock: Lock, options: RenderOptions, lock_files: Mapping[str, bytes]) -> list[str]:
+    """What render would warn about (printed by the commands)."""
+    return list(bundle_context(lock, options, lock_files).warnings)
+
+
+__all__ = [
+    "EXECUTABLE",
+    "PYTHON_SOURCES",
+    "BundleContext",
+    "RENDER_JSON",
+    "RenderOptions",
+    "bundle_context",
+    "read_render_options",
+    "read_runtime",
+    "render_bundle",
+    "render_template",
+    "runtime_settings",
+    "warnings_of",
+]

@@ -1,0 +1,119 @@
+"""What a bundle is rendered with, and the two files that keep it between renders.
+
+``RenderOptions`` holds the choices of ``envlock lock`` / ``envlock render``
+as plain values. A bundle keeps them in two files of its own: render.json (how
+it was rendered, so ``envlock render DIR`` and ``envlock lock --check DIR``
+render it the same way again) and runtime.json (runtime settings the user may
+edit, kept across re-renders).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from envlock.errors import UsageError
+
+PYTHON_SOURCES = ("image", "apt", "uv")
+# render.json: the options a bundle was rendered with, so `envlock render DIR`
+# and `envlock lock --check DIR` render it the same way again.
+RENDER_JSON = "render.json"
+RENDER_SCHEMA = "envlock.render/v1"
+RECORDED_OPTIONS = ("base_image", "base_digest", "os", "ca_cert", "python_from")
+
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """How to render; None is "not given". All but ``runtime`` are recorded in render.json."""
+
+    base_image: str | None = None  # FROM this instead of the resolved nvidia/cuda tag
+    base_digest: str | None = None  # "sha256:..." pin for the base image
+    os: str | None = None  # "ubuntu24.04": the same CUDA image on another Ubuntu
+    ca_cert: str | None = None  # PEM file trusted by the build stage
+    python_from: str | None = None  # image | apt | uv; None: chosen from the OS
+    runtime: Mapping[str, Any] | None = None  # runtime.json settings to keep
+
+    def recorded(self) -> dict[str, Any]:
+        """The render.json document: the options as given, None where not given."""
+        doc: dict[str, Any] = {"schema": RENDER_SCHEMA}
+        doc.update((name, getattr(self, name)) for name in RECORDED_OPTIONS)
+        return doc
+
+    def over(self, recorded: Mapping[str, str | None]) -> RenderOptions:
+        """These options, with the recorded ones standing in for those not given."""
+        missing: dict[str, Any] = {
+            name: recorded.get(name) for name in RECORDED_OPTIONS if getattr(self, name) is None
+        }
+        return replace(self, **missing)
+
+
+def regenerate_command(options: RenderOptions) -> str:
+    """The command line that renders the bundle again (written into its comments)."""
+    parts = ["envlock", "render", "."]
+    if options.base_image:
+        parts += ["--base-image", options.base_image]
+    if options.base_digest:
+        parts += ["--base-digest", options.base_digest]
+    if options.os:
+        parts += ["--os", options.os]
+    if options.ca_cert:
+        parts += ["--ca-cert", options.ca_cert]
+    if options.python_from:
+        parts += ["--python-from", options.python_from]
+    return shlex.join(parts)
+
+
+def read_render_options(directory: Path) -> dict[str, str | None] | None:
+    """The options an existing bundle was rendered with (its render.json), or
+    None when it has none (bundles made before envlock recorded them)."""
+    path = directory / RENDER_JSON
+    hint = "fix it, or delete it and give the render options on the command line"
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UsageError(f"{path}: not readable JSON ({e})", hint=hint) from None
+    if not isinstance(doc, dict) or doc.get("schema") != RENDER_SCHEMA:
+        raise UsageError(f"{path}: not an {RENDER_SCHEMA} document", hint=hint)
+    options: dict[str, str | None] = {}
+    for name, value in doc.items():
+        if name == "schema":
+            continue
+        if name not in RECORDED_OPTIONS:
+            raise UsageError(f"{path}: unknown option {name!r}", hint=hint)
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"{path}: {name} must be a string or null, not {value!r}", hint=hint)
+        options[name] = value
+    return options
+
+
+def runtime_settings(existing: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The runtime.json document: the defaults, or ``existing`` checked."""
+    from envlock.bundle import envlock_runtime
+
+    if existing is None:
+        return dict(envlock_runtime.DEFAULTS)
+    try:
+        return envlock_runtime.validate(dict(existing))
+    except envlock_runtime.ConfigError as e:
+        raise UsageError(str(e), hint="fix runtime.json or delete it to get the defaults") from None
+
+
+def read_runtime(directory: Path) -> dict[str, Any] | None:
+    """An existing bundle's runtime.json (so re-rendering keeps the user's edits)."""
+    path = directory / "runtime.json"
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UsageError(
+            f"{path}: not readable JSON ({e})",
+            hint="fix it or delete it to get the default runtime settings",
+        ) from None
+    return runtime_settings(data)
