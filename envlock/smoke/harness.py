@@ -13,10 +13,10 @@ really used, and measures matmul throughput against the GPU's datasheet peak.
 How it is built: an ``Adapter`` per framework answers the questions (version,
 build info, GPUs, a small op on GPU 0, a timed matmul); one ``Context`` holds
 the options, the expectations, the adapter and everything found so far; each
-check is a top-level function ``check_...(ctx)`` returning a ``Verdict`` (or
-``read_...(ctx)``/``bench_...(ctx)`` filling in the context and returning
-None); ``run_checks`` calls them in order through ``run_check``, which turns
-an exception into a FAIL naming the check.
+check is a top-level function of the context returning a ``Verdict``, or None
+when it only reads or measures into the context (``read_...``, ``bench_...``);
+``run_checks`` calls them in order through ``run_check``, which turns an
+exception into a FAIL naming the check.
 
 Output: ONE JSON document on stdout (schema ``envlock.smoke/v1``); everything
 else, the framework's own chatter included, goes to stderr. Exit status 0 when
@@ -980,21 +980,21 @@ def find_peak(peaks: Any, gpu_name: object) -> dict[str, Any] | None:
 
 @dataclass(frozen=True)
 class Options:
-    """The command line as plain values."""
+    """The command line as plain values (parse_args makes them; its defaults apply)."""
 
-    expect: str | None = None
-    framework: str | None = None
-    allow_cpu: bool = False
-    size: int | None = None
-    repeats: int = 7
-    per_repeat: int | None = None
-    warmup: int = 3
-    warmup_seconds: float | None = None
-    peaks: str | None = None
-    min_fraction: float = 0.5
-    benchmark: bool = True
-    training: bool = False
-    training_steps: int | None = None
+    expect: str | None
+    framework: str | None
+    allow_cpu: bool
+    size: int | None
+    repeats: int
+    per_repeat: int | None
+    warmup: int
+    warmup_seconds: float | None
+    peaks: str | None
+    min_fraction: float
+    benchmark: bool  # False: --no-benchmark
+    training: bool
+    training_steps: int | None
 
 
 def build_parser() -> argparse.ArgumentParser:
