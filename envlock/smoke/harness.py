@@ -10,15 +10,27 @@ It imports the framework under test (tensorflow, torch or jax), compares what
 it finds with the lock's expectations, checks that the GPU is visible and
 really used, and measures matmul throughput against the GPU's datasheet peak.
 
+How it is built: an ``Adapter`` per framework answers the questions (version,
+build info, GPUs, a small op on GPU 0, a timed matmul); one ``Context`` holds
+the options, the expectations, the adapter and everything found so far; each
+check is a top-level function of the context returning a ``Verdict``, or None
+when it only reads or measures into the context (``read_...``, ``bench_...``);
+``run_checks`` calls them in order through ``run_check``, which turns an
+exception into a FAIL naming the check.
+
 Output: ONE JSON document on stdout (schema ``envlock.smoke/v1``); everything
 else, the framework's own chatter included, goes to stderr. Exit status 0 when
 the result is PASSED or WARNED, 1 when FAILED. A check that crashes is reported
 as a FAIL naming the check and the exception, never as a traceback dump.
+
+Python 3.8 is the oldest interpreter it runs on: annotations stay strings
+(``from __future__ import annotations``) and only 3.8's standard library is used.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -29,21 +41,26 @@ import subprocess
 import sys
 import time
 import traceback
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
 
 SCHEMA = "envlock.smoke/v1"
 PASS, WARN, FAIL, SKIP = "PASS", "WARN", "FAIL", "SKIP"
 FRAMEWORKS = ("tensorflow", "torch", "jax")
 PRETTY = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
-DEFAULT_RUNTIME_FILES = ("/opt/envlock/runtime.json",)
+DEFAULT_RUNTIME_FILES: tuple[str, ...] = ("/opt/envlock/runtime.json",)
 DIGITS = "0123456789"
 
 
-def log(message):
+def log(message: str) -> None:
     sys.stderr.write(f"envlock-smoke: {message}\n")
     sys.stderr.flush()
 
 
-def _error_text(exc):
+def _error_text(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     first = text[0] if text else ""
     if len(first) > 300:
@@ -51,7 +68,7 @@ def _error_text(exc):
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
-def _where(exc):
+def _where(exc: BaseException) -> str | None:
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames:
         return None
@@ -62,7 +79,7 @@ def _where(exc):
 # ---------------------------------------------------------------- versions
 
 
-def _parts(version):
+def _parts(version: object) -> list[int]:
     """'12.2.140' -> [12, 2, 140]; stops at the first non-numeric part."""
     out = []
     for piece in str(version).split("+")[0].split("."):
@@ -80,12 +97,12 @@ def _parts(version):
     return out
 
 
-def same_release(expected, actual):
+def same_release(expected: object, actual: object) -> bool:
     """Framework versions: equal public versions ('2.11.0' == '2.11.0+cu130')."""
     return str(expected).split("+")[0].strip() == str(actual).split("+")[0].strip()
 
 
-def prefix_match(expected, actual):
+def prefix_match(expected: object, actual: object) -> bool:
     """Compare the components both sides state: '12.2' vs '12.2.140' match,
     '8.9' vs '8' match on the major only (the caller says so)."""
     e, a = _parts(expected), _parts(actual)
@@ -95,7 +112,7 @@ def prefix_match(expected, actual):
     return e[:n] == a[:n]
 
 
-def cudnn_from_int(value):
+def cudnn_from_int(value: Any) -> str:
     """cudnnGetVersion(): 8906 -> '8.9.6' (cuDNN 8), 91002 -> '9.10.2' (cuDNN 9+)."""
     value = int(value)
     if value >= 90000:
@@ -103,13 +120,13 @@ def cudnn_from_int(value):
     return f"{value // 1000}.{(value % 1000) // 100}.{value % 100}"
 
 
-def sm_of(capability):
+def sm_of(capability: object) -> int:
     """'9.0' -> 90."""
     major, _, minor = str(capability).partition(".")
     return int(major) * 10 + int(minor or 0)
 
 
-def capability_verdict(capability, compiled):
+def capability_verdict(capability: object, compiled: Sequence[object]) -> tuple[str, str]:
     """Is a GPU of ``capability`` ('8.6') served by the compiled targets?
 
     ``compiled`` lists 'sm_80' (machine code) and 'compute_80' (PTX) entries.
@@ -117,7 +134,8 @@ def capability_verdict(capability, compiled):
     JIT-compiled by the driver for any equal or newer GPU.
     """
     gpu = sm_of(capability)
-    sass, ptx = [], []
+    sass: list[int] = []
+    ptx: list[int] = []
     for entry in compiled:
         text = str(entry).strip().lower()
         kind, _, number = text.partition("_")
@@ -144,7 +162,7 @@ def capability_verdict(capability, compiled):
 # ---------------------------------------------------------------- host probes
 
 
-def nvidia_smi():
+def nvidia_smi() -> list[dict[str, Any]]:
     """GPUs as nvidia-smi lists them (empty when there is no nvidia-smi)."""
     smi = shutil.which("nvidia-smi")
     if not smi:
@@ -167,6 +185,7 @@ def nvidia_smi():
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != 5:
             continue
+        memory: int | None
         try:
             memory = int(float(cells[3]))
         except ValueError:
@@ -196,7 +215,7 @@ THROTTLE_REASONS = {
 }
 
 
-def gpu_state(index=0):
+def gpu_state(index: int = 0) -> dict[str, Any] | None:
     """Clocks, power and throttle reasons of one GPU now (nvidia-smi), or None."""
     smi = shutil.which("nvidia-smi")
     if not smi:
@@ -220,7 +239,7 @@ def gpu_state(index=0):
     cells = [c.strip() for c in out.stdout.strip().split(",")]
     if len(cells) != len(fields) + 1:
         return None
-    state = dict(
+    state: dict[str, Any] = dict(
         zip(["sm_clock_mhz", "sm_clock_max_mhz", "power_w", "power_limit_w", "temp_c"], cells)
     )
     try:
@@ -231,7 +250,7 @@ def gpu_state(index=0):
     return state
 
 
-def driver_version():
+def driver_version() -> str | None:
     try:
         with open("/proc/driver/nvidia/version") as f:
             text = f.read()
@@ -244,9 +263,9 @@ def driver_version():
     return None
 
 
-def loaded_libraries(stem):
+def loaded_libraries(stem: str) -> list[str]:
     """Paths of loaded shared objects whose file name starts with ``stem``."""
-    found = []
+    found: list[str] = []
     try:
         with open("/proc/self/maps") as f:
             for line in f:
@@ -258,7 +277,7 @@ def loaded_libraries(stem):
     return found
 
 
-def cudnn_runtime_version():
+def cudnn_runtime_version() -> tuple[str | None, str | None]:
     """(version, path) of the cuDNN this process has loaded, via cudnnGetVersion."""
     import ctypes
 
@@ -272,7 +291,7 @@ def cudnn_runtime_version():
     return None, None
 
 
-def cudnn_loadable(major):
+def cudnn_loadable(major: int | None) -> tuple[bool, str]:
     """Can libcudnn.so.<major> be loaded by name? (version, or why not)."""
     import ctypes
 
@@ -288,8 +307,8 @@ def cudnn_loadable(major):
     return False, "; ".join(errors)
 
 
-def host_info():
-    info = {
+def host_info() -> dict[str, Any]:
+    info: dict[str, Any] = {
         "hostname": socket.gethostname(),
         "platform": platform.platform(),
         "machine": platform.machine(),
@@ -307,7 +326,7 @@ def host_info():
 # ---------------------------------------------------------------- runtime settings
 
 
-def load_runtime_config(expect_path):
+def load_runtime_config(expect_path: str | None) -> tuple[str | None, dict[str, Any]]:
     """The bundle's runtime.json: ENVLOCK_RUNTIME_CONFIG, beside expect.json, /opt/envlock."""
     candidates = []
     env = os.environ.get("ENVLOCK_RUNTIME_CONFIG")
@@ -328,14 +347,14 @@ def load_runtime_config(expect_path):
     return None, {}
 
 
-def _setting(config, *names):
+def _setting(config: dict[str, Any], *names: str) -> Any:
     for name in names:
         if name in config:
             return config[name]
     return None
 
 
-def apply_environment(framework, config):
+def apply_environment(framework: str, config: dict[str, Any]) -> tuple[bool, dict[str, str]]:
     """Settings that must be in the environment before the framework is imported."""
     applied = {}
     visible = _setting(config, "visible_devices", "cuda_visible_devices")
@@ -364,55 +383,54 @@ class Adapter:
 
     name = ""
 
-    def __init__(self):
-        self.module = None
-        self.gpu_list = []
+    def __init__(self) -> None:
+        self.module: Any = None  # the framework's top-level module, once loaded
 
-    def load(self):
+    def load(self) -> None:
         raise NotImplementedError
 
-    def version(self):
+    def version(self) -> str:
         raise NotImplementedError
 
-    def build_info(self):
+    def build_info(self) -> dict[str, Any]:
         """{'cuda': str|None, 'cudnn': str|None, 'compute_capabilities': [..]|None, ...}"""
         raise NotImplementedError
 
-    def set_memory_growth(self, enabled):
-        """Called before the GPU is used; returns a reason string."""
+    def set_memory_growth(self, enabled: bool) -> str | None:
+        """Called before the GPU is used; returns a reason (None: nothing to set)."""
         raise NotImplementedError
 
-    def gpus(self):
+    def gpus(self) -> list[dict[str, Any]]:
         """[{'name', 'compute_capability', 'memory_total_mb'}] of visible GPUs."""
         raise NotImplementedError
 
-    def runtime_cudnn(self):
+    def runtime_cudnn(self) -> tuple[str | None, str]:
         """(version string, where) of the cuDNN loaded at runtime, or (None, why)."""
         raise NotImplementedError
 
-    def op_on_gpu(self):
+    def op_on_gpu(self) -> tuple[str, float]:
         """Run a small op on GPU 0; returns (device string, max abs error vs the CPU)."""
         raise NotImplementedError
 
-    def memory_in_use(self):
+    def memory_in_use(self) -> dict[str, float]:
         """{'in_use_mb', 'reserved_mb'} for GPU 0, whatever the framework reports."""
         return {}
 
-    def settings(self):
+    def settings(self) -> dict[str, Any]:
         return {}
 
-    def training_benchmark(self, on_gpu, steps):
+    def training_benchmark(self, on_gpu: bool, steps: int) -> dict[str, Any] | None:
         """Train-step and input-pipeline timings; None where the adapter has none."""
         return None
 
-    def set_precision_policy(self, policy):
+    def set_precision_policy(self, policy: Any) -> tuple[str, str]:
         """Put runtime.json's mixed_precision in force; (status, reason)."""
         return SKIP, (
             f"runtime.json asks for {policy}; {PRETTY[self.name]} has no global precision "
             "policy (the training code chooses autocast/dtypes)"
         )
 
-    def matmul_timer(self, dtype, n, on_gpu):
+    def matmul_timer(self, dtype: str, n: int, on_gpu: bool) -> tuple[Callable[[int], float], str]:
         """Return (run(k) -> seconds for k chained, synchronized products, math label)."""
         raise NotImplementedError
 
@@ -420,15 +438,15 @@ class Adapter:
 class TensorFlowAdapter(Adapter):
     name = "tensorflow"
 
-    def load(self):
+    def load(self) -> None:
         import tensorflow as tf
 
         self.module = tf
 
-    def version(self):
-        return self.module.__version__
+    def version(self) -> str:
+        return str(self.module.__version__)
 
-    def build_info(self):
+    def build_info(self) -> dict[str, Any]:
         raw = dict(self.module.sysconfig.get_build_info())
         caps = raw.get("cuda_compute_capabilities")
         return {
@@ -439,10 +457,10 @@ class TensorFlowAdapter(Adapter):
             "raw": {k: _jsonable(v) for k, v in raw.items()},
         }
 
-    def _physical_gpus(self):
-        return self.module.config.list_physical_devices("GPU")
+    def _physical_gpus(self) -> list[Any]:
+        return list(self.module.config.list_physical_devices("GPU"))
 
-    def set_memory_growth(self, enabled):
+    def set_memory_growth(self, enabled: bool) -> str | None:
         gpus = self._physical_gpus()
         if not gpus:
             return None
@@ -453,7 +471,7 @@ class TensorFlowAdapter(Adapter):
             raise RuntimeError(f"memory growth reads back {got} after setting {enabled}")
         return f"memory growth {'on' if enabled else 'off'} on {len(gpus)} GPU(s)"
 
-    def gpus(self):
+    def gpus(self) -> list[dict[str, Any]]:
         out = []
         for gpu in self._physical_gpus():
             details = self.module.config.experimental.get_device_details(gpu)
@@ -468,7 +486,7 @@ class TensorFlowAdapter(Adapter):
             )
         return out
 
-    def runtime_cudnn(self):
+    def runtime_cudnn(self) -> tuple[str | None, str]:
         tf = self.module
         with tf.device("/GPU:0"):
             x = tf.random.normal([1, 16, 16, 4])
@@ -478,7 +496,7 @@ class TensorFlowAdapter(Adapter):
         version, path = cudnn_runtime_version()
         return version, path or "no libcudnn in the process after a convolution on GPU:0"
 
-    def op_on_gpu(self):
+    def op_on_gpu(self) -> tuple[str, float]:
         tf = self.module
         a = tf.random.uniform([256, 256], seed=1)
         b = tf.random.uniform([256, 256], seed=2)
@@ -489,15 +507,15 @@ class TensorFlowAdapter(Adapter):
         err = float(tf.reduce_max(tf.abs(c - ref)).numpy())
         return c.device, err
 
-    def memory_in_use(self):
+    def memory_in_use(self) -> dict[str, float]:
         info = self.module.config.experimental.get_memory_info("GPU:0")
         return {
             "in_use_mb": round(info["current"] / 2**20, 1),
             "peak_mb": round(info["peak"] / 2**20, 1),
         }
 
-    def settings(self):
-        out = {}
+    def settings(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
         try:
             out["tensor_float_32"] = bool(
                 self.module.config.experimental.tensor_float_32_execution_enabled()
@@ -510,7 +528,7 @@ class TensorFlowAdapter(Adapter):
             out["precision_policy"] = f"unknown ({_error_text(e)})"
         return out
 
-    def set_precision_policy(self, policy):
+    def set_precision_policy(self, policy: Any) -> tuple[str, str]:
         mp = self.module.keras.mixed_precision
         mp.set_global_policy(policy)
         got = mp.global_policy().name
@@ -518,7 +536,7 @@ class TensorFlowAdapter(Adapter):
             return FAIL, f"asked for precision policy {policy}, Keras reports {got}"
         return PASS, f"Keras precision policy {got} in force (runtime.json)"
 
-    def _mlp(self, features, width):
+    def _mlp(self, features: int, width: int) -> Any:
         keras = self.module.keras
         layers = keras.layers
         model = keras.Sequential(
@@ -536,7 +554,7 @@ class TensorFlowAdapter(Adapter):
         )
         return model
 
-    def _timed_fit(self, model, data, steps, device):
+    def _timed_fit(self, model: Any, data: Any, steps: int, device: str) -> dict[str, Any]:
         tf = self.module
         with tf.device(device):
             model.fit(data.take(2), epochs=1, verbose=0)  # trace and compile first
@@ -550,7 +568,7 @@ class TensorFlowAdapter(Adapter):
             "loss": losses[-1],
         }
 
-    def training_benchmark(self, on_gpu, steps):
+    def training_benchmark(self, on_gpu: bool, steps: int) -> dict[str, Any] | None:
         """A small MLP's train step under float32 and mixed precision, and the same
         training fed by a tf.data pipeline with per-batch preprocessing, without and
         with prefetch (which overlaps the preprocessing with the step)."""
@@ -561,7 +579,7 @@ class TensorFlowAdapter(Adapter):
         mixed = "mixed_float16" if on_gpu else "mixed_bfloat16"
         x = tf.random.normal([batch * steps, width], seed=1)
         y = tf.random.uniform([batch * steps], 0, 10, dtype=tf.int32, seed=2)
-        out = {
+        out: dict[str, Any] = {
             "model": f"MLP {width}-{width}-{width}-10, SGD",
             "device": "gpu:0" if on_gpu else "cpu",
             "batch": batch,
@@ -574,13 +592,13 @@ class TensorFlowAdapter(Adapter):
             for policy in ("float32", mixed):
                 mp.set_global_policy(policy)
                 data = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch)
-                entry = {"policy": policy}
+                entry: dict[str, Any] = {"policy": policy}
                 entry.update(self._timed_fit(self._mlp(width, width), data, steps, device))
                 out["train_step"].append(entry)
             mp.set_global_policy("float32")
             w_pre = tf.random.normal([width, width], stddev=width**-0.5, seed=3)
 
-            def preprocess(xb, yb):
+            def preprocess(xb: Any, yb: Any) -> tuple[Any, Any]:
                 for _ in range(4):  # stands in for decoding and augmentation
                     xb = tf.tanh(tf.matmul(xb, w_pre))
                 return xb, yb
@@ -602,7 +620,7 @@ class TensorFlowAdapter(Adapter):
         out["prefetch_speedup"] = round(plain["seconds_per_step"] / fetched["seconds_per_step"], 3)
         return out
 
-    def matmul_timer(self, dtype, n, on_gpu):
+    def matmul_timer(self, dtype: str, n: int, on_gpu: bool) -> tuple[Callable[[int], float], str]:
         tf = self.module
         device = "/GPU:0" if on_gpu else "/CPU:0"
         tf_dtype = {"fp32": tf.float32, "fp16": tf.float16, "bf16": tf.bfloat16}[dtype]
@@ -611,10 +629,10 @@ class TensorFlowAdapter(Adapter):
             b = tf.cast(tf.random.normal([n, n]), tf_dtype)
             a.numpy()[0, 0]
 
-        def run(k):
+        def run(k: int) -> float:
             with tf.device(device):
                 start = time.perf_counter()
-                c = None
+                c: Any = None
                 for _ in range(k):
                     c = tf.matmul(a, b)
                 c[0, 0].numpy()  # one element to the host: waits for the stream
@@ -633,15 +651,15 @@ class TensorFlowAdapter(Adapter):
 class TorchAdapter(Adapter):
     name = "torch"
 
-    def load(self):
+    def load(self) -> None:
         import torch
 
         self.module = torch
 
-    def version(self):
-        return self.module.__version__
+    def version(self) -> str:
+        return str(self.module.__version__)
 
-    def build_info(self):
+    def build_info(self) -> dict[str, Any]:
         torch = self.module
         cudnn = None
         try:
@@ -663,7 +681,7 @@ class TorchAdapter(Adapter):
             "raw": {"git_version": getattr(torch.version, "git_version", None)},
         }
 
-    def set_memory_growth(self, enabled):
+    def set_memory_growth(self, enabled: bool) -> str | None:
         # PyTorch's caching allocator takes memory as tensors need it; the
         # check that follows the op (memory_in_use) shows it held a small part.
         conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or "default config"
@@ -671,7 +689,7 @@ class TorchAdapter(Adapter):
             return f"PyTorch has no preallocation switch; its allocator grows on demand ({conf})"
         return f"PyTorch's caching allocator grows on demand ({conf})"
 
-    def gpus(self):
+    def gpus(self) -> list[dict[str, Any]]:
         torch = self.module
         if not torch.cuda.is_available():
             return []
@@ -688,7 +706,7 @@ class TorchAdapter(Adapter):
             )
         return out
 
-    def runtime_cudnn(self):
+    def runtime_cudnn(self) -> tuple[str | None, str]:
         torch = self.module
         if not torch.backends.cudnn.is_available():
             return None, "torch.backends.cudnn reports cuDNN unavailable"
@@ -700,7 +718,7 @@ class TorchAdapter(Adapter):
         paths = loaded_libraries("libcudnn")
         return version, paths[0] if paths else "torch.backends.cudnn"
 
-    def op_on_gpu(self):
+    def op_on_gpu(self) -> tuple[str, float]:
         torch = self.module
         g = torch.Generator().manual_seed(1)
         a = torch.rand(256, 256, generator=g)
@@ -710,14 +728,14 @@ class TorchAdapter(Adapter):
         err = float((c.cpu() - a @ b).abs().max())
         return str(c.device), err
 
-    def memory_in_use(self):
+    def memory_in_use(self) -> dict[str, float]:
         torch = self.module
         return {
             "in_use_mb": round(torch.cuda.memory_allocated(0) / 2**20, 1),
             "reserved_mb": round(torch.cuda.memory_reserved(0) / 2**20, 1),
         }
 
-    def settings(self):
+    def settings(self) -> dict[str, Any]:
         torch = self.module
         return {
             "allow_tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
@@ -726,7 +744,7 @@ class TorchAdapter(Adapter):
             "PYTORCH_CUDA_ALLOC_CONF": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
         }
 
-    def matmul_timer(self, dtype, n, on_gpu):
+    def matmul_timer(self, dtype: str, n: int, on_gpu: bool) -> tuple[Callable[[int], float], str]:
         torch = self.module
         device = "cuda:0" if on_gpu else "cpu"
         t_dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
@@ -735,11 +753,11 @@ class TorchAdapter(Adapter):
         b = torch.randn(n, n, device=device, dtype=t_dtype, generator=g)
         out = torch.empty(n, n, device=device, dtype=t_dtype)
 
-        def sync():
+        def sync() -> None:
             if on_gpu:
                 torch.cuda.synchronize()
 
-        def run(k):
+        def run(k: int) -> float:
             sync()
             start = time.perf_counter()
             for _ in range(k):
@@ -756,11 +774,11 @@ class TorchAdapter(Adapter):
 class JaxAdapter(Adapter):
     name = "jax"
 
-    def load(self):
+    def load(self) -> None:
         import jax
 
         self.module = jax
-        self.jaxlib_version = None
+        self.jaxlib_version: str | None = None
         try:
             import jaxlib
 
@@ -768,25 +786,24 @@ class JaxAdapter(Adapter):
         except ImportError:
             pass
 
-    def version(self):
-        return self.module.__version__
+    def version(self) -> str:
+        return str(self.module.__version__)
 
-    def _gpu_devices(self):
+    def _gpu_devices(self) -> list[Any]:
         return [d for d in self.module.devices() if d.platform in ("gpu", "cuda", "rocm")]
 
-    def _plugin(self):
+    def _plugin(self) -> tuple[str | None, str | None]:
         """(name, version) of the installed CUDA plugin distribution, if any."""
-        try:
-            from importlib import metadata
-        except ImportError:  # Python < 3.8 has no importlib.metadata
-            return None, None
+        from importlib import metadata
+
         for dist in metadata.distributions():
-            name = (dist.metadata.get("Name") or "").lower()
+            fields: Any = dist.metadata  # an email Message: get() answers None when absent
+            name = (fields.get("Name") or "").lower()
             if name.startswith("jax-cuda") and name.endswith("-plugin"):
                 return name, dist.version
         return None, None
 
-    def build_info(self):
+    def build_info(self) -> dict[str, Any]:
         plugin, plugin_version = self._plugin()
         cuda = None
         if plugin:
@@ -814,13 +831,13 @@ class JaxAdapter(Adapter):
         }
 
     @staticmethod
-    def _cuda_text(value):
+    def _cuda_text(value: Any) -> str | None:
         if not value:
             return None
         value = int(value)
         return f"{value // 1000}.{(value % 1000) // 10}"
 
-    def set_memory_growth(self, enabled):
+    def set_memory_growth(self, enabled: bool) -> str | None:
         value = os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE")
         if enabled and value != "false":
             raise RuntimeError(
@@ -828,7 +845,7 @@ class JaxAdapter(Adapter):
             )
         return f"XLA_PYTHON_CLIENT_PREALLOCATE={value} before jax started"
 
-    def gpus(self):
+    def gpus(self) -> list[dict[str, Any]]:
         out = []
         for d in self._gpu_devices():
             out.append(
@@ -841,7 +858,7 @@ class JaxAdapter(Adapter):
             )
         return out
 
-    def runtime_cudnn(self):
+    def runtime_cudnn(self) -> tuple[str | None, str]:
         jax = self.module
         dev = self._gpu_devices()[0]
         x = jax.device_put(jax.numpy.ones((1, 4, 16, 16), "float32"), dev)
@@ -850,7 +867,7 @@ class JaxAdapter(Adapter):
         version, path = cudnn_runtime_version()
         return version, path or "no libcudnn in the process after a convolution on the GPU"
 
-    def op_on_gpu(self):
+    def op_on_gpu(self) -> tuple[str, float]:
         jax = self.module
         import random
 
@@ -867,7 +884,7 @@ class JaxAdapter(Adapter):
         devices = c.devices() if hasattr(c, "devices") else {c.device()}
         return ",".join(str(d) for d in devices), err
 
-    def memory_in_use(self):
+    def memory_in_use(self) -> dict[str, float]:
         stats = self._gpu_devices()[0].memory_stats() or {}
         out = {}
         if "bytes_in_use" in stats:
@@ -878,7 +895,7 @@ class JaxAdapter(Adapter):
             out["limit_mb"] = round(stats["bytes_limit"] / 2**20, 1)
         return out
 
-    def settings(self):
+    def settings(self) -> dict[str, Any]:
         cfg = self.module.config
         return {
             "XLA_PYTHON_CLIENT_PREALLOCATE": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
@@ -886,7 +903,7 @@ class JaxAdapter(Adapter):
             "default_matmul_precision": str(getattr(cfg, "jax_default_matmul_precision", None)),
         }
 
-    def matmul_timer(self, dtype, n, on_gpu):
+    def matmul_timer(self, dtype: str, n: int, on_gpu: bool) -> tuple[Callable[[int], float], str]:
         jax = self.module
         jnp = jax.numpy
         dev = self._gpu_devices()[0] if on_gpu else jax.devices("cpu")[0]
@@ -898,7 +915,7 @@ class JaxAdapter(Adapter):
         mm = jax.jit(lambda x, y: jnp.matmul(x, y, precision=precision))
         mm(a, b).block_until_ready()
 
-        def run(k):
+        def run(k: int) -> float:
             start = time.perf_counter()
             outs = [mm(a, b) for _ in range(k)]
             jax.block_until_ready(outs)
@@ -907,10 +924,14 @@ class JaxAdapter(Adapter):
         return run, dtype
 
 
-ADAPTERS = {"tensorflow": TensorFlowAdapter, "torch": TorchAdapter, "jax": JaxAdapter}
+ADAPTERS: dict[str, Callable[[], Adapter]] = {
+    "tensorflow": TensorFlowAdapter,
+    "torch": TorchAdapter,
+    "jax": JaxAdapter,
+}
 
 
-def detect_framework():
+def detect_framework() -> str | None:
     import importlib.util
 
     for name in FRAMEWORKS:
@@ -922,14 +943,14 @@ def detect_framework():
 # ---------------------------------------------------------------- peaks
 
 
-def _normalize_gpu_name(name):
+def _normalize_gpu_name(name: object) -> str:
     text = str(name)
     if "(" in text:
         text = text.split("(")[0]
     return " ".join(text.split()).casefold()
 
 
-def find_peak(peaks, gpu_name):
+def find_peak(peaks: Any, gpu_name: object) -> dict[str, Any] | None:
     """The gpu_peaks entry for a GPU name as the framework or nvidia-smi shows it.
 
     Exact (ignoring case and a parenthesised suffix), else the longest entry name
@@ -939,7 +960,7 @@ def find_peak(peaks, gpu_name):
     if not peaks or not gpu_name:
         return None
     wanted = _normalize_gpu_name(gpu_name)
-    best = None
+    best: dict[str, Any] | None = None
     for entry in peaks:
         if not isinstance(entry, dict):
             continue
@@ -954,109 +975,29 @@ def find_peak(peaks, gpu_name):
     return best
 
 
-# ---------------------------------------------------------------- the run
+# ---------------------------------------------------------------- options
 
 
-class Run:
-    def __init__(self, args):
-        self.args = args
-        self.checks = []
-        self.failed_steps = set()
+@dataclass(frozen=True)
+class Options:
+    """The command line as plain values (parse_args makes them; its defaults apply)."""
 
-    def add(self, name, status, reason, **extra):
-        entry = {"name": name, "status": status, "reason": reason}
-        entry.update(extra)
-        self.checks.append(entry)
-        log(f"{status:<4} {name}: {reason}")
-        return entry
-
-    def step(self, name, fn, failing=None):
-        """Run one check; an exception becomes a FAIL naming the check and the error."""
-        try:
-            outcome = fn()
-        except Exception as exc:  # noqa: BLE001 - this is the harness's safety net
-            self.failed_steps.add(name)
-            entry = self.add(name, FAIL, f"{failing or name + ' crashed'}: {_error_text(exc)}")
-            entry["error"] = {
-                "type": type(exc).__name__,
-                "message": str(exc)[:2000],
-                "where": _where(exc),
-            }
-            if os.environ.get("ENVLOCK_SMOKE_DEBUG") == "1":
-                traceback.print_exc()
-            return None
-        if outcome is None:
-            return None
-        status, reason = outcome[0], outcome[1]
-        extra = outcome[2] if len(outcome) > 2 else {}
-        self.add(name, status, reason, **extra)
-        return status
+    expect: str | None
+    framework: str | None
+    allow_cpu: bool
+    size: int | None
+    repeats: int
+    per_repeat: int | None
+    warmup: int
+    warmup_seconds: float | None
+    peaks: str | None
+    min_fraction: float
+    benchmark: bool  # False: --no-benchmark
+    training: bool
+    training_steps: int | None
 
 
-def overall(checks):
-    statuses = {c["status"] for c in checks}
-    if FAIL in statuses:
-        return "FAILED"
-    if WARN in statuses:
-        return "WARNED"
-    return "PASSED"
-
-
-def bench_matmul(adapter, dtype, n, on_gpu, warmup, repeats, per_repeat, peak, timing):
-    """Median of ``repeats`` timed windows of ``per_repeat`` chained, synchronized products.
-
-    Warm-up runs at least ``warmup`` products and ``timing['warmup_s']`` seconds (a GPU's
-    clocks climb from idle under load); with ``per_repeat`` None each window holds
-    enough products to last ``timing['window_s']`` (timer and launch overhead stay small).
-    """
-    run, math = adapter.matmul_timer(dtype, n, on_gpu)
-    one = run(max(1, warmup)) / max(1, warmup)
-    warm_end = time.perf_counter() + timing.get("warmup_s", 0.0)
-    while time.perf_counter() < warm_end:
-        one = run(max(1, warmup)) / max(1, warmup)
-    if per_repeat is None:
-        per_repeat = max(2, min(1000, int(timing.get("window_s", 0.05) / max(one, 1e-9)) + 1))
-    if on_gpu:
-        run(per_repeat)  # one untimed window: allocator pools grow to the window's size
-    times = [run(per_repeat) / per_repeat for _ in range(repeats)]
-    median = statistics.median(times)
-    flops = 2.0 * n * n * n
-    entry = {
-        "op": "matmul",
-        "dtype": dtype,
-        "math": math,
-        "device": "gpu:0" if on_gpu else "cpu",
-        "n": n,
-        "warmup": warmup,
-        "warmup_s": timing.get("warmup_s", 0.0),
-        "repeats": repeats,
-        "per_repeat": per_repeat,
-        "seconds_per_op": {"median": median, "min": min(times), "max": max(times)},
-        "samples_s": [round(t, 9) for t in times],
-        "tflops": round(flops / median / 1e12, 3),
-        "tflops_best": round(flops / min(times) / 1e12, 3),
-    }
-    if on_gpu:
-        state = _safe(gpu_state)
-        if state:
-            entry["gpu_state_after"] = state
-    if peak is not None:
-        tflops = (peak.get("tflops") or {}).get(math)
-        if tflops:
-            entry["peak_tflops"] = tflops
-            entry["fraction_of_peak"] = round(flops / median / 1e12 / float(tflops), 4)
-    return entry
-
-
-def _load_json(path, what):
-    with open(path, encoding="utf-8") as f:
-        data = json.load(f)
-    if not isinstance(data, (dict, list)):
-        raise ValueError(f"{what} {path}: expected a JSON object")
-    return data
-
-
-def parse_args(argv):
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="envlock_smoke.py",
         description="envlock smoke test: framework, CUDA/cuDNN build, GPU use and matmul speed.",
@@ -1096,352 +1037,565 @@ def parse_args(argv):
         "input pipeline without and with prefetch (TensorFlow)",
     )
     p.add_argument("--training-steps", type=int, help="train steps timed (default 50 GPU, 30 CPU)")
-    return p.parse_args(argv)
+    return p
 
 
-def smoke(args, started):
-    run = Run(args)
-    result = {
-        "schema": SCHEMA,
-        "status": "FAILED",
-        "framework": None,
-        "version": None,
-        "expected": {},
-        "build_info": {},
-        "gpus": [],
-        "checks": run.checks,
-        "benchmark": {},
-        "settings": {},
-        "host": {},
-        "duration_s": None,
-    }
+def parse_args(argv: Sequence[str] | None = None) -> Options:
+    ns = build_parser().parse_args(argv)
+    return Options(
+        expect=ns.expect,
+        framework=ns.framework,
+        allow_cpu=ns.allow_cpu,
+        size=ns.size,
+        repeats=ns.repeats,
+        per_repeat=ns.per_repeat,
+        warmup=ns.warmup,
+        warmup_seconds=ns.warmup_seconds,
+        peaks=ns.peaks,
+        min_fraction=ns.min_fraction,
+        benchmark=not ns.no_benchmark,
+        training=ns.training,
+        training_steps=ns.training_steps,
+    )
+
+
+# ---------------------------------------------------------------- context
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a check found: PASS, WARN, FAIL or SKIP, why, and extra keys for its entry."""
+
+    status: str
+    reason: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Context:
+    """One smoke run: the options, what the lock expects, the framework's adapter,
+    and what the checks found so far (``document`` lays that out as the result)."""
+
+    options: Options
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    failed: set[str] = field(default_factory=set)  # checks that crashed
+    host: dict[str, Any] = field(default_factory=dict)
+    expect: dict[str, Any] = field(default_factory=dict)
+    peaks: Any = None  # gpu_peaks: expect.json's, or the --peaks file's
+    framework: str = ""
+    loaded: Adapter | None = None  # the framework's adapter, once it imported
+    config_path: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)  # runtime.json
+    memory_growth: bool = True
+    memory_growth_reason: str | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    version: str | None = None
+    build: dict[str, Any] = field(default_factory=dict)
+    gpus: list[dict[str, Any]] = field(default_factory=list)
+    benchmark: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def adapter(self) -> Adapter:
+        """The loaded framework (for the checks that run after 'import')."""
+        if self.loaded is None:
+            raise RuntimeError("no framework has been imported yet")
+        return self.loaded
+
+    @property
+    def pretty(self) -> str:
+        return PRETTY[self.framework]
+
+    @property
+    def on_gpu(self) -> bool:
+        return bool(self.gpus)
+
+    def add(self, name: str, status: str, reason: str, **extra: Any) -> dict[str, Any]:
+        entry = {"name": name, "status": status, "reason": reason}
+        entry.update(extra)
+        self.checks.append(entry)
+        log(f"{status:<4} {name}: {reason}")
+        return entry
+
+    def document(self, duration_s: float | None) -> dict[str, Any]:
+        """The JSON result (schema envlock.smoke/v1)."""
+        return {
+            "schema": SCHEMA,
+            "status": overall(self.checks),
+            "framework": self.framework or None,
+            "version": self.version,
+            "expected": self.expect,
+            "build_info": self.build,
+            "gpus": self.gpus,
+            "checks": self.checks,
+            "benchmark": self.benchmark,
+            "settings": self.settings,
+            "host": self.host,
+            "duration_s": duration_s,
+        }
+
+
+def overall(checks: list[dict[str, Any]]) -> str:
+    statuses = {c["status"] for c in checks}
+    if FAIL in statuses:
+        return "FAILED"
+    if WARN in statuses:
+        return "WARNED"
+    return "PASSED"
+
+
+def run_check(
+    ctx: Context,
+    name: str,
+    check: Callable[[Context], Verdict | None],
+    failing: str | None = None,
+) -> None:
+    """Run one check; an exception becomes a FAIL naming the check (or ``failing``)
+    and the error. A check that returns None records nothing (it read or measured)."""
     try:
-        _smoke(run, args, result)
+        verdict = check(ctx)
+    except Exception as exc:  # noqa: BLE001 - this is the harness's safety net
+        ctx.failed.add(name)
+        entry = ctx.add(name, FAIL, f"{failing or name + ' crashed'}: {_error_text(exc)}")
+        entry["error"] = {
+            "type": type(exc).__name__,
+            "message": str(exc)[:2000],
+            "where": _where(exc),
+        }
+        if os.environ.get("ENVLOCK_SMOKE_DEBUG") == "1":
+            traceback.print_exc()
+        return
+    if verdict is not None:
+        ctx.add(name, verdict.status, verdict.reason, **verdict.extra)
+
+
+def _load_json(path: str, what: str) -> Any:
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    if not isinstance(data, (dict, list)):
+        raise ValueError(f"{what} {path}: expected a JSON object")
+    return data
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def read_expect(ctx: Context) -> None:
+    """expect.json: what the lock promises (and, in it, the GPUs' datasheet peaks)."""
+    if not ctx.options.expect:
+        return
+    data = _load_json(ctx.options.expect, "expect file")
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object like the bundle's expect.json")
+    ctx.expect = data
+    ctx.peaks = data.get("gpu_peaks")
+
+
+def read_peaks(ctx: Context) -> None:
+    """--peaks FILE: a JSON list of peaks, or an object holding one as gpu_peaks."""
+    if not ctx.options.peaks:
+        return
+    data = _load_json(ctx.options.peaks, "peaks file")
+    ctx.peaks = data.get("gpu_peaks", data) if isinstance(data, dict) else data
+
+
+def choose_framework(ctx: Context) -> bool:
+    """--framework, else expect.json's, else the first importable; FAIL when none."""
+    name = ctx.options.framework or ctx.expect.get("framework") or detect_framework()
+    if name not in ADAPTERS:
+        ctx.add(
+            "framework",
+            FAIL,
+            "no framework to test: pass --framework (tensorflow, torch, jax) or install one"
+            if name is None
+            else "unknown framework {!r} (known: {})".format(name, ", ".join(FRAMEWORKS)),
+        )
+        return False
+    ctx.framework = name
+    return True
+
+
+def read_runtime_config(ctx: Context) -> None:
+    ctx.config_path, ctx.config = load_runtime_config(ctx.options.expect)
+
+
+def apply_runtime_config(ctx: Context) -> None:
+    """Put runtime.json's environment in place (before the import) and record it."""
+    ctx.memory_growth, applied = apply_environment(ctx.framework, ctx.config)
+    ctx.settings = {
+        "runtime_config": ctx.config_path,
+        "runtime": ctx.config,
+        "applied_environment": applied,
+        "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "memory_growth": ctx.memory_growth,
+    }
+
+
+# ---------------------------------------------------------------- checks
+
+
+def check_import(ctx: Context) -> Verdict:
+    adapter = ADAPTERS[ctx.framework]()
+    adapter.load()
+    ctx.loaded = adapter
+    return Verdict(PASS, f"imported {ctx.framework}")
+
+
+def set_memory_growth(ctx: Context) -> None:
+    """Before anything touches the GPU; memory_held reports on it later."""
+    ctx.memory_growth_reason = ctx.adapter.set_memory_growth(ctx.memory_growth)
+
+
+def check_precision_policy(ctx: Context) -> Verdict:
+    status, reason = ctx.adapter.set_precision_policy(ctx.config.get("mixed_precision"))
+    return Verdict(status, reason)
+
+
+def check_framework_version(ctx: Context) -> Verdict:
+    version = ctx.adapter.version()
+    ctx.version = version
+    want = ctx.expect.get("version")
+    if not want:
+        return Verdict(SKIP, f"{ctx.pretty} {version} (no version expected)")
+    if same_release(want, version):
+        return Verdict(PASS, f"{ctx.pretty} {version} as locked")
+    return Verdict(FAIL, f"{ctx.pretty} {version} is installed, the lock says {want}")
+
+
+def read_build_info(ctx: Context) -> None:
+    ctx.build = dict(ctx.adapter.build_info())
+
+
+def _compare_build(ctx: Context, key: str, label: str) -> Verdict:
+    actual = ctx.build.get(key)
+    want = ctx.expect.get(key)
+    pretty = ctx.pretty
+    if not actual:
+        if want:
+            return Verdict(
+                FAIL, f"{pretty} build info names no {label}, the lock expects {label} {want}"
+            )
+        return Verdict(SKIP, f"{pretty} build info names no {label}")
+    if not want:
+        return Verdict(SKIP, f"built with {label} {actual} (nothing expected)")
+    if prefix_match(want, actual):
+        note = ""
+        if len(_parts(actual)) < len(_parts(want)):
+            note = f" (build info gives only {actual})"
+        return Verdict(PASS, f"built with {label} {want} as locked{note}")
+    return Verdict(FAIL, f"built with {label} {actual}, the lock says {want}")
+
+
+def check_build_cuda(ctx: Context) -> Verdict:
+    return _compare_build(ctx, "cuda", "CUDA")
+
+
+def check_build_cudnn(ctx: Context) -> Verdict:
+    return _compare_build(ctx, "cudnn", "cuDNN")
+
+
+def check_gpu_visible(ctx: Context) -> Verdict:
+    found = ctx.adapter.gpus()
+    smi = nvidia_smi()
+    for i, gpu in enumerate(found):
+        row = smi[i] if i < len(smi) else {}
+        if gpu.get("memory_total_mb") is None:
+            gpu["memory_total_mb"] = row.get("memory_total_mb")
+        gpu["driver"] = row.get("driver") or ctx.host.get("driver")
+        if not gpu.get("compute_capability"):
+            gpu["compute_capability"] = row.get("compute_capability")
+    ctx.gpus = found
+    pretty = ctx.pretty
+    if found:
+        names = ", ".join("{} ({})".format(g["name"], g["compute_capability"]) for g in found)
+        return Verdict(PASS, f"{len(found)} GPU(s) visible: {names}")
+    why = f"no GPU visible: {pretty} runs on the CPU"
+    if smi:
+        why += f" (nvidia-smi lists {len(smi)} GPU(s) that {pretty} cannot use)"
+    elif os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
+        why += " (CUDA_VISIBLE_DEVICES={!r})".format(os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if ctx.options.allow_cpu:
+        return Verdict(WARN, why + " (--allow-cpu)")
+    return Verdict(FAIL, why)
+
+
+def check_compute_capability(ctx: Context) -> Verdict:
+    compiled = ctx.build.get("compute_capabilities") or ctx.expect.get("compute_capabilities")
+    if not compiled:
+        return Verdict(
+            SKIP, f"{ctx.pretty} does not say which compute capabilities it was built for"
+        )
+    return Verdict(*capability_verdict(ctx.gpus[0]["compute_capability"], compiled))
+
+
+def check_cudnn_runtime(ctx: Context) -> Verdict:
+    version, where = ctx.adapter.runtime_cudnn()
+    want = ctx.expect.get("cudnn") or ctx.build.get("cudnn")
+    if version is None:
+        major = _parts(want)[:1]
+        loadable, how = cudnn_loadable(major[0] if major else None)
+        if loadable:
+            return Verdict(
+                WARN, f"{ctx.pretty} did not load cuDNN for a convolution ({where}); {how}"
+            )
+        return Verdict(FAIL, f"cuDNN did not load: {where}; {how}")
+    extra = {"loaded": version, "library": where}
+    if not want:
+        return Verdict(PASS, f"cuDNN {version} loaded ({where})", extra)
+    if _parts(want)[:1] == _parts(version)[:1]:
+        return Verdict(PASS, f"cuDNN {version} loaded, major {_parts(want)[0]} as expected", extra)
+    return Verdict(
+        FAIL, f"cuDNN {version} loaded, but {ctx.pretty} needs major {_parts(want)[0]}", extra
+    )
+
+
+def check_op_on_gpu(ctx: Context) -> Verdict:
+    device, err = ctx.adapter.op_on_gpu()
+    text = str(device).lower()
+    on_zero = (
+        ("gpu:0" in text)
+        or ("cuda:0" in text)
+        or text in ("cuda", "gpu")
+        or "cudadevice(id=0)" in text
+    )
+    if not on_zero:
+        return Verdict(FAIL, f"a matmul placed on GPU 0 ran on {device}")
+    if err > 1e-2:
+        return Verdict(FAIL, f"a matmul on {device} differs from the CPU by {err:.3g}")
+    return Verdict(PASS, f"matmul ran on {device}, max difference to the CPU {err:.2g}")
+
+
+def check_memory_held(ctx: Context) -> Verdict | None:
+    """Memory growth did what it said: little GPU memory held after the small ops."""
+    usage = ctx.adapter.memory_in_use()
+    ctx.settings["gpu_memory"] = usage
+    total = ctx.gpus[0].get("memory_total_mb")
+    held = usage.get("reserved_mb", usage.get("in_use_mb"))
+    reason = ctx.memory_growth_reason
+    if reason is None:
+        return None
+    if held is not None and total and held > 0.5 * total:
+        return Verdict(
+            WARN, f"{reason}; yet {ctx.pretty} holds {held:.0f} of {total} MB after small ops"
+        )
+    tail = ""
+    if held is not None:
+        of = f" of {total} MB" if total else ""
+        tail = f" ({ctx.pretty} holds {held:.0f} MB{of})"
+    return Verdict(PASS, reason + tail)
+
+
+# ---------------------------------------------------------------- benchmark
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    """What the matmul benchmark runs: sizes, repeats, warm-up, and the peak to compare."""
+
+    on_gpu: bool
+    n: int
+    dtypes: tuple[str, ...]
+    warmup: int
+    warmup_s: float
+    repeats: int
+    per_repeat: int | None  # None: enough products to last window_s
+    window_s: float = 0.05
+    peak: dict[str, Any] | None = None
+
+
+def plan_benchmark(ctx: Context) -> BenchPlan:
+    opts = ctx.options
+    on_gpu = ctx.on_gpu
+    peak = find_peak(ctx.peaks, ctx.gpus[0]["name"]) if on_gpu else None
+    dtypes: tuple[str, ...] = ("fp32",)
+    if on_gpu:
+        cc = ctx.gpus[0].get("compute_capability") or "0.0"
+        dtypes += ("fp16", "bf16") if sm_of(cc) >= 80 else ("fp16",)
+    warmup_s = opts.warmup_seconds
+    if warmup_s is None:
+        warmup_s = 1.0 if on_gpu else 0.0
+    return BenchPlan(
+        on_gpu=on_gpu,
+        n=opts.size or (8192 if on_gpu else 512),
+        dtypes=dtypes,
+        warmup=opts.warmup,
+        warmup_s=warmup_s,
+        repeats=opts.repeats,
+        per_repeat=opts.per_repeat or (None if on_gpu else 2),
+        peak=peak,
+    )
+
+
+def measure_matmul(adapter: Adapter, plan: BenchPlan, dtype: str) -> dict[str, Any]:
+    """Median of ``plan.repeats`` timed windows of chained, synchronized products.
+
+    Warm-up runs at least ``plan.warmup`` products and ``plan.warmup_s`` seconds (a
+    GPU's clocks climb from idle under load); with ``plan.per_repeat`` None each
+    window holds enough products to last ``plan.window_s`` (timer and launch
+    overhead stay small).
+    """
+    n, on_gpu, warmup = plan.n, plan.on_gpu, plan.warmup
+    run, math = adapter.matmul_timer(dtype, n, on_gpu)
+    one = run(max(1, warmup)) / max(1, warmup)
+    warm_end = time.perf_counter() + plan.warmup_s
+    while time.perf_counter() < warm_end:
+        one = run(max(1, warmup)) / max(1, warmup)
+    per_repeat = plan.per_repeat
+    if per_repeat is None:
+        per_repeat = max(2, min(1000, int(plan.window_s / max(one, 1e-9)) + 1))
+    if on_gpu:
+        run(per_repeat)  # one untimed window: allocator pools grow to the window's size
+    times = [run(per_repeat) / per_repeat for _ in range(plan.repeats)]
+    median = statistics.median(times)
+    flops = 2.0 * n * n * n
+    entry: dict[str, Any] = {
+        "op": "matmul",
+        "dtype": dtype,
+        "math": math,
+        "device": "gpu:0" if on_gpu else "cpu",
+        "n": n,
+        "warmup": warmup,
+        "warmup_s": plan.warmup_s,
+        "repeats": plan.repeats,
+        "per_repeat": per_repeat,
+        "seconds_per_op": {"median": median, "min": min(times), "max": max(times)},
+        "samples_s": [round(t, 9) for t in times],
+        "tflops": round(flops / median / 1e12, 3),
+        "tflops_best": round(flops / min(times) / 1e12, 3),
+    }
+    if on_gpu:
+        state = _safe(gpu_state)
+        if state:
+            entry["gpu_state_after"] = state
+    if plan.peak is not None:
+        tflops = (plan.peak.get("tflops") or {}).get(math)
+        if tflops:
+            entry["peak_tflops"] = tflops
+            entry["fraction_of_peak"] = round(flops / median / 1e12 / float(tflops), 4)
+    return entry
+
+
+def bench_matmul(ctx: Context, plan: BenchPlan, dtype: str) -> None:
+    ctx.benchmark["results"].append(measure_matmul(ctx.adapter, plan, dtype))
+
+
+def check_matmul_speed(ctx: Context) -> Verdict:
+    """The best half-precision matmul against the GPU's datasheet peak."""
+    half = [r for r in ctx.benchmark["results"] if r["dtype"] in ("bf16", "fp16")]
+    best = max(half, key=lambda r: (r.get("fraction_of_peak", 0), r["tflops"]), default=None)
+    gpu = ctx.gpus[0]["name"]
+    if best is None:
+        return Verdict(SKIP, "no half-precision result")
+    if "fraction_of_peak" not in best:
+        return Verdict(
+            SKIP,
+            "{} matmul {:.1f} TFLOP/s; no datasheet peak known for {}".format(
+                best["dtype"], best["tflops"], gpu
+            ),
+        )
+    text = "{} matmul {:.1f} TFLOP/s = {:.0f}% of the {} peak {} TFLOP/s".format(
+        best["dtype"],
+        best["tflops"],
+        100 * best["fraction_of_peak"],
+        gpu,
+        best["peak_tflops"],
+    )
+    min_fraction = ctx.options.min_fraction
+    if best["fraction_of_peak"] < min_fraction:
+        return Verdict(WARN, text + f" (below {100 * min_fraction:.0f}%)")
+    return Verdict(PASS, text)
+
+
+def bench_training(ctx: Context) -> Verdict | None:
+    steps = ctx.options.training_steps or (50 if ctx.on_gpu else 30)
+    found = ctx.adapter.training_benchmark(ctx.on_gpu, steps)
+    if found is None:
+        return Verdict(SKIP, f"the training benchmark exists for TensorFlow only, not {ctx.pretty}")
+    ctx.benchmark["training"] = found
+    return None
+
+
+def run_benchmark(ctx: Context) -> None:
+    plan = plan_benchmark(ctx)
+    ctx.benchmark = {
+        "device": "gpu:0" if plan.on_gpu else "cpu",
+        "gpu": ctx.gpus[0]["name"] if plan.on_gpu else None,
+        "results": [],
+    }
+    if plan.on_gpu:
+        ctx.benchmark["peak_source"] = plan.peak.get("name") if plan.peak else None
+    for dtype in plan.dtypes:
+        measure = functools.partial(bench_matmul, plan=plan, dtype=dtype)
+        run_check(ctx, "benchmark_" + dtype, measure)
+    if plan.on_gpu:
+        run_check(ctx, "matmul_speed", check_matmul_speed)
+    if ctx.options.training:
+        run_check(ctx, "benchmark_training", bench_training)
+
+
+# ---------------------------------------------------------------- the run
+
+
+def run_checks(ctx: Context) -> None:
+    """Every check in order; returns early where nothing after could be meaningful."""
+    opts = ctx.options
+    ctx.host = host_info()
+    run_check(ctx, "expect", read_expect, failing=f"cannot read {opts.expect}")
+    if "expect" in ctx.failed:
+        return
+    run_check(ctx, "peaks", read_peaks, failing=f"cannot read {opts.peaks}")
+    if not choose_framework(ctx):
+        return
+    run_check(ctx, "runtime_config", read_runtime_config, failing="cannot read runtime.json")
+    apply_runtime_config(ctx)
+    run_check(ctx, "import", check_import, failing=f"cannot import {ctx.framework}")
+    if "import" in ctx.failed:
+        return
+    run_check(ctx, "memory_growth", set_memory_growth)
+    policy = ctx.config.get("mixed_precision")
+    if policy and policy != "float32":
+        run_check(ctx, "precision_policy", check_precision_policy)
+    run_check(ctx, "framework_version", check_framework_version)
+    run_check(ctx, "build_info", read_build_info)
+    if "build_info" not in ctx.failed:
+        run_check(ctx, "build_cuda", check_build_cuda)
+        run_check(ctx, "build_cudnn", check_build_cudnn)
+    run_check(ctx, "gpu_visible", check_gpu_visible)
+    if ctx.on_gpu:
+        run_check(ctx, "compute_capability", check_compute_capability)
+        run_check(ctx, "cudnn_runtime", check_cudnn_runtime)
+        run_check(ctx, "op_on_gpu", check_op_on_gpu)
+        if "memory_growth" not in ctx.failed:
+            run_check(ctx, "memory_held", check_memory_held)
+    else:
+        for name in ("compute_capability", "cudnn_runtime", "op_on_gpu"):
+            ctx.add(name, SKIP, "no GPU visible")
+    ctx.settings.update(_safe(ctx.adapter.settings) or {})
+    if opts.benchmark:
+        run_benchmark(ctx)
+
+
+def smoke(options: Options, started: float) -> dict[str, Any]:
+    ctx = Context(options)
+    try:
+        run_checks(ctx)
     except Exception as exc:  # noqa: BLE001 - last safety net: report, never dump
-        run.add(
+        ctx.add(
             "harness",
             FAIL,
             f"the harness crashed: {_error_text(exc)}",
             error={"where": _where(exc)},
         )
-    result["status"] = overall(run.checks)
-    result["duration_s"] = round(time.perf_counter() - started, 3)
-    return result
+    return ctx.document(round(time.perf_counter() - started, 3))
 
 
-def _smoke(run, args, result):
-    result["host"] = host_info()
-    expect = {}
-    if args.expect:
-        loaded = {}
-
-        def read_expect():
-            data = _load_json(args.expect, "expect file")
-            if not isinstance(data, dict):
-                raise ValueError("expected a JSON object like the bundle's expect.json")
-            loaded["data"] = data
-            return None
-
-        run.step("expect", read_expect, failing=f"cannot read {args.expect}")
-        if "expect" in run.failed_steps:
-            return
-        expect = loaded["data"]
-    result["expected"] = expect
-    peaks = expect.get("gpu_peaks") if isinstance(expect, dict) else None
-    if args.peaks:
-        loaded_peaks = {}
-
-        def read_peaks():
-            data = _load_json(args.peaks, "peaks file")
-            loaded_peaks["data"] = data.get("gpu_peaks", data) if isinstance(data, dict) else data
-            return None
-
-        run.step("peaks", read_peaks, failing=f"cannot read {args.peaks}")
-        peaks = loaded_peaks.get("data", peaks)
-
-    framework = args.framework or expect.get("framework") or detect_framework()
-    if framework not in ADAPTERS:
-        run.add(
-            "framework",
-            FAIL,
-            "no framework to test: pass --framework (tensorflow, torch, jax) or install one"
-            if framework is None
-            else "unknown framework {!r} (known: {})".format(framework, ", ".join(FRAMEWORKS)),
-        )
-        return
-    result["framework"] = framework
-    pretty = PRETTY[framework]
-
-    config_box = {}
-
-    def read_runtime():
-        config_box["path"], config_box["data"] = load_runtime_config(args.expect)
-        return None
-
-    run.step("runtime_config", read_runtime, failing="cannot read runtime.json")
-    config = config_box.get("data") or {}
-    growth, applied = apply_environment(framework, config)
-    settings = {
-        "runtime_config": config_box.get("path"),
-        "runtime": config,
-        "applied_environment": applied,
-        "CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES"),
-        "memory_growth": growth,
-    }
-    result["settings"] = settings
-
-    adapter = ADAPTERS[framework]()
-    run.step("import", lambda: (PASS, f"imported {framework}") if adapter.load() is None else None)
-    if "import" in run.failed_steps:
-        run.checks[-1]["reason"] = "cannot import {}: {}".format(
-            framework,
-            run.checks[-1]["reason"].split("crashed: ", 1)[-1],
-        )
-        return
-
-    # Memory growth must be set before anything touches the GPU.
-    growth_box = {}
-
-    def set_growth():
-        growth_box["reason"] = adapter.set_memory_growth(growth)
-        return None
-
-    run.step("memory_growth", set_growth)
-
-    policy = config.get("mixed_precision")
-    if policy and policy != "float32":
-        run.step("precision_policy", lambda: adapter.set_precision_policy(policy))
-
-    def version_check():
-        version = adapter.version()
-        result["version"] = version
-        want = expect.get("version")
-        if not want:
-            return SKIP, f"{pretty} {version} (no version expected)"
-        if same_release(want, version):
-            return PASS, f"{pretty} {version} as locked"
-        return FAIL, f"{pretty} {version} is installed, the lock says {want}"
-
-    run.step("framework_version", version_check)
-
-    info = {}
-
-    def build_check():
-        info.update(adapter.build_info())
-        result["build_info"] = info
-        return None
-
-    run.step("build_info", build_check)
-    if "build_info" not in run.failed_steps:
-        for key, label in (("cuda", "CUDA"), ("cudnn", "cuDNN")):
-            run.step(
-                "build_" + key,
-                lambda key=key, label=label: _compare_build(info, expect, key, label, pretty),
-            )
-
-    gpus_box = {}
-
-    def gpu_check():
-        found = adapter.gpus()
-        smi = nvidia_smi()
-        for i, gpu in enumerate(found):
-            row = smi[i] if i < len(smi) else {}
-            if gpu.get("memory_total_mb") is None:
-                gpu["memory_total_mb"] = row.get("memory_total_mb")
-            gpu["driver"] = row.get("driver") or result["host"].get("driver")
-            if not gpu.get("compute_capability"):
-                gpu["compute_capability"] = row.get("compute_capability")
-        gpus_box["gpus"] = found
-        result["gpus"] = found
-        if found:
-            names = ", ".join("{} ({})".format(g["name"], g["compute_capability"]) for g in found)
-            return PASS, f"{len(found)} GPU(s) visible: {names}"
-        why = f"no GPU visible: {pretty} runs on the CPU"
-        if smi:
-            why += f" (nvidia-smi lists {len(smi)} GPU(s) that {pretty} cannot use)"
-        elif os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
-            why += " (CUDA_VISIBLE_DEVICES={!r})".format(os.environ.get("CUDA_VISIBLE_DEVICES"))
-        return (WARN if args.allow_cpu else FAIL), why + (
-            " (--allow-cpu)" if args.allow_cpu else ""
-        )
-
-    run.step("gpu_visible", gpu_check)
-    gpus = gpus_box.get("gpus") or []
-    on_gpu = bool(gpus)
-
-    if on_gpu:
-        gpu0 = gpus[0]
-
-        def capability_check():
-            compiled = info.get("compute_capabilities") or expect.get("compute_capabilities")
-            if not compiled:
-                return SKIP, f"{pretty} does not say which compute capabilities it was built for"
-            return capability_verdict(gpu0["compute_capability"], compiled)
-
-        run.step("compute_capability", capability_check)
-
-        def cudnn_check():
-            version, where = adapter.runtime_cudnn()
-            want = expect.get("cudnn") or info.get("cudnn")
-            if version is None:
-                major = _parts(want)[:1]
-                loadable, how = cudnn_loadable(major[0] if major else None)
-                if loadable:
-                    return WARN, f"{pretty} did not load cuDNN for a convolution ({where}); {how}"
-                return FAIL, f"cuDNN did not load: {where}; {how}"
-            extra = {"loaded": version, "library": where}
-            if not want:
-                return PASS, f"cuDNN {version} loaded ({where})", extra
-            if _parts(want)[:1] == _parts(version)[:1]:
-                return PASS, f"cuDNN {version} loaded, major {_parts(want)[0]} as expected", extra
-            return (
-                FAIL,
-                f"cuDNN {version} loaded, but {pretty} needs major {_parts(want)[0]}",
-                extra,
-            )
-
-        run.step("cudnn_runtime", cudnn_check)
-
-        def op_check():
-            device, err = adapter.op_on_gpu()
-            text = str(device).lower()
-            on_zero = (
-                ("gpu:0" in text)
-                or ("cuda:0" in text)
-                or text in ("cuda", "gpu")
-                or "cudadevice(id=0)" in text
-            )
-            if not on_zero:
-                return FAIL, f"a matmul placed on GPU 0 ran on {device}"
-            if err > 1e-2:
-                return FAIL, f"a matmul on {device} differs from the CPU by {err:.3g}"
-            return PASS, f"matmul ran on {device}, max difference to the CPU {err:.2g}"
-
-        run.step("op_on_gpu", op_check)
-
-        def memory_check():
-            usage = adapter.memory_in_use()
-            settings["gpu_memory"] = usage
-            total = gpu0.get("memory_total_mb")
-            held = usage.get("reserved_mb", usage.get("in_use_mb"))
-            if growth_box.get("reason") is None:
-                return None
-            if held is not None and total and held > 0.5 * total:
-                reason = growth_box["reason"]
-                return (
-                    WARN,
-                    f"{reason}; yet {pretty} holds {held:.0f} of {total} MB after small ops",
-                )
-            tail = ""
-            if held is not None:
-                of = f" of {total} MB" if total else ""
-                tail = f" ({pretty} holds {held:.0f} MB{of})"
-            return PASS, growth_box["reason"] + tail
-
-        if "memory_growth" not in run.failed_steps:
-            run.step("memory_held", memory_check)
-    else:
-        for name in ("compute_capability", "cudnn_runtime", "op_on_gpu"):
-            run.add(name, SKIP, "no GPU visible")
-
-    settings.update(_safe(adapter.settings))
-
-    if args.no_benchmark:
-        return
-    peak = find_peak(peaks, gpus[0]["name"]) if on_gpu else None
-    n = args.size or (8192 if on_gpu else 512)
-    per_repeat = args.per_repeat or (None if on_gpu else 2)
-    timing = {
-        "warmup_s": args.warmup_seconds
-        if args.warmup_seconds is not None
-        else (1.0 if on_gpu else 0.0),
-        "window_s": 0.05,
-    }
-    dtypes = ["fp32"]
-    if on_gpu:
-        cc = gpus[0].get("compute_capability") or "0.0"
-        dtypes += ["fp16", "bf16"] if sm_of(cc) >= 80 else ["fp16"]
-    bench = {
-        "device": "gpu:0" if on_gpu else "cpu",
-        "gpu": gpus[0]["name"] if on_gpu else None,
-        "results": [],
-    }
-    if on_gpu:
-        bench["peak_source"] = peak.get("name") if peak else None
-    result["benchmark"] = bench
-    for dtype in dtypes:
-
-        def one(dtype=dtype):
-            entry = bench_matmul(
-                adapter, dtype, n, on_gpu, args.warmup, args.repeats, per_repeat, peak, timing
-            )
-            bench["results"].append(entry)
-            return None
-
-        run.step("benchmark_" + dtype, one)
-
-    if on_gpu:
-        half = [r for r in bench["results"] if r["dtype"] in ("bf16", "fp16")]
-        best = max(half, key=lambda r: (r.get("fraction_of_peak", 0), r["tflops"]), default=None)
-
-        def speed_check():
-            if best is None:
-                return SKIP, "no half-precision result"
-            if "fraction_of_peak" not in best:
-                return SKIP, "{} matmul {:.1f} TFLOP/s; no datasheet peak known for {}".format(
-                    best["dtype"], best["tflops"], gpus[0]["name"]
-                )
-            text = "{} matmul {:.1f} TFLOP/s = {:.0f}% of the {} peak {} TFLOP/s".format(
-                best["dtype"],
-                best["tflops"],
-                100 * best["fraction_of_peak"],
-                gpus[0]["name"],
-                best["peak_tflops"],
-            )
-            if best["fraction_of_peak"] < args.min_fraction:
-                return WARN, text + f" (below {100 * args.min_fraction:.0f}%)"
-            return PASS, text
-
-        run.step("matmul_speed", speed_check)
-
-    if args.training:
-
-        def training():
-            steps = args.training_steps or (50 if on_gpu else 30)
-            found = adapter.training_benchmark(on_gpu, steps)
-            if found is None:
-                return SKIP, f"the training benchmark exists for TensorFlow only, not {pretty}"
-            bench["training"] = found
-            return None
-
-        run.step("benchmark_training", training)
-
-
-def _compare_build(info, expect, key, label, pretty):
-    actual = info.get(key)
-    want = expect.get(key)
-    if not actual:
-        if want:
-            return FAIL, f"{pretty} build info names no {label}, the lock expects {label} {want}"
-        return SKIP, f"{pretty} build info names no {label}"
-    if not want:
-        return SKIP, f"built with {label} {actual} (nothing expected)"
-    if prefix_match(want, actual):
-        note = ""
-        if len(_parts(actual)) < len(_parts(want)):
-            note = f" (build info gives only {actual})"
-        return PASS, f"built with {label} {want} as locked{note}"
-    return FAIL, f"built with {label} {actual}, the lock says {want}"
-
-
-def _safe(fn):
+def _safe(fn: Callable[[], dict[str, Any] | None]) -> dict[str, Any] | None:
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001
         return {"settings_error": _error_text(exc)}
 
 
-def _jsonable(value):
+def _jsonable(value: object) -> object:
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     if isinstance(value, (list, tuple)):
@@ -1449,9 +1603,9 @@ def _jsonable(value):
     return str(value)
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
-    args = parse_args(argv)
+    options = parse_args(argv)
     # Frameworks print to fd 1 (C++ logging, warnings): keep stdout for the
     # JSON alone by pointing fd 1 at stderr until the result is ready.
     sys.stdout.flush()
@@ -1460,7 +1614,7 @@ def main(argv=None):
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     try:
-        result = smoke(args, started)
+        result = smoke(options, started)
     finally:
         sys.stderr.flush()
         os.dup2(saved_fd, 1)
