@@ -5,8 +5,8 @@
 #   each in its own ./.venv-pyX.Y with envlock[test] installed;
 # - the smoke harness's tests under ENVLOCK_HARNESS_PYTHON (default 3.8, the
 #   oldest the harness runs on inside old images), in ./.venv-pyX.Y with pytest
-#   and hypothesis only (pip picks their last releases for that Python), envlock
-#   imported from the work tree.
+#   only (pip picks its last release for that Python); the tests load the
+#   harness file by its path, as a bundle's envlock_smoke.py.
 # A version whose interpreter is absent is skipped, saying so; set a variable
 # to "" to leave its runs out. Arguments go to the unit runs' pytest, after the
 # marker selection. Exits non-zero when any run fails or collects no test.
@@ -70,8 +70,8 @@ if [ -n "$harness_python" ]; then
     if [ ! -x "$venv/bin/python" ]; then
       "$py" -m venv "$venv"
     fi
-    if ! "$venv/bin/python" -c 'import pytest, hypothesis' >/dev/null 2>&1; then
-      "$venv/bin/python" -m pip install -q --disable-pip-version-check pytest hypothesis
+    if ! "$venv/bin/python" -c 'import pytest' >/dev/null 2>&1; then
+      "$venv/bin/python" -m pip install -q --disable-pip-version-check pytest
     fi
     echo "tests/pythons.sh: CPython $harness_python venv ready in $((SECONDS - start)) s"
     run_pytest "CPython $harness_python harness tests" \

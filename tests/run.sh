@@ -27,6 +27,7 @@ if [ "${CI:-}" = true ]; then
   export ENVLOCK_REQUIRE_DOCKER=1
 fi
 "$venv/bin/ruff" check envlock tests bench
+"$venv/bin/ruff" format --check envlock tests bench
 "$venv/bin/mypy"
 rc=0
 "$venv/bin/python" -m pytest "$@" || rc=$?
