@@ -90,8 +90,15 @@ def download(chosen: Any, index: str) -> dict[str, Any]:
 def full_refresh(index_arg: list[str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "tensorflow.toml"
-        cmd = [str(ROOT / ".venv" / "bin" / "envlock"), "matrix", "refresh", "-o", str(out),
-               "--json", *index_arg]
+        cmd = [
+            str(ROOT / ".venv" / "bin" / "envlock"),
+            "matrix",
+            "refresh",
+            "-o",
+            str(out),
+            "--json",
+            *index_arg,
+        ]
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -102,8 +109,12 @@ def full_refresh(index_arg: list[str]) -> dict[str, Any]:
             raise SystemExit(f"refresh failed ({proc.returncode}): {proc.stderr}")
         summary = json.loads(proc.stdout)
         digest = hashlib.sha256(out.read_bytes()).hexdigest()
-    return {"seconds": seconds, "cpu": cpu, "digest": digest, **{k: summary[k] for k in
-                                                   ("releases", "requests", "bytes_read")}}
+    return {
+        "seconds": seconds,
+        "cpu": cpu,
+        "digest": digest,
+        **{k: summary[k] for k in ("releases", "requests", "bytes_read")},
+    }
 
 
 def main() -> int:

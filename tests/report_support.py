@@ -21,8 +21,12 @@ SMOKE_RESULT: dict[str, Any] = {
     "expected": {"framework": "tensorflow", "version": "2.15.1", "cuda": "12.2", "cudnn": "8.9"},
     "build_info": {"cuda_version": "12.2", "cudnn_version": "8"},
     "gpus": [
-        {"name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",
-         "memory_total_mb": 81559, "driver": "550.54.15"}
+        {
+            "name": "NVIDIA H100 80GB HBM3",
+            "compute_capability": "9.0",
+            "memory_total_mb": 81559,
+            "driver": "550.54.15",
+        }
     ],
     "checks": [
         {"name": "framework_version", "status": "PASS", "reason": "2.15.1"},

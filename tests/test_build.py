@@ -179,7 +179,7 @@ def test_a_step_without_network_says_to_use_network_host(
     assert "socket.gaierror" in err
     assert "hint: a RUN step could not reach the network" in err
     assert "rerun with --network host" in err
-    assert "Traceback (most recent call last):\n  File \"/work" not in err  # not envlock's own
+    assert 'Traceback (most recent call last):\n  File "/work' not in err  # not envlock's own
 
 
 @pytest.mark.docker

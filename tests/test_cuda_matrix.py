@@ -160,7 +160,7 @@ _DELETE = object()
         (("schema_version",), 2, "matrices/cuda.toml: schema_version: this envlock reads schema 1"),
         (("data_version",), "yesterday", 'data_version: expected "YYYY-MM-DD", got "yesterday"'),
         (("cuda", 3, "driver_min"), "new", 'cuda[3].driver_min: expected "NNN[.NN[.NN]]"'),
-        (("cuda", 3, "driver_min_from"), "rumour", "cuda[3].driver_min_from: \"rumour\" is not"),
+        (("cuda", 3, "driver_min_from"), "rumour", 'cuda[3].driver_min_from: "rumour" is not'),
         (("cuda", 0, "images"), "gone", 'cuda[0].images: expected one of "deleted", "eol"'),
         (("cuda", 1, "version"), "10.0", 'cuda[1].version: "10.0" is listed twice (also cuda[0])'),
         (("cuda", 2, "colour"), "red", "cuda[2].colour: unknown field"),

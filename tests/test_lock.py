@@ -245,9 +245,7 @@ def test_requirements_txt_lists_every_target_hash(index: FakeIndex, cache: str) 
     expected: list[str] = []
     for p in lk.packages:
         expected.append(f"{p.name}=={p.version} \\")
-        hashes = sorted(
-            hashlib.sha256(index.wheels[w.filename].data).hexdigest() for w in p.wheels
-        )
+        hashes = sorted(hashlib.sha256(index.wheels[w.filename].data).hexdigest() for w in p.wheels)
         expected += [
             f"    --hash=sha256:{h}" + (" \\" if i < len(hashes) - 1 else "")
             for i, h in enumerate(hashes)

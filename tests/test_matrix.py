@@ -93,10 +93,15 @@ def test_check_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["matrix", "check", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] is True and doc["unexplained"] == 0
-    assert {"version": "2.11.1", "field": "python", "wheels": "3.8-3.10",
-            "tested_configs": "3.7-3.10", "explained": True,
-            "note": "python: 2.11.1 publishes no Python 3.7 wheel, although its "
-                    "Requires-Python still says >=3.7"} in doc["disagreements"]
+    assert {
+        "version": "2.11.1",
+        "field": "python",
+        "wheels": "3.8-3.10",
+        "tested_configs": "3.7-3.10",
+        "explained": True,
+        "note": "python: 2.11.1 publishes no Python 3.7 wheel, although its "
+        "Requires-Python still says >=3.7",
+    } in doc["disagreements"]
 
 
 def test_check_fails_on_an_unexplained_disagreement(
@@ -111,8 +116,10 @@ def test_check_fails_on_an_unexplained_disagreement(
     bad.write_text(text[:start] + 'note = ""' + text[end:], encoding="utf-8")
     assert main(["matrix", "check", "--matrix", str(bad)]) == 1
     captured = capsys.readouterr()
-    assert ("unexplained: 2.11.1: python: wheels say 3.8-3.10, tested-configs say 3.7-3.10"
-            in captured.out)
+    assert (
+        "unexplained: 2.11.1: python: wheels say 3.8-3.10, tested-configs say 3.7-3.10"
+        in captured.out
+    )
     assert "check failed: 1 unexplained disagreement(s)" in captured.err
     # --notes-only puts the reviewed note back, byte for byte
     assert main(["matrix", "refresh", "--notes-only", "-o", str(bad), "--json"]) == 0
@@ -124,7 +131,7 @@ def test_check_fails_on_a_note_typed_by_hand(tmp_path: Path) -> None:
     i = text.index('version = "2.15.1"')
     j = text.index('\nnote = ""', i) + 1  # the row's note, not and_cuda_python_note
     bad = tmp_path / "tensorflow.toml"
-    bad.write_text(text[:j] + 'note = "cuda: trust me"' + text[j + len('note = ""'):])
+    bad.write_text(text[:j] + 'note = "cuda: trust me"' + text[j + len('note = ""') :])
     report = check.check_all(bad)
     assert not report.ok
     assert report.note_problems == (
@@ -136,8 +143,18 @@ def test_show(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["matrix", "show"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].split() == ["tensorflow", "python", "and-cuda", "python", "cuda", "cudnn",
-                                "newest", "cc", "cuda", "from"]
+    assert lines[0].split() == [
+        "tensorflow",
+        "python",
+        "and-cuda",
+        "python",
+        "cuda",
+        "cudnn",
+        "newest",
+        "cc",
+        "cuda",
+        "from",
+    ]
     # and-cuda python: the minors --cuda-source pip can install; "-" when none
     # (2.13 has no [and-cuda] extra; 2.15.0's pins a tensorrt that is only an sdist)
     assert "2.13.1        3.8-3.11   -                11.8    8.6    compute_80  build_info" in out
@@ -178,48 +195,80 @@ def _parse_with(row_changes: dict[str, Any], index: int = 12) -> tensorflow.TFMa
     ("change", "message"),
     [
         ({"cudnn": "8"}, 'matrices/tensorflow.toml: releases[12].cudnn: expected "X.Y", got "8"'),
-        ({"cuda": 12.2},
-         "matrices/tensorflow.toml: releases[12].cuda: expected a string, got 12.2"),
+        (
+            {"cuda": 12.2},
+            "matrices/tensorflow.toml: releases[12].cuda: expected a string, got 12.2",
+        ),
         ({"version": None}, "matrices/tensorflow.toml: releases[12].version: missing"),
-        ({"version": "two"},
-         'matrices/tensorflow.toml: releases[12].version: not a version: "two"'),
-        ({"version": "1.15.0"},
-         'matrices/tensorflow.toml: releases[12].version: expected a 2.x release, got "1.15.0"'),
-        ({"python": ["3.10", "3.9"]},
-         "matrices/tensorflow.toml: releases[12].python: expected distinct minors in "
-         "ascending order"),
-        ({"python": ["3.9", "py3.10"]},
-         'matrices/tensorflow.toml: releases[12].python[1]: expected "3.X", got "py3.10"'),
-        ({"cuda_from": "guess"},
-         'matrices/tensorflow.toml: releases[12].cuda_from: expected one of "build_info", '
-         '"build_info+tested-configs", "tested-configs", got "guess"'),
-        ({"cuda_full": "11.8.0"},
-         'matrices/tensorflow.toml: releases[12].cuda_full: "11.8.0" does not start with '
-         'cuda "10.1"'),
-        ({"requires_python": ">=3.x"},
-         'matrices/tensorflow.toml: releases[12].requires_python: not a version specifier: '
-         '">=3.x"'),
-        ({"compute_capabilities": ["sm_50", "volta"]},
-         'matrices/tensorflow.toml: releases[12].compute_capabilities[1]: expected '
-         '"sm_XY or compute_XY", got "volta"'),
-        ({"and_cuda": ["nvidia-cudnn-cu12 ==="]},
-         "matrices/tensorflow.toml: releases[12].and_cuda[0]: not a requirement"),
-        ({"and_cuda_python": ["3.13"]},
-         'matrices/tensorflow.toml: releases[12].and_cuda_python[0]: "3.13" is not one of '
-         "the release's python minors"),
-        ({"and_cuda_python": ["py3.8"]},
-         'matrices/tensorflow.toml: releases[12].and_cuda_python[0]: expected "3.X", '
-         'got "py3.8"'),
-        ({"and_cuda_python": ["3.8"]},
-         "matrices/tensorflow.toml: releases[12].and_cuda_python: set, but the release has "
-         "no and_cuda extra"),
-        ({"and_cuda_python_note": None},
-         "matrices/tensorflow.toml: releases[12].and_cuda_python_note: missing"),
-        ({"sha256": "abc"},
-         'matrices/tensorflow.toml: releases[12].sha256: expected "64 lowercase hex digits", '
-         'got "abc"'),
-        ({"yanked": "no"}, 'matrices/tensorflow.toml: releases[12].yanked: expected true or '
-                           'false, got "no"'),
+        (
+            {"version": "two"},
+            'matrices/tensorflow.toml: releases[12].version: not a version: "two"',
+        ),
+        (
+            {"version": "1.15.0"},
+            'matrices/tensorflow.toml: releases[12].version: expected a 2.x release, got "1.15.0"',
+        ),
+        (
+            {"python": ["3.10", "3.9"]},
+            "matrices/tensorflow.toml: releases[12].python: expected distinct minors in "
+            "ascending order",
+        ),
+        (
+            {"python": ["3.9", "py3.10"]},
+            'matrices/tensorflow.toml: releases[12].python[1]: expected "3.X", got "py3.10"',
+        ),
+        (
+            {"cuda_from": "guess"},
+            'matrices/tensorflow.toml: releases[12].cuda_from: expected one of "build_info", '
+            '"build_info+tested-configs", "tested-configs", got "guess"',
+        ),
+        (
+            {"cuda_full": "11.8.0"},
+            'matrices/tensorflow.toml: releases[12].cuda_full: "11.8.0" does not start with '
+            'cuda "10.1"',
+        ),
+        (
+            {"requires_python": ">=3.x"},
+            "matrices/tensorflow.toml: releases[12].requires_python: not a version specifier: "
+            '">=3.x"',
+        ),
+        (
+            {"compute_capabilities": ["sm_50", "volta"]},
+            "matrices/tensorflow.toml: releases[12].compute_capabilities[1]: expected "
+            '"sm_XY or compute_XY", got "volta"',
+        ),
+        (
+            {"and_cuda": ["nvidia-cudnn-cu12 ==="]},
+            "matrices/tensorflow.toml: releases[12].and_cuda[0]: not a requirement",
+        ),
+        (
+            {"and_cuda_python": ["3.13"]},
+            'matrices/tensorflow.toml: releases[12].and_cuda_python[0]: "3.13" is not one of '
+            "the release's python minors",
+        ),
+        (
+            {"and_cuda_python": ["py3.8"]},
+            'matrices/tensorflow.toml: releases[12].and_cuda_python[0]: expected "3.X", '
+            'got "py3.8"',
+        ),
+        (
+            {"and_cuda_python": ["3.8"]},
+            "matrices/tensorflow.toml: releases[12].and_cuda_python: set, but the release has "
+            "no and_cuda extra",
+        ),
+        (
+            {"and_cuda_python_note": None},
+            "matrices/tensorflow.toml: releases[12].and_cuda_python_note: missing",
+        ),
+        (
+            {"sha256": "abc"},
+            'matrices/tensorflow.toml: releases[12].sha256: expected "64 lowercase hex digits", '
+            'got "abc"',
+        ),
+        (
+            {"yanked": "no"},
+            'matrices/tensorflow.toml: releases[12].yanked: expected true or false, got "no"',
+        ),
         ({"colour": "blue"}, "matrices/tensorflow.toml: releases[12].colour: unknown field"),
     ],
 )
@@ -233,18 +282,24 @@ def test_validation_errors_name_file_and_row(change: dict[str, Any], message: st
 def test_document_level_errors() -> None:
     doc = committed_doc()
     doc["releases"].append(copy.deepcopy(doc["releases"][3]))
-    with pytest.raises(DataError, match=r'releases\[71\]\.version: "2\.0\.3" is listed twice '
-                                        r"\(also releases\[3\]\)"):
+    with pytest.raises(
+        DataError,
+        match=r'releases\[71\]\.version: "2\.0\.3" is listed twice '
+        r"\(also releases\[3\]\)",
+    ):
         tensorflow.parse(doc, NAME)
     doc = committed_doc()
     doc["schema_version"] = 2
-    with pytest.raises(DataError, match="schema_version: this envlock reads schema 1, "
-                                        "the file has 2"):
+    with pytest.raises(
+        DataError, match="schema_version: this envlock reads schema 1, the file has 2"
+    ):
         tensorflow.parse(doc, NAME)
     doc = committed_doc()
     doc["data_version"] = "May 2026"
-    with pytest.raises(DataError, match='^matrices/tensorflow.toml: data_version: expected '
-                                        '"YYYY-MM-DD", got "May 2026"$'):
+    with pytest.raises(
+        DataError,
+        match='^matrices/tensorflow.toml: data_version: expected "YYYY-MM-DD", got "May 2026"$',
+    ):
         tensorflow.parse(doc, NAME)
     with pytest.raises(DataError, match=r"releases: expected a non-empty array"):
         tensorflow.parse({"schema_version": 1, "data_version": "2026-01-01"}, NAME)
@@ -285,11 +340,14 @@ def test_tested_configs_cover_each_series() -> None:
 
 
 def test_python_range_parsing() -> None:
-    assert tested.parse_python_range("2.7, 3.3-3.7") == ("2.7", "3.3", "3.4", "3.5", "3.6",
-                                                         "3.7")
+    assert tested.parse_python_range("2.7, 3.3-3.7") == ("2.7", "3.3", "3.4", "3.5", "3.6", "3.7")
     assert tested.parse_python_range("3.9-3.13") == ("3.9", "3.10", "3.11", "3.12", "3.13")
-    for bad, why in (("3.9-2.7", "spans two major"), ("3.12-3.9", "runs backwards"),
-                     ("3", "is not X.Y"), ("", "empty")):
+    for bad, why in (
+        ("3.9-2.7", "spans two major"),
+        ("3.12-3.9", "runs backwards"),
+        ("3", "is not X.Y"),
+        ("", "empty"),
+    ):
         with pytest.raises(ValueError, match=why):
             tested.parse_python_range(bad)
     assert tested.format_python_range(["3.5", "3.6", "3.7", "3.9"]) == "3.5-3.7, 3.9"
@@ -340,10 +398,15 @@ def test_build_info_shapes() -> None:
     assert parse_build_info(
         "import collections\nbuild_info = collections.OrderedDict([('cuda_version', '12.2'), "
         "('cudnn_version', '8'), ('cuda_compute_capabilities', ['sm_50', 'compute_80'])])\n"
-    ) == {"cuda_version": "12.2", "cudnn_version": "8",
-          "cuda_compute_capabilities": ["sm_50", "compute_80"]}
+    ) == {
+        "cuda_version": "12.2",
+        "cudnn_version": "8",
+        "cuda_compute_capabilities": ["sm_50", "compute_80"],
+    }
     assert parse_build_info("build_info = {'cuda_version': '10.1', 'is_cuda_build': True}") == {
-        "cuda_version": "10.1", "is_cuda_build": True}
+        "cuda_version": "10.1",
+        "is_cuda_build": True,
+    }
     assert parse_build_info(
         "is_cuda_build = True\ncuda_version_number = '10'\ncudnn_version_number = '7'\n"
     ) == {"is_cuda_build": True, "cuda_version": "10", "cudnn_version": "7"}
@@ -353,8 +416,10 @@ def test_build_info_shapes() -> None:
 
 def test_build_info_is_never_executed(tmp_path: Path) -> None:
     flag = tmp_path / "ran"
-    text = (f"import os\nbuild_info = dict(cuda_version=os.system('touch {flag}'))\n"
-            f"cuda_version_number = open('{flag}', 'w')\n")
+    text = (
+        f"import os\nbuild_info = dict(cuda_version=os.system('touch {flag}'))\n"
+        f"cuda_version_number = open('{flag}', 'w')\n"
+    )
     assert parse_build_info(text) == {}
     assert not flag.exists()
 
@@ -390,14 +455,19 @@ def test_and_cuda_extra_in_both_metadata_styles() -> None:
         'tensorrt==8.6.1; platform_system == "Linux"',
     )
     assert _strip_extra('(python_version < "3.13") and extra == "and-cuda"') == (
-        'python_version < "3.13"')
+        'python_version < "3.13"'
+    )
 
 
 # -- property: any damaged row is a DataError naming the row, never a crash ----------------
 
 values = st.one_of(
-    st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False),
-    st.text(max_size=12), st.lists(st.text(max_size=6), max_size=3),
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(allow_nan=False),
+    st.text(max_size=12),
+    st.lists(st.text(max_size=6), max_size=3),
     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
 )
 

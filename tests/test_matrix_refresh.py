@@ -31,11 +31,11 @@ build_info = collections.OrderedDict([('cpu_compiler', '/usr/lib/llvm-17/bin/cla
 ('is_rocm_build', False), ('is_tensorrt_build', True)])
 '''
 
-BUILD_INFO_2_21 = '''import collections
+BUILD_INFO_2_21 = """import collections
 build_info = collections.OrderedDict([('cpu_compiler', 'clang'), \
 ('cuda_compute_capabilities', ['sm_60', 'sm_70', 'sm_80', 'sm_89', 'compute_90']), \
 ('cuda_version', '12.5.1'), ('cudnn_version', '9'), ('is_cuda_build', True)])
-'''
+"""
 
 BUILD_INFO_2_3 = """from __future__ import absolute_import
 build_info = {'cuda_version': '10.1', 'cudnn_version': '7', \
@@ -96,14 +96,27 @@ def _wheel(version: str, py: str, plat: str = LINUX, **kw: object) -> str:
 def build_index(idx: FakeIndex, filler: int = 0) -> FakeIndex:
     """Fill ``idx`` with the tensorflow wheels and the and-cuda projects."""
 
-    def add(filename: str, meta: str, info: str | None, *, path: str | None = None,
-            upload: str = "2024-01-01T00:00:00Z", yanked: bool | str = False,
-            zip64: bool = False) -> None:
+    def add(
+        filename: str,
+        meta: str,
+        info: str | None,
+        *,
+        path: str | None = None,
+        upload: str = "2024-01-01T00:00:00Z",
+        yanked: bool | str = False,
+        zip64: bool = False,
+    ) -> None:
         kwargs: dict[str, object] = {}
         if path:
             kwargs["build_info_path"] = path
-        data = make_wheel(filename, metadata=meta, build_info=info, filler_members=filler,
-                          force_zip64=zip64, **kwargs)  # type: ignore[arg-type]
+        data = make_wheel(
+            filename,
+            metadata=meta,
+            build_info=info,
+            filler_members=filler,
+            force_zip64=zip64,
+            **kwargs,
+        )  # type: ignore[arg-type]
         idx.add(FakeWheel(filename, data, upload_time=upload, yanked=yanked))
 
     for py in ("39", "310", "311"):
@@ -111,19 +124,40 @@ def build_index(idx: FakeIndex, filler: int = 0) -> FakeIndex:
     add(_wheel("2.15.1", "311", "macosx_10_15_x86_64"), META_2_15, BUILD_INFO_2_15)
     add(_wheel("2.15.1", "311", "manylinux_2_17_aarch64.manylinux2014_aarch64"), META_2_15, None)
     for py in ("310", "313"):
-        add(_wheel("2.21.0", py, "manylinux_2_27_x86_64"), META_2_21, BUILD_INFO_2_21,
-            upload="2026-03-06T10:00:00Z", zip64=(py == "313"))
-    add(_wheel("2.22.0rc0", "313", "manylinux_2_27_x86_64"), META_2_21, BUILD_INFO_2_21,
-        upload="2026-05-01T00:00:00Z")
+        add(
+            _wheel("2.21.0", py, "manylinux_2_27_x86_64"),
+            META_2_21,
+            BUILD_INFO_2_21,
+            upload="2026-03-06T10:00:00Z",
+            zip64=(py == "313"),
+        )
+    add(
+        _wheel("2.22.0rc0", "313", "manylinux_2_27_x86_64"),
+        META_2_21,
+        BUILD_INFO_2_21,
+        upload="2026-05-01T00:00:00Z",
+    )
     for py in ("36", "37", "38"):
         add(_wheel("2.3.0", py, "manylinux2010_x86_64"), _meta("2.3.0"), BUILD_INFO_2_3)
-        add(_wheel("2.2.0", py, "manylinux2010_x86_64"), _meta("2.2.0"), BUILD_INFO_2_2,
-            yanked="broken upload")
+        add(
+            _wheel("2.2.0", py, "manylinux2010_x86_64"),
+            _meta("2.2.0"),
+            BUILD_INFO_2_2,
+            yanked="broken upload",
+        )
     for py in ("35", "36", "37"):
-        add(_wheel("2.0.0", py, "manylinux2010_x86_64"), _meta("2.0.0"), BUILD_INFO_2_0,
-            path="tensorflow_core/python/platform/build_info.py")
-    add("tensorflow-2.0.0-cp27-cp27mu-manylinux2010_x86_64.whl", _meta("2.0.0"), BUILD_INFO_2_0,
-        path="tensorflow_core/python/platform/build_info.py")
+        add(
+            _wheel("2.0.0", py, "manylinux2010_x86_64"),
+            _meta("2.0.0"),
+            BUILD_INFO_2_0,
+            path="tensorflow_core/python/platform/build_info.py",
+        )
+    add(
+        "tensorflow-2.0.0-cp27-cp27mu-manylinux2010_x86_64.whl",
+        _meta("2.0.0"),
+        BUILD_INFO_2_0,
+        path="tensorflow_core/python/platform/build_info.py",
+    )
     add("tensorflow-1.15.0-cp37-cp37m-manylinux2010_x86_64.whl", _meta("1.15.0"), None)
     add_and_cuda_projects(idx)
     return idx
@@ -139,8 +173,11 @@ def add_and_cuda_projects(idx: FakeIndex) -> None:
         idx.add_dist("nvidia-cublas-cu12", version, tag=f"py3-none-{many}")
     idx.add_dist("nvidia-nccl-cu12", "2.16.5", tag="py3-none-manylinux2014_x86_64")
     # 8.9.4.25: cp39 and cp310 for Linux; cp311 only for macOS
-    for tag in ("cp39-none-manylinux1_x86_64", "cp310-none-manylinux1_x86_64",
-                "cp311-none-macosx_11_0_arm64"):
+    for tag in (
+        "cp39-none-manylinux1_x86_64",
+        "cp310-none-manylinux1_x86_64",
+        "cp311-none-macosx_11_0_arm64",
+    ):
         idx.add_dist("nvidia-cudnn-cu12", "8.9.4.25", tag=tag)
     # the range: 9.3.0.75 serves 3.10 only, 9.5.0's abi3 wheel 3.12 and newer;
     # 10.0.0 (every minor) is outside it
@@ -150,9 +187,7 @@ def add_and_cuda_projects(idx: FakeIndex) -> None:
 
 
 @pytest.fixture
-def fake_index(
-    monkeypatch: pytest.MonkeyPatch, make_index: Callable[..., FakeIndex]
-) -> FakeIndex:
+def fake_index(monkeypatch: pytest.MonkeyPatch, make_index: Callable[..., FakeIndex]) -> FakeIndex:
     monkeypatch.setenv("ENVLOCK_HTTP_BACKOFF", "0.01")
     monkeypatch.setenv("ENVLOCK_HTTP_RETRIES", "3")
     return build_index(make_index())
@@ -160,7 +195,11 @@ def fake_index(
 
 def _refresh(idx: FakeIndex, **kw: object) -> refresh_mod.RefreshResult:
     return refresh_mod.refresh(
-        idx.url, tested=tested.load(), notes=check.load_notes(), jobs=4, **kw  # type: ignore[arg-type]
+        idx.url,
+        tested=tested.load(),
+        notes=check.load_notes(),
+        jobs=4,
+        **kw,  # type: ignore[arg-type]
     )
 
 
@@ -202,7 +241,11 @@ def test_rows_read_from_the_wheels(fake_index: FakeIndex) -> None:
     r = m.get("2.3.0")
     assert r is not None
     assert (r.cuda, r.cuda_from, r.cudnn, r.cudnn_from) == (
-        "10.1", "build_info", "7.6", "build_info+tested-configs")
+        "10.1",
+        "build_info",
+        "7.6",
+        "build_info+tested-configs",
+    )
     assert r.and_cuda == () and r.requires_python == ""
     assert (r.and_cuda_python, r.and_cuda_python_note) == ((), "")
 
@@ -216,7 +259,11 @@ def test_rows_read_from_the_wheels(fake_index: FakeIndex) -> None:
     assert r is not None
     assert r.cuda_build is False
     assert (r.cuda, r.cuda_from, r.cudnn, r.cudnn_from) == (
-        "10.0", "tested-configs", "7.4", "tested-configs")
+        "10.0",
+        "tested-configs",
+        "7.4",
+        "tested-configs",
+    )
     assert r.python == ("3.5", "3.6", "3.7")  # the cp27 wheel is not a Python 3 target
     # notes come from matrices/tf-notes.toml, one segment per disagreement
     assert r.note.startswith("cuda_build: the tensorflow 2.0 wheels are CPU builds")
@@ -272,8 +319,19 @@ def test_big_central_directory_and_zip64() -> None:
 def test_same_index_same_bytes(fake_index: FakeIndex, tmp_path: Path) -> None:
     out1, out2 = tmp_path / "a.toml", tmp_path / "b.toml"
     for out, jobs in ((out1, "1"), (out2, "8")):
-        code = main(["matrix", "refresh", "--index-url", fake_index.url, "-o", str(out),
-                     "--jobs", jobs, "--json"])
+        code = main(
+            [
+                "matrix",
+                "refresh",
+                "--index-url",
+                fake_index.url,
+                "-o",
+                str(out),
+                "--jobs",
+                jobs,
+                "--json",
+            ]
+        )
         assert code == 0
     assert out1.read_bytes() == out2.read_bytes()
     # and what was written loads and passes the cross-check
@@ -316,8 +374,9 @@ def test_connection_refused_is_exit_3(
     code = main(["matrix", "refresh", "--index-url", url, "-o", str(out)])
     err = capsys.readouterr().err
     assert code == 3
-    assert err.startswith(f"envlock: error: cannot reach the package index at {url}: "
-                          "connection refused\n")
+    assert err.startswith(
+        f"envlock: error: cannot reach the package index at {url}: connection refused\n"
+    )
     assert "  hint: " in err
     assert not out.exists()
 
@@ -355,11 +414,11 @@ def test_unknown_release_and_bad_jobs(
     assert "--jobs 0 is out of range" in capsys.readouterr().err
 
 
-def test_json_summary(fake_index: FakeIndex, tmp_path: Path,
-                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_summary(
+    fake_index: FakeIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "tf.toml"
-    assert main(["matrix", "refresh", "--index-url", fake_index.url, "-o", str(out),
-                 "--json"]) == 0
+    assert main(["matrix", "refresh", "--index-url", fake_index.url, "-o", str(out), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["releases"] == 5
     assert summary["data_version"] == "2026-03-06"
@@ -380,15 +439,29 @@ def _fetch_from(data: bytes) -> Callable[[int, int | None], tuple[bytes, int]]:
     return fetch
 
 
-pieces = st.sampled_from(["a", "/", "build_info.py", "python/platform/", "METADATA", ".bak",
-                          "PK\x01\x02", "é", "x.dist-info/"])
+pieces = st.sampled_from(
+    [
+        "a",
+        "/",
+        "build_info.py",
+        "python/platform/",
+        "METADATA",
+        ".bak",
+        "PK\x01\x02",
+        "é",
+        "x.dist-info/",
+    ]
+)
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.lists(pieces, min_size=1, max_size=6).map("".join), min_size=1,
-                max_size=30, unique=True),
-       st.sampled_from(["/python/platform/build_info.py", ".dist-info/METADATA", "a"]),
-       st.booleans())
+@given(
+    st.lists(
+        st.lists(pieces, min_size=1, max_size=6).map("".join), min_size=1, max_size=30, unique=True
+    ),
+    st.sampled_from(["/python/platform/build_info.py", ".dist-info/METADATA", "a"]),
+    st.booleans(),
+)
 def test_find_suffix_matches_zipfile(names: list[str], suffix: str, comment: bool) -> None:
     """The fast directory search gives what walking every entry with zipfile gives."""
     buf = io.BytesIO()
@@ -445,7 +518,8 @@ def test_and_cuda_python_rules() -> None:
         ),
         "only-old": _files("only_old-1.0-cp311-cp311-manylinux_2_17_x86_64.whl"),
         "yanked": _files(
-            "yanked-2.0-py3-none-any.whl", "yanked-1.0-cp39-cp39-manylinux1_x86_64.whl",
+            "yanked-2.0-py3-none-any.whl",
+            "yanked-1.0-cp39-cp39-manylinux1_x86_64.whl",
             yanked=("yanked-2.0-py3-none-any.whl",),
         ),
         "pre": _files("pre-3.0rc1-py3-none-any.whl", "pre-2.0-cp310-abi3-manylinux1_x86_64.whl"),
@@ -453,25 +527,39 @@ def test_and_cuda_python_rules() -> None:
     }
     # the 2.14 case: tensorrt==8.5.3.1 has no cp311 wheel
     assert and_cuda.and_cuda_python(["tensorrt==8.5.3.1"], python, pages) == (
-        ("3.9", "3.10"), "tensorrt==8.5.3.1: no cp311 wheel")
+        ("3.9", "3.10"),
+        "tensorrt==8.5.3.1: no cp311 wheel",
+    )
     # a marker that leaves 3.11 out takes the requirement away for 3.11
     assert and_cuda.and_cuda_python(
         ['tensorrt==8.5.3.1; python_version < "3.11"', 'tensorrt; platform_system == "Windows"'],
-        python, pages) == (python, "")
+        python,
+        pages,
+    ) == (python, "")
     # sdist only, nothing allowed, a missing project: every minor goes
     assert and_cuda.and_cuda_python(["tensorrt==8.6.1.post1"], python, pages) == (
-        (), "tensorrt==8.6.1.post1: only an sdist, no Linux x86_64 wheel")
+        (),
+        "tensorrt==8.6.1.post1: only an sdist, no Linux x86_64 wheel",
+    )
     assert and_cuda.and_cuda_python(["only-old>=2"], python, pages) == (
-        (), "only-old>=2: no Linux x86_64 wheel of an allowed version")
+        (),
+        "only-old>=2: no Linux x86_64 wheel of an allowed version",
+    )
     assert and_cuda.and_cuda_python(["gone==1", "tensorrt==8.5.3.1"], python, pages) == (
-        (), "gone==1: not on the index; tensorrt==8.5.3.1: no cp311 wheel")
+        (),
+        "gone==1: not on the index; tensorrt==8.5.3.1: no cp311 wheel",
+    )
     # yanked files count only for an exact pin (PEP 592)
     assert and_cuda.and_cuda_python(["yanked>=1"], python, pages) == (
-        ("3.9",), "yanked>=1: no cp310 or cp311 wheel")
+        ("3.9",),
+        "yanked>=1: no cp310 or cp311 wheel",
+    )
     assert and_cuda.and_cuda_python(["yanked==2.0"], python, pages) == (python, "")
     # pre-releases only when the specifier names one
     assert and_cuda.and_cuda_python(["pre>=2"], python, pages) == (
-        ("3.10", "3.11"), "pre>=2: no cp39 wheel")
+        ("3.10", "3.11"),
+        "pre>=2: no cp39 wheel",
+    )
     assert and_cuda.and_cuda_python(["pre>=3.0rc1"], python, pages) == (python, "")
 
 
@@ -525,12 +613,17 @@ def test_and_cuda_markers_use_the_lock_targets_environment() -> None:
         "numpy>=1.26",
     ]
     assert refresh_mod.and_cuda_requirements(requires, "3.11") == (
-        'nvidia-a==1; python_version < "3.12"',)
+        'nvidia-a==1; python_version < "3.12"',
+    )
     assert refresh_mod.and_cuda_requirements(requires, "3.12") == (
-        'nvidia-c==3; implementation_version >= "3.12"',)
+        'nvidia-c==3; implementation_version >= "3.12"',
+    )
     env = newest_linux("3.12").marker_environment()
     assert (env["python_version"], env["platform_machine"], env["sys_platform"]) == (
-        "3.12", "x86_64", "linux")
+        "3.12",
+        "x86_64",
+        "linux",
+    )
 
 
 def test_one_pep691_wrapper_words_a_non_json_index_for_every_command(

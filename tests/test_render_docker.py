@@ -29,9 +29,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.network, pytest.mark.slow]
 
 
 def run(client: Any, image: str, command: list[str], **kwargs: Any) -> tuple[int, str]:
-    container = client.containers.run(
-        image, command, detach=True, network_mode="none", **kwargs
-    )
+    container = client.containers.run(image, command, detach=True, network_mode="none", **kwargs)
     try:
         status = container.wait(timeout=600)
         logs = container.logs(stdout=True, stderr=False).decode()
@@ -130,8 +128,14 @@ def test_smoke_in_the_image(built: dict[str, Any]) -> None:
     code, out = run(
         built["client"],
         TAG,
-        ["python", "/opt/envlock/envlock_smoke.py", "--expect", "/opt/envlock/expect.json",
-         "--allow-cpu", "--no-benchmark"],
+        [
+            "python",
+            "/opt/envlock/envlock_smoke.py",
+            "--expect",
+            "/opt/envlock/expect.json",
+            "--allow-cpu",
+            "--no-benchmark",
+        ],
     )
     result = json.loads(out)
     assert code == 0, out
@@ -174,6 +178,9 @@ def test_base_image_as_a_build_argument(
     labels = image.attrs["Config"]["Labels"]
     assert labels["org.opencontainers.image.base.name"] == base_image
     assert labels["io.envlock.lock.digest"] == built["image"].labels["io.envlock.lock.digest"]
-    code, out = run(built["client"], image.id, ["python", "-c", "import tensorflow, sys; "
-                    "print(tensorflow.__version__, sys.prefix)"])
+    code, out = run(
+        built["client"],
+        image.id,
+        ["python", "-c", "import tensorflow, sys; print(tensorflow.__version__, sys.prefix)"],
+    )
     assert code == 0 and out.split()[-2:] == ["2.15.1", "/opt/venv"], out

@@ -25,15 +25,26 @@ def result_file(tmp_path: Path) -> Path:
 
 
 def test_report_sign_then_verify_then_show(
-    tmp_path: Path, keypair: tuple[Path, Path], result_file: Path,
+    tmp_path: Path,
+    keypair: tuple[Path, Path],
+    result_file: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     priv, pub = keypair
     bundle = make_bundle(tmp_path)
     report = tmp_path / "out" / "env.intoto.json"
     code, out, err = cli(
-        capsys, "report", "sign", str(result_file), "--key", str(priv), "--lock", str(bundle),
-        "-o", str(report), "--json",
+        capsys,
+        "report",
+        "sign",
+        str(result_file),
+        "--key",
+        str(priv),
+        "--lock",
+        str(bundle),
+        "-o",
+        str(report),
+        "--json",
     )
     assert code == 0, err
     summary = json.loads(out)
@@ -73,8 +84,11 @@ def _der(pub: Path) -> bytes:
 
 
 def test_report_sign_reads_stdin(
-    tmp_path: Path, keypair: tuple[Path, Path], result_file: Path,
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    keypair: tuple[Path, Path],
+    result_file: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import io
     import sys
@@ -97,16 +111,23 @@ def test_report_sign_reads_stdin(
         (b"", "the envelope is not JSON"),
         (b"{not json", "the envelope is not JSON"),
         (b"[]", "the envelope is a JSON list, not an object"),
-        (b'{"payload": "e30", "payloadType": 1, "signatures": []}',
-         "the envelope's payloadType is not a string"),
-        (b'{"payload": "%%%", "payloadType": "x", "signatures": []}',
-         "the envelope's payload is not base64"),
+        (
+            b'{"payload": "e30", "payloadType": 1, "signatures": []}',
+            "the envelope's payloadType is not a string",
+        ),
+        (
+            b'{"payload": "%%%", "payloadType": "x", "signatures": []}',
+            "the envelope's payload is not base64",
+        ),
         (b"\x89PNG\r\n\x1a\n", "the envelope is not UTF-8 text"),
     ],
 )
 def test_malformed_report_exits_1_with_one_message(
-    tmp_path: Path, keypair: tuple[Path, Path], capsys: pytest.CaptureFixture[str],
-    content: bytes, message: str,
+    tmp_path: Path,
+    keypair: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    content: bytes,
+    message: str,
 ) -> None:
     _, pub = keypair
     report = tmp_path / "bad.json"
@@ -125,26 +146,47 @@ def test_malformed_report_exits_1_with_one_message(
 
 
 def test_unreadable_inputs_exit_2(
-    tmp_path: Path, keypair: tuple[Path, Path], result_file: Path,
+    tmp_path: Path,
+    keypair: tuple[Path, Path],
+    result_file: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     priv, pub = keypair
     report = tmp_path / "r.json"
-    report.write_text(json.dumps(sign_result(smoke_result(), priv, lock_dir=None,
-                                             image_id="sha256:" + "0" * 64)))
+    report.write_text(
+        json.dumps(sign_result(smoke_result(), priv, lock_dir=None, image_id="sha256:" + "0" * 64))
+    )
     cases = [
         (("verify", str(tmp_path / "missing.json"), "--key", str(pub)), "does not exist"),
         (("verify", str(tmp_path), "--key", str(pub)), "is a folder, not a file"),
         (("verify", str(report), "--key", str(tmp_path / "nokey.pub.pem")), "does not exist"),
         (("verify", str(report), "--key", str(priv)), "is a private key; verify with the public"),
-        (("verify", str(report), "--key", str(pub), "--lock", str(tmp_path / "nolock")),
-         "does not exist"),
-        (("report", "sign", str(tmp_path / "nope.json"), "--key", str(priv), "-o", "x"),
-         "does not exist"),
-        (("report", "sign", str(result_file), "--key", str(pub), "-o", "x", "--image",
-          "sha256:" + "0" * 64), "is a public key; signing needs the private key"),
-        (("report", "sign", str(report), "--key", str(priv), "-o", "x"),
-         "schema is None, expected 'envlock.smoke/v1'"),
+        (
+            ("verify", str(report), "--key", str(pub), "--lock", str(tmp_path / "nolock")),
+            "does not exist",
+        ),
+        (
+            ("report", "sign", str(tmp_path / "nope.json"), "--key", str(priv), "-o", "x"),
+            "does not exist",
+        ),
+        (
+            (
+                "report",
+                "sign",
+                str(result_file),
+                "--key",
+                str(pub),
+                "-o",
+                "x",
+                "--image",
+                "sha256:" + "0" * 64,
+            ),
+            "is a public key; signing needs the private key",
+        ),
+        (
+            ("report", "sign", str(report), "--key", str(priv), "-o", "x"),
+            "schema is None, expected 'envlock.smoke/v1'",
+        ),
         (("report", "show", str(tmp_path / "missing.json")), "does not exist"),
     ]
     for argv, message in cases:
@@ -155,20 +197,35 @@ def test_unreadable_inputs_exit_2(
 
 
 def test_failed_sign_leaves_the_earlier_report_untouched(
-    tmp_path: Path, keypair: tuple[Path, Path], result_file: Path,
+    tmp_path: Path,
+    keypair: tuple[Path, Path],
+    result_file: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     priv, pub = keypair
     report = tmp_path / "r.json"
     image = ["--image", "sha256:" + "0" * 64]
-    assert cli(capsys, "report", "sign", str(result_file), "--key", str(priv), "-o",
-               str(report), *image)[0] == 0
+    assert (
+        cli(
+            capsys,
+            "report",
+            "sign",
+            str(result_file),
+            "--key",
+            str(priv),
+            "-o",
+            str(report),
+            *image,
+        )[0]
+        == 0
+    )
     before = report.read_bytes()
     bad = json.loads(result_file.read_text())
     bad["status"] = "BROKEN"
     result_file.write_text(json.dumps(bad))
-    code, _, err = cli(capsys, "report", "sign", str(result_file), "--key", str(priv), "-o",
-                       str(report), *image)
+    code, _, err = cli(
+        capsys, "report", "sign", str(result_file), "--key", str(priv), "-o", str(report), *image
+    )
     assert code == 2 and "status is 'BROKEN'" in err
     assert report.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
@@ -183,7 +240,17 @@ def test_duplicate_keys_in_a_result_are_refused(
     text = json.dumps(smoke_result("FAILED"))
     result = tmp_path / "dup.json"
     result.write_text(text[:-1] + ', "status": "PASSED"}')
-    code, _, err = cli(capsys, "report", "sign", str(result), "--key", str(priv), "-o",
-                       str(tmp_path / "r.json"), "--image", "sha256:" + "0" * 64)
+    code, _, err = cli(
+        capsys,
+        "report",
+        "sign",
+        str(result),
+        "--key",
+        str(priv),
+        "-o",
+        str(tmp_path / "r.json"),
+        "--image",
+        "sha256:" + "0" * 64,
+    )
     assert code == 2
     assert f"{result}: duplicate key 'status' in JSON object" in err

@@ -19,7 +19,9 @@ def other_image(base_image: str) -> Iterator[str]:
     client = docker.from_env()
     dockerfile = f"FROM {base_image}\nLABEL io.envlock.test=report-drift\n".encode()
     image, _ = client.images.build(
-        fileobj=io.BytesIO(dockerfile), tag="envlock-test/report-other:1", rm=True,
+        fileobj=io.BytesIO(dockerfile),
+        tag="envlock-test/report-other:1",
+        rm=True,
         network_mode="none",
     )
     yield "envlock-test/report-other:1"
@@ -43,8 +45,18 @@ def test_image_subject_is_the_local_image_id(
     result = tmp_path / "result.json"
     result.write_text(json.dumps(smoke_result()))
     report = tmp_path / "r.json"
-    code, out, err = cli(capsys, "report", "sign", str(result), "--key", str(priv),
-                         "--image", base_image, "-o", str(report))
+    code, out, err = cli(
+        capsys,
+        "report",
+        "sign",
+        str(result),
+        "--key",
+        str(priv),
+        "--image",
+        base_image,
+        "-o",
+        str(report),
+    )
     assert code == 0, err
     subject = decode(json.loads(report.read_text()))["subject"]
     assert subject == [{"name": base_image, "digest": {"sha256": base_id.removeprefix("sha256:")}}]
@@ -53,8 +65,9 @@ def test_image_subject_is_the_local_image_id(
     assert code == 0, err
     assert f"image      {base_image}: matches the report" in out
 
-    code, out, err = cli(capsys, "verify", str(report), "--key", str(pub), "--image", other_image,
-                         "--json")
+    code, out, err = cli(
+        capsys, "verify", str(report), "--key", str(pub), "--image", other_image, "--json"
+    )
     assert code == 1
     doc = json.loads(out)
     assert doc["drift"] == [
@@ -64,14 +77,22 @@ def test_image_subject_is_the_local_image_id(
 
 
 @pytest.mark.docker
-def test_missing_image_is_a_usage_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_missing_image_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     priv, _ = make_keys(tmp_path)
     result = tmp_path / "result.json"
     result.write_text(json.dumps(smoke_result()))
-    code, _, err = cli(capsys, "report", "sign", str(result), "--key", str(priv),
-                       "--image", "envlock-test/does-not-exist:0", "-o", str(tmp_path / "r.json"))
+    code, _, err = cli(
+        capsys,
+        "report",
+        "sign",
+        str(result),
+        "--key",
+        str(priv),
+        "--image",
+        "envlock-test/does-not-exist:0",
+        "-o",
+        str(tmp_path / "r.json"),
+    )
     assert code == 2
     assert err.startswith("envlock: error: no local image 'envlock-test/does-not-exist:0'")
     assert not (tmp_path / "r.json").exists()
@@ -84,8 +105,18 @@ def test_no_docker_daemon_exits_3(
     priv, pub = make_keys(tmp_path)
     result = tmp_path / "result.json"
     result.write_text(json.dumps(smoke_result()))
-    code, _, err = cli(capsys, "report", "sign", str(result), "--key", str(priv),
-                       "--image", "some/image:1", "-o", str(tmp_path / "r.json"))
+    code, _, err = cli(
+        capsys,
+        "report",
+        "sign",
+        str(result),
+        "--key",
+        str(priv),
+        "--image",
+        "some/image:1",
+        "-o",
+        str(tmp_path / "r.json"),
+    )
     assert code == 3
     assert err.startswith("envlock: error: cannot reach the Docker Engine")
     assert "Traceback" not in err

@@ -104,9 +104,7 @@ def test_valid_signature_over_other_payload_type_is_rejected(keypair: tuple[Path
     v = check(env, pub)
     assert v.signature_ok  # the signature itself is fine...
     assert not v.ok  # ...but it does not sign an in-toto statement
-    assert v.problems == [
-        f"payloadType is 'application/json', expected {INTOTO!r}"
-    ]
+    assert v.problems == [f"payloadType is 'application/json', expected {INTOTO!r}"]
     assert v.result is None
 
 
@@ -317,8 +315,9 @@ def test_parsing_arbitrary_bytes_raises_only_envelope_errors(data: bytes) -> Non
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-        lambda inner: st.lists(inner, max_size=4)
-        | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+        lambda inner: (
+            st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+        ),
         max_leaves=20,
     )
 )

@@ -22,12 +22,15 @@ def test_real_failed_harness_result_is_signed_verified_and_stays_failed(
     bundle = make_bundle(tmp_path)
     lock_digest = "sha256:" + hashlib.sha256((bundle / "pylock.toml").read_bytes()).hexdigest()
     expect = bundle / "expect.json"
-    expect.write_text(json.dumps({"framework": "tensorflow", "version": "2.15.1",
-                                  "lock_digest": lock_digest}))
+    expect.write_text(
+        json.dumps({"framework": "tensorflow", "version": "2.15.1", "lock_digest": lock_digest})
+    )
     # -S: no site-packages, so no framework can be imported and the run must fail
     run = subprocess.run(
         [sys.executable, "-S", str(HARNESS), "--expect", str(expect), "--no-benchmark"],
-        capture_output=True, timeout=120, check=False,
+        capture_output=True,
+        timeout=120,
+        check=False,
     )
     assert run.returncode == 1, run.stderr
     result_file = tmp_path / "result.json"
@@ -40,13 +43,12 @@ def test_real_failed_harness_result_is_signed_verified_and_stays_failed(
     priv, pub = make_keys(tmp_path)
     report = tmp_path / "host.intoto.json"
     # no --lock: the subject is the lock digest the harness read from expect.json
-    code, out, err = cli(capsys, "report", "sign", str(result_file), "--key", str(priv),
-                         "-o", str(report))
+    code, out, err = cli(
+        capsys, "report", "sign", str(result_file), "--key", str(priv), "-o", str(report)
+    )
     assert code == 0, err
     statement = decode(json.loads(report.read_text()))
-    assert statement["subject"] == [
-        {"name": "pylock.toml", "digest": {"sha256": lock_digest[7:]}}
-    ]
+    assert statement["subject"] == [{"name": "pylock.toml", "digest": {"sha256": lock_digest[7:]}}]
     assert statement["predicate"]["result"] == "FAILED"
     assert statement["predicate"]["failedTests"] == failed
     assert statement["predicate"]["envlock"]["smoke"] == result

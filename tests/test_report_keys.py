@@ -44,9 +44,12 @@ def test_keygen_writes_a_private_and_a_public_pem(
     assert info["keyid"] == hashlib.sha256(der).hexdigest()
     assert info["encrypted"] is False
     # the public file is the private key's public half
-    assert private.public_key().public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    ) == der
+    assert (
+        private.public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        == der
+    )
 
 
 def test_keygen_table_for_people(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -101,7 +104,10 @@ def test_keygen_refuses_a_bundle_folder(tmp_path: Path, capsys: pytest.CaptureFi
         assert "a private key there would be sent with the build context" in err
         assert "hint: write the key outside the bundle" in err
     assert sorted(p.name for p in bundle.rglob("*")) == [
-        "Dockerfile", "pylock.toml", "requirements.txt", "sub"
+        "Dockerfile",
+        "pylock.toml",
+        "requirements.txt",
+        "sub",
     ]
     # beside the bundle is fine
     assert cli(capsys, "keygen", "-o", str(bundle / ".." / "key"))[0] == 0

@@ -127,17 +127,25 @@ def _statement() -> dict[str, Any]:
         (b"not JSON", "the signed payload is not JSON (Expecting value at line 1 column 1)"),
         (b"\xff\xfe{}", "the signed payload is not UTF-8 text (invalid start byte at byte 0)"),
         (b"[1, 2]", "the statement is a JSON list, not an object"),
-        ({**_statement(), "_type": "https://in-toto.io/Statement/v0.1"},
-         "statement _type is 'https://in-toto.io/Statement/v0.1', expected "
-         "'https://in-toto.io/Statement/v1'"),
+        (
+            {**_statement(), "_type": "https://in-toto.io/Statement/v0.1"},
+            "statement _type is 'https://in-toto.io/Statement/v0.1', expected "
+            "'https://in-toto.io/Statement/v1'",
+        ),
         ({**_statement(), "subject": []}, "statement subject is empty or missing"),
-        ({k: v for k, v in _statement().items() if k != "subject"},
-         "statement subject is empty or missing"),
+        (
+            {k: v for k, v in _statement().items() if k != "subject"},
+            "statement subject is empty or missing",
+        ),
         ({**_statement(), "subject": [{"name": "image"}]}, "statement subject[0] has no digest"),
-        ({**_statement(), "subject": [{"name": "image", "digest": {}}]},
-         "statement subject[0] has no digest"),
-        ({**_statement(), "subject": [{"name": "image", "digest": {"sha256": ""}}]},
-         "statement subject[0].digest.sha256 is not a string"),
+        (
+            {**_statement(), "subject": [{"name": "image", "digest": {}}]},
+            "statement subject[0] has no digest",
+        ),
+        (
+            {**_statement(), "subject": [{"name": "image", "digest": {"sha256": ""}}]},
+            "statement subject[0].digest.sha256 is not a string",
+        ),
     ],
 )
 def test_bad_statement_after_a_valid_signature_is_rejected(
@@ -282,9 +290,12 @@ ORDER = ("PASSED", "WARNED", "FAILED")
 CHECK_STATUSES = ["PASS", "WARN", "FAIL", "SKIP"]
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=12),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.sampled_from(["schema", "status", "checks", "name", "x"]), inner,
-                      max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["schema", "status", "checks", "name", "x"]), inner, max_size=4
+        )
+    ),
     max_leaves=25,
 )
 

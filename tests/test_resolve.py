@@ -469,9 +469,13 @@ def test_pip_fallback_python_follows_the_and_cuda_extra(matrix: Matrix) -> None:
     grown = replace(
         matrix.tensorflow,
         releases=tuple(
-            replace(r, and_cuda_python=r.and_cuda_python[:-1],
-                                and_cuda_python_note="tensorrt==1: no cp312 wheel")
-            if str(r.version) == "2.16.2" else r
+            replace(
+                r,
+                and_cuda_python=r.and_cuda_python[:-1],
+                and_cuda_python_note="tensorrt==1: no cp312 wheel",
+            )
+            if str(r.version) == "2.16.2"
+            else r
             for r in matrix.tensorflow.releases
         ),
     )

@@ -32,9 +32,7 @@ def register(subparsers: Any) -> None:
         type=Path,
         help="file to write (default: the tensorflow.toml envlock ships)",
     )
-    p.add_argument(
-        "--jobs", type=int, default=None, help="releases read at once (default: 16)"
-    )
+    p.add_argument("--jobs", type=int, default=None, help="releases read at once (default: 16)")
     p.add_argument(
         "--notes-only",
         action="store_true",

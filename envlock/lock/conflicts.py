@@ -197,8 +197,7 @@ def explain(
     if no_tag:
         what = ", ".join(dict.fromkeys(no_tag))
         return NoResolution(
-            f"no wheel of {what} fits {target} (wrong Python tags)\n"
-            f"  {resolver} said:\n{detail}",
+            f"no wheel of {what} fits {target} (wrong Python tags)\n  {resolver} said:\n{detail}",
             hint=_OTHER_PYTHON,
         )
     no_versions = [

@@ -132,9 +132,7 @@ def pylock_text(lock: Lock) -> str:
         f"Regenerate (in this folder): {regenerate_command(lock)}",
         "Check it is current:         envlock lock --check .",
     ]
-    return "".join(comment(line) + "\n" for line in header) + tomli_w.dumps(
-        pylock_document(lock)
-    )
+    return "".join(comment(line) + "\n" for line in header) + tomli_w.dumps(pylock_document(lock))
 
 
 def _resolution(data: Mapping[str, Any], where: str) -> Resolution:

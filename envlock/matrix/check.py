@@ -115,9 +115,7 @@ def disagreements(rel: TFRelease, tested: TestedConfigs) -> list[Disagreement]:
         return [Disagreement(version, "table", str(rel.version), f"no row for {series}")]
     out: list[Disagreement] = []
     if not rel.cuda_build:
-        out.append(
-            Disagreement(version, "cuda_build", "not a CUDA build", f"CUDA {cfg.cuda}")
-        )
+        out.append(Disagreement(version, "cuda_build", "not a CUDA build", f"CUDA {cfg.cuda}"))
     wheels = format_python_range(rel.python)
     table = format_python_range(python3_minors(cfg.python_minors))
     if wheels != table:
@@ -192,9 +190,7 @@ def load_notes(path: Path | None = None) -> tuple[Note, ...]:
     return parse_notes(doc, shown)
 
 
-def apply_notes(
-    matrix: TFMatrix, tested: TestedConfigs, notes: Sequence[Note]
-) -> TFMatrix:
+def apply_notes(matrix: TFMatrix, tested: TestedConfigs, notes: Sequence[Note]) -> TFMatrix:
     """The same matrix with every row's ``note`` recomputed from the notes file."""
     from dataclasses import replace
 

@@ -185,9 +185,7 @@ def _range_fetcher(
 
     def fetch(start: int, end: int | None) -> tuple[bytes, int]:
         rng = f"bytes={start}" if end is None else f"bytes={start}-{end}"
-        resp = http.get(
-            sess, url, index=index, headers={"Range": rng}, ok=(200, 206), stream=True
-        )
+        resp = http.get(sess, url, index=index, headers={"Range": rng}, ok=(200, 206), stream=True)
         if resp.status_code == 200:
             resp.close()
             raise EnvironmentFailure(
@@ -361,8 +359,7 @@ def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TF
     def need_table(what: str) -> TestedConfig:
         if cfg is None:
             raise DataError(
-                f"{where}: {what}, and the tested-configurations table has no row "
-                f"for its series",
+                f"{where}: {what}, and the tested-configurations table has no row for its series",
                 hint="add the series to matrices/tf-tested-configs.toml from upstream",
             )
         return cfg
@@ -441,9 +438,7 @@ def dependency_files(sess: requests.Session, index: str, project: str) -> list[I
 # -- the whole refresh ---------------------------------------------------------
 
 
-def _with_and_cuda_python(
-    row: TFRelease, pages: Mapping[str, list[IndexFile] | None]
-) -> TFRelease:
+def _with_and_cuda_python(row: TFRelease, pages: Mapping[str, list[IndexFile] | None]) -> TFRelease:
     if not row.and_cuda:
         return row
     minors, note = and_cuda_python(row.and_cuda, row.python, pages)
@@ -528,8 +523,7 @@ def refresh(
                     stats.add(facts[cand.version])
                     # each project page once, across releases, in the same pool
                     for name in sorted(
-                        and_cuda_projects(facts[cand.version].requires_dist, cand.python)
-                        - asked
+                        and_cuda_projects(facts[cand.version].requires_dist, cand.python) - asked
                     ):
                         asked.add(name)
                         page = pool.submit(dependency_files, sess, index, name)

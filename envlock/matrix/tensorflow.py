@@ -113,7 +113,6 @@ class TFRelease:
         }
 
 
-
 @dataclass(frozen=True)
 class TFMatrix:
     """All of tensorflow.toml, validated; releases sorted by version."""

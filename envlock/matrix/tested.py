@@ -51,8 +51,8 @@ def parse_python_range(text: str) -> tuple[str, ...]:
 
 
 def format_python_range(minors: Iterable[str]) -> str:
-    """The inverse of ``parse_python_range``: ``["3.5","3.6","3.7","3.9"]`` -> ``"3.5-3.7, 3.9"``.
-    """
+    """The inverse of ``parse_python_range``:
+    ``["3.5", "3.6", "3.7", "3.9"]`` -> ``"3.5-3.7, 3.9"``."""
     pairs = sorted({(int(a), int(b)) for a, b in (m.split(".") for m in minors)})
     parts: list[str] = []
     i = 0
