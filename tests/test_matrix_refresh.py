@@ -658,9 +658,12 @@ def test_one_pep691_wrapper_words_a_non_json_index_for_every_command(
 def test_matrix_writer_escapes_control_characters() -> None:
     import copy
 
-    import tomllib
-
     from envlock.matrix.tensorflow import dumps
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
 
     control = "".join(chr(c) for c in [*range(0x20), 0x7F])
     tf = copy.copy(load_tensorflow())
