@@ -26,7 +26,6 @@ from envlock.index import index_url
 from envlock.lock import read_lock
 from envlock.lock.requirements import requirements_text
 from envlock.render import RenderOptions, bundle_context, render_bundle, render_template
-from envlock.render.values import Checked, check_context, walk_strings
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden" / "render"
@@ -333,6 +332,8 @@ def context_variants() -> list[RenderOptions]:
 
 @pytest.mark.parametrize("case", sorted(p.parent.name for p in GOLDEN.glob("*/case.json")))
 def test_every_string_of_every_context_passed_a_validator(case: str) -> None:
+    from envlock.render.values import Checked, walk_strings
+
     folder = GOLDEN / case
     lock = read_lock(folder)
     seen = 0
@@ -351,6 +352,8 @@ def test_every_string_of_every_context_passed_a_validator(case: str) -> None:
 
 
 def test_a_string_that_passed_no_validator_never_reaches_a_template() -> None:
+    from envlock.render.values import Checked, check_context
+
     ctx = bundle_context(read_lock(CASE), RenderOptions(), lock_files())
     sneaked = dataclasses.replace(ctx, cuda="12.2\nRUN id")
     with pytest.raises(DataError, match=r"ctx.cuda .* without passing a validator"):
