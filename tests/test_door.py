@@ -307,6 +307,23 @@ def test_an_unreachable_index_with_credentials_is_exit_3_without_them(
     assert "Traceback" not in out.err
 
 
+def test_wheel_urls_are_written_without_a_password() -> None:
+    """A relative file URL made absolute against https://user:pw@mirror/simple/x/
+    carries the password; pylock.toml records it without."""
+    from envlock.lock.pylock import pylock_text
+
+    lock = read_lock(CASE)
+    pkg = lock.packages[0]
+    wheel = dataclasses.replace(
+        pkg.wheels[0], url=f"https://u:{SECRET}@m.invalid/files/{pkg.wheels[0].filename}"
+    )
+    leaky = dataclasses.replace(
+        lock, packages=(dataclasses.replace(pkg, wheels=(wheel,)), *lock.packages[1:])
+    )
+    text = pylock_text(leaky)
+    assert SECRET not in text and f"https://m.invalid/files/{wheel.filename}" in text
+
+
 def test_the_regenerate_line_never_writes_a_password() -> None:
     lock = read_lock(CASE)
     with_secret = dataclasses.replace(

@@ -98,7 +98,14 @@ def pylock_document(lock: Lock) -> dict[str, Any]:
             "name": pkg.name,
             "version": pkg.version,
             "wheels": [
-                {"name": w.filename, "url": w.url, "size": w.size, "hashes": {"sha256": w.sha256}}
+                # a wheel URL made absolute against an index URL with a password
+                # carries it: the lock records the URL without user and password
+                {
+                    "name": w.filename,
+                    "url": redact(w.url),
+                    "size": w.size,
+                    "hashes": {"sha256": w.sha256},
+                }
                 for w in sorted(pkg.wheels, key=lambda w: w.filename)
             ],
         }
@@ -133,6 +140,11 @@ def pylock_text(lock: Lock) -> str:
         f"Regenerate (in this folder): {regenerate_command(lock)}",
         "Check it is current:         envlock lock --check .",
     ]
+    check_lock(
+        lock,
+        "the lock to write",
+        hint="give the spec, --with and -r requirements without control characters",
+    )
     return "".join(comment(line) + "\n" for line in header) + tomli_w.dumps(pylock_document(lock))
 
 
@@ -184,7 +196,10 @@ _SHAPES: Mapping[str, tuple[re.Pattern[str], str]] = {
 _MAX_FIELD = 4096
 
 
-def _check_value(value: object, field: str, shape: str, where: str) -> None:
+_DAMAGED = "the lock was edited or damaged: re-create it with `envlock lock`"
+
+
+def _check_value(value: object, field: str, shape: str, where: str, hint: str = _DAMAGED) -> None:
     """One string field of the lock: a string, one line, no control characters, its shape."""
     problem = None
     if not isinstance(value, str):
@@ -197,14 +212,12 @@ def _check_value(value: object, field: str, shape: str, where: str) -> None:
         problem = f"is not {_SHAPES[shape][1]}"
     if problem is not None:
         text = shown(value) if isinstance(value, str) else repr(value)[:80]
-        raise DataError(
-            f"{where}: {field} {text} {problem}",
-            hint="the lock was edited or damaged: re-create it with `envlock lock`",
-        )
+        raise DataError(f"{where}: {field} {text} {problem}", hint=hint)
 
 
-def check_lock(lock: Lock, where: str) -> None:
-    """Every string of ``lock`` checked for its kind: the lock is read, not trusted."""
+def check_lock(lock: Lock, where: str, hint: str = _DAMAGED) -> None:
+    """Every string of ``lock`` checked for its kind: the lock is read, not trusted,
+    and envlock never writes a lock its own reader would refuse."""
     for group, record in (("resolution", lock.resolution), ("input", lock.input)):
         for f in fields(record):
             value = getattr(record, f.name)
@@ -213,23 +226,31 @@ def check_lock(lock: Lock, where: str) -> None:
                 continue
             if isinstance(value, tuple):
                 for i, item in enumerate(value):
-                    _check_value(item, f"{name}[{i}]", f"{group}.{f.name}", where)
+                    _check_value(item, f"{name}[{i}]", f"{group}.{f.name}", where, hint=hint)
             else:
-                _check_value(value, name, f"{group}.{f.name}", where)
-    _check_value(lock.resolver, "[tool.envlock] resolver", "resolver", where)
+                _check_value(value, name, f"{group}.{f.name}", where, hint=hint)
+    _check_value(lock.resolver, "[tool.envlock] resolver", "resolver", where, hint=hint)
     if lock.resolver_version:
         _check_value(
-            lock.resolver_version, "[tool.envlock] resolver_version", "resolver_version", where
+            lock.resolver_version,
+            "[tool.envlock] resolver_version",
+            "resolver_version",
+            where,
+            hint=hint,
         )
     for i, req in enumerate(lock.top_requirements):
-        _check_value(req, f"[tool.envlock] top_requirements[{i}]", "", where)
+        _check_value(req, f"[tool.envlock] top_requirements[{i}]", "", where, hint=hint)
     for i, pkg in enumerate(lock.packages):
-        _check_value(pkg.name, f"packages[{i}].name", "package.name", where)
-        _check_value(pkg.version, f"packages[{i}].version", "resolution.version", where)
+        _check_value(pkg.name, f"packages[{i}].name", "package.name", where, hint=hint)
+        _check_value(pkg.version, f"packages[{i}].version", "resolution.version", where, hint=hint)
         for j, w in enumerate(pkg.wheels):
             for key in ("filename", "url", "sha256"):
                 _check_value(
-                    getattr(w, key), f"packages[{i}].wheels[{j}].{key}", f"wheel.{key}", where
+                    getattr(w, key),
+                    f"packages[{i}].wheels[{j}].{key}",
+                    f"wheel.{key}",
+                    where,
+                    hint=hint,
                 )
 
 
