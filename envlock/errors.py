@@ -19,6 +19,11 @@ class EnvlockError(Exception):
     exit_code = EXIT_USAGE
 
     def __init__(self, message: str, hint: str | None = None) -> None:
+        # Credentials in URLs are never printed: every message passes the one redaction.
+        from envlock.door import redact
+
+        message = redact(message)
+        hint = redact(hint) if hint is not None else None
         super().__init__(message)
         self.message = message
         self.hint = hint

@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from envlock.door import bad_character, redact, shown
 from envlock.errors import UsageError
 
 # pip's configuration, read the way pip reads it. The order is pip's own
@@ -129,13 +130,25 @@ def _pip_default() -> str | None:
 
 
 def _validate(url: str, origin: str) -> str:
-    url = url.strip()
-    if not url.startswith(("http://", "https://", "file://")):
+    """The index URL, when it is one line of an http(s) or file URL; never echoes a password."""
+    url = url.strip(" ")
+    problem = None
+    bad = bad_character(url)
+    if bad is not None:
+        problem = f"holds the control character {bad}"
+    elif any(ch.isspace() for ch in url):
+        problem = "holds a space"
+    elif not url.startswith(("http://", "https://", "file://")):
+        problem = "is not an http(s) or file URL"
+    if problem is not None:
         raise UsageError(
-            f"index URL {url!r} from {origin} is not an http(s) or file URL",
-            hint="pass --index-url https://your.index/simple",
+            f"index URL {shown(url)} from {origin} {problem}",
+            hint="pass --index-url https://your.index/simple (one URL, no spaces or newlines)",
         )
     return url.rstrip("/")
+
+
+__all__ = ["index_url", "pip_config_files", "pip_setting", "redact"]
 
 
 def index_url(cli_value: str | None = None) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import tomli_w
 from fixtures.index.fakeindex import FakeIndex
 from hypothesis import given
 from hypothesis import strategies as st
@@ -35,6 +36,7 @@ from envlock.lock import (
 )
 from envlock.lock.conflicts import explain, merge_one_of
 from envlock.lock.folder import without_credentials
+from envlock.lock.pylock import pylock_document
 from envlock.model import Lock, LockedPackage, LockedWheel, LockInput, Resolution
 
 if sys.version_info >= (3, 11):
@@ -471,21 +473,21 @@ def _lock_with_text(text: str) -> Lock:
     )
 
 
-def test_control_characters_round_trip_through_tomllib_and_packaging_pylock() -> None:
+def test_control_characters_in_a_lock_are_refused_on_write_and_on_read() -> None:
+    """A lock is read, not trusted (issue #11): a field with a control character is
+    refused when read, naming the field, and envlock never writes such a lock."""
     lk = _lock_with_text(CONTROL)
-    text = pylock_text(lk)
-    doc = tomllib.loads(text)  # the old writer's raw DEL failed here
-    Pylock.from_dict(doc).validate()
-    assert doc["tool"]["envlock"]["resolution"]["warnings"] == [CONTROL]
-    assert doc["packages"][0]["wheels"][0]["url"].endswith(CONTROL)
-    assert parse_pylock(text, "x") == lk
-    # the header repeats the values as comments: one line each, controls shown escaped
-    regenerate = [ln for ln in text.splitlines() if ln.startswith("# Regenerate")]
-    assert len(regenerate) == 1
-    assert "\\x7f" in regenerate[0] and "\\x00" in regenerate[0] and "\\x0a" in regenerate[0]
-    assert "\t" in regenerate[0]  # a tab is allowed in a TOML comment
-    comments = [ln for ln in text.splitlines() if ln.startswith("#")]
-    assert len(comments) == 6
+    with pytest.raises(DataError, match=r"the lock to write: .* control character U\+0000"):
+        pylock_text(lk)
+    doc_text = tomli_w.dumps(pylock_document(lk))  # what the writer would have made
+    Pylock.from_dict(tomllib.loads(doc_text)).validate()  # valid TOML and PEP 751 ...
+    with pytest.raises(DataError, match=r"^x: \[tool.envlock\] resolution.warnings\[0\]"):
+        parse_pylock(doc_text, "x")  # ... but not a lock envlock trusts
+    one = _lock_with_text("\t")
+    for fine in ("", ".post1", "-1"):
+        assert parse_pylock(pylock_text(_lock_with_text(fine)), "x") == _lock_with_text(fine)
+    with pytest.raises(DataError, match="U\\+0009"):
+        pylock_text(one)
 
 
 def test_control_characters_stay_inside_requirements_txt_comments() -> None:
@@ -499,9 +501,14 @@ def test_control_characters_stay_inside_requirements_txt_comments() -> None:
 
 
 @given(st.text(max_size=20))
-def test_any_text_in_a_lock_round_trips(text: str) -> None:
+def test_any_text_in_a_lock_round_trips_or_is_refused(text: str) -> None:
     lk = _lock_with_text(text)
-    assert parse_pylock(pylock_text(lk), "x") == lk
+    try:
+        written = pylock_text(lk)
+    except DataError as e:  # a field it would not read back: named, never a traceback
+        assert e.message.startswith("the lock to write: ") and e.hint
+        return
+    assert parse_pylock(written, "x") == lk
 
 
 # ------------------------------------------------------------------ conflict parsing

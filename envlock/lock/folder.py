@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
+from envlock.door import redact
 from envlock.errors import UsageError
 from envlock.fsutil import sha256_bytes, write_files
 from envlock.lock.core import check_requirements, lock
@@ -98,13 +98,7 @@ def read_requirement_file(path: str) -> list[str]:
 
 def without_credentials(url: str) -> str:
     """The index URL as recorded in the lock: user and password are never written."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=host))
+    return redact(url)
 
 
 def lock_input(request: LockRequest, resolution: Resolution) -> LockInput:

@@ -20,6 +20,7 @@ from typing import Any
 
 import tomli_w
 
+from envlock.door import bad_character, redact, shown
 from envlock.errors import DataError
 from envlock.lock.target import Target
 from envlock.model import Lock, LockedPackage, LockedWheel, LockInput, Resolution
@@ -72,7 +73,7 @@ def regenerate_command(lock: Lock, out: str = ".") -> str:
     if lock.resolver != "uv":
         args += ["--resolver", lock.resolver]
     if inp.index_url:
-        args += ["--index-url", inp.index_url]
+        args += ["--index-url", redact(inp.index_url)]
     args += ["-o", out]
     return shlex.join(args)
 
@@ -97,7 +98,14 @@ def pylock_document(lock: Lock) -> dict[str, Any]:
             "name": pkg.name,
             "version": pkg.version,
             "wheels": [
-                {"name": w.filename, "url": w.url, "size": w.size, "hashes": {"sha256": w.sha256}}
+                # a wheel URL made absolute against an index URL with a password
+                # carries it: the lock records the URL without user and password
+                {
+                    "name": w.filename,
+                    "url": redact(w.url),
+                    "size": w.size,
+                    "hashes": {"sha256": w.sha256},
+                }
                 for w in sorted(pkg.wheels, key=lambda w: w.filename)
             ],
         }
@@ -132,6 +140,11 @@ def pylock_text(lock: Lock) -> str:
         f"Regenerate (in this folder): {regenerate_command(lock)}",
         "Check it is current:         envlock lock --check .",
     ]
+    check_lock(
+        lock,
+        "the lock to write",
+        hint="give the spec, --with and -r requirements without control characters",
+    )
     return "".join(comment(line) + "\n" for line in header) + tomli_w.dumps(pylock_document(lock))
 
 
@@ -141,11 +154,104 @@ def _resolution(data: Mapping[str, Any], where: str) -> Resolution:
     required = ("framework", "version", "python", "cuda", "cudnn", "cuda_source", "os")
     missing = [k for k in required if not isinstance(full.get(k), str)]
     if missing:
-        raise DataError(f"{where}: [tool.envlock.resolution] lacks {', '.join(missing)}")
+        named = ", ".join(f"resolution.{k}" for k in missing)
+        raise DataError(
+            f"{where}: [tool.envlock] {named} missing or not a string",
+            hint="the lock was edited or damaged: re-create it with `envlock lock`",
+        )
     for f in fields(Resolution):
         if full[f.name] is None and "tuple" in str(f.type):
             full[f.name] = ()
     return Resolution.from_dict(full)
+
+
+# The shapes of the [tool.envlock] fields that reach generated files; every
+# other string field must at least be one line without control characters.
+_WORD = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_VERSION = re.compile(r"^[0-9][A-Za-z0-9._+-]*$")
+_SHAPES: Mapping[str, tuple[re.Pattern[str], str]] = {
+    "resolution.framework": (_WORD, "a plain name"),
+    "resolution.version": (_VERSION, "a version"),
+    "resolution.python": (_VERSION, "a version"),
+    "resolution.cuda": (_VERSION, "a version"),
+    "resolution.cudnn": (_VERSION, "a version"),
+    "resolution.driver_min": (_VERSION, "a version"),
+    "resolution.cuda_image_version": (_VERSION, "a version"),
+    "resolution.image_cudnn": (_VERSION, "a version"),
+    "resolution.cuda_source": (_WORD, "a plain name"),
+    "resolution.os": (_WORD, "a plain name"),
+    "resolution.os_python": (_VERSION, "a version"),
+    "resolution.compute_capabilities": (_WORD, "a plain name"),
+    "resolution.python_supported": (_VERSION, "a version"),
+    "resolution.base_image": (re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$"), "an image reference"),
+    "resolution.base_image_digest": (re.compile(r"^sha256:[0-9a-f]{64}$"), "a sha256 digest"),
+    "resolver": (re.compile(r"^(?:uv|pip)$"), "uv or pip"),
+    "resolver_version": (_VERSION, "a version"),
+    "input.index_url": (re.compile(r"^(?:https?|file)://\S+$"), "an http(s) or file URL"),
+    "package.name": (re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$"), "a name"),
+    "wheel.sha256": (re.compile(r"^[0-9a-f]{64}$"), "64 lowercase hex digits"),
+    "wheel.url": (re.compile(r"^(?:https?|file)://\S+$"), "an http(s) or file URL"),
+    "wheel.filename": (re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*\.whl$"), "a wheel file name"),
+}
+_MAX_FIELD = 4096
+
+
+_DAMAGED = "the lock was edited or damaged: re-create it with `envlock lock`"
+
+
+def _check_value(value: object, field: str, shape: str, where: str, hint: str = _DAMAGED) -> None:
+    """One string field of the lock: a string, one line, no control characters, its shape."""
+    problem = None
+    if not isinstance(value, str):
+        problem = f"is a {type(value).__name__}, not a string"
+    elif len(value) > _MAX_FIELD:
+        problem = f"is longer than {_MAX_FIELD} characters"
+    elif bad_character(value) is not None:
+        problem = f"holds the control character {bad_character(value)}"
+    elif shape in _SHAPES and not _SHAPES[shape][0].match(value):
+        problem = f"is not {_SHAPES[shape][1]}"
+    if problem is not None:
+        text = shown(value) if isinstance(value, str) else repr(value)[:80]
+        raise DataError(f"{where}: {field} {text} {problem}", hint=hint)
+
+
+def check_lock(lock: Lock, where: str, hint: str = _DAMAGED) -> None:
+    """Every string of ``lock`` checked for its kind: the lock is read, not trusted,
+    and envlock never writes a lock its own reader would refuse."""
+    for group, record in (("resolution", lock.resolution), ("input", lock.input)):
+        for f in fields(record):
+            value = getattr(record, f.name)
+            name = f"[tool.envlock] {group}.{f.name}"
+            if value is None:
+                continue
+            if isinstance(value, tuple):
+                for i, item in enumerate(value):
+                    _check_value(item, f"{name}[{i}]", f"{group}.{f.name}", where, hint=hint)
+            else:
+                _check_value(value, name, f"{group}.{f.name}", where, hint=hint)
+    _check_value(lock.resolver, "[tool.envlock] resolver", "resolver", where, hint=hint)
+    if lock.resolver_version:
+        _check_value(
+            lock.resolver_version,
+            "[tool.envlock] resolver_version",
+            "resolver_version",
+            where,
+            hint=hint,
+        )
+    for i, req in enumerate(lock.top_requirements):
+        _check_value(req, f"[tool.envlock] top_requirements[{i}]", "", where, hint=hint)
+    for i, pkg in enumerate(lock.packages):
+        _check_value(pkg.name, f"packages[{i}].name", "package.name", where, hint=hint)
+        _check_value(pkg.version, f"packages[{i}].version", "resolution.version", where, hint=hint)
+        for j, w in enumerate(pkg.wheels):
+            for key in ("filename", "url", "sha256"):
+                _check_value(
+                    getattr(w, key),
+                    f"packages[{i}].wheels[{j}].{key}",
+                    f"wheel.{key}",
+                    where,
+                    hint=hint,
+                )
 
 
 def parse_pylock(text: str, where: str) -> Lock:
@@ -189,14 +295,19 @@ def parse_pylock(text: str, where: str) -> Lock:
         packages.append(
             LockedPackage(name=pkg.name, version=str(pkg.version), wheels=tuple(wheels))
         )
-    return Lock(
+    top = tool.get("top_requirements") or ()
+    if not isinstance(top, (list, tuple)):
+        raise DataError(f"{where}: [tool.envlock] top_requirements is not a list")
+    locked = Lock(
         resolution=resolution,
         input=lock_input,
         packages=tuple(sorted(packages, key=lambda p: p.name)),
-        resolver=str(tool.get("resolver", "")),
-        resolver_version=str(tool.get("resolver_version", "")),
-        top_requirements=tuple(tool.get("top_requirements") or ()),
+        resolver=tool.get("resolver", ""),
+        resolver_version=tool.get("resolver_version", ""),
+        top_requirements=tuple(top),
     )
+    check_lock(locked, where)
+    return locked
 
 
 def read_lock(directory: Path | str) -> Lock:

@@ -30,7 +30,7 @@ from envlock.render.options import (
     read_runtime,
     runtime_settings,
 )
-from envlock.render.values import read_ca_cert
+from envlock.render.values import check_context, read_ca_cert
 
 EXECUTABLE: frozenset[str] = frozenset({"bootstrap.sh"})
 
@@ -53,12 +53,23 @@ def _runtime_module() -> bytes:
     return (resources.files("envlock") / "bundle" / "envlock_runtime.py").read_bytes()
 
 
-def _dquote(value: object) -> str:
-    """A double-quoted Dockerfile/shell word: backslash, quote, $ and ` escaped."""
+def _in_dquotes(value: object) -> str:
+    """``value`` for the inside of a double-quoted shell or Dockerfile word:
+    backslash, quote, $ and ` escaped (the door let no newline through)."""
     text = str(value)
     for ch in ("\\", '"', "$", "`"):
         text = text.replace(ch, "\\" + ch)
-    return f'"{text}"'
+    return text
+
+
+def _dquote(value: object) -> str:
+    """A double-quoted Dockerfile/shell word."""
+    return f'"{_in_dquotes(value)}"'
+
+
+def _json_string(value: object) -> str:
+    """A JSON string, for the exec (JSON-array) forms of RUN, CMD and ENTRYPOINT."""
+    return json.dumps(str(value))
 
 
 @functools.lru_cache(maxsize=1)
@@ -84,8 +95,13 @@ def _environment() -> Any:
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    # Quoting for the language of each file: shquote for a shell word (bootstrap.sh,
+    # shell-form RUN), indquotes inside a double-quoted word, dquote for a
+    # double-quoted Dockerfile value (LABEL), json for a JSON-array element.
     env.filters["dquote"] = _dquote
+    env.filters["indquotes"] = _in_dquotes
     env.filters["shquote"] = lambda v: shlex.quote(str(v))
+    env.filters["json"] = _json_string
     return env
 
 
@@ -93,6 +109,8 @@ def render_template(name: str, ctx: BundleContext, **extra: Any) -> str:
     """Render one template of ``templates/`` with the bundle context."""
     import jinja2
 
+    check_context(ctx)  # the door: only values that passed a validator
+    check_context(extra)
     env = _environment()
     try:
         return str(env.get_template(name).render(ctx=ctx, **extra))

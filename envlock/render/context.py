@@ -24,15 +24,27 @@ from envlock.errors import DataError, UsageError
 from envlock.model import Lock
 from envlock.render.options import PYTHON_SOURCES, RenderOptions, regenerate_command
 from envlock.render.values import (
+    DIGEST_RE,
+    MINOR_RE,
+    OS_RE,
     OS_SUFFIX_RE,
+    Checked,
     check_digest,
     check_image,
     check_lock_fields,
     check_os,
+    checked,
+    image_path,
+    label_key,
     os_of,
     python_minor,
     read_ca_cert,
+    relative_path,
     split_digest,
+    text,
+    user_path,
+    version,
+    word,
 )
 
 CA_CERT_NAME = "envlock-ca.pem"
@@ -50,55 +62,59 @@ _NVIDIA_WHEEL_RE = re.compile(r"^nvidia-(.+)-cu\d+$")
 
 @dataclass(frozen=True)
 class BundleContext:
-    """Everything the templates may use; nothing else reaches them."""
+    """Everything the templates may use; nothing else reaches them.
 
-    envlock_version: str
-    regenerate: str  # the command that renders this bundle again
-    framework: str
-    framework_title: str
-    version: str
-    python: str
-    cuda: str
-    cudnn: str
-    cuda_source: str
-    driver_min: str
-    compute_capabilities: tuple[str, ...]
-    lock_digest: str  # sha256:<hex of pylock.toml>
-    requirements_digest: str  # sha256:<hex of requirements.txt>
+    Every string is a ``Checked`` one (``envlock.render.values``): it passed the
+    validator of its kind, and ``render_template`` refuses any other.
+    """
+
+    envlock_version: Checked
+    regenerate: Checked  # the command that renders this bundle again
+    framework: Checked
+    framework_title: Checked
+    version: Checked
+    python: Checked
+    cuda: Checked
+    cudnn: Checked
+    cuda_source: Checked
+    driver_min: Checked
+    compute_capabilities: tuple[Checked, ...]
+    lock_digest: Checked  # sha256:<hex of pylock.toml>
+    requirements_digest: Checked  # sha256:<hex of requirements.txt>
     package_count: int
-    base_image: str  # default of ARG BASE_IMAGE (with @digest when pinned)
-    resolved_base_image: str  # what envlock resolved, before any override
+    base_image: Checked  # default of ARG BASE_IMAGE (with @digest when pinned)
+    resolved_base_image: Checked  # what envlock resolved, before any override
     base_overridden: bool
     base_pinned: bool
-    os: str  # "ubuntu22.04", or "" when the base image is not an Ubuntu tag
-    os_python: str  # the OS's own python3 minor, "" when unknown
-    os_pythons: tuple[tuple[str, str], ...]  # (ubuntuXX.YY, python3 minor) from cuda.toml
-    python_from: str  # image | apt | uv
-    python_reason: str
-    python_bin: str  # "python3.11"
-    uv_image: str
+    os: Checked  # "ubuntu22.04", or "" when the base image is not an Ubuntu tag
+    os_python: Checked  # the OS's own python3 minor, "" when unknown
+    os_pythons: tuple[tuple[Checked, Checked], ...]  # (ubuntuXX.YY, python3 minor) from cuda.toml
+    python_from: Checked  # image | apt | uv
+    python_reason: Checked
+    python_bin: Checked  # "python3.11"
+    uv_image: Checked
     ca_cert: bool
-    ca_cert_name: str
-    venv: str
-    site_packages: str  # inside the image
-    bundle_dir: str  # inside the image
-    lib_dirs: tuple[str, ...]  # nvidia-* wheel library folders, relative to site-packages
-    bin_dirs: tuple[str, ...]  # nvidia-* wheel tool folders (ptxas), relative to site-packages
-    user: str
+    ca_cert_name: Checked
+    venv: Checked
+    site_packages: Checked  # inside the image
+    bundle_dir: Checked  # inside the image
+    lib_dirs: tuple[Checked, ...]  # nvidia-* wheel library folders, relative to site-packages
+    bin_dirs: tuple[Checked, ...]  # nvidia-* wheel tool folders (ptxas), relative to site-packages
+    user: Checked
     uid: int
-    labels: tuple[tuple[str, str], ...]
-    warnings: tuple[str, ...]
-    end_of_life: tuple[str, ...]  # end-of-life notes about the base image
-    top_requirements: tuple[str, ...]
+    labels: tuple[tuple[Checked, Checked], ...]
+    warnings: tuple[Checked, ...]
+    end_of_life: tuple[Checked, ...]  # end-of-life notes about the base image
+    top_requirements: tuple[Checked, ...]
 
 
-def _digest(data: bytes) -> str:
+def _digest(data: bytes) -> Checked:
     from envlock.fsutil import sha256_bytes
 
-    return f"sha256:{sha256_bytes(data)}"
+    return checked(f"sha256:{sha256_bytes(data)}", "a digest", shape=DIGEST_RE, what="a digest")
 
 
-def _wheel_dirs(lock: Lock) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _wheel_dirs(lock: Lock) -> tuple[tuple[Checked, ...], tuple[Checked, ...]]:
     """Library and tool folders of the locked nvidia-* wheels, relative to site-packages.
 
     The nvidia-*-cuXX wheels unpack to ``nvidia/<component>/lib`` (the component
@@ -117,7 +133,11 @@ def _wheel_dirs(lock: Lock) -> tuple[tuple[str, ...], tuple[str, ...]]:
         libs.append(f"nvidia/{component}/lib")
         if component == "cuda_nvcc":
             bins.append(f"nvidia/{component}/bin")
-    return tuple(sorted(set(libs))), tuple(sorted(set(bins)))
+    where = "the library folder of a locked nvidia-* wheel"
+    return (
+        tuple(relative_path(d, where) for d in sorted(set(libs))),
+        tuple(relative_path(d, where) for d in sorted(set(bins))),
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -167,6 +187,13 @@ def bundle_context(
         ) from None
     python = python_minor(res.python)
     check_lock_fields(lock)
+    # the options, each for its kind, before anything is computed from them
+    if options.base_image is not None:
+        check_image(options.base_image, "--base-image")
+    if options.ca_cert is not None:
+        user_path(options.ca_cert, "--ca-cert")
+    if options.python_from is not None:
+        text(options.python_from, "--python-from", UsageError)
     warnings = [" ".join(w.split()) for w in res.warnings]  # one line each in comments
 
     resolved = res.base_image
@@ -227,6 +254,7 @@ def bundle_context(
 
     ubuntu = _cuda_matrix().ubuntu_release(os_name) if os_name else None
     os_python = ubuntu.python if ubuntu is not None else ""
+    base_image = check_image(base_image, "--base-image" if overridden else "the base image")
     said = any("end-of-life" in w or "end of life" in w for w in warnings)
     if not overridden and not said:
         warnings.extend(_end_of_life(res.cuda_image_version, name))
@@ -253,7 +281,7 @@ def bundle_context(
     end_of_life = tuple(w for w in warnings if "end of life" in w.lower() or "end-of-life" in w)
 
     lock_digest = _digest(pylock)
-    title = FRAMEWORK_TITLES.get(res.framework, res.framework)
+    title = word(FRAMEWORK_TITLES.get(res.framework, res.framework), "the framework's title")
     labels = (
         ("org.opencontainers.image.title", f"{res.framework} {res.version}"),
         (
@@ -270,46 +298,67 @@ def bundle_context(
         ("io.envlock.cudnn", res.cudnn),
         ("io.envlock.cuda-source", res.cuda_source),
     )
+    matrix = "cuda.toml: "
     return BundleContext(
-        envlock_version=__version__,
-        regenerate=regenerate_command(options),
-        framework=res.framework,
+        envlock_version=version(__version__, "envlock's version"),
+        regenerate=text(regenerate_command(options), "the render command", UsageError),
+        framework=word(res.framework, "the framework"),
         framework_title=title,
-        version=res.version,
+        version=version(res.version, "the framework's version"),
         python=python,
-        cuda=res.cuda,
-        cudnn=res.cudnn,
-        cuda_source=res.cuda_source,
-        driver_min=res.driver_min,
-        compute_capabilities=tuple(res.compute_capabilities),
+        cuda=version(res.cuda, "the CUDA version"),
+        cudnn=version(res.cudnn, "the cuDNN version"),
+        cuda_source=word(res.cuda_source, "the CUDA source"),
+        driver_min=version(res.driver_min, "the minimum driver"),
+        compute_capabilities=tuple(
+            word(c, "a compute capability") for c in res.compute_capabilities
+        ),
         lock_digest=lock_digest,
         requirements_digest=_digest(requirements),
         package_count=len(lock.packages),
         base_image=base_image,
-        resolved_base_image=resolved,
+        resolved_base_image=check_image(resolved, "pylock.toml: the resolved base image"),
         base_overridden=overridden,
         base_pinned=digest is not None,
-        os=os_name or "",
-        os_python=os_python,
-        os_pythons=tuple((u.name, u.python) for u in _cuda_matrix().ubuntu),
-        python_from=python_from,
-        python_reason=python_reason,
-        python_bin=f"python{python}",
-        uv_image=UV_IMAGE,
+        os=_optional(os_name, OS_RE, "the base image's Ubuntu release"),
+        os_python=_optional(os_python, MINOR_RE, matrix + "the Ubuntu release's python3"),
+        os_pythons=tuple(
+            (
+                checked(u.name, matrix + "an Ubuntu release", shape=OS_RE, what="a release"),
+                checked(u.python, matrix + "a python3 minor", shape=MINOR_RE, what="a minor"),
+            )
+            for u in _cuda_matrix().ubuntu
+        ),
+        python_from=word(python_from, "--python-from"),
+        python_reason=text(python_reason, "the Python source's reason"),
+        python_bin=word(f"python{python}", "the Python command"),
+        uv_image=check_image(UV_IMAGE, "the uv image"),
         ca_cert=ca_cert,
-        ca_cert_name=CA_CERT_NAME,
-        venv=VENV,
-        site_packages=f"{VENV}/lib/python{python}/site-packages",
-        bundle_dir=BUNDLE_IN_IMAGE,
+        ca_cert_name=word(CA_CERT_NAME, "the CA file's name"),
+        venv=image_path(VENV, "the venv"),
+        site_packages=image_path(f"{VENV}/lib/python{python}/site-packages", "site-packages"),
+        bundle_dir=image_path(BUNDLE_IN_IMAGE, "the bundle folder"),
         lib_dirs=lib_dirs,
         bin_dirs=bin_dirs,
-        user=USER,
+        user=word(USER, "the user"),
         uid=UID,
-        labels=labels,
-        warnings=tuple(dict.fromkeys(warnings)),
-        end_of_life=end_of_life,
-        top_requirements=tuple(lock.top_requirements),
+        labels=tuple(
+            (label_key(key, "a label key"), text(value, f"the label {key}"))
+            for key, value in labels
+        ),
+        warnings=tuple(text(w, "a warning") for w in dict.fromkeys(warnings)),
+        end_of_life=tuple(text(w, "an end-of-life note") for w in end_of_life),
+        top_requirements=tuple(
+            text(r, "pylock.toml: [tool.envlock] top_requirements") for r in lock.top_requirements
+        ),
     )
+
+
+def _optional(value: str | None, shape: re.Pattern[str], origin: str) -> Checked:
+    """A value that may be absent ("" then): checked for its shape when present."""
+    if not value:
+        return Checked("")
+    return checked(value, origin, shape=shape, what="a known value", error=DataError)
 
 
 def _python_source(
