@@ -420,3 +420,29 @@ def test_high_s_is_accepted_and_a_malleated_copy_counts_once(
     code, out, err = cli(capsys, "verify", str(report), "--key", str(pub), "--json")
     assert code == 0, err
     assert json.loads(out)["valid_signatures"] == 2
+
+
+def test_bundle_files_are_all_known_to_the_report() -> None:
+    """Every file envlock lock writes is one a report records (BUNDLE_FILES)."""
+    from test_render import make_lock
+
+    from envlock.lock.folder import bundle_files
+    from envlock.render import RenderOptions
+    from envlock.report.statement import BUNDLE_FILES
+
+    names = set(bundle_files(make_lock(), RenderOptions()))
+    assert {"pylock.toml", "requirements.txt", "Dockerfile", "bootstrap.sh"} <= names
+    assert names <= set(BUNDLE_FILES), names - set(BUNDLE_FILES)
+
+
+def test_smoke_sign_output_onto_the_key_is_refused_before_running(
+    tmp_path: Path, keypair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    priv, _ = keypair
+    before = priv.read_bytes()
+    link = tmp_path / "sub" / ".." / priv.name
+    (tmp_path / "sub").mkdir()
+    code, out, err = cli(capsys, "smoke", "--host", "--sign", str(priv), "-o", str(link))
+    assert code == 2, err
+    assert err.startswith(f"envlock: error: -o {link} is the private key --key {priv}")
+    assert out == "" and priv.read_bytes() == before
