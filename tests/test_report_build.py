@@ -234,7 +234,9 @@ def test_build_smoke_sign_verify_end_to_end(
     assert code == 0, err
     doc = json.loads(out)
     assert doc["subject"] == [{"name": E2E_TAG, "digest": {"sha256": image_id[7:]}}]
-    assert doc["result"] == "FAILED" and doc["checked"] == {"lock": True, "image": True}
+    assert doc["result"] == "FAILED" and doc["uncovered"] == []
+    assert {c["status"] for c in doc["checked"]} == {"matches"}
+    assert {c["kind"] for c in doc["checked"]} == {"image", "file"}
     assert "import" in doc["failedTests"]
 
     # the bundle changes after the report: drift, field by field

@@ -63,7 +63,9 @@ def test_report_sign_then_verify_then_show(
     code, out, err = cli(capsys, "verify", str(report), "--key", str(pub), "--lock", str(bundle))
     assert code == 0, err
     assert "VERIFIED: signed by the given key, smoke result WARNED" in out
-    assert f"lock       {bundle}: matches the report" in out
+    for name in ("pylock.toml", "requirements.txt", "Dockerfile"):
+        assert f"checked    {bundle / name}: matches the report" in out
+    assert "image      not checked (no --image given)" in out
     assert "WARNED (3 passed, 1 warned, 0 failed); warned: build_cuda" in out
 
     code, out, err = cli(capsys, "report", "show", str(report))
@@ -108,8 +110,8 @@ def test_report_sign_reads_stdin(
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"", "the envelope is not JSON"),
-        (b"{not json", "the envelope is not JSON"),
+        (b"", "the envelope: not JSON"),
+        (b"{not json", "the envelope: not JSON"),
         (b"[]", "the envelope is a JSON list, not an object"),
         (
             b'{"payload": "e30", "payloadType": 1, "signatures": []}',
@@ -119,30 +121,30 @@ def test_report_sign_reads_stdin(
             b'{"payload": "%%%", "payloadType": "x", "signatures": []}',
             "the envelope's payload is not base64",
         ),
-        (b"\x89PNG\r\n\x1a\n", "the envelope is not UTF-8 text"),
+        (b"\x89PNG\r\n\x1a\n", "the envelope: not UTF-8 text"),
     ],
 )
-def test_malformed_report_exits_1_with_one_message(
+def test_a_file_that_is_not_an_envelope_exits_2_with_one_message(
     tmp_path: Path,
     keypair: tuple[Path, Path],
     capsys: pytest.CaptureFixture[str],
     content: bytes,
     message: str,
 ) -> None:
+    """Issue #11: a report that cannot be read as a DSSE envelope is an input
+    error (exit 2, the file and the problem), in verify as in show."""
     _, pub = keypair
     report = tmp_path / "bad.json"
     report.write_bytes(content)
-    code, out, err = cli(capsys, "verify", str(report), "--key", str(pub))
-    assert code == 1
-    assert err.startswith(f"envlock: error: {report}: NOT VERIFIED: {message}")
-    assert "Traceback" not in err
-    code, out, err = cli(capsys, "verify", str(report), "--key", str(pub), "--json")
-    assert code == 1
-    doc = json.loads(out)
-    assert doc["ok"] is False and doc["signature_ok"] is False and doc["result"] is None
-    assert doc["problems"][0].startswith(message)
-    code, out, err = cli(capsys, "report", "show", str(report))
-    assert code == 2 and err.startswith(f"envlock: error: {report}: {message}")
+    for argv in (
+        ["verify", str(report), "--key", str(pub)],
+        ["verify", str(report), "--key", str(pub), "--json"],
+        ["report", "show", str(report)],
+    ):
+        code, out, err = cli(capsys, *argv)
+        assert code == 2, (argv, err)
+        assert err.startswith(f"envlock: error: {report}: {message}"), err
+        assert "Traceback" not in err and out == ""
 
 
 def test_unreadable_inputs_exit_2(

@@ -182,7 +182,7 @@ def test_truncated_signature_is_rejected(keypair: tuple[Path, Path]) -> None:
         assert "no signature is valid" in v.problems[0]
 
 
-def test_bad_signature_on_the_command_line_exits_1_without_traceback(
+def test_undecodable_signature_on_the_command_line_exits_2_without_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     priv, pub = make_keys(tmp_path)
@@ -191,9 +191,9 @@ def test_bad_signature_on_the_command_line_exits_1_without_traceback(
     report = tmp_path / "report.intoto.json"
     report.write_text(json.dumps(env))
     code, out, err = cli(capsys, "verify", str(report), "--key", str(pub))
-    assert code == 1
+    assert code == 2  # not a DSSE envelope: an input error (issue #11)
     assert "Traceback" not in out + err
-    prefix = f"envlock: error: {report}: NOT VERIFIED: signatures[0].sig is not base64"
+    prefix = f"envlock: error: {report}: signatures[0].sig is not base64"
     assert err.startswith(prefix)
 
 

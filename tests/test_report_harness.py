@@ -53,6 +53,22 @@ def test_real_failed_harness_result_is_signed_verified_and_stays_failed(
     assert statement["predicate"]["failedTests"] == failed
     assert statement["predicate"]["envlock"]["smoke"] == result
 
+    # the report records the lock digest only: asked to check the whole bundle, verify
+    # fails naming what the report does not cover, instead of saying "matches"
+    code, out, err = cli(capsys, "verify", str(report), "--key", str(pub), "--lock", str(bundle))
+    assert code == 1
+    assert "the report does not cover requirements.txt; the report does not cover Dockerfile" in err
+    assert "pylock.toml: matches the report" in out
+    code, out, err = cli(capsys, "verify", str(report), "--key", str(pub))
+    assert code == 0, err
+    assert "not checked (no --lock given)" in out
+    # signed with --lock, the report covers every file of the bundle
+    code, out, err = cli(
+        capsys,
+        *["report", "sign", str(result_file), "--key", str(priv), "--lock", str(bundle)],
+        *["-o", str(report)],
+    )
+    assert code == 0, err
     code, out, err = cli(capsys, "verify", str(report), "--key", str(pub), "--lock", str(bundle))
     assert code == 0, err
     assert "PASSED" not in out

@@ -66,7 +66,12 @@ def test_statement_shape_for_an_image(tmp_path: Path, keypair: tuple[Path, Path]
     assert p["envlock"]["subject_kind"] == "image"
     v = verify(json.dumps(env).encode(), pub, lock_dir=bundle, image_id=IMAGE_A)
     assert v.ok and v.result == "WARNED" and v.drift == []
-    assert v.checked == {"lock": True, "image": True}
+    assert [(c["kind"], c["name"], c["status"]) for c in v.checked] == [
+        ("image", IMAGE_A, "matches"),
+        ("file", "pylock.toml", "matches"),
+        ("file", "requirements.txt", "matches"),
+        ("file", "Dockerfile", "matches"),
+    ]
 
 
 def test_host_run_subject_is_the_lock_digest(tmp_path: Path, keypair: tuple[Path, Path]) -> None:
@@ -124,8 +129,8 @@ def _statement() -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("payload", "problem"),
     [
-        (b"not JSON", "the signed payload is not JSON (Expecting value at line 1 column 1)"),
-        (b"\xff\xfe{}", "the signed payload is not UTF-8 text (invalid start byte at byte 0)"),
+        (b"not JSON", "the signed payload: not JSON (Expecting value at line 1 column 1)"),
+        (b"\xff\xfe{}", "the signed payload: not UTF-8 text (invalid start byte at byte 0)"),
         (b"[1, 2]", "the statement is a JSON list, not an object"),
         (
             {**_statement(), "_type": "https://in-toto.io/Statement/v0.1"},
@@ -186,7 +191,7 @@ def test_subject_digest_differing_from_the_image_is_drift(keypair: tuple[Path, P
     v = verify(env, pub, image_id=IMAGE_B)
     assert v.signature_ok and not v.ok and v.problems == []
     assert v.drift == [("subject.digest.sha256", IMAGE_A, IMAGE_B)]
-    assert v.checked == {"image": False}
+    assert [(c["kind"], c["status"]) for c in v.checked] == [("image", "drift")]
     assert v.result == "PASSED"  # what the report says is still readable
 
 
@@ -211,7 +216,12 @@ def test_configuration_digest_differing_from_the_lock_is_drift(
         ),
         ("configuration[Dockerfile].sha256", "sha256:" + before["Dockerfile"], "(absent)"),
     ]
-    assert v.checked == {"lock": False, "image": True}
+    assert [(c["name"], c["status"]) for c in v.checked] == [
+        (IMAGE_A, "matches"),
+        ("pylock.toml", "matches"),
+        ("requirements.txt", "drift"),
+        ("Dockerfile", "missing"),
+    ]
 
 
 def test_host_report_against_another_lock_drifts_in_subject_and_configuration(

@@ -50,27 +50,57 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _read_result(path: str) -> dict[str, Any]:
+    """The result JSON through the strict reader verify uses (exit 2 naming the file)."""
     from envlock.fsutil import read_input
-    from envlock.report.dsse import EnvelopeError, strict_json
+    from envlock.report import strict
 
     data = read_input(path, "result", hint="save 'envlock smoke --json' output", stdin=True)
+    name = "standard input" if path == "-" else path
     try:
-        doc = strict_json(data, path)
-    except EnvelopeError as e:
-        raise DataError(str(e), hint="give the JSON the smoke harness printed") from e
+        doc = strict.loads(
+            data, max_bytes=strict.MAX_RESULT_BYTES, max_depth=strict.MAX_RESULT_DEPTH
+        )
+    except strict.JSONDefect as e:
+        raise DataError(f"{name}: {e}", hint="give the JSON the smoke harness printed") from e
     if not isinstance(doc, dict):
-        raise DataError(f"{path} is a JSON {type(doc).__name__}, not a smoke result object")
+        raise DataError(f"{name}: a JSON {type(doc).__name__}, not a smoke result object")
     return doc
+
+
+def sign_inputs(key: Path, result: str | None, lock_dir: Path | None) -> list[tuple[str, Path]]:
+    """What a signing run reads, which its -o must never overwrite."""
+    from envlock.report.keys import key_paths
+    from envlock.report.statement import BUNDLE_FILES
+
+    inputs = [("the private key --key", key)]
+    pub = key_paths(key)[1] if key.name.endswith(".pem") else None
+    if pub is not None and pub != key and pub.exists():
+        inputs.append(("the public key", pub))
+    if result and result != "-":
+        inputs.append(("the result", Path(result)))
+    if lock_dir is not None:
+        inputs += [("the lock file", lock_dir / name) for name in BUNDLE_FILES]
+    return inputs
 
 
 def run_sign(args: argparse.Namespace) -> int:
     from envlock import fsutil
     from envlock.report import envelope_bytes, sign_result
     from envlock.report.image import local_image_id
+    from envlock.report.outputs import refuse_clobber
     from envlock.report.statement import check_result
 
+    out = Path(args.output)
+    if out.is_dir():
+        raise UsageError(f"{out} is a folder", hint="give -o a file name, e.g. report.intoto.json")
+    lock_dir = Path(args.lock) if args.lock else None
+    refuse_clobber(
+        out,
+        sign_inputs(Path(args.key), args.result, lock_dir),
+        hint="write the report to a new file, e.g. -o env.intoto.json",
+    )
     result = _read_result(args.result)
-    check_result(result, args.result)
+    check_result(result, "standard input" if args.result == "-" else args.result)
     image_id = image_name = None
     if args.image:
         image_id = local_image_id(args.image)
@@ -78,14 +108,11 @@ def run_sign(args: argparse.Namespace) -> int:
     envelope = sign_result(
         result,
         Path(args.key),
-        lock_dir=Path(args.lock) if args.lock else None,
+        lock_dir=lock_dir,
         image_id=image_id,
         image_name=image_name,
         url=args.url,
     )
-    out = Path(args.output)
-    if out.is_dir():
-        raise UsageError(f"{out} is a folder", hint="give -o a file name, e.g. report.intoto.json")
     fsutil.atomic_write(out, envelope_bytes(envelope))
     summary = _summary(envelope)
     summary["report"] = str(out)
@@ -118,14 +145,39 @@ def _summary(envelope: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_show(args: argparse.Namespace) -> int:
+def read_envelope(path: str) -> Any:
+    """The report file as a DSSE envelope, through the strict reader; a file
+    that is not one is an input error (exit 2) naming the file."""
     from envlock.commands.verify import read_report
+    from envlock.report import dsse
+
+    data = read_report(path)
+    try:
+        return dsse.parse_envelope(data)
+    except dsse.EnvelopeError as e:
+        raise DataError(f"{path}: {e}", hint="is this a report 'envlock report sign' wrote?") from e
+
+
+def _get(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, dict) else None
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _digest_text(digest: Any) -> str:
+    if not isinstance(digest, dict):
+        return "?"
+    return " ".join(f"{k}:{v}" for k, v in digest.items())
+
+
+def run_show(args: argparse.Namespace) -> int:
     from envlock.report import dsse
     from envlock.report.statement import PREDICATE_TYPE, statement_problems
 
-    data = read_report(args.report)
+    env = read_envelope(args.report)
     try:
-        env = dsse.parse_envelope(data)
         doc = dsse.strict_json(env.payload, "the payload")
     except dsse.EnvelopeError as e:
         raise DataError(
@@ -150,33 +202,22 @@ def run_show(args: argparse.Namespace) -> int:
     ]
     if isinstance(doc, dict):
         rows.append(["predicateType", str(doc.get("predicateType"))])
-        for item in doc.get("subject") or []:
-            if isinstance(item, dict):
-                digest = item.get("digest") or {}
-                rows.append(
-                    [
-                        "subject",
-                        f"{item.get('name')} " + " ".join(f"{k}:{v}" for k, v in digest.items())
-                        if isinstance(digest, dict)
-                        else "?",
-                    ]
-                )
-    predicate = doc.get("predicate") if isinstance(doc, dict) else None
-    if isinstance(predicate, dict) and doc.get("predicateType") == PREDICATE_TYPE:
+        for item in _items(doc.get("subject")):
+            rows.append(["subject", f"{_get(item, 'name')} {_digest_text(_get(item, 'digest'))}"])
+    predicate = _get(doc, "predicate")
+    if isinstance(predicate, dict) and _get(doc, "predicateType") == PREDICATE_TYPE:
         rows.append(["result", str(predicate.get("result"))])
         for key in ("passedTests", "warnedTests", "failedTests"):
-            rows.append([key, ", ".join(map(str, predicate.get(key) or [])) or "-"])
-        for c in predicate.get("configuration") or []:
-            if isinstance(c, dict):
-                digest = c.get("digest") or {}
-                rows.append(["configuration", f"{c.get('name')} sha256:{digest.get('sha256')}"])
+            rows.append([key, ", ".join(map(str, _items(predicate.get(key)))) or "-"])
+        for c in _items(predicate.get("configuration")):
+            rows.append(["configuration", f"{_get(c, 'name')} {_digest_text(_get(c, 'digest'))}"])
         if predicate.get("url"):
             rows.append(["url", str(predicate["url"])])
         ext = predicate.get("envlock")
-        smoke = ext.get("smoke") if isinstance(ext, dict) else None
+        smoke = _get(ext, "smoke")
         if isinstance(smoke, dict):
             rows.append(["framework", f"{smoke.get('framework')} {smoke.get('version')}"])
-            for gpu in smoke.get("gpus") or []:
+            for gpu in _items(smoke.get("gpus")):
                 if isinstance(gpu, dict):
                     rows.append(
                         [
@@ -185,7 +226,7 @@ def run_show(args: argparse.Namespace) -> int:
                             f"driver {gpu.get('driver')})",
                         ]
                     )
-            for check in smoke.get("checks") or []:
+            for check in _items(smoke.get("checks")):
                 if isinstance(check, dict):
                     rows.append(
                         [
@@ -193,8 +234,7 @@ def run_show(args: argparse.Namespace) -> int:
                             f"{check.get('status')}: {check.get('reason', '')}".rstrip(": "),
                         ]
                     )
-        measurements = ext.get("measurements") if isinstance(ext, dict) else None
-        for name, value in _flatten(measurements)[:24]:
+        for name, value in _flatten(_get(ext, "measurements"))[:24]:
             rows.append([f"measure {name}", value])
     out = output.table(["field", "value"], rows)
     if problems:

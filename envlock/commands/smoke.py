@@ -56,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--size {args.size}: must be a positive matrix size", hint="--size 4096")
     if args.sign and not args.output:
         raise UsageError("--sign needs -o FILE for the signed report", hint="-o report.intoto.json")
+    if args.output:
+        _refuse_clobber(args)
     extra = ["--training"] if args.training else []
     if args.host:
         if args.image:
@@ -107,6 +109,25 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(describe(result))
     return runner.exit_code_for(result)
+
+
+def _refuse_clobber(args: argparse.Namespace) -> None:
+    """-o never overwrites the signing key, nor a file this run reads."""
+    from envlock.report.outputs import refuse_clobber
+
+    inputs: list[tuple[str, Path]] = []
+    if args.sign:
+        from envlock.commands.report import sign_inputs
+
+        lock_dir = args.lock or args.expect
+        inputs += sign_inputs(Path(args.sign), None, Path(lock_dir) if lock_dir else None)
+    elif args.expect:
+        inputs += [("the expectation", Path(args.expect) / "expect.json")]
+    if args.peaks:
+        inputs.append(("the peaks file --peaks", Path(args.peaks)))
+    refuse_clobber(
+        Path(args.output), inputs, hint="write the result to a new file, e.g. -o result.json"
+    )
 
 
 def _sign(result: dict[str, Any], key: Path, lock_dir: Path | None, image_id: str | None) -> Any:

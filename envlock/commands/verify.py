@@ -58,13 +58,15 @@ def _subject_text(subject: list[dict[str, Any]]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envlock.report import verify
+    from envlock.commands.report import read_envelope
+    from envlock.report import keys, verify_envelope
     from envlock.report.image import local_image_id
 
-    data = read_report(args.report)
+    public_key = keys.load_public(Path(args.key))
+    env = read_envelope(args.report)
     image_id = local_image_id(args.image) if args.image else None
     lock_dir = Path(args.lock) if args.lock else None
-    v = verify(data, Path(args.key), lock_dir=lock_dir, image_id=image_id)
+    v = verify_envelope(env, public_key, lock_dir=lock_dir, image_id=image_id)
     passed = v.result in ("PASSED", "WARNED")
     verified = v.ok and (passed or not args.require_pass)
     if args.json:
@@ -73,9 +75,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(_table(args, v))
     if not v.ok:
-        reasons = v.problems + [f"{f} drifted" for f, _, _ in v.drift]
         raise CheckFailed(
-            f"{args.report}: NOT VERIFIED: {'; '.join(reasons)}",
+            f"{args.report}: NOT VERIFIED: {'; '.join(v.reasons())}",
             hint=None if v.signature_ok else "check that PUB is the key the report was signed with",
         )
     if not verified:
@@ -86,19 +87,44 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+_STATUS = {
+    "matches": "matches the report",
+    "drift": "DRIFT",
+    "missing": "MISSING (the report records it)",
+    "not covered": "NOT COVERED by the report",
+}
+
+
 def _table(args: argparse.Namespace, v: Any) -> str:
     rows: list[list[str]] = [["report", args.report]]
     if v.signature_ok:
-        rows.append(["signature", f"valid ({v.key_type}, keyid {v.keyid[:16]}...)"])
+        n = v.valid_signatures
+        rows.append(
+            [
+                "signature",
+                f"valid ({v.key_type}, keyid {v.keyid[:16]}..."
+                + (f"; {n} distinct signatures by this key)" if n > 1 else ")"),
+            ]
+        )
     else:
         rows.append(["signature", f"NOT valid for {args.key}"])
     if v.statement is not None:
         rows.append(["subject", _subject_text(v.subject)])
         predicate = v.statement["predicate"]
         rows.append(["result", _result_text(v.result, predicate)])
-        for what, matches in v.checked.items():
-            given = args.lock if what == "lock" else args.image
-            rows.append([what, f"{given}: " + ("matches the report" if matches else "DRIFT")])
+        if not args.image:
+            rows.append(["image", "not checked (no --image given)"])
+        if not args.lock:
+            rows.append(["lock", "not checked (no --lock given)"])
+        for entry in v.checked:
+            if entry["kind"] == "image":
+                rows.append(["image", f"{args.image}: {_STATUS[entry['status']]}"])
+                continue
+            if entry["kind"] == "subject":
+                what = f"subject (lock digest of {Path(args.lock) / entry['name']})"
+            else:
+                what = str(Path(args.lock) / entry["name"])
+            rows.append(["checked", f"{what}: {_STATUS[entry['status']]}"])
     out = output.table(["check", "outcome"], rows)
     if v.problems:
         out += "\nproblems:\n" + "".join(f"  - {p}\n" for p in v.problems)

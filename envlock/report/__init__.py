@@ -11,11 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from envlock.report import dsse, statement
+from envlock.errors import DataError
+from envlock.report import dsse, statement, strict
 from envlock.report import keys as keymod
-from envlock.report.verify import Verification, verify
+from envlock.report.verify import Verification, verify, verify_envelope
 
-__all__ = ["Verification", "envelope_bytes", "sign_result", "verify"]
+__all__ = ["Verification", "envelope_bytes", "sign_result", "verify", "verify_envelope"]
 
 
 def sign_result(
@@ -33,6 +34,10 @@ def sign_result(
     else the lock digest (pylock.toml of ``lock_dir``, or the one the result
     records). Raises UsageError/DataError for a bad key or result.
     """
+    try:
+        strict.check_value(result, max_depth=strict.MAX_RESULT_DEPTH)
+    except strict.JSONDefect as e:
+        raise DataError(f"result: {e}", hint="sign the JSON the smoke harness printed") from e
     private_key = keymod.load_private(key)
     # results of run_in_image carry {"id", "ref"}: name the subject by the ref
     image = result.get("image")
@@ -47,7 +52,21 @@ def sign_result(
         result, lock_dir=lock_dir, image_id=image_id, image_name=image_name, url=url
     )
     payload = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    return dsse.sign(dsse.INTOTO_PAYLOAD_TYPE, payload, private_key).to_dict()
+    envelope = dsse.sign(dsse.INTOTO_PAYLOAD_TYPE, payload, private_key).to_dict()
+    # never write what our own verify rejects: run its checks on the bytes written
+    try:
+        parsed = dsse.parse_envelope(envelope_bytes(envelope))
+    except dsse.EnvelopeError as e:
+        raise DataError(f"result: the report would not verify: {e}", hint=_HINT) from e
+    check = verify_envelope(parsed, private_key.public_key())
+    if not check.ok:
+        raise DataError(
+            f"result: the report would not verify: {'; '.join(check.reasons())}", hint=_HINT
+        )
+    return envelope
+
+
+_HINT = "sign the JSON the smoke harness printed, unedited"
 
 
 def envelope_bytes(envelope: dict[str, Any]) -> bytes:

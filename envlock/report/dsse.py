@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from envlock.report import keys as keymod
+from envlock.report import strict
 
 INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
 
@@ -67,35 +67,12 @@ def b64decode(text: str, what: str) -> bytes:
         raise EnvelopeError(f"{what} is not base64 ({e})") from e
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise EnvelopeError(f"duplicate key {key!r} in JSON object")
-        out[key] = value
-    return out
-
-
-def _no_constant(name: str) -> Any:
-    raise EnvelopeError(f"{name} is not valid JSON")
-
-
-def strict_json(data: bytes | str, what: str) -> Any:
-    """Parse JSON rejecting duplicate keys, NaN/Infinity and bad UTF-8."""
+def strict_json(data: bytes | str, what: str, *, max_bytes: int = strict.MAX_PAYLOAD_BYTES) -> Any:
+    """Parse JSON with the one strict reader (``envlock.report.strict``)."""
     try:
-        text = data.decode("utf-8") if isinstance(data, bytes) else data
-    except UnicodeDecodeError as e:
-        raise EnvelopeError(f"{what} is not UTF-8 text ({e.reason} at byte {e.start})") from e
-    try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-    except EnvelopeError as e:
+        return strict.loads(data, max_bytes=max_bytes)
+    except strict.JSONDefect as e:
         raise EnvelopeError(f"{what}: {e}") from e
-    except json.JSONDecodeError as e:
-        raise EnvelopeError(
-            f"{what} is not JSON ({e.msg} at line {e.lineno} column {e.colno})"
-        ) from e
-    except RecursionError as e:
-        raise EnvelopeError(f"{what} is nested too deeply") from e
 
 
 @dataclass(frozen=True)
@@ -125,7 +102,7 @@ class Envelope:
 
 def parse_envelope(data: bytes | str) -> Envelope:
     """Parse a DSSE envelope strictly; raise EnvelopeError saying what is wrong."""
-    doc = strict_json(data, "the envelope")
+    doc = strict_json(data, "the envelope", max_bytes=strict.MAX_ENVELOPE_BYTES)
     if not isinstance(doc, dict):
         raise EnvelopeError(f"the envelope is a JSON {type(doc).__name__}, not an object")
     for field in ("payload", "payloadType", "signatures"):
@@ -168,16 +145,31 @@ def sign(payload_type: str, payload: bytes, private_key: Any) -> Envelope:
     return Envelope(payload_type, payload, (Signature(keyid=keyid, sig=sig),))
 
 
+def valid_signatures(envelope: Envelope, public_key: Any) -> list[Signature]:
+    """The signatures ``public_key`` made over the envelope's PAE, one per
+    signature: copies that differ only by ECDSA's (r, s) -> (r, n - s)
+    malleation count once. Keyids are hints and are not looked at."""
+    message = pae(envelope.payload_type, envelope.payload)
+    seen: set[Any] = set()
+    out: list[Signature] = []
+    for s in envelope.signatures:
+        if keymod.verify(public_key, s.sig, message):
+            canonical = keymod.canonical_signature(public_key, s.sig)
+            if canonical not in seen:
+                seen.add(canonical)
+                out.append(s)
+    return out
+
+
 def verify(envelope: Envelope, public_key: Any) -> Signature:
-    """Return the signature that ``public_key`` made over the envelope's PAE.
+    """Return the first signature that ``public_key`` made over the envelope's PAE.
 
     Every signature is tried against the trusted key whatever its keyid says;
     a keyid is only a hint, so naming the trusted key proves nothing.
     """
-    message = pae(envelope.payload_type, envelope.payload)
-    for s in envelope.signatures:
-        if keymod.verify(public_key, s.sig, message):
-            return s
+    valid = valid_signatures(envelope, public_key)
+    if valid:
+        return valid[0]
     n = len(envelope.signatures)
     raise EnvelopeError(
         f"no signature is valid for this key over the DSSE PAE ({n} signature"

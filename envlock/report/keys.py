@@ -140,6 +140,14 @@ def write_keypair(name: Path, key_type: str = DEFAULT_KEY_TYPE, *, force: bool =
     for p in (private_path, public_path):
         if p.is_dir():
             raise UsageError(f"{p} is a folder", hint="give -o a file name, e.g. -o keys/envlock")
+    from envlock.report.outputs import same_file
+
+    if private_path.exists() and public_path.exists() and same_file(private_path, public_path):
+        raise UsageError(
+            f"{public_path} is the same file as {private_path}; writing one would overwrite "
+            "the other",
+            hint="remove the link, or pick another name",
+        )
     if not force:
         existing = [str(p) for p in (private_path, public_path) if p.exists()]
         if existing:
@@ -168,10 +176,19 @@ def write_keypair(name: Path, key_type: str = DEFAULT_KEY_TYPE, *, force: bool =
     return KeyPair(private_path, public_path, key_type, keyid(key.public_key()), bool(passphrase))
 
 
+MAX_KEY_BYTES = 64 << 10  # a PEM key is a few hundred bytes
+
+
 def _read(path: Path, what: str) -> bytes:
-    return fsutil.read_input(
+    data = fsutil.read_input(
         path, what, hint="make one with 'envlock keygen -o NAME'", kind="PEM file"
     )
+    if len(data) > MAX_KEY_BYTES:
+        raise UsageError(
+            f"{what} {path}: {len(data)} bytes is too big for a PEM key",
+            hint="make one with 'envlock keygen -o NAME'",
+        )
+    return data
 
 
 def load_private(path: Path) -> Any:
@@ -243,10 +260,40 @@ def sign(private_key: Any, message: bytes) -> bytes:
     from cryptography.hazmat.primitives.asymmetric import ec
 
     if key_type_of(private_key) == "ecdsa-p256":
-        sig: bytes = private_key.sign(message, ec.ECDSA(hashes.SHA256()))
-    else:
-        sig = private_key.sign(message)
+        return low_s(private_key.sign(message, ec.ECDSA(hashes.SHA256())))
+    sig: bytes = private_key.sign(message)
     return sig
+
+
+# the order of the P-256 group: (r, s) and (r, n - s) are both valid signatures
+P256_ORDER = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+
+
+def low_s(der: bytes) -> bytes:
+    """An ECDSA P-256 DER signature with s <= n/2 (the same signature, re-encoded)."""
+    from cryptography.hazmat.primitives.asymmetric.utils import (
+        decode_dss_signature,
+        encode_dss_signature,
+    )
+
+    r, s = decode_dss_signature(der)
+    if s > P256_ORDER // 2:
+        return encode_dss_signature(r, P256_ORDER - s)
+    return der
+
+
+def canonical_signature(public_key: Any, signature: bytes) -> Any:
+    """What identifies a valid signature up to malleation: (r, min(s, n - s))
+    for ECDSA P-256, the bytes themselves for Ed25519 (not malleable)."""
+    if key_type_of(public_key) != "ecdsa-p256":
+        return signature
+    from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+    try:
+        r, s = decode_dss_signature(signature)
+    except ValueError:
+        return signature
+    return (r, min(s, P256_ORDER - s))
 
 
 def verify(public_key: Any, signature: bytes, message: bytes) -> bool:

@@ -34,7 +34,24 @@ EXTENSION = "envlock"
 EXTENSION_SCHEMA = "envlock.report/v1"
 SMOKE_SCHEMA = "envlock.smoke/v1"
 RESULTS = ("PASSED", "WARNED", "FAILED")
-CONFIG_FILES = ("pylock.toml", "requirements.txt", "Dockerfile")
+# Every file of a bundle (``envlock.lock.folder.bundle_files``, plus the CA
+# file render copies in with --ca-cert), in the order a report lists them; the
+# first three were the only ones recorded before issue #11.
+BUNDLE_FILES = (
+    "pylock.toml",
+    "requirements.txt",
+    "Dockerfile",
+    ".dockerignore",
+    "bootstrap.sh",
+    "envlock_smoke.py",
+    "envlock_runtime.py",
+    "expect.json",
+    "runtime.json",
+    "render.json",
+    "README.md",
+    "envlock-ca.pem",
+)
+CONFIG_FILES = BUNDLE_FILES
 
 HEX64 = re.compile(r"[0-9a-f]{64}")
 _CHECK_STATUS = {
@@ -61,10 +78,11 @@ def parse_digest(value: str, what: str) -> str:
 
 
 def lock_configuration(lock_dir: Path) -> dict[str, str]:
-    """{file name: sha256 hex} of the bundle files a report pins.
+    """{file name: sha256 hex} of every bundle file in ``lock_dir``.
 
-    pylock.toml must be there; requirements.txt and the Dockerfile are
-    recorded when present (a host-only bundle may lack a Dockerfile).
+    pylock.toml must be there; the other files of ``BUNDLE_FILES`` are
+    recorded when present (a host-only bundle may lack a Dockerfile), so a
+    report covers the whole bundle it was made from.
     """
     if not lock_dir.is_dir():
         raise UsageError(
@@ -74,7 +92,7 @@ def lock_configuration(lock_dir: Path) -> dict[str, str]:
             hint="give --lock the folder 'envlock lock -o DIR' wrote",
         )
     out: dict[str, str] = {}
-    for name in CONFIG_FILES:
+    for name in BUNDLE_FILES:
         path = lock_dir / name
         if not path.is_file():
             continue
@@ -104,6 +122,9 @@ def _tests(result: Mapping[str, Any], where: str) -> dict[str, list[str]]:
             raise DataError(
                 f"{where}: checks[{i}].name: missing or not a string", hint=_RESULT_HINT
             )
+        reason = check.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise DataError(f"{where}: checks[{i}].reason: not a string", hint=_RESULT_HINT)
         if not isinstance(status, str) or status.upper() not in _CHECK_STATUS:
             raise DataError(
                 f"{where}: checks[{i}].status: {status!r} is not PASS, WARN, FAIL or SKIP",
@@ -113,6 +134,49 @@ def _tests(result: Mapping[str, Any], where: str) -> dict[str, list[str]]:
         if bucket:
             lists[bucket].append(name)
     return lists
+
+
+_OPTIONAL_TYPES: dict[str, tuple[type, ...]] = {
+    "framework": (str,),
+    "version": (str,),
+    "expected": (dict,),
+    "build_info": (dict,),
+    "gpus": (list,),
+    "benchmark": (dict,),
+    "settings": (dict,),
+    "host": (dict,),
+    "image": (dict,),
+    "duration_s": (int, float),
+}
+_TYPE_NAMES = {str: "a string", dict: "an object", list: "a list", int: "a number"}
+
+
+def _field_types(result: Mapping[str, Any], where: str) -> None:
+    """The fields envlock reads, when present, have the type the harness gives them."""
+    for name, types in _OPTIONAL_TYPES.items():
+        value = result.get(name)
+        if value is None or (isinstance(value, types) and not isinstance(value, bool)):
+            continue
+        raise DataError(
+            f"{where}: {name}: {type(value).__name__} where {_TYPE_NAMES[types[0]]} belongs",
+            hint=_RESULT_HINT,
+        )
+    for i, gpu in enumerate(result.get("gpus") or []):
+        if not isinstance(gpu, dict):
+            raise DataError(f"{where}: gpus[{i}]: not an object", hint=_RESULT_HINT)
+    expected = result.get("expected") or {}
+    digest = expected.get("lock_digest")
+    if digest is not None and not isinstance(digest, str):
+        raise DataError(f"{where}: expected.lock_digest: not a string", hint=_RESULT_HINT)
+    if isinstance(digest, str) and digest:
+        try:
+            parse_digest(digest, "expected.lock_digest")
+        except UsageError as e:
+            raise DataError(f"{where}: {e.message}", hint=e.hint) from e
+    image = result.get("image") or {}
+    for name in ("id", "ref"):
+        if image.get(name) is not None and not isinstance(image.get(name), str):
+            raise DataError(f"{where}: image.{name}: not a string", hint=_RESULT_HINT)
 
 
 _RESULT_HINT = "sign the JSON that 'envlock smoke --json' or the bundle's harness printed"
@@ -133,6 +197,7 @@ def check_result(result: Any, where: str = "result") -> tuple[str, dict[str, lis
             f"{where}: status is {status!r}, expected one of {', '.join(RESULTS)}",
             hint=_RESULT_HINT,
         )
+    _field_types(result, where)
     lists = _tests(result, where)
     worst = "FAILED" if lists["failedTests"] else "WARNED" if lists["warnedTests"] else "PASSED"
     if RESULTS.index(worst) > RESULTS.index(status):
@@ -214,8 +279,18 @@ def build_statement(
     }
 
 
+def _str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
 def statement_problems(doc: Any) -> list[str]:
-    """What is wrong with a (signed) statement; empty when it is usable."""
+    """What is wrong with a (signed) statement; empty when it is usable.
+
+    The same checks ``build_statement`` output must pass (``sign_result``
+    runs them on every envelope it makes): every field envlock reads has its
+    type, the signed smoke result passes ``check_result``, and the verdict and
+    test lists agree with it.
+    """
     if not isinstance(doc, dict):
         return [f"the statement is a JSON {type(doc).__name__}, not an object"]
     problems: list[str] = []
@@ -230,6 +305,8 @@ def statement_problems(doc: Any) -> list[str]:
             if not isinstance(digest, dict) or not digest:
                 problems.append(f"statement subject[{i}] has no digest")
                 continue
+            if not isinstance(item.get("name", ""), str):
+                problems.append(f"statement subject[{i}].name is not a string")
             for algo, value in digest.items():
                 if not isinstance(value, str) or not value:
                     problems.append(f"statement subject[{i}].digest.{algo} is not a string")
@@ -242,13 +319,78 @@ def statement_problems(doc: Any) -> list[str]:
     if not isinstance(predicate, dict):
         problems.append("predicate is missing or not an object")
         return problems
-    if predicate.get("result") not in RESULTS:
+    result = predicate.get("result")
+    if result not in RESULTS:
+        problems.append(f"predicate result is {result!r}, expected one of {', '.join(RESULTS)}")
+    problems += _configuration_problems(predicate.get("configuration", []))
+    if "url" in predicate and not isinstance(predicate["url"], str):
+        problems.append("predicate url is not a string")
+    lists: dict[str, list[str]] = {}
+    for key in ("passedTests", "warnedTests", "failedTests"):
+        value = predicate.get(key, [])
+        if _str_list(value):
+            lists[key] = value
+        else:
+            problems.append(f"predicate {key} is not a list of strings")
+    if problems:
+        return problems
+    failed, warned = lists["failedTests"], lists["warnedTests"]
+    if result != "FAILED" and failed:
+        problems.append(f"predicate result is {result} but failedTests lists {failed}")
+    if result == "PASSED" and warned:
+        problems.append(f"predicate result is PASSED but warnedTests lists {warned}")
+    return problems + _extension_problems(predicate, lists)
+
+
+def _configuration_problems(config: Any) -> list[str]:
+    if not isinstance(config, list):
+        return ["predicate configuration is not a list of resource descriptors"]
+    problems: list[str] = []
+    names: set[str] = set()
+    for i, item in enumerate(config):
+        name = item.get("name") if isinstance(item, dict) else None
+        digest = item.get("digest") if isinstance(item, dict) else None
+        value = digest.get("sha256") if isinstance(digest, dict) else None
+        if not isinstance(name, str) or not name:
+            problems.append(f"predicate configuration[{i}] has no name")
+        elif not isinstance(value, str) or not HEX64.fullmatch(value):
+            problems.append(f"predicate configuration[{i}] ({name}) has no sha256 digest")
+        elif name in names:
+            problems.append(f"predicate configuration names {name} twice")
+        else:
+            names.add(name)
+    return problems
+
+
+def _extension_problems(predicate: Mapping[str, Any], lists: dict[str, list[str]]) -> list[str]:
+    ext = predicate.get(EXTENSION)
+    if not isinstance(ext, dict):
+        return [f"predicate has no {EXTENSION!r} object (the signed smoke result)"]
+    problems: list[str] = []
+    if ext.get("schema") != EXTENSION_SCHEMA:
         problems.append(
-            f"predicate result is {predicate.get('result')!r}, expected one of {', '.join(RESULTS)}"
+            f"predicate {EXTENSION}.schema is {ext.get('schema')!r}, expected {EXTENSION_SCHEMA!r}"
         )
-    config = predicate.get("configuration", [])
-    if not isinstance(config, list) or not all(isinstance(c, dict) for c in config):
-        problems.append("predicate configuration is not a list of resource descriptors")
+    if ext.get("subject_kind") not in ("image", "lock"):
+        problems.append(f"predicate {EXTENSION}.subject_kind is {ext.get('subject_kind')!r}")
+    if not isinstance(ext.get("measurements", {}), dict):
+        problems.append(f"predicate {EXTENSION}.measurements is not an object")
+    smoke = ext.get("smoke")
+    result = predicate.get("result")
+    if isinstance(smoke, dict) and smoke.get("status") in RESULTS and smoke["status"] != result:
+        problems.append(
+            f"predicate result is {result} but the signed smoke result says {smoke['status']}"
+        )
+        return problems
+    try:
+        _, smoke_lists = check_result(smoke, f"predicate {EXTENSION}.smoke")
+    except DataError as e:
+        return [*problems, e.message]
+    for key, names in smoke_lists.items():
+        if names != lists[key]:
+            problems.append(
+                f"predicate {key} {lists[key]} differs from the signed smoke checks {names}"
+            )
     return problems
 
 

@@ -29,86 +29,88 @@ class Verification:
     keyid: str = ""  # keyid of the trusted key
     key_type: str = ""
     statement: dict[str, Any] | None = None
-    checked: dict[str, bool] = field(default_factory=dict)  # "lock"/"image" -> matches
+    # what was compared, one entry per subject: {"kind": "image" | "file" | "subject",
+    # "name", "status": "matches" | "drift" | "missing" | "not covered", "report", "actual"}
+    checked: list[dict[str, str]] = field(default_factory=list)
+    uncovered: list[str] = field(default_factory=list)  # asked for, not in the report
+    valid_signatures: int = 0  # distinct valid signatures by the key (malleated copies once)
+
+    def reasons(self) -> list[str]:
+        """Why it did not verify, one phrase each."""
+        return (
+            self.problems
+            + [f"{f} drifted" for f, _, _ in self.drift]
+            + [f"the report does not cover {name}" for name in self.uncovered]
+        )
 
     def to_dict(self) -> dict[str, Any]:
         predicate = (self.statement or {}).get("predicate") or {}
         return {
             "ok": self.ok,
             "signature_ok": self.signature_ok,
+            "valid_signatures": self.valid_signatures,
             "result": self.result,
             "subject": self.subject,
+            "checked": self.checked,
             "drift": [
                 {"field": f, "report": expected, "actual": actual}
                 for f, expected, actual in self.drift
             ],
+            "uncovered": self.uncovered,
             "problems": self.problems,
             "keyid": self.keyid,
             "key_type": self.key_type,
-            "checked": self.checked,
             "passedTests": predicate.get("passedTests", []) if self.result else [],
             "warnedTests": predicate.get("warnedTests", []) if self.result else [],
             "failedTests": predicate.get("failedTests", []) if self.result else [],
         }
 
 
-def _consistency(doc: dict[str, Any]) -> list[str]:
-    """A PASSED/WARNED result must not list failed checks (nor a failed smoke)."""
-    predicate = doc["predicate"]
-    result = predicate.get("result")
-    failed = predicate.get("failedTests") or []
-    warned = predicate.get("warnedTests") or []
-    problems: list[str] = []
-    if result != "FAILED" and failed:
-        problems.append(f"predicate result is {result} but failedTests lists {failed}")
-    if result == "PASSED" and warned:
-        problems.append(f"predicate result is PASSED but warnedTests lists {warned}")
-    ext = predicate.get(statement.EXTENSION)
-    smoke = ext.get("smoke") if isinstance(ext, dict) else None
-    if isinstance(smoke, dict) and smoke.get("status") not in (None, result):
-        problems.append(
-            f"predicate result is {result} but the signed smoke result says {smoke.get('status')}"
-        )
-    return problems
+def _entry(kind: str, name: str, status: str, report: str, actual: str) -> dict[str, str]:
+    return {"kind": kind, "name": name, "status": status, "report": report, "actual": actual}
 
 
-def _drift(
-    doc: dict[str, Any], lock_dir: Path | None, image_id: str | None
-) -> tuple[list[tuple[str, str, str]], dict[str, bool]]:
-    drift: list[tuple[str, str, str]] = []
-    checked: dict[str, bool] = {}
+def _compare(
+    out: Verification, doc: dict[str, Any], lock_dir: Path | None, image_id: str | None
+) -> None:
+    """Compare the trusted statement with the image and every bundle file asked for."""
     subjects = statement.subject_digests(doc)
     shown = ", ".join(f"sha256:{d}" for d in subjects) or ABSENT
-    if lock_dir is not None:
-        before = len(drift)
-        actual = statement.lock_configuration(lock_dir)
-        reported = statement.configuration_digests(doc)
-        for name in [*statement.CONFIG_FILES, *sorted(set(reported) - set(statement.CONFIG_FILES))]:
-            have, want = actual.get(name), reported.get(name)
-            if name not in reported:
-                continue  # the report makes no claim about this file
-            if have != want:
-                drift.append(
-                    (
-                        f"configuration[{name}].sha256",
-                        f"sha256:{want}" if want else ABSENT,
-                        f"sha256:{have}" if have else ABSENT,
-                    )
-                )
-        ext = doc["predicate"].get(statement.EXTENSION)
-        if (
-            isinstance(ext, dict)
-            and ext.get("subject_kind") == "lock"
-            and actual["pylock.toml"] not in subjects
-        ):
-            drift.append(("subject.digest.sha256", shown, f"sha256:{actual['pylock.toml']}"))
-        checked["lock"] = len(drift) == before
     if image_id is not None:
         want = statement.parse_digest(image_id, "image id")
-        checked["image"] = want in subjects
-        if not checked["image"]:
-            drift.append(("subject.digest.sha256", shown, f"sha256:{want}"))
-    return drift, checked
+        if want in subjects:
+            out.checked.append(_entry("image", image_id, "matches", f"sha256:{want}", image_id))
+        else:
+            out.checked.append(_entry("image", image_id, "drift", shown, f"sha256:{want}"))
+            out.drift.append(("subject.digest.sha256", shown, f"sha256:{want}"))
+    if lock_dir is None:
+        return
+    actual = statement.lock_configuration(lock_dir)
+    reported = statement.configuration_digests(doc)
+    extra = sorted(set(reported) - set(statement.BUNDLE_FILES))
+    for name in [*statement.BUNDLE_FILES, *extra]:
+        have, want_file = actual.get(name), reported.get(name)
+        if name not in reported:
+            if have is not None:
+                out.uncovered.append(name)
+                out.checked.append(_entry("file", name, "not covered", ABSENT, f"sha256:{have}"))
+            continue
+        report_text = f"sha256:{want_file}" if want_file else ABSENT
+        if have == want_file:
+            out.checked.append(_entry("file", name, "matches", report_text, f"sha256:{have}"))
+            continue
+        status = "missing" if have is None else "drift"
+        actual_text = f"sha256:{have}" if have else ABSENT
+        out.checked.append(_entry("file", name, status, report_text, actual_text))
+        out.drift.append((f"configuration[{name}].sha256", report_text, actual_text))
+    ext = doc["predicate"].get(statement.EXTENSION)
+    if isinstance(ext, dict) and ext.get("subject_kind") == "lock":
+        lock_digest = f"sha256:{actual['pylock.toml']}"
+        if actual["pylock.toml"] in subjects:
+            out.checked.append(_entry("subject", "pylock.toml", "matches", shown, lock_digest))
+        else:
+            out.checked.append(_entry("subject", "pylock.toml", "drift", shown, lock_digest))
+            out.drift.append(("subject.digest.sha256", shown, lock_digest))
 
 
 def verify(
@@ -118,13 +120,24 @@ def verify(
     lock_dir: Path | None = None,
     image_id: str | None = None,
 ) -> Verification:
-    """Check a DSSE envelope against a trusted public key, and optionally a lock/image."""
+    """Check a DSSE envelope against a trusted public key, and optionally a lock/image.
+
+    A malformed envelope comes back as a problem (``ok`` False); the command
+    line reads the envelope first and calls ``verify_envelope``, so there a
+    file that is not a DSSE envelope is an input error (exit 2).
+    """
     public_key = keymod.load_public(pub)
-    if lock_dir is not None:
-        statement.lock_configuration(lock_dir)  # a bad --lock is the caller's input error
-    if image_id is not None:
-        statement.parse_digest(image_id, "image id")
-    out = Verification(
+    try:
+        env = dsse.parse_envelope(envelope)
+    except dsse.EnvelopeError as e:
+        out = _empty(public_key)
+        out.problems.append(str(e))
+        return out
+    return verify_envelope(env, public_key, lock_dir=lock_dir, image_id=image_id)
+
+
+def _empty(public_key: Any) -> Verification:
+    return Verification(
         ok=False,
         signature_ok=False,
         result=None,
@@ -134,11 +147,29 @@ def verify(
         keyid=keymod.keyid(public_key),
         key_type=keymod.key_type_of(public_key),
     )
-    try:
-        env = dsse.parse_envelope(envelope)
-        dsse.verify(env, public_key)
-    except dsse.EnvelopeError as e:
-        out.problems.append(str(e))
+
+
+def verify_envelope(
+    env: dsse.Envelope,
+    public_key: Any,
+    *,
+    lock_dir: Path | None = None,
+    image_id: str | None = None,
+) -> Verification:
+    """Signature, payload type, statement, then (only then) the lock and image."""
+    if lock_dir is not None:
+        statement.lock_configuration(lock_dir)  # a bad --lock is the caller's input error
+    if image_id is not None:
+        statement.parse_digest(image_id, "image id")
+    out = _empty(public_key)
+    valid = dsse.valid_signatures(env, public_key)
+    out.valid_signatures = len(valid)
+    if not valid:
+        n = len(env.signatures)
+        out.problems.append(
+            f"no signature is valid for this key over the DSSE PAE ({n} signature"
+            f"{'s' if n != 1 else ''} tried; keyids are not trusted)"
+        )
         return out
     out.signature_ok = True
     if env.payload_type != dsse.INTOTO_PAYLOAD_TYPE:
@@ -155,13 +186,9 @@ def verify(
     if problems:
         out.problems.extend(problems)
         return out
-    problems = _consistency(doc)
-    if problems:
-        out.problems.extend(problems)
-        return out
     out.statement = doc
     out.subject = list(doc["subject"])
     out.result = doc["predicate"]["result"]
-    out.drift, out.checked = _drift(doc, lock_dir, image_id)
-    out.ok = not out.problems and not out.drift
+    _compare(out, doc, lock_dir, image_id)
+    out.ok = not out.problems and not out.drift and not out.uncovered
     return out
