@@ -80,7 +80,8 @@ def _hash_mismatch(raw: str, index: str) -> EnvironmentFailure | None:
     block = raw[raw.lower().index(_HASH_MISMATCH) :]
     where = _MISMATCH_LINE.search(block.split("\n", 1)[-1])
     expected, got = _EXPECTED.search(block), _GOT.search(block)
-    name = where.group("url").rsplit("/", 1)[-1].split("#")[0] if where else "a file"
+    url = where.group("url").split("#")[0].rstrip(":") if where else ""
+    name = url.rsplit("/", 1)[-1] or "a file"
     detail = (
         f" (listed sha256 {expected.group('sha')}, got {got.group('sha')})"
         if expected and got
@@ -94,12 +95,13 @@ def _hash_mismatch(raw: str, index: str) -> EnvironmentFailure | None:
     )
 
 
-def _crash(raw: str) -> str | None:
-    """The exception line of a pip traceback, or None."""
-    if "Traceback (most recent call last)" not in raw:
+def _crash(stderr: str) -> str | None:
+    """The exception line of a pip traceback (on its stderr), or None."""
+    if "Traceback (most recent call last)" not in stderr:
         return None
-    lines = [ln.strip() for ln in raw.splitlines() if ln.strip()]
-    return lines[-1][:300] if lines else None
+    tail = stderr[stderr.rindex("Traceback (most recent call last)") :]
+    lines = [ln for ln in tail.splitlines() if ln.strip() and not ln.startswith((" ", "\t"))]
+    return lines[-1].strip()[:300] if len(lines) > 1 else None
 
 
 _NOISE = re.compile(
@@ -241,11 +243,12 @@ def compile_lock(
             failure = _hash_mismatch(raw, index) or _network_failure(raw, index)
             if failure is not None:
                 raise failure
-            crash = _crash(raw)
-            if crash is not None:
+            crash = _crash(proc.stderr or "")
+            if crash is not None:  # pip reads a truncated page without noticing, then fails
                 raise EnvironmentFailure(
-                    f"pip failed (exit {proc.returncode}): {crash}",
-                    hint="check the network and the index; run the lock again",
+                    f"pip crashed reading the package index at {index}: {crash}",
+                    hint="a truncated or damaged answer from the index or a proxy; "
+                    "run the lock again",
                 )
             if (
                 "resolutionimpossible" in low
