@@ -189,8 +189,9 @@ def reason_of(text: str) -> str:
 
 def _timed_out(sess: requests.Session, url: str) -> str:
     s = settings_of(sess)
+    tries = f"{s.retries + 1} {'try' if s.retries == 0 else 'tries'}"
     return (
-        f"no answer within {s.timeout[1]:g} s for {url} ({s.retries + 1} tries; "
+        f"timed out after {s.timeout[1]:g} s for {url} ({tries}; "
         "ENVLOCK_HTTP_TIMEOUT and ENVLOCK_HTTP_RETRIES set these)"
     )
 

@@ -39,7 +39,7 @@ from envlock.lock.target import Target
 PAGE = "/simple/dep-a/"
 TRANSIENT = ["stall", "reset", "truncate", 503]
 REASON = {
-    "stall": "no answer within 0.5 s",
+    "stall": "timed out after 0.5 s",
     "reset": "the connection was reset",
     "truncate": "the connection broke off in the middle of the answer",
     503: "HTTP 503 Service Unavailable",
