@@ -243,6 +243,9 @@ def _stream_build(
 ) -> tuple[_StepTracker, float]:
     from docker.errors import APIError
 
+    from envlock.engine import engine_errors
+
+    lost = (*engine_errors(), _urllib3_error())
     tracker = _StepTracker()
     started = time.perf_counter()
     try:
@@ -279,6 +282,9 @@ def _stream_build(
     except APIError as e:
         tracker.flush()
         raise _api_failure(e, tracker) from e
+    except lost as e:  # the engine went away mid-build (stopped, crashed, socket gone)
+        tracker.flush()
+        raise _engine_lost(tracker, e) from e
     if not tracker.image_id:
         raise _step_failure(tracker, "the engine reported no image id")
     return tracker, time.perf_counter() - started
@@ -319,6 +325,33 @@ def _step_failure(tracker: _StepTracker, message: str) -> EnvironmentFailure:
     return EnvironmentFailure(
         f"the build failed at {where}: {message}\nlast lines of its log:\n{_tail(tracker.log)}",
         hint=hint,
+    )
+
+
+def _urllib3_error() -> type[Exception]:
+    """What docker-py's raw stream reader raises when the connection breaks."""
+    from urllib3.exceptions import HTTPError
+
+    return HTTPError
+
+
+def _engine_lost(tracker: _StepTracker, e: BaseException) -> EnvironmentFailure:
+    from envlock.engine import short
+
+    text = short(e)
+    if "connection broken" in text.lower() or "incompleteread" in text.lower():
+        text = f"the connection to the engine broke off ({type(e).__name__})"
+    step = tracker.current
+    where = (
+        f"step {step['number']}/{step['total']} ({step['instruction']})"
+        if step
+        else "the start of the build"
+    )
+    return EnvironmentFailure(
+        f"the Docker Engine stopped answering during the build, at {where}: {text}\n"
+        f"last lines of its log:\n{_tail(tracker.log)}",
+        hint="check that the engine is running (`docker info`) and build again; "
+        "steps that finished may come from its cache",
     )
 
 

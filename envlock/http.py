@@ -9,12 +9,20 @@
 
 ``get(...)`` does one request and maps every failure to ``EnvironmentFailure``
 (exit 3): "cannot reach the package index at <url>: ..." plus a hint.
+urllib3 retries what fails before the answer's headers (refused or reset
+connections, a server that stalls past the read timeout, 429 and 5xx); a body
+that breaks off after its headers (a truncated answer, a reset or a stall in
+the middle) is outside urllib3's retries, so ``get`` and ``get_range`` ask
+again themselves, as often and with the same backoff.
+``get_range(...)`` reads one byte range of a file and refuses a server that
+ignores the Range header (a 200 with the whole file) without downloading it.
 requests is imported only inside these functions.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -127,7 +135,14 @@ def session(settings: HttpSettings | None = None) -> requests.Session:
     sess.mount("http://", adapter)
     sess.verify = ca_bundle()
     sess.headers["User-Agent"] = _user_agent()
+    sess.envlock_settings = s  # type: ignore[attr-defined]  # for get()'s body retries
     return sess
+
+
+def settings_of(sess: requests.Session) -> HttpSettings:
+    """The settings ``session()`` made ``sess`` with (from the environment otherwise)."""
+    found = getattr(sess, "envlock_settings", None)
+    return found if isinstance(found, HttpSettings) else HttpSettings.from_env()
 
 
 def _user_agent() -> str:
@@ -150,6 +165,12 @@ def _reason(exc: Exception) -> str:
     low = text.lower()
     if "connection refused" in low:
         return "connection refused"
+    if "incompleteread" in low or "connection broken" in low:
+        return "the connection broke off in the middle of the answer"
+    if "reset by peer" in low or "connectionreseterror" in low:
+        return "the connection was reset"
+    if "remotedisconnected" in low or "closed connection without response" in low:
+        return "the server closed the connection without answering"
     if "name or service not known" in low or "nodename nor servname" in low:
         return "host name not found"
     if "certificate verify failed" in low:
@@ -159,6 +180,66 @@ def _reason(exc: Exception) -> str:
     if "timed out" in low or "timeout" in low:
         return "timed out"
     return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
+def reason_of(text: str) -> str:
+    """The short reason ``_reason`` gives, from an error's text (another tool's output)."""
+    return _reason(Exception(text))
+
+
+def _timed_out(sess: requests.Session, url: str) -> str:
+    s = settings_of(sess)
+    tries = f"{s.retries + 1} {'try' if s.retries == 0 else 'tries'}"
+    return (
+        f"timed out after {s.timeout[1]:g} s for {url} ({tries}; "
+        "ENVLOCK_HTTP_TIMEOUT and ENVLOCK_HTTP_RETRIES set these)"
+    )
+
+
+def _pause(settings: HttpSettings, attempt: int) -> None:
+    """The backoff before asking again (as urllib3's: backoff * 2**attempt, at most 2 min)."""
+    time.sleep(min(120.0, settings.backoff * (2**attempt)))
+
+
+def _send(
+    sess: requests.Session,
+    url: str,
+    *,
+    index: str,
+    headers: dict[str, str] | None,
+    ok: tuple[int, ...],
+) -> requests.Response:
+    """One request through urllib3's retries; the body not read yet."""
+    import requests
+
+    try:
+        resp = sess.get(url, headers=headers, stream=True)
+    except requests.exceptions.SSLError as e:
+        raise unreachable(index, f"TLS failed ({_reason(e)})") from None
+    except requests.exceptions.RetryError as e:
+        raise unreachable(index, f"{_reason(e)} for {url}") from None
+    except requests.exceptions.Timeout:
+        raise unreachable(index, _timed_out(sess, url)) from None
+    except requests.exceptions.ConnectionError as e:
+        reason = _reason(e)
+        if reason == "timed out":
+            raise unreachable(index, _timed_out(sess, url)) from None
+        if reason in ("connection refused", "host name not found"):
+            raise unreachable(index, reason) from None
+        raise unreachable(index, f"{reason} for {url}") from None
+    except requests.exceptions.RequestException as e:
+        raise unreachable(index, _reason(e)) from None
+    if resp.status_code not in ok:
+        resp.close()
+        raise unreachable(index, f"HTTP {resp.status_code} {resp.reason or ''} for {url}".strip())
+    return resp
+
+
+def _body_failed(sess: requests.Session, url: str, exc: Exception) -> str:
+    reason = _reason(exc)
+    if reason == "timed out":
+        return _timed_out(sess, url)
+    return f"{reason} while reading {url}"
 
 
 def get(
@@ -172,25 +253,92 @@ def get(
 ) -> requests.Response:
     """GET ``url``; any network failure or an unexpected status -> EnvironmentFailure.
 
-    ``index`` is the index URL named in the message. With ``stream`` the body is
-    not read before the status is checked (a response with another status is
-    closed unread, so an ignored Range header never downloads a whole wheel).
+    ``index`` is the index URL named in the message. Without ``stream`` the
+    body is read here, and a body that breaks off (truncated, reset, stalled)
+    is asked for again, up to the session's retries. With ``stream`` the body
+    is not read before the status is checked (a response with another status
+    is closed unread); reading it, and retrying, is the caller's.
     """
     import requests
 
+    settings = settings_of(sess)
+    for attempt in range(settings.retries + 1):
+        resp = _send(sess, url, index=index, headers=headers, ok=ok)
+        if stream:
+            return resp
+        try:
+            _ = resp.content
+        except requests.exceptions.RequestException as e:
+            resp.close()
+            if attempt >= settings.retries:
+                raise unreachable(index, _body_failed(sess, url, e)) from None
+            _pause(settings, attempt)
+            continue
+        return resp
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def get_range(
+    sess: requests.Session, url: str, start: int, end: int | None, *, index: str
+) -> tuple[bytes, int]:
+    """Bytes ``start..end`` (inclusive) of ``url`` and the file's size; ``(-n, None)``: the last n.
+
+    The answer must be a 206 whose Content-Range matches what was asked and
+    whose body is as long as it says; a body that breaks off is asked for
+    again (the session's retries). A 200 (the server ignored Range) is refused
+    unread: it would be the whole file.
+    """
+    import requests
+
+    rng = f"bytes={start}" if end is None else f"bytes={start}-{end}"
+    settings = settings_of(sess)
+    for attempt in range(settings.retries + 1):
+        resp = _send(sess, url, index=index, headers={"Range": rng}, ok=(200, 206))
+        try:
+            if resp.status_code == 200:
+                raise EnvironmentFailure(
+                    f"the file server of {index} ignores HTTP range requests "
+                    f"(it answered 200 with the whole file for {url})",
+                    hint="envlock reads wheels in parts; use an index or proxy that honours Range",
+                )
+            first, last, total = _content_range(resp.headers.get("Content-Range", ""))
+            if first is None or (start >= 0 and first != start) or (end is not None and last > end):
+                raise EnvironmentFailure(
+                    f"the file server of {index} sent no usable Content-Range for {url} "
+                    f"(asked for {rng}, got {resp.headers.get('Content-Range', 'none')!r})",
+                    hint="a proxy may be rewriting range requests",
+                )
+            try:
+                data = b"".join(resp.iter_content(1 << 20))
+            except requests.exceptions.RequestException as e:
+                if attempt >= settings.retries:
+                    raise unreachable(index, _body_failed(sess, url, e)) from None
+                _pause(settings, attempt)
+                continue
+            if len(data) != last - first + 1:  # no Content-Length check held it
+                if attempt >= settings.retries:
+                    raise unreachable(
+                        index,
+                        f"the answer for {url} broke off: {len(data)} of "
+                        f"{last - first + 1} bytes ({rng})",
+                    )
+                _pause(settings, attempt)
+                continue
+            return data, total
+        finally:
+            resp.close()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _content_range(value: str) -> tuple[int | None, int, int]:
+    """``bytes A-B/T`` -> (A, B, T); (None, 0, 0) when it is not that."""
+    unit, _, rest = value.strip().partition(" ")
+    span, _, total = rest.partition("/")
+    first, _, last = span.partition("-")
     try:
-        resp = sess.get(url, headers=headers, stream=stream)
-    except requests.exceptions.SSLError as e:
-        raise unreachable(index, f"TLS failed ({_reason(e)})") from None
-    except requests.exceptions.RetryError as e:
-        raise unreachable(index, f"{_reason(e)} for {url}") from None
-    except requests.exceptions.ConnectionError as e:
-        raise unreachable(index, _reason(e)) from None
-    except requests.exceptions.Timeout:
-        raise unreachable(index, f"timed out fetching {url}") from None
-    except requests.exceptions.RequestException as e:
-        raise unreachable(index, _reason(e)) from None
-    if resp.status_code not in ok:
-        resp.close()
-        raise unreachable(index, f"HTTP {resp.status_code} {resp.reason or ''} for {url}".strip())
-    return resp
+        a, b, t = int(first), int(last), int(total)
+    except ValueError:
+        return None, 0, 0
+    if unit.lower() != "bytes" or not 0 <= a <= b < t:
+        return None, 0, 0
+    return a, b, t

@@ -41,6 +41,69 @@ _NETWORK_HINTS = (
 )
 
 
+# pip's urllib3 warns before its last try of a page; when that one fails too,
+# pip skips the page without a word and reports "from versions: none".
+_LAST_RETRY = re.compile(
+    r"Retrying \(Retry\(total=0\b.*?\)\) after connection broken by '(?P<cause>.*)': "
+    r"(?P<path>\S+)\s*$",
+    re.MULTILINE,
+)
+_HASH_MISMATCH = "these packages do not match the hashes"
+_MISMATCH_LINE = re.compile(r"^\s*(?P<req>.+?) from (?P<url>\S+)", re.MULTILINE)
+_EXPECTED = re.compile(r"Expected sha256 (?P<sha>[0-9a-f]{64})")
+_GOT = re.compile(r"Got\s+(?P<sha>[0-9a-f]{64})")
+
+
+def _network_failure(raw: str, index: str) -> EnvironmentFailure | None:
+    """A network failure in pip's whole output (its retry warnings included), or None."""
+    from envlock.http import reason_of, unreachable
+
+    low = raw.lower()
+    gave_up = list(_LAST_RETRY.finditer(raw))
+    if gave_up and "from versions: none" in low:
+        last = gave_up[-1]
+        cause = reason_of(last.group("cause"))
+        return unreachable(
+            index, f"pip gave up on {last.group('path')} after its retries ({cause})"
+        )
+    if "incompleteread" in low or "connection broken" in low:
+        return unreachable(index, "an answer broke off in the middle (pip)")
+    if any(h in _explanation(raw).lower() for h in _NETWORK_HINTS):
+        return unreachable(index, "pip could not connect")
+    return None
+
+
+def _hash_mismatch(raw: str, index: str) -> EnvironmentFailure | None:
+    """pip's HashMismatch: a downloaded file is not the one the index lists (exit 3)."""
+    if _HASH_MISMATCH not in raw.lower():
+        return None
+    block = raw[raw.lower().index(_HASH_MISMATCH) :]
+    where = _MISMATCH_LINE.search(block.split("\n", 1)[-1])
+    expected, got = _EXPECTED.search(block), _GOT.search(block)
+    url = where.group("url").split("#")[0].rstrip(":") if where else ""
+    name = url.rsplit("/", 1)[-1] or "a file"
+    detail = (
+        f" (listed sha256 {expected.group('sha')}, got {got.group('sha')})"
+        if expected and got
+        else ""
+    )
+    return EnvironmentFailure(
+        f"the package index at {index} served {name} with other bytes than the file it "
+        f"lists{detail}; it was refused and nothing was locked",
+        hint="try again; if it persists, the index or a proxy in between serves damaged or "
+        "altered files: report it",
+    )
+
+
+def _crash(stderr: str) -> str | None:
+    """The exception line of a pip traceback (on its stderr), or None."""
+    if "Traceback (most recent call last)" not in stderr:
+        return None
+    tail = stderr[stderr.rindex("Traceback (most recent call last)") :]
+    lines = [ln for ln in tail.splitlines() if ln.strip() and not ln.startswith((" ", "\t"))]
+    return lines[-1].strip()[:300] if len(lines) > 1 else None
+
+
 _NOISE = re.compile(
     r"^\s*(Collecting|Downloading|Using cached|Obtaining|Requirement already|Would install|"
     r"INFO:|WARNING: Retrying|\d\. |To fix this)"
@@ -83,7 +146,9 @@ def pip_env() -> dict[str, str]:
 
 
 def dry_run_command(report: str, workdir: str, target: Target, index: str) -> list[str]:
-    from envlock.http import ca_bundle
+    from envlock.http import HttpSettings, ca_bundle
+
+    http = HttpSettings.from_env()  # ENVLOCK_HTTP_RETRIES / _TIMEOUT reach pip too
 
     cmd = [
         sys.executable,
@@ -107,9 +172,9 @@ def dry_run_command(report: str, workdir: str, target: Target, index: str) -> li
         "--index-url",
         index,
         "--retries",
-        "3",
+        str(http.retries),
         "--timeout",
-        "30",
+        f"{http.timeout[1]:g}",
         "--progress-bar",
         "off",
     ]
@@ -171,13 +236,19 @@ def compile_lock(
             raise EnvironmentFailure("pip did not finish within an hour") from e
         except OSError as e:
             raise EnvironmentFailure(f"cannot run pip: {e}") from e
-        text = _explanation((proc.stderr or "") + (proc.stdout or ""))
+        raw = (proc.stderr or "") + (proc.stdout or "")
+        text = _explanation(raw)
         if proc.returncode != 0:
             low = text.lower()
-            if any(h in low for h in _NETWORK_HINTS):
+            failure = _hash_mismatch(raw, index) or _network_failure(raw, index)
+            if failure is not None:
+                raise failure
+            crash = _crash(proc.stderr or "")
+            if crash is not None:  # pip reads a truncated page without noticing, then fails
                 raise EnvironmentFailure(
-                    f"cannot reach the package index at {index}: pip could not connect",
-                    hint="check the network, proxy and CA settings, or pass --index-url",
+                    f"pip crashed reading the package index at {index}: {crash}",
+                    hint="a truncated or damaged answer from the index or a proxy; "
+                    "run the lock again",
                 )
             if (
                 "resolutionimpossible" in low

@@ -36,7 +36,7 @@ def fetch_files(
             hint="use the uv resolver (the default) for file:// indexes",
         )
     names = sorted({canonicalize_name(p) for p in projects})
-    sess = http.session(http.HttpSettings(pool_size=workers))
+    sess = http.session(http.HttpSettings.from_env(pool_size=workers))
 
     def one(name: str) -> tuple[str, list[IndexFile]]:
         files = pep691.project_files(

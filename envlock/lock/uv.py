@@ -118,9 +118,22 @@ def uv_version() -> str:
 
 
 def uv_env(cache_dir: str | None = None) -> dict[str, str]:
+    """uv's environment: this one without _UV_STRIP, and envlock's HTTP settings
+    where the user set them (ENVLOCK_HTTP_TIMEOUT -> UV_HTTP_TIMEOUT, whole
+    seconds; ENVLOCK_HTTP_RETRIES -> UV_HTTP_RETRIES), so one setting rules every
+    request of a lock."""
+    import math
+
+    from envlock.http import HttpSettings
+
     env = {k: v for k, v in os.environ.items() if k not in _UV_STRIP}
     env["NO_COLOR"] = "1"
     env["UV_NO_PROGRESS"] = "1"
+    http = HttpSettings.from_env()  # a bad value is exit 2 here, before uv runs
+    if os.environ.get("ENVLOCK_HTTP_TIMEOUT"):
+        env["UV_HTTP_TIMEOUT"] = str(max(1, math.ceil(http.timeout[1])))
+    if os.environ.get("ENVLOCK_HTTP_RETRIES"):
+        env["UV_HTTP_RETRIES"] = str(http.retries)
     if cache_dir:
         env["UV_CACHE_DIR"] = cache_dir
     return env

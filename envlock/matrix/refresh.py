@@ -179,39 +179,20 @@ def candidates(files: Iterable[IndexFile]) -> list[Candidate]:
 
 
 def _range_fetcher(
-    sess: requests.Session, url: str, index: str
+    sess: requests.Session, url: str, index: str, size: int | None = None
 ) -> Callable[[int, int | None], tuple[bytes, int]]:
+    """Range reads of one wheel through ``envlock.http.get_range`` (its retries
+    and refusals); a file whose size is not the one the index lists is refused."""
     from envlock import http
 
     def fetch(start: int, end: int | None) -> tuple[bytes, int]:
-        rng = f"bytes={start}" if end is None else f"bytes={start}-{end}"
-        resp = http.get(sess, url, index=index, headers={"Range": rng}, ok=(200, 206), stream=True)
-        if resp.status_code == 200:
-            resp.close()
+        data, total = http.get_range(sess, url, start, end, index=index)
+        if size is not None and total != size:
             raise EnvironmentFailure(
-                f"the file server of {index} ignores HTTP range requests "
-                f"(it answered 200 with the whole file for {url})",
-                hint="envlock reads wheels in parts; use an index or proxy that honours Range",
+                f"the file server of {index} serves {total} bytes for {url}, "
+                f"the index lists {size}",
+                hint="the file changed on the server or a proxy altered it; try again",
             )
-        try:
-            crange = resp.headers.get("Content-Range", "")
-            total = int(crange.rsplit("/", 1)[1])
-            data = b"".join(resp.iter_content(1 << 20))
-        except (IndexError, ValueError):
-            raise EnvironmentFailure(
-                f"the file server of {index} sent no usable Content-Range for {url}",
-                hint="a proxy may be rewriting range requests",
-            ) from None
-        except Exception as e:  # a connection that dies while reading the body
-            import requests
-
-            if isinstance(e, requests.exceptions.RequestException):
-                from envlock.http import unreachable
-
-                raise unreachable(index, f"reading {url} failed: {e}") from None
-            raise
-        finally:
-            resp.close()
         return data, total
 
     return fetch
@@ -266,7 +247,7 @@ def parse_build_info(text: str, filename: str = "build_info.py") -> dict[str, An
 
 def read_wheel(sess: requests.Session, index: str, f: IndexFile) -> WheelFacts:
     """METADATA and build_info.py of one remote wheel, by range requests."""
-    z = RemoteZip(_range_fetcher(sess, f.url, index), f.filename)
+    z = RemoteZip(_range_fetcher(sess, f.url, index, f.size), f.filename)
     metadata = [m for m in z.find_suffix(".dist-info/METADATA") if m.name.count("/") == 1]
     if not metadata:
         raise DataError(f"{f.filename}: no .dist-info/METADATA in the wheel")

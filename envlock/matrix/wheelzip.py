@@ -9,6 +9,14 @@ holds it) and one range for the member's local header plus its data.
 
 Only stored (0) and deflated (8) members are supported; that is what wheels use.
 
+Every byte used is checked: the directory's structure, and each member read
+against the CRC-32 the directory states. A file the server damaged or swapped
+(its bytes not those whose sha256 the index lists) fails those checks wherever
+it touches what is read, and is refused as an environment failure (exit 3):
+the input was right, the bytes served were not. Bytes a range read never
+fetches cannot be checked without downloading the whole file; the sha256 the
+index lists is what the matrix records, and an install checks it.
+
 Why not the standard ``zipfile`` over a range-reading file object: it decodes
 every central directory entry into a ZipInfo (15,000-24,000 per TensorFlow
 wheel) before a member can be found, which made the full ``envlock matrix
@@ -24,7 +32,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from envlock.errors import DataError
+from envlock.errors import EnvironmentFailure
 
 TAIL = 64 * 1024 + 22  # the EOCD comment is at most 64 KiB
 LOCAL_SLACK = 1024  # guess for the local header's extra field
@@ -91,10 +99,11 @@ class RemoteZip:
         self.bytes_read += len(data)
         return data, total
 
-    def _bad(self, problem: str) -> DataError:
-        return DataError(
+    def _bad(self, problem: str) -> EnvironmentFailure:
+        return EnvironmentFailure(
             f"{self.name}: not a readable wheel: {problem}",
-            hint="the index served a damaged or unusual file; try again or report it",
+            hint="the file server sent damaged or other bytes than the file's; "
+            "try again, and report it to the index if it persists",
         )
 
     def _read_directory(self) -> None:
@@ -237,7 +246,7 @@ class RemoteZip:
         else:
             raise self._bad(f"{name} uses compression method {m.method}")
         if zlib.crc32(data) != m.crc:
-            raise self._bad(f"{name} fails its CRC check")
+            raise self._bad(f"{name} fails its CRC check (the bytes served are not the file's)")
         return data
 
 
