@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/refresh.py [--runs 5] [--refresh-runs 3] [--download-runs 1]
                                        [--release 2.15.1] [--index-url URL] [--out FILE]
+                                       [--reader wheelzip|zipfile]
 
 1. Range read: the build_info.py and METADATA of one release's wheel read
    through HTTP range requests (tail, central directory, two members), median
@@ -11,6 +12,11 @@
 3. Full refresh: ``envlock matrix refresh -o TMP --json`` as a user runs it,
    wall time including interpreter start, and its CPU time (user + system),
    median of --refresh-runs; its output must be byte-identical across runs.
+
+--reader picks how the wheels are read (envlock.matrix.wheel_members: the
+standard zipfile over range requests, or the hand-written wheelzip) for the
+range read and the refreshes, through ENVLOCK_WHEEL_READER; the default is
+what envlock uses. The load average before and after is recorded.
 
 Prints a JSON document (and writes it to --out when given).
 """
@@ -125,7 +131,15 @@ def main() -> int:
     ap.add_argument("--release", default="2.15.1")
     ap.add_argument("--index-url")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--reader", choices=("wheelzip", "zipfile"))
     args = ap.parse_args()
+
+    from envlock.matrix import wheel_members
+
+    if args.reader:
+        os.environ[wheel_members.READER_ENV] = args.reader  # inherited by the refreshes
+    reader = wheel_members.reader()
+    load_before = os.getloadavg()
 
     from envlock.index import index_url
 
@@ -145,6 +159,11 @@ def main() -> int:
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "platform": platform.platform(),
+        },
+        "reader": reader,
+        "load_average": {
+            "before": [round(x, 2) for x in load_before],
+            "after": [round(x, 2) for x in os.getloadavg()],
         },
         "release": args.release,
         "wheel": chosen.filename,

@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 from packaging.version import Version
 
 from envlock.cli import main
-from envlock.errors import EnvironmentFailure, UsageError
+from envlock.errors import DataError, EnvironmentFailure, UsageError
 from envlock.lock.target import newest_linux
-from envlock.matrix import and_cuda, check, load_tensorflow, tested
+from envlock.matrix import and_cuda, check, load_tensorflow, tested, wheel_members
 from envlock.matrix import refresh as refresh_mod
+from envlock.matrix.rangefile import RangeFile
 from envlock.matrix.wheelzip import TAIL, RemoteZip
 from envlock.pep691 import IndexFile
 
@@ -193,6 +194,18 @@ def fake_index(monkeypatch: pytest.MonkeyPatch, make_index: Callable[..., FakeIn
     return build_index(make_index())
 
 
+@pytest.fixture(params=wheel_members.READERS)
+def wheel_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs the test once per wheel reader (through ENVLOCK_WHEEL_READER)."""
+    monkeypatch.setenv(wheel_members.READER_ENV, request.param)
+    return str(request.param)
+
+
+# requests per small fixture wheel: wheelzip asks for the tail, build_info and
+# METADATA; zipfile's RangeFile finds the whole small wheel in the tail
+SMALL_WHEEL_REQUESTS = {"wheelzip": 3, "zipfile": 1}
+
+
 def _refresh(idx: FakeIndex, **kw: object) -> refresh_mod.RefreshResult:
     return refresh_mod.refresh(
         idx.url,
@@ -203,7 +216,7 @@ def _refresh(idx: FakeIndex, **kw: object) -> refresh_mod.RefreshResult:
     )
 
 
-def test_rows_read_from_the_wheels(fake_index: FakeIndex) -> None:
+def test_rows_read_from_the_wheels(fake_index: FakeIndex, wheel_reader: str) -> None:
     result = _refresh(fake_index)
     m = result.matrix
     assert [str(r.version) for r in m.releases] == ["2.0.0", "2.2.0", "2.3.0", "2.15.1", "2.21.0"]
@@ -278,18 +291,21 @@ def test_rows_read_from_the_wheels(fake_index: FakeIndex) -> None:
     ]
 
 
-def test_only_range_requests_and_few_of_them(fake_index: FakeIndex) -> None:
+def test_only_range_requests_and_few_of_them(fake_index: FakeIndex, wheel_reader: str) -> None:
     result = _refresh(fake_index, only=[Version("2.15.1")])
     assert result.releases == 1
     wheel = _wheel("2.15.1", "311")
-    # tail (holds the whole small directory), build_info, METADATA; never a full GET
-    assert fake_index.hits[f"/files/{wheel}"] == 3
+    # wheelzip: tail (holds the whole small directory), build_info, METADATA;
+    # zipfile: the tail holds the whole wheel; never a full GET
+    expected = SMALL_WHEEL_REQUESTS[wheel_reader]
+    assert fake_index.hits[f"/files/{wheel}"] == expected
     assert all(r.startswith("bytes=") for r in fake_index.ranges)
-    assert len(fake_index.ranges) == 3
+    assert len(fake_index.ranges) == expected
+    assert result.requests == 1 + expected + 3  # the page, the wheel, the and-cuda pages
     assert result.bytes_read < len(fake_index.wheels[wheel].data) + 4096
 
 
-def test_big_central_directory_and_zip64() -> None:
+def test_big_central_directory_and_zip64(wheel_reader: str) -> None:
     """A directory larger than the first tail read costs one more range request."""
     data = make_wheel(
         "tensorflow-2.15.1-cp311-cp311-linux_x86_64.whl",
@@ -306,14 +322,25 @@ def test_big_central_directory_and_zip64() -> None:
             return data[start:], len(data)
         return data[start : end + 1], len(data)
 
-    z = RemoteZip(fetch, "x.whl")
+    assert len(data) - data.find(b"PK\x01\x02") > TAIL  # the directory starts before the tail
+    got = wheel_members.read_members(fetch, "x.whl")
     with zipfile.ZipFile(io.BytesIO(data)) as real:
-        assert set(z.members) == set(real.namelist())
-        assert z.read("tensorflow/python/platform/build_info.py") == real.read(
-            "tensorflow/python/platform/build_info.py"
-        )
+        assert got.build_info_path == "tensorflow/python/platform/build_info.py"
+        assert got.build_info == real.read(got.build_info_path)
+        assert got.metadata == real.read("tensorflow-2.15.1.dist-info/METADATA")
     assert calls[0] == (-TAIL, None)
-    assert len(calls) == 3  # tail, directory, member
+    # tail, directory, build_info; METADATA follows build_info: in RangeFile's
+    # read-ahead (zipfile) or a fourth request (wheelzip)
+    assert len(calls) == {"wheelzip": 4, "zipfile": 3}[wheel_reader]
+    assert (got.requests, got.bytes_read) == (len(calls), sum(_sizes(calls, len(data))))
+    if wheel_reader == "wheelzip":
+        z = RemoteZip(fetch, "x.whl")
+        with zipfile.ZipFile(io.BytesIO(data)) as real:
+            assert set(z.members) == set(real.namelist())
+
+
+def _sizes(calls: list[tuple[int, int | None]], total: int) -> list[int]:
+    return [-start if end is None else min(end + 1, total) - start for start, end in calls]
 
 
 def test_same_index_same_bytes(fake_index: FakeIndex, tmp_path: Path) -> None:
@@ -415,7 +442,7 @@ def test_unknown_release_and_bad_jobs(
 
 
 def test_json_summary(
-    fake_index: FakeIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    fake_index: FakeIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str], wheel_reader: str
 ) -> None:
     out = tmp_path / "tf.toml"
     assert main(["matrix", "refresh", "--index-url", fake_index.url, "-o", str(out), "--json"]) == 0
@@ -423,9 +450,10 @@ def test_json_summary(
     assert summary["releases"] == 5
     assert summary["data_version"] == "2026-03-06"
     assert summary["output"] == str(out)
-    # 1 page + per release: tail + build_info + METADATA (small wheels: directory in the
-    # tail) + the and-cuda projects' pages, once each although two releases name them
-    assert summary["requests"] == 1 + 5 * 3 + 3
+    # 1 page + per release: wheelzip's tail + build_info + METADATA or zipfile's tail
+    # (small wheels: the directory, or all of it, in the tail) + the and-cuda
+    # projects' pages, once each although two releases name them
+    assert summary["requests"] == 1 + 5 * SMALL_WHEEL_REQUESTS[wheel_reader] + 3
     for project in ("nvidia-cublas-cu12", "nvidia-cudnn-cu12", "nvidia-nccl-cu12"):
         assert fake_index.hits[f"/simple/{project}/"] == 1
 
@@ -479,6 +507,179 @@ def test_find_suffix_matches_zipfile(names: list[str], suffix: str, comment: boo
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         for m in found:
             assert z.read(m) == zf.read(m.name)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.lists(pieces, min_size=1, max_size=6).map("".join), min_size=1, max_size=20, unique=True
+    ),
+    st.sampled_from(wheel_members.READERS),
+)
+def test_both_readers_pick_the_same_members(names: list[str], which: str) -> None:
+    """Top-level *.dist-info/METADATA (first by name) and the shortest build_info.py."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name in names:
+            zf.writestr(name, f"member {name}")
+    metadata = sorted(n for n in names if n.endswith(".dist-info/METADATA") and "/" not in n[:-9])
+    info = sorted(
+        (n for n in names if n.endswith("/python/platform/build_info.py")),
+        key=lambda n: (n.count("/"), n),
+    )
+    fetch = _fetch_from(buf.getvalue())
+    if not metadata:
+        with pytest.raises(DataError, match=r"^t\.whl: no \.dist-info/METADATA in the wheel$"):
+            wheel_members.read_members(fetch, "t.whl", which)
+        return
+    got = wheel_members.read_members(fetch, "t.whl", which)
+    assert got.metadata == f"member {metadata[0]}".encode()
+    assert got.build_info_path == (info[0] if info else "")
+    assert got.build_info == (f"member {info[0]}".encode() if info else None)
+
+
+def _damage(kind: str) -> bytes:
+    """A wheel (with a directory larger than the tail read) damaged one way."""
+    data = make_wheel(
+        "tensorflow-2.15.1-cp311-cp311-linux_x86_64.whl",
+        metadata=META_2_15 * 20,
+        build_info=BUILD_INFO_2_15,
+        filler_members=1200,
+    )
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        meta = zf.getinfo("tensorflow-2.15.1.dist-info/METADATA")
+    directory = data.find(b"PK\x01\x02")
+    raw = bytearray(data)
+    if kind == "not a zip":
+        return bytes(range(256)) * 1000
+    if kind == "directory signature":
+        raw[directory : directory + 4] = b"XXXX"
+    elif kind == "directory offset":
+        eocd = data.rfind(b"PK\x05\x06")
+        raw[eocd + 16 : eocd + 20] = (directory + 7).to_bytes(4, "little")
+    elif kind == "member data":
+        start = meta.header_offset + 30 + len(meta.filename) + len(meta.extra)
+        middle = start + meta.compress_size // 2
+        raw[middle : middle + 8] = bytes(8)
+    elif kind == "compression method":
+        raw[meta.header_offset + 8 : meta.header_offset + 10] = (99).to_bytes(2, "little")
+        entry = data.find(b"PK\x01\x02", directory)
+        while data[entry + 46 : entry + 46 + len(meta.filename)] != meta.filename.encode():
+            entry = data.find(b"PK\x01\x02", entry + 1)
+        raw[entry + 10 : entry + 12] = (99).to_bytes(2, "little")
+    else:
+        raise AssertionError(kind)
+    return bytes(raw)
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["not a zip", "directory signature", "directory offset", "member data", "compression method"],
+)
+def test_a_damaged_wheel_is_a_data_error_naming_it(kind: str, wheel_reader: str) -> None:
+    with pytest.raises(DataError) as err:
+        wheel_members.read_members(_fetch_from(_damage(kind)), "x.whl")
+    assert err.value.message.startswith("x.whl: not a readable wheel: ")
+    assert err.value.hint == "the index served a damaged or unusual file; try again or report it"
+
+
+def test_a_truncated_body_is_a_data_error(wheel_reader: str) -> None:
+    data = make_wheel(
+        "tensorflow-2.15.1-cp311-cp311-linux_x86_64.whl",
+        metadata=META_2_15,
+        build_info=BUILD_INFO_2_15,
+        filler_members=1200,
+    )
+    whole = _fetch_from(data)
+
+    def short(start: int, end: int | None) -> tuple[bytes, int]:
+        body, total = whole(start, end)
+        return (body if end is None else body[:-10]), total  # the tail whole, the rest cut
+
+    problem = {
+        "wheelzip": "short central directory",
+        "zipfile": r"the server sent \d+ bytes for bytes \d+-\d+ \(\d+ bytes\)",
+    }[wheel_reader]
+    with pytest.raises(DataError, match=rf"^x\.whl: not a readable wheel: {problem}$"):
+        wheel_members.read_members(short, "x.whl")
+
+
+def test_a_damaged_wheel_on_the_index_is_exit_2_without_a_traceback(
+    fake_index: FakeIndex,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    wheel_reader: str,
+) -> None:
+    wheel = _wheel("2.15.1", "311")
+    fake_index.add(FakeWheel(wheel, _damage("member data")))
+    out = tmp_path / "tf.toml"
+    code = main(["matrix", "refresh", "--index-url", fake_index.url, "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"envlock: error: {wheel}: not a readable wheel: ")
+    assert "Traceback" not in err and not out.exists()
+
+
+def test_both_readers_write_the_same_matrix(
+    fake_index: FakeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envlock.matrix.tensorflow import dumps
+
+    texts = []
+    for which in wheel_members.READERS:
+        monkeypatch.setenv(wheel_members.READER_ENV, which)
+        texts.append(dumps(_refresh(fake_index).matrix))
+    assert texts[0] == texts[1]
+    assert "2.15.1" in texts[0]
+
+
+def test_an_unknown_wheel_reader_is_a_usage_error(
+    fake_index: FakeIndex, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(wheel_members.READER_ENV, "unzip")
+    assert main(["matrix", "refresh", "--index-url", fake_index.url, "-o", "x.toml"]) == 2
+    err = capsys.readouterr().err
+    assert "ENVLOCK_WHEEL_READER=unzip is not a wheel reader" in err
+    assert "use one of: wheelzip, zipfile" in err
+    assert fake_index.hits == {}  # refused before any request
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.binary(min_size=0, max_size=3000),
+    st.integers(1, 400),
+    st.integers(1, 300),
+    st.lists(st.tuples(st.integers(-10, 3100), st.integers(-1, 900)), max_size=12),
+)
+def test_rangefile_reads_what_a_file_would_with_one_request_per_read(
+    blob: bytes, tail: int, ahead: int, reads: list[tuple[int, int]]
+) -> None:
+    fetched: list[int] = []
+    whole = _fetch_from(blob)
+
+    def fetch(start: int, end: int | None) -> tuple[bytes, int]:
+        body, total = whole(start, end)
+        fetched.append(len(body))
+        return body, total
+
+    f = RangeFile(fetch, "blob", tail=tail, read_ahead=ahead)
+    real = io.BytesIO(blob)
+    assert f.seek(0, io.SEEK_END) == len(blob) and f.tell() == len(blob)
+    for pos, size in reads:
+        before = f.requests
+        if pos < 0:
+            with pytest.raises(OSError):
+                f.seek(pos)
+            continue
+        f.seek(pos)
+        real.seek(pos)
+        assert f.read(size) == real.read(size)
+        assert f.tell() == real.tell()
+        assert f.requests - before <= 1
+    assert (f.requests, f.bytes_read) == (len(fetched), sum(fetched))
+    buf = bytearray(5)
+    f.seek(0)
+    assert f.readinto(buf) == min(5, len(blob)) and bytes(buf[: len(blob)]) == blob[:5]
 
 
 def _files(*names: str, yanked: tuple[str, ...] = ()) -> list[IndexFile]:
