@@ -192,6 +192,7 @@ def main() -> int:
             "requests": refreshes[0]["requests"],
             "bytes_read": refreshes[0]["bytes_read"],
             "identical_output": True,
+            "sha256": refreshes[0]["digest"],  # compare across --reader runs
         }
     text = json.dumps(result, indent=2) + "\n"
     sys.stdout.write(text)

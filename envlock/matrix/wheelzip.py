@@ -14,7 +14,9 @@ every central directory entry into a ZipInfo (15,000-24,000 per TensorFlow
 wheel) before a member can be found, which made the full ``envlock matrix
 refresh`` 2.8x slower and CPU-bound (measured in BENCHMARKS.md); this reader
 searches the directory bytes for the two names it needs. The tests check it
-against ``zipfile`` on generated archives.
+against ``zipfile`` on generated archives. ``envlock.matrix.wheel_members``
+holds both readers (zipfile over ``rangefile.RangeFile``, and this one);
+its ``DEFAULT_READER`` picks which ``matrix refresh`` uses.
 """
 
 from __future__ import annotations
