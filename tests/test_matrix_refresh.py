@@ -19,8 +19,7 @@ from envlock.errors import DataError, EnvironmentFailure, UsageError
 from envlock.lock.target import newest_linux
 from envlock.matrix import and_cuda, check, load_tensorflow, tested, wheel_members
 from envlock.matrix import refresh as refresh_mod
-from envlock.matrix.rangefile import RangeFile
-from envlock.matrix.wheelzip import TAIL, RemoteZip
+from envlock.matrix.rangefile import TAIL, RangeFile
 from envlock.pep691 import IndexFile
 
 BUILD_INFO_2_15 = '''"""Auto-generated module providing information about the build."""
@@ -194,16 +193,8 @@ def fake_index(monkeypatch: pytest.MonkeyPatch, make_index: Callable[..., FakeIn
     return build_index(make_index())
 
 
-@pytest.fixture(params=wheel_members.READERS)
-def wheel_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Runs the test once per wheel reader (through ENVLOCK_WHEEL_READER)."""
-    monkeypatch.setenv(wheel_members.READER_ENV, request.param)
-    return str(request.param)
-
-
-# requests per small fixture wheel: wheelzip asks for the tail, build_info and
-# METADATA; zipfile's RangeFile finds the whole small wheel in the tail
-SMALL_WHEEL_REQUESTS = {"wheelzip": 3, "zipfile": 1}
+# requests per small fixture wheel: RangeFile's first read, the tail, holds all of it
+SMALL_WHEEL_REQUESTS = 1
 
 
 def _refresh(idx: FakeIndex, **kw: object) -> refresh_mod.RefreshResult:
@@ -216,7 +207,7 @@ def _refresh(idx: FakeIndex, **kw: object) -> refresh_mod.RefreshResult:
     )
 
 
-def test_rows_read_from_the_wheels(fake_index: FakeIndex, wheel_reader: str) -> None:
+def test_rows_read_from_the_wheels(fake_index: FakeIndex) -> None:
     result = _refresh(fake_index)
     m = result.matrix
     assert [str(r.version) for r in m.releases] == ["2.0.0", "2.2.0", "2.3.0", "2.15.1", "2.21.0"]
@@ -291,21 +282,20 @@ def test_rows_read_from_the_wheels(fake_index: FakeIndex, wheel_reader: str) -> 
     ]
 
 
-def test_only_range_requests_and_few_of_them(fake_index: FakeIndex, wheel_reader: str) -> None:
+def test_only_range_requests_and_few_of_them(fake_index: FakeIndex) -> None:
     result = _refresh(fake_index, only=[Version("2.15.1")])
     assert result.releases == 1
     wheel = _wheel("2.15.1", "311")
-    # wheelzip: tail (holds the whole small directory), build_info, METADATA;
-    # zipfile: the tail holds the whole wheel; never a full GET
-    expected = SMALL_WHEEL_REQUESTS[wheel_reader]
-    assert fake_index.hits[f"/files/{wheel}"] == expected
+    # the tail holds the whole small wheel; never a full GET
+    assert fake_index.hits[f"/files/{wheel}"] == SMALL_WHEEL_REQUESTS
     assert all(r.startswith("bytes=") for r in fake_index.ranges)
-    assert len(fake_index.ranges) == expected
-    assert result.requests == 1 + expected + 3  # the page, the wheel, the and-cuda pages
+    assert len(fake_index.ranges) == SMALL_WHEEL_REQUESTS
+    # the page, the wheel, the and-cuda pages
+    assert result.requests == 1 + SMALL_WHEEL_REQUESTS + 3
     assert result.bytes_read < len(fake_index.wheels[wheel].data) + 4096
 
 
-def test_big_central_directory_and_zip64(wheel_reader: str) -> None:
+def test_big_central_directory_and_zip64() -> None:
     """A directory larger than the first tail read costs one more range request."""
     data = make_wheel(
         "tensorflow-2.15.1-cp311-cp311-linux_x86_64.whl",
@@ -329,14 +319,9 @@ def test_big_central_directory_and_zip64(wheel_reader: str) -> None:
         assert got.build_info == real.read(got.build_info_path)
         assert got.metadata == real.read("tensorflow-2.15.1.dist-info/METADATA")
     assert calls[0] == (-TAIL, None)
-    # tail, directory, build_info; METADATA follows build_info: in RangeFile's
-    # read-ahead (zipfile) or a fourth request (wheelzip)
-    assert len(calls) == {"wheelzip": 4, "zipfile": 3}[wheel_reader]
+    # tail, directory, build_info; METADATA follows build_info, in RangeFile's read-ahead
+    assert len(calls) == 3
     assert (got.requests, got.bytes_read) == (len(calls), sum(_sizes(calls, len(data))))
-    if wheel_reader == "wheelzip":
-        z = RemoteZip(fetch, "x.whl")
-        with zipfile.ZipFile(io.BytesIO(data)) as real:
-            assert set(z.members) == set(real.namelist())
 
 
 def _sizes(calls: list[tuple[int, int | None]], total: int) -> list[int]:
@@ -374,7 +359,7 @@ def test_503_then_success_is_retried(fake_index: FakeIndex) -> None:
     result = _refresh(fake_index, only=[Version("2.15.1")])
     assert result.matrix.releases[0].cudnn == "8.9"
     assert fake_index.hits["/simple/tensorflow/"] == 3
-    assert fake_index.hits[f"/files/{wheel}"] == 5
+    assert fake_index.hits[f"/files/{wheel}"] == 2 + SMALL_WHEEL_REQUESTS  # 503, 502, then served
 
 
 def test_persistent_5xx_is_exit_3(
@@ -442,7 +427,7 @@ def test_unknown_release_and_bad_jobs(
 
 
 def test_json_summary(
-    fake_index: FakeIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str], wheel_reader: str
+    fake_index: FakeIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "tf.toml"
     assert main(["matrix", "refresh", "--index-url", fake_index.url, "-o", str(out), "--json"]) == 0
@@ -450,10 +435,9 @@ def test_json_summary(
     assert summary["releases"] == 5
     assert summary["data_version"] == "2026-03-06"
     assert summary["output"] == str(out)
-    # 1 page + per release: wheelzip's tail + build_info + METADATA or zipfile's tail
-    # (small wheels: the directory, or all of it, in the tail) + the and-cuda
+    # 1 page + per release the tail (a small wheel is all in it) + the and-cuda
     # projects' pages, once each although two releases name them
-    assert summary["requests"] == 1 + 5 * SMALL_WHEEL_REQUESTS[wheel_reader] + 3
+    assert summary["requests"] == 1 + 5 * SMALL_WHEEL_REQUESTS + 3
     for project in ("nvidia-cublas-cu12", "nvidia-cudnn-cu12", "nvidia-nccl-cu12"):
         assert fake_index.hits[f"/simple/{project}/"] == 1
 
@@ -482,41 +466,13 @@ pieces = st.sampled_from(
 )
 
 
-@settings(max_examples=150, deadline=None)
-@given(
-    st.lists(
-        st.lists(pieces, min_size=1, max_size=6).map("".join), min_size=1, max_size=30, unique=True
-    ),
-    st.sampled_from(["/python/platform/build_info.py", ".dist-info/METADATA", "a"]),
-    st.booleans(),
-)
-def test_find_suffix_matches_zipfile(names: list[str], suffix: str, comment: bool) -> None:
-    """The fast directory search gives what walking every entry with zipfile gives."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for i, name in enumerate(names):
-            info = zipfile.ZipInfo(name)
-            if comment:
-                info.comment = f"see {suffix} PK\x01\x02".encode()
-            zf.writestr(info, f"member {i}")
-    data = buf.getvalue()
-    expected = sorted(n for n in names if n.endswith(suffix))
-    z = RemoteZip(_fetch_from(data), "t.whl")
-    found = z.find_suffix(suffix)
-    assert [m.name for m in found] == expected
-    with zipfile.ZipFile(io.BytesIO(data)) as zf:
-        for m in found:
-            assert z.read(m) == zf.read(m.name)
-
-
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(
         st.lists(pieces, min_size=1, max_size=6).map("".join), min_size=1, max_size=20, unique=True
     ),
-    st.sampled_from(wheel_members.READERS),
 )
-def test_both_readers_pick_the_same_members(names: list[str], which: str) -> None:
+def test_the_members_picked(names: list[str]) -> None:
     """Top-level *.dist-info/METADATA (first by name) and the shortest build_info.py."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
@@ -530,9 +486,9 @@ def test_both_readers_pick_the_same_members(names: list[str], which: str) -> Non
     fetch = _fetch_from(buf.getvalue())
     if not metadata:
         with pytest.raises(DataError, match=r"^t\.whl: no \.dist-info/METADATA in the wheel$"):
-            wheel_members.read_members(fetch, "t.whl", which)
+            wheel_members.read_members(fetch, "t.whl")
         return
-    got = wheel_members.read_members(fetch, "t.whl", which)
+    got = wheel_members.read_members(fetch, "t.whl")
     assert got.metadata == f"member {metadata[0]}".encode()
     assert got.build_info_path == (info[0] if info else "")
     assert got.build_info == (f"member {info[0]}".encode() if info else None)
@@ -576,14 +532,14 @@ def _damage(kind: str) -> bytes:
     "kind",
     ["not a zip", "directory signature", "directory offset", "member data", "compression method"],
 )
-def test_a_damaged_wheel_is_a_data_error_naming_it(kind: str, wheel_reader: str) -> None:
+def test_a_damaged_wheel_is_a_data_error_naming_it(kind: str) -> None:
     with pytest.raises(DataError) as err:
         wheel_members.read_members(_fetch_from(_damage(kind)), "x.whl")
     assert err.value.message.startswith("x.whl: not a readable wheel: ")
     assert err.value.hint == "the index served a damaged or unusual file; try again or report it"
 
 
-def test_a_truncated_body_is_a_data_error(wheel_reader: str) -> None:
+def test_a_truncated_body_is_a_data_error() -> None:
     data = make_wheel(
         "tensorflow-2.15.1-cp311-cp311-linux_x86_64.whl",
         metadata=META_2_15,
@@ -596,10 +552,7 @@ def test_a_truncated_body_is_a_data_error(wheel_reader: str) -> None:
         body, total = whole(start, end)
         return (body if end is None else body[:-10]), total  # the tail whole, the rest cut
 
-    problem = {
-        "wheelzip": "short central directory",
-        "zipfile": r"the server sent \d+ bytes for bytes \d+-\d+ \(\d+ bytes\)",
-    }[wheel_reader]
+    problem = r"the server sent \d+ bytes for bytes \d+-\d+ \(\d+ bytes\)"
     with pytest.raises(DataError, match=rf"^x\.whl: not a readable wheel: {problem}$"):
         wheel_members.read_members(short, "x.whl")
 
@@ -608,7 +561,6 @@ def test_a_damaged_wheel_on_the_index_is_exit_2_without_a_traceback(
     fake_index: FakeIndex,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    wheel_reader: str,
 ) -> None:
     wheel = _wheel("2.15.1", "311")
     fake_index.add(FakeWheel(wheel, _damage("member data")))
@@ -618,30 +570,6 @@ def test_a_damaged_wheel_on_the_index_is_exit_2_without_a_traceback(
     assert code == 2
     assert err.startswith(f"envlock: error: {wheel}: not a readable wheel: ")
     assert "Traceback" not in err and not out.exists()
-
-
-def test_both_readers_write_the_same_matrix(
-    fake_index: FakeIndex, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from envlock.matrix.tensorflow import dumps
-
-    texts = []
-    for which in wheel_members.READERS:
-        monkeypatch.setenv(wheel_members.READER_ENV, which)
-        texts.append(dumps(_refresh(fake_index).matrix))
-    assert texts[0] == texts[1]
-    assert "2.15.1" in texts[0]
-
-
-def test_an_unknown_wheel_reader_is_a_usage_error(
-    fake_index: FakeIndex, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv(wheel_members.READER_ENV, "unzip")
-    assert main(["matrix", "refresh", "--index-url", fake_index.url, "-o", "x.toml"]) == 2
-    err = capsys.readouterr().err
-    assert "ENVLOCK_WHEEL_READER=unzip is not a wheel reader" in err
-    assert "use one of: wheelzip, zipfile" in err
-    assert fake_index.hits == {}  # refused before any request
 
 
 @settings(max_examples=100, deadline=None)

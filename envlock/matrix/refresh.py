@@ -6,8 +6,8 @@
    minors are the ``cp3X`` tags of those wheels (Python 2 wheels are left out:
    envlock targets CPython 3).
 3. Facts: from ONE wheel per release (not yanked if possible, the newest
-   CPython tag, then the greatest file name) read through HTTP range requests
-   (``envlock.matrix.wheel_members``: the standard zipfile or wheelzip): the zip
+   CPython tag, then the greatest file name) read by the standard zipfile
+   over HTTP range requests (``envlock.matrix.wheel_members``): the zip
    directory, ``*.dist-info/METADATA`` (Requires-Python, the
    ``and-cuda`` extra) and ``.../python/platform/build_info.py`` (CUDA, cuDNN,
    compute capabilities; parsed with ``ast``, never executed).
@@ -58,7 +58,7 @@ from envlock.matrix.tensorflow import (
     major_minor,
 )
 from envlock.matrix.tested import TestedConfig, TestedConfigs
-from envlock.matrix.wheel_members import read_members, reader
+from envlock.matrix.wheel_members import read_members
 from envlock.pep691 import IndexFile
 
 if TYPE_CHECKING:
@@ -465,7 +465,6 @@ def refresh(
     from envlock.matrix.check import apply_notes
 
     started = time.monotonic()
-    reader()  # a bad ENVLOCK_WHEEL_READER is a usage error before any request
     jobs = max(1, jobs)
     settings = http_settings or http.HttpSettings.from_env(pool_size=max(jobs, 4))
     sess = http.session(settings)
