@@ -4,13 +4,16 @@
                                        [--release 2.15.1] [--index-url URL] [--out FILE]
 
 1. Range read: the build_info.py and METADATA of one release's wheel read
-   through HTTP range requests (tail, central directory, two members), median
-   of --runs, with the requests and bytes it took.
+   by the standard zipfile through HTTP range requests (tail, central
+   directory, two members), median of --runs, with the requests and bytes it took.
 2. Peer: downloading the same wheel whole (what pip would fetch to learn the
    same facts), median of --download-runs (0 skips it; it is ~500 MB each).
 3. Full refresh: ``envlock matrix refresh -o TMP --json`` as a user runs it,
    wall time including interpreter start, and its CPU time (user + system),
    median of --refresh-runs; its output must be byte-identical across runs.
+
+The load average before and after is recorded, and whether the refresh
+output equals the committed matrices/tensorflow.toml byte for byte.
 
 Prints a JSON document (and writes it to --out when given).
 """
@@ -127,6 +130,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
+    load_before = os.getloadavg()
+
     from envlock.index import index_url
 
     index = index_url(args.index_url)
@@ -145,6 +150,10 @@ def main() -> int:
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "platform": platform.platform(),
+        },
+        "load_average": {
+            "before": [round(x, 2) for x in load_before],
+            "after": [round(x, 2) for x in os.getloadavg()],
         },
         "release": args.release,
         "wheel": chosen.filename,
@@ -165,6 +174,7 @@ def main() -> int:
             "ratio_to_range_read": round(dl_median / read_median, 1),
         }
     if refreshes:
+        committed = hashlib.sha256((ROOT / "matrices" / "tensorflow.toml").read_bytes()).hexdigest()
         result["full_refresh"] = {
             "runs": [round(r["seconds"], 2) for r in refreshes],
             "median_s": round(statistics.median(r["seconds"] for r in refreshes), 2),
@@ -173,6 +183,8 @@ def main() -> int:
             "requests": refreshes[0]["requests"],
             "bytes_read": refreshes[0]["bytes_read"],
             "identical_output": True,
+            "sha256": refreshes[0]["digest"],
+            "equals_committed": refreshes[0]["digest"] == committed,
         }
     text = json.dumps(result, indent=2) + "\n"
     sys.stdout.write(text)

@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from packaging.version import Version
 
 from envlock.cli import main
-from envlock.errors import EnvironmentFailure, UsageError
+from envlock.errors import DataError, EnvironmentFailure, UsageError
 from envlock.lock.target import newest_linux
-from envlock.matrix import and_cuda, check, load_tensorflow, tested
+from envlock.matrix import and_cuda, check, load_tensorflow, tested, wheel_members
 from envlock.matrix import refresh as refresh_mod
-from envlock.matrix.wheelzip import TAIL, RemoteZip
+from envlock.matrix.rangefile import TAIL, RangeFile
 from envlock.pep691 import IndexFile
 
 BUILD_INFO_2_15 = '''"""Auto-generated module providing information about the build."""
@@ -193,6 +193,10 @@ def fake_index(monkeypatch: pytest.MonkeyPatch, make_index: Callable[..., FakeIn
     return build_index(make_index())
 
 
+# requests per small fixture wheel: RangeFile's first read, the tail, holds all of it
+SMALL_WHEEL_REQUESTS = 1
+
+
 def _refresh(idx: FakeIndex, **kw: object) -> refresh_mod.RefreshResult:
     return refresh_mod.refresh(
         idx.url,
@@ -282,10 +286,12 @@ def test_only_range_requests_and_few_of_them(fake_index: FakeIndex) -> None:
     result = _refresh(fake_index, only=[Version("2.15.1")])
     assert result.releases == 1
     wheel = _wheel("2.15.1", "311")
-    # tail (holds the whole small directory), build_info, METADATA; never a full GET
-    assert fake_index.hits[f"/files/{wheel}"] == 3
+    # the tail holds the whole small wheel; never a full GET
+    assert fake_index.hits[f"/files/{wheel}"] == SMALL_WHEEL_REQUESTS
     assert all(r.startswith("bytes=") for r in fake_index.ranges)
-    assert len(fake_index.ranges) == 3
+    assert len(fake_index.ranges) == SMALL_WHEEL_REQUESTS
+    # the page, the wheel, the and-cuda pages
+    assert result.requests == 1 + SMALL_WHEEL_REQUESTS + 3
     assert result.bytes_read < len(fake_index.wheels[wheel].data) + 4096
 
 
@@ -306,14 +312,20 @@ def test_big_central_directory_and_zip64() -> None:
             return data[start:], len(data)
         return data[start : end + 1], len(data)
 
-    z = RemoteZip(fetch, "x.whl")
+    assert len(data) - data.find(b"PK\x01\x02") > TAIL  # the directory starts before the tail
+    got = wheel_members.read_members(fetch, "x.whl")
     with zipfile.ZipFile(io.BytesIO(data)) as real:
-        assert set(z.members) == set(real.namelist())
-        assert z.read("tensorflow/python/platform/build_info.py") == real.read(
-            "tensorflow/python/platform/build_info.py"
-        )
+        assert got.build_info_path == "tensorflow/python/platform/build_info.py"
+        assert got.build_info == real.read(got.build_info_path)
+        assert got.metadata == real.read("tensorflow-2.15.1.dist-info/METADATA")
     assert calls[0] == (-TAIL, None)
-    assert len(calls) == 3  # tail, directory, member
+    # tail, directory, build_info; METADATA follows build_info, in RangeFile's read-ahead
+    assert len(calls) == 3
+    assert (got.requests, got.bytes_read) == (len(calls), sum(_sizes(calls, len(data))))
+
+
+def _sizes(calls: list[tuple[int, int | None]], total: int) -> list[int]:
+    return [-start if end is None else min(end + 1, total) - start for start, end in calls]
 
 
 def test_same_index_same_bytes(fake_index: FakeIndex, tmp_path: Path) -> None:
@@ -347,7 +359,7 @@ def test_503_then_success_is_retried(fake_index: FakeIndex) -> None:
     result = _refresh(fake_index, only=[Version("2.15.1")])
     assert result.matrix.releases[0].cudnn == "8.9"
     assert fake_index.hits["/simple/tensorflow/"] == 3
-    assert fake_index.hits[f"/files/{wheel}"] == 5
+    assert fake_index.hits[f"/files/{wheel}"] == 2 + SMALL_WHEEL_REQUESTS  # 503, 502, then served
 
 
 def test_persistent_5xx_is_exit_3(
@@ -423,9 +435,9 @@ def test_json_summary(
     assert summary["releases"] == 5
     assert summary["data_version"] == "2026-03-06"
     assert summary["output"] == str(out)
-    # 1 page + per release: tail + build_info + METADATA (small wheels: directory in the
-    # tail) + the and-cuda projects' pages, once each although two releases name them
-    assert summary["requests"] == 1 + 5 * 3 + 3
+    # 1 page + per release the tail (a small wheel is all in it) + the and-cuda
+    # projects' pages, once each although two releases name them
+    assert summary["requests"] == 1 + 5 * SMALL_WHEEL_REQUESTS + 3
     for project in ("nvidia-cublas-cu12", "nvidia-cudnn-cu12", "nvidia-nccl-cu12"):
         assert fake_index.hits[f"/simple/{project}/"] == 1
 
@@ -454,31 +466,152 @@ pieces = st.sampled_from(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(
-        st.lists(pieces, min_size=1, max_size=6).map("".join), min_size=1, max_size=30, unique=True
+        st.lists(pieces, min_size=1, max_size=6).map("".join), min_size=1, max_size=20, unique=True
     ),
-    st.sampled_from(["/python/platform/build_info.py", ".dist-info/METADATA", "a"]),
-    st.booleans(),
 )
-def test_find_suffix_matches_zipfile(names: list[str], suffix: str, comment: bool) -> None:
-    """The fast directory search gives what walking every entry with zipfile gives."""
+def test_the_members_picked(names: list[str]) -> None:
+    """Top-level *.dist-info/METADATA (first by name) and the shortest build_info.py."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for i, name in enumerate(names):
-            info = zipfile.ZipInfo(name)
-            if comment:
-                info.comment = f"see {suffix} PK\x01\x02".encode()
-            zf.writestr(info, f"member {i}")
-    data = buf.getvalue()
-    expected = sorted(n for n in names if n.endswith(suffix))
-    z = RemoteZip(_fetch_from(data), "t.whl")
-    found = z.find_suffix(suffix)
-    assert [m.name for m in found] == expected
+        for name in names:
+            zf.writestr(name, f"member {name}")
+    metadata = sorted(n for n in names if n.endswith(".dist-info/METADATA") and "/" not in n[:-9])
+    info = sorted(
+        (n for n in names if n.endswith("/python/platform/build_info.py")),
+        key=lambda n: (n.count("/"), n),
+    )
+    fetch = _fetch_from(buf.getvalue())
+    if not metadata:
+        with pytest.raises(DataError, match=r"^t\.whl: no \.dist-info/METADATA in the wheel$"):
+            wheel_members.read_members(fetch, "t.whl")
+        return
+    got = wheel_members.read_members(fetch, "t.whl")
+    assert got.metadata == f"member {metadata[0]}".encode()
+    assert got.build_info_path == (info[0] if info else "")
+    assert got.build_info == (f"member {info[0]}".encode() if info else None)
+
+
+def _damage(kind: str) -> bytes:
+    """A wheel (with a directory larger than the tail read) damaged one way."""
+    data = make_wheel(
+        "tensorflow-2.15.1-cp311-cp311-linux_x86_64.whl",
+        metadata=META_2_15 * 20,
+        build_info=BUILD_INFO_2_15,
+        filler_members=1200,
+    )
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
-        for m in found:
-            assert z.read(m) == zf.read(m.name)
+        meta = zf.getinfo("tensorflow-2.15.1.dist-info/METADATA")
+    directory = data.find(b"PK\x01\x02")
+    raw = bytearray(data)
+    if kind == "not a zip":
+        return bytes(range(256)) * 1000
+    if kind == "directory signature":
+        raw[directory : directory + 4] = b"XXXX"
+    elif kind == "directory offset":
+        eocd = data.rfind(b"PK\x05\x06")
+        raw[eocd + 16 : eocd + 20] = (directory + 7).to_bytes(4, "little")
+    elif kind == "member data":
+        start = meta.header_offset + 30 + len(meta.filename) + len(meta.extra)
+        middle = start + meta.compress_size // 2
+        raw[middle : middle + 8] = bytes(8)
+    elif kind == "compression method":
+        raw[meta.header_offset + 8 : meta.header_offset + 10] = (99).to_bytes(2, "little")
+        entry = data.find(b"PK\x01\x02", directory)
+        while data[entry + 46 : entry + 46 + len(meta.filename)] != meta.filename.encode():
+            entry = data.find(b"PK\x01\x02", entry + 1)
+        raw[entry + 10 : entry + 12] = (99).to_bytes(2, "little")
+    else:
+        raise AssertionError(kind)
+    return bytes(raw)
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["not a zip", "directory signature", "directory offset", "member data", "compression method"],
+)
+def test_a_damaged_wheel_is_an_environment_failure_naming_it(kind: str) -> None:
+    with pytest.raises(EnvironmentFailure) as err:
+        wheel_members.read_members(_fetch_from(_damage(kind)), "x.whl")
+    assert err.value.exit_code == 3
+    assert err.value.message.startswith("x.whl: not a readable wheel: ")
+    assert err.value.hint == (
+        "the file server sent damaged or other bytes than the file's; "
+        "try again, and report it to the index if it persists"
+    )
+
+
+def test_a_truncated_body_is_an_environment_failure() -> None:
+    data = make_wheel(
+        "tensorflow-2.15.1-cp311-cp311-linux_x86_64.whl",
+        metadata=META_2_15,
+        build_info=BUILD_INFO_2_15,
+        filler_members=1200,
+    )
+    whole = _fetch_from(data)
+
+    def short(start: int, end: int | None) -> tuple[bytes, int]:
+        body, total = whole(start, end)
+        return (body if end is None else body[:-10]), total  # the tail whole, the rest cut
+
+    problem = r"the server sent \d+ bytes for bytes \d+-\d+ \(\d+ bytes\)"
+    with pytest.raises(EnvironmentFailure, match=rf"^x\.whl: not a readable wheel: {problem}$"):
+        wheel_members.read_members(short, "x.whl")
+
+
+def test_a_damaged_wheel_on_the_index_is_exit_3_without_a_traceback(
+    fake_index: FakeIndex,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    wheel = _wheel("2.15.1", "311")
+    fake_index.add(FakeWheel(wheel, _damage("member data")))
+    out = tmp_path / "tf.toml"
+    code = main(["matrix", "refresh", "--index-url", fake_index.url, "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert err.startswith(f"envlock: error: {wheel}: not a readable wheel: ")
+    assert "Traceback" not in err and not out.exists()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.binary(min_size=0, max_size=3000),
+    st.integers(1, 400),
+    st.integers(1, 300),
+    st.lists(st.tuples(st.integers(-10, 3100), st.integers(-1, 900)), max_size=12),
+)
+def test_rangefile_reads_what_a_file_would_with_one_request_per_read(
+    blob: bytes, tail: int, ahead: int, reads: list[tuple[int, int]]
+) -> None:
+    fetched: list[int] = []
+    whole = _fetch_from(blob)
+
+    def fetch(start: int, end: int | None) -> tuple[bytes, int]:
+        body, total = whole(start, end)
+        fetched.append(len(body))
+        return body, total
+
+    f = RangeFile(fetch, "blob", tail=tail, read_ahead=ahead)
+    real = io.BytesIO(blob)
+    assert f.seek(0, io.SEEK_END) == len(blob) and f.tell() == len(blob)
+    for pos, size in reads:
+        before = f.requests
+        if pos < 0:
+            with pytest.raises(OSError):
+                f.seek(pos)
+            continue
+        f.seek(pos)
+        real.seek(pos)
+        assert f.read(size) == real.read(size)
+        assert f.tell() == real.tell()
+        assert f.requests - before <= 1
+    assert (f.requests, f.bytes_read) == (len(fetched), sum(fetched))
+    buf = bytearray(5)
+    f.seek(0)
+    assert f.readinto(buf) == min(5, len(blob)) and bytes(buf[: len(blob)]) == blob[:5]
 
 
 def _files(*names: str, yanked: tuple[str, ...] = ()) -> list[IndexFile]:

@@ -6,8 +6,9 @@
    minors are the ``cp3X`` tags of those wheels (Python 2 wheels are left out:
    envlock targets CPython 3).
 3. Facts: from ONE wheel per release (not yanked if possible, the newest
-   CPython tag, then the greatest file name) read through HTTP range requests:
-   the zip directory, ``*.dist-info/METADATA`` (Requires-Python, the
+   CPython tag, then the greatest file name) read by the standard zipfile
+   over HTTP range requests (``envlock.matrix.wheel_members``): the zip
+   directory, ``*.dist-info/METADATA`` (Requires-Python, the
    ``and-cuda`` extra) and ``.../python/platform/build_info.py`` (CUDA, cuDNN,
    compute capabilities; parsed with ``ast``, never executed).
 4. Where the wheel says too little (2.0/2.1 have no CUDA details, 2.2 states
@@ -57,7 +58,7 @@ from envlock.matrix.tensorflow import (
     major_minor,
 )
 from envlock.matrix.tested import TestedConfig, TestedConfigs
-from envlock.matrix.wheelzip import RemoteZip
+from envlock.matrix.wheel_members import read_members
 from envlock.pep691 import IndexFile
 
 if TYPE_CHECKING:
@@ -66,7 +67,6 @@ if TYPE_CHECKING:
     from envlock.matrix.check import Note
 
 PROJECT = "tensorflow"
-BUILD_INFO_SUFFIX = "/python/platform/build_info.py"
 DEFAULT_JOBS = 16
 
 _CUDNN_PACKAGE = re.compile(r"^nvidia-cudnn-cu[0-9]+$")
@@ -247,27 +247,19 @@ def parse_build_info(text: str, filename: str = "build_info.py") -> dict[str, An
 
 def read_wheel(sess: requests.Session, index: str, f: IndexFile) -> WheelFacts:
     """METADATA and build_info.py of one remote wheel, by range requests."""
-    z = RemoteZip(_range_fetcher(sess, f.url, index, f.size), f.filename)
-    metadata = [m for m in z.find_suffix(".dist-info/METADATA") if m.name.count("/") == 1]
-    if not metadata:
-        raise DataError(f"{f.filename}: no .dist-info/METADATA in the wheel")
-    info_members = z.find_suffix(BUILD_INFO_SUFFIX)
-    # tensorflow/ (2.2+) or tensorflow_core/ (2.0, 2.1); prefer the shortest path
-    info_members.sort(key=lambda m: (m.name.count("/"), m.name))
+    members = read_members(_range_fetcher(sess, f.url, index, f.size), f.filename)
     build_info: dict[str, Any] = {}
-    info_path = ""
-    if info_members:
-        info_path = info_members[0].name
-        text = z.read(info_members[0]).decode("utf-8", errors="replace")
-        build_info = parse_build_info(text, f"{f.filename}:{info_path}")
-    msg = BytesHeaderParser().parsebytes(z.read(metadata[0]))
+    if members.build_info is not None:
+        text = members.build_info.decode("utf-8", errors="replace")
+        build_info = parse_build_info(text, f"{f.filename}:{members.build_info_path}")
+    msg = BytesHeaderParser().parsebytes(members.metadata)
     return WheelFacts(
         requires_python=str(msg.get("Requires-Python", "") or "").strip(),
         requires_dist=tuple(str(v).strip() for v in msg.get_all("Requires-Dist", [])),
         build_info=build_info,
-        build_info_path=info_path,
-        requests=z.requests,
-        bytes_read=z.bytes_read,
+        build_info_path=members.build_info_path,
+        requests=members.requests,
+        bytes_read=members.bytes_read,
     )
 
 
