@@ -21,7 +21,13 @@ from urllib.parse import urlsplit, urlunsplit
 from envlock.errors import UsageError
 from envlock.fsutil import sha256_bytes
 from envlock.lock.core import check_requirements, lock
-from envlock.lock.manifest import check_output_folder, commit, locked_bundle, recover_bundle
+from envlock.lock.manifest import (
+    check_output_folder,
+    commit,
+    locked_bundle,
+    recover_bundle,
+    refuse_foreign,
+)
 from envlock.lock.pylock import PYLOCK, pylock_text, read_lock
 from envlock.lock.requirements import REQUIREMENTS, requirements_text
 from envlock.model import Lock, LockInput, Resolution
@@ -197,6 +203,7 @@ def lock_folder(
     )
     warm.join()
     files = bundle_files(locked, options)
+    refuse_foreign(out, files, force=request.force, command="envlock lock")
     with locked_bundle(out, "-o") as held:
         if held.note:
             notes.append(held.note)
@@ -275,6 +282,7 @@ def render_folder(folder: Path, given: RenderOptions, *, force: bool = False) ->
     seen = _input_bytes(folder, inputs)
     # rendered before the lock is taken: bad input fails without touching DIR
     context, lock_files, files, note = _render_plan(folder, given)
+    refuse_foreign(folder, {**lock_files, **files}, force=force, command="envlock render")
     with locked_bundle(folder) as held:
         if _input_bytes(folder, inputs) != seen:  # another run wrote DIR meanwhile
             context, lock_files, files, note = _render_plan(folder, given)

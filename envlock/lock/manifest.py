@@ -516,6 +516,23 @@ def foreign_files(folder: Path, files: Mapping[str, bytes]) -> list[str]:
     return out
 
 
+def refuse_foreign(
+    folder: Path, files: Mapping[str, bytes], *, force: bool, command: str = "envlock"
+) -> None:
+    """Exit 2 naming the files of ``files`` in DIR that envlock did not write,
+    unless ``force``. ``commit`` checks again under the lock; a caller checks
+    first so that a refused run leaves DIR untouched (not even a lock file)."""
+    foreign = [] if force or not folder.is_dir() else foreign_files(folder, files)
+    if foreign:
+        names = ", ".join(str(folder / rel) for rel in foreign)
+        raise UsageError(
+            f"{names}: not written by envlock (not in {folder / MANIFEST}); {command} would "
+            "overwrite it",
+            hint="move it away, write the bundle to another folder, or give --force to "
+            "overwrite it",
+        )
+
+
 def commit(
     folder: Path,
     files: Mapping[str, bytes],
@@ -526,15 +543,7 @@ def commit(
 ) -> Written:
     """Write ``files`` into DIR as one switch (the caller holds DIR's lock)."""
     modes = modes or {}
-    foreign = foreign_files(folder, files)
-    if foreign and not force:
-        names = ", ".join(str(folder / rel) for rel in foreign)
-        raise UsageError(
-            f"{names}: not written by envlock (not in {folder / MANIFEST}); {command} would "
-            "overwrite it",
-            hint="move it away, write the bundle to another folder, or give --force to "
-            "overwrite it",
-        )
+    refuse_foreign(folder, files, force=force, command=command)
     previous = read_manifest(folder) or {}
     entries: list[_Entry] = []
     states: dict[str, str] = {}
