@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -50,7 +51,8 @@ def read_input(
 
 
 def _temp_for(path: Path, data: bytes, mode: int | None) -> Path:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # the suffix envlock.lock.manifest knows: a killed run's leftovers are removed there
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".envlock-tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -70,8 +72,31 @@ def _temp_for(path: Path, data: bytes, mode: int | None) -> Path:
 
 
 def atomic_write(path: Path, data: bytes | str, mode: int | None = None) -> None:
-    """Write ``path`` through a temp file in the same folder and a rename."""
-    write_files(path.parent, {path.name: data}, modes={path.name: mode} if mode else None)
+    """Write ``path`` through a temp file in the same folder and a rename.
+
+    A symbolic link stays a link: the file it points to is replaced. A target
+    that is not a regular file (``-o /dev/stdout``, a pipe, a terminal) is
+    written into as a stream; a folder is refused (exit 2).
+    """
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        st = os.stat(path)  # through links: /dev/stdout -> /proc/self/fd/1 -> a pipe
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise EnvironmentFailure(f"cannot write to {path}: {e.strerror or e}") from e
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{path} is a folder, not a file", hint="give a file name to write")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        try:
+            with open(path, "wb") as stream:
+                stream.write(raw)
+        except OSError as e:
+            raise EnvironmentFailure(f"cannot write to {path}: {e.strerror or e}") from e
+        return
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+    write_files(path.parent, {path.name: raw}, modes={path.name: mode} if mode else None)
 
 
 def write_files(

@@ -37,7 +37,12 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from envlock.build import build_image
+    from envlock.lock.manifest import recover_bundle
 
+    # an interrupted `envlock lock`/`render` into DIR is finished or undone first
+    note = recover_bundle(Path(args.dir))
+    if note:
+        sys.stderr.write(f"envlock: note: {note}\n")
     result = build_image(
         Path(args.dir),
         tag=args.tag,

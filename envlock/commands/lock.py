@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envlock.commands.render import add_render_arguments, render_options
+from envlock.commands.render import add_force_argument, add_render_arguments, render_options
 from envlock.errors import UsageError
 
 if TYPE_CHECKING:
@@ -77,6 +77,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_render_arguments(p)
+    add_force_argument(p)
     p.set_defaults(func=run)
 
 
@@ -122,6 +123,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("no output folder", hint=f"envlock lock '{args.spec}' -o DIR")
     from envlock.commands.resolve import constraints_from_args
     from envlock.lock.folder import LockRequest, lock_folder
+    from envlock.lock.manifest import check_output_folder
+
+    check_output_folder(Path(args.output), "-o")  # before any resolving: a bad -o fails fast
     from envlock.resolve import resolve
 
     constraints = constraints_from_args(args)
@@ -140,8 +144,12 @@ def run(args: argparse.Namespace) -> int:
         index_url=args.index_url,
         offline=args.offline,
         render=render_options(args, os=args.os),
+        force=args.force,
     )
-    _print_lock(args, lock_folder(request, resolution, _progress))
+    written = lock_folder(request, resolution, _progress)
+    for note in written.notes:
+        sys.stderr.write(f"envlock: note: {note}\n")
+    _print_lock(args, written)
     return 0
 
 
@@ -212,6 +220,8 @@ def check(args: argparse.Namespace) -> int:
         render=render_options(args),
     )
     result = check_folder(request, _resolve_input, _progress)
+    for note in result.recovered:
+        sys.stderr.write(f"envlock: note: {note}\n")
     _print_check(args, result)
     return 0 if result.ok else 1
 

@@ -36,6 +36,16 @@ def add_render_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_force_argument(parser: argparse.ArgumentParser) -> None:
+    """--force for `envlock lock` and `envlock render`."""
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite files in DIR that envlock did not write (not in DIR's "
+        "envlock-manifest.json), e.g. a project's own Dockerfile",
+    )
+
+
 def render_options(args: argparse.Namespace, os: str | None = None) -> RenderOptions:
     """The render options given on the command line (None where not given)."""
     return RenderOptions(
@@ -54,8 +64,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Render DIR's Dockerfile, .dockerignore, bootstrap.sh, README.md, smoke "
         "harness, expect.json and runtime files from DIR/pylock.toml, without resolving "
         "again. Options not given are those DIR/render.json records (edit or delete it to "
-        "drop one); an existing runtime.json is kept. All files are written in one step: a "
-        "failure leaves the bundle as it was.",
+        "drop one); an existing runtime.json is kept. All files are written in one step "
+        "(DIR/envlock-manifest.json lists them): a failure leaves the bundle as it was, an "
+        "interrupted write is finished or undone by the next command on DIR.",
     )
     p.add_argument("dir", metavar="DIR", help="the bundle folder (holds pylock.toml)")
     add_render_arguments(p)
@@ -64,6 +75,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="ubuntuXX.YY",
         help="the same nvidia/cuda image on another Ubuntu release (e.g. ubuntu24.04)",
     )
+    add_force_argument(p)
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
     p.set_defaults(func=run)
 
@@ -72,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     from envlock.lock.folder import render_folder
 
     directory = Path(args.dir)
-    rendered = render_folder(directory, render_options(args, os=args.os))
+    rendered = render_folder(directory, render_options(args, os=args.os), force=args.force)
     ctx = rendered.context
     for note in rendered.notes:
         sys.stderr.write(f"envlock: note: {note}\n")

@@ -17,6 +17,7 @@ from pathlib import Path
 from envlock.errors import UsageError
 from envlock.lock.core import lock
 from envlock.lock.folder import Progress, bundle_files, recorded_options
+from envlock.lock.manifest import recover_bundle
 from envlock.lock.pylock import PYLOCK, read_lock, regenerate_command
 from envlock.model import Lock, LockInput, Resolution
 from envlock.render import EXECUTABLE, RenderOptions
@@ -48,6 +49,7 @@ class CheckResult:
     files: tuple[dict[str, str], ...]  # {"path", "state": same | differs | missing | ...}
     notes: tuple[str, ...]
     regenerate: str  # the command that writes the bundle again
+    recovered: tuple[str, ...] = ()  # an interrupted write finished or undone first
 
     @property
     def ok(self) -> bool:
@@ -133,6 +135,7 @@ def check_folder(
     owns how recorded flags become constraints).
     """
     folder = request.folder
+    recovered = recover_bundle(folder)  # an interrupted write is finished or undone first
     old = read_lock(folder)
     options, note = recorded_options(folder, request.render)
     notes = [note] if note else []
@@ -175,4 +178,12 @@ def check_folder(
     flags = _render_flags(options)
     if flags:
         regenerate += " " + shlex.join(flags)
-    return CheckResult(folder, new, tuple(changes), tuple(rows), tuple(notes), regenerate)
+    return CheckResult(
+        folder,
+        new,
+        tuple(changes),
+        tuple(rows),
+        tuple(notes),
+        regenerate,
+        (recovered,) if recovered else (),
+    )

@@ -19,8 +19,15 @@ from typing import Any
 
 from envlock.door import redact
 from envlock.errors import UsageError
-from envlock.fsutil import sha256_bytes, write_files
+from envlock.fsutil import sha256_bytes
 from envlock.lock.core import check_requirements, lock
+from envlock.lock.manifest import (
+    check_output_folder,
+    commit,
+    locked_bundle,
+    recover_bundle,
+    refuse_foreign,
+)
 from envlock.lock.pylock import PYLOCK, pylock_text, read_lock
 from envlock.lock.requirements import REQUIREMENTS, requirements_text
 from envlock.model import Lock, LockInput, Resolution
@@ -36,6 +43,7 @@ from envlock.render import (
 )
 
 Progress = Callable[[str], None]
+RUNTIME = "runtime.json"  # kept by lock and render: an input of both
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,7 @@ class LockRequest:
     index_url: str | None = None
     offline: bool = False
     render: RenderOptions = field(default_factory=RenderOptions)  # runtime: read from DIR
+    force: bool = False  # overwrite files in DIR that envlock did not write
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,7 @@ class LockedFolder:
     folder: Path
     files: tuple[str, ...]  # every file written, sorted
     digest: str  # sha256 hex of pylock.toml
+    notes: tuple[str, ...] = ()  # what was done to finish an interrupted write first
 
 
 @dataclass(frozen=True)
@@ -148,15 +158,31 @@ def _prewarm(resolver: str, provisional: Lock, options: RenderOptions) -> None:
         render_bundle(provisional, options, {PYLOCK: b"", REQUIREMENTS: b""})
 
 
+def _input_bytes(folder: Path, names: tuple[str, ...]) -> dict[str, bytes | None]:
+    out: dict[str, bytes | None] = {}
+    for name in names:
+        try:
+            out[name] = (folder / name).read_bytes()
+        except OSError:
+            out[name] = None
+    return out
+
+
 def lock_folder(
     request: LockRequest, resolution: Resolution, progress: Progress | None = None
 ) -> LockedFolder:
     """Lock ``resolution`` (+ the request's pins) and write the whole bundle into
-    ``request.output`` in one step; an existing runtime.json there is kept."""
+    ``request.output`` in one switch (envlock.lock.manifest); an existing
+    runtime.json there is kept. An interrupted earlier write into DIR is
+    finished or rolled back first."""
+    out = request.output
+    check_output_folder(out, "-o")
+    notes = [n for n in (recover_bundle(out),) if n]
     locking = lock_input(request, resolution)
     if progress:
         progress(f"locking {resolution.framework} {resolution.version} with {request.resolver} ...")
-    options = replace(request.render, runtime=read_runtime(request.output))
+    seen = _input_bytes(out, (RUNTIME,))
+    options = replace(request.render, runtime=read_runtime(out))
     provisional = Lock(resolution, locking, (), request.resolver, "")
     warm = threading.Thread(
         target=_prewarm, args=(request.resolver, provisional, options), daemon=True
@@ -171,8 +197,22 @@ def lock_folder(
     )
     warm.join()
     files = bundle_files(locked, options)
-    write_files(request.output, files, modes={name: 0o755 for name in EXECUTABLE})
-    return LockedFolder(locked, request.output, tuple(sorted(files)), sha256_bytes(files[PYLOCK]))
+    refuse_foreign(out, files, force=request.force, command="envlock lock")
+    with locked_bundle(out, "-o") as held:
+        if held.note:
+            notes.append(held.note)
+        if _input_bytes(out, (RUNTIME,)) != seen:  # another run changed it meanwhile
+            files = bundle_files(locked, replace(options, runtime=read_runtime(out)))
+        commit(
+            out,
+            files,
+            modes={name: 0o755 for name in EXECUTABLE},
+            force=request.force,
+            command="envlock lock",
+        )
+    return LockedFolder(
+        locked, out, tuple(sorted(files)), sha256_bytes(files[PYLOCK]), tuple(notes)
+    )
 
 
 def recorded_options(folder: Path, given: RenderOptions) -> tuple[RenderOptions, str | None]:
@@ -207,28 +247,52 @@ def _lock_bytes(folder: Path) -> dict[str, bytes]:
     return files
 
 
-def render_folder(folder: Path, given: RenderOptions) -> RenderedFolder:
+def _render_plan(
+    folder: Path, given: RenderOptions
+) -> tuple[BundleContext, dict[str, bytes], dict[str, bytes], str | None]:
+    """What ``envlock render`` writes: context, lock files, rendered files, note."""
+    lock_files = _lock_bytes(folder)
+    locked = read_lock(folder)
+    options, note = recorded_options(folder, given)
+    context = bundle_context(locked, options, lock_files)
+    rendered = {
+        rel: data.encode("utf-8") if isinstance(data, str) else data
+        for rel, data in render_bundle(locked, options, lock_files).items()
+    }
+    return context, lock_files, rendered, note
+
+
+def render_folder(folder: Path, given: RenderOptions, *, force: bool = False) -> RenderedFolder:
     """Render ``folder``'s bundle files again from its lock (no resolving) and
-    write them in one step; a failure leaves the folder as it was."""
+    write them in one switch; a failure leaves the folder as it was. An
+    interrupted earlier write is finished or rolled back first."""
+    check_output_folder(folder, "DIR")
     if not folder.is_dir():
         raise UsageError(
             f"{folder}: no such folder", hint="give the folder `envlock lock -o` wrote"
         )
-    lock_files = _lock_bytes(folder)
-    locked = read_lock(folder)
-    options, note = recorded_options(folder, given)
-    # a folder holding only the lock files is being rendered for the first time
-    notes = (note,) if note and (folder / "Dockerfile").is_file() else ()
-    context = bundle_context(locked, options, lock_files)
-    files = render_bundle(locked, options, lock_files)
-    before = {
-        rel: (folder / rel).read_bytes() if (folder / rel).is_file() else None for rel in files
-    }
-    write_files(folder, files, modes={rel: 0o755 if rel in EXECUTABLE else None for rel in files})
-    rows: list[dict[str, Any]] = []
-    for rel, data in files.items():
-        raw = data.encode("utf-8") if isinstance(data, str) else data
-        old = before[rel]
-        state = "new" if old is None else ("unchanged" if old == raw else "updated")
-        rows.append({"path": rel, "bytes": len(raw), "state": state})
-    return RenderedFolder(context, tuple(rows), notes)
+    recovered = recover_bundle(folder)
+    inputs = (PYLOCK, REQUIREMENTS, RENDER_JSON, RUNTIME)
+    seen = _input_bytes(folder, inputs)
+    # rendered before the lock is taken: bad input fails without touching DIR
+    context, lock_files, files, note = _render_plan(folder, given)
+    refuse_foreign(folder, {**lock_files, **files}, force=force, command="envlock render")
+    with locked_bundle(folder) as held:
+        if _input_bytes(folder, inputs) != seen:  # another run wrote DIR meanwhile
+            context, lock_files, files, note = _render_plan(folder, given)
+        # a folder holding only the lock files is being rendered for the first time
+        notes = [n for n in (recovered, held.note) if n]
+        if note and (folder / "Dockerfile").is_file():
+            notes.append(note)
+        written = commit(
+            folder,
+            {**lock_files, **files},
+            modes={rel: 0o755 if rel in EXECUTABLE else None for rel in files},
+            force=force,
+            command="envlock render",
+        )
+    rows = [
+        {"path": rel, "bytes": len(data), "state": written.states[rel]}
+        for rel, data in files.items()
+    ]
+    return RenderedFolder(context, tuple(rows), tuple(notes))
