@@ -207,7 +207,7 @@ def _dying(real: Callable[..., Any], step: int, calls: dict[str, int]) -> Callab
     return wrapper
 
 
-def test_lock_check_and_build_finish_an_interrupted_write_first(
+def test_lock_check_build_and_verify_finish_an_interrupted_write_first(
     bundle_214: Path,
     golden_lock: Callable[[str], None],
     monkeypatch: pytest.MonkeyPatch,
@@ -215,7 +215,7 @@ def test_lock_check_and_build_finish_an_interrupted_write_first(
 ) -> None:
     import envlock.build
 
-    for command in ("check", "build"):
+    for command in ("check", "build", "verify"):
         # killed after the journal and the first two renames
         real = os.replace
         monkeypatch.setattr(os, "replace", _only(real, 3))
@@ -242,7 +242,7 @@ def test_lock_check_and_build_finish_an_interrupted_write_first(
             )
             code = main(["lock", "--check", str(bundle_214)])
             assert seen and code in (0, 1)
-        else:
+        elif command == "build":
 
             def fake_build(directory: Path, **kwargs: Any) -> Any:
                 assert bundle_problems(directory) == []
@@ -250,6 +250,11 @@ def test_lock_check_and_build_finish_an_interrupted_write_first(
 
             monkeypatch.setattr(envlock.build, "build_image", fake_build)
             assert main(["build", str(bundle_214)]) == 3
+        else:
+            # the bundle is made whole before the key and the report are read
+            missing = bundle_214.parent / "missing"
+            args = ["verify", str(missing / "r.json"), "--key", str(missing / "k.pub.pem")]
+            assert main([*args, "--lock", str(bundle_214)]) == 2
         err = capsys.readouterr().err
         assert "finished a write that was interrupted" in err
         assert bundle_problems(bundle_214) == []

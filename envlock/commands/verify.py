@@ -59,13 +59,20 @@ def _subject_text(subject: list[dict[str, Any]]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from envlock.commands.report import read_envelope
+    from envlock.lock.manifest import recover_bundle
     from envlock.report import keys, verify_envelope
     from envlock.report.image import local_image_id
 
+    lock_dir = Path(args.lock) if args.lock else None
+    if lock_dir is not None:
+        # an interrupted `envlock lock`/`render` into DIR is finished or undone
+        # first, so the files compared are one whole bundle
+        note = recover_bundle(lock_dir)
+        if note:
+            sys.stderr.write(f"envlock: note: {note}\n")
     public_key = keys.load_public(Path(args.key))
     env = read_envelope(args.report)
     image_id = local_image_id(args.image) if args.image else None
-    lock_dir = Path(args.lock) if args.lock else None
     v = verify_envelope(env, public_key, lock_dir=lock_dir, image_id=image_id)
     passed = v.result in ("PASSED", "WARNED")
     verified = v.ok and (passed or not args.require_pass)
