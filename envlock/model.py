@@ -11,6 +11,11 @@ from typing import Any
 
 CUDA_SOURCES = ("system", "pip")
 
+# The oldest CPython the smoke harness (envlock/smoke/harness.py) runs on; its
+# tests run under it. Resolve and lock refuse an older Python: a bundle whose
+# harness cannot run proves nothing.
+OLDEST_PYTHON = "3.8"
+
 
 @dataclass(frozen=True)
 class Resolution:

@@ -11,7 +11,7 @@ The flow, one module each:
 
 - ``spec``: the SPEC, read by packaging (``==X.Y`` means the X.Y series).
 - ``constraints``: the other values, checked; a Python older than the smoke
-  harness runs on (``envlock.smoke.OLDEST_PYTHON``) is refused.
+  harness runs on (``envlock.model.OLDEST_PYTHON``) is refused.
 - ``stages``: the constraints a release must pass, in the order they are
   reported, each explaining its own failure.
 - ``placement``: the CUDA source, base image, Ubuntu and Python a release

@@ -15,9 +15,8 @@ from packaging.version import Version
 
 from envlock.errors import NoResolution, UsageError
 from envlock.matrix.cuda import CudaMatrix
-from envlock.model import CUDA_SOURCES
+from envlock.model import CUDA_SOURCES, OLDEST_PYTHON
 from envlock.resolve.spec import FRAMEWORK, Spec, parse_spec
-from envlock.smoke import OLDEST_PYTHON
 
 PYTHON_MINOR = re.compile(r"^3\.[0-9]{1,2}$")
 MAJOR_MINOR = re.compile(r"^[0-9]{1,2}(\.[0-9]{1,2})?$")

@@ -12,6 +12,7 @@ from packaging.version import Version
 
 from envlock.matrix import TFRelease
 from envlock.matrix.cuda import CudaMatrix
+from envlock.model import OLDEST_PYTHON
 from envlock.resolve.constraints import Checked, Constraints
 from envlock.resolve.explain import (
     and_cuda_python_hint,
@@ -22,7 +23,6 @@ from envlock.resolve.explain import (
     source_alternatives,
 )
 from envlock.resolve.placement import NoPlacement, Placement, place, series
-from envlock.smoke import OLDEST_PYTHON
 
 
 @dataclass(frozen=True)

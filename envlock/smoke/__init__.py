@@ -2,17 +2,19 @@
 
 ``harness.py`` is the file copied into every bundle as ``envlock_smoke.py``;
 ``runner.py`` starts it inside a container or in the current interpreter.
+``OLDEST_PYTHON``, the oldest CPython the harness runs on, lives in
+``envlock.model`` so that resolve need not import this package (and pathlib).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-HARNESS_PATH = Path(__file__).resolve().parent / "harness.py"
+from envlock.model import OLDEST_PYTHON
 
-# The oldest CPython harness.py runs on (its tests run under it). Resolve and
-# lock refuse an older Python: a bundle whose harness cannot run proves nothing.
-OLDEST_PYTHON = "3.8"
+__all__ = ["HARNESS_PATH", "OLDEST_PYTHON", "harness_text"]
+
+HARNESS_PATH = Path(__file__).resolve().parent / "harness.py"
 
 
 def harness_text() -> str:
