@@ -261,3 +261,14 @@ def test_smoke_host_refuses_a_bad_peaks_file_before_running(
     code, err = run(["smoke", "--host", "--peaks", str(peaks)], capsys)
     assert code == 2
     assert err.startswith(f"envlock: error: --peaks {peaks}: not valid JSON: Infinity")
+
+
+def test_ca_cert_that_is_a_fifo_is_refused_not_waited_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = bundle(tmp_path)
+    fifo = tmp_path / "ca.pem"
+    os.mkfifo(fifo)  # read_bytes() on it blocked forever
+    code, err = run(["render", str(folder), "--ca-cert", str(fifo)], capsys)
+    assert code == 2
+    assert err.startswith(f"envlock: error: --ca-cert {fifo}: not a regular file\n")

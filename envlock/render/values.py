@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from envlock.errors import DataError, UsageError
 from envlock.model import Lock
+from envlock.readers import read_bytes
 
 OS_RE = re.compile(r"^ubuntu(\d{2})\.(\d{2})$")
 OS_SUFFIX_RE = re.compile(r"-(ubuntu\d{2}\.\d{2})$")
@@ -136,7 +137,7 @@ def os_of(image: str) -> str | None:
 def read_ca_cert(path: str) -> bytes:
     """The bytes of the ``--ca-cert`` file, when it holds a PEM certificate."""
     try:
-        data = Path(path).expanduser().read_bytes()
+        data = read_bytes(Path(path).expanduser(), "--ca-cert", hint="give a readable PEM file")
     except FileNotFoundError:
         raise UsageError(
             f"--ca-cert {path}: no such file", hint="give the PEM file of the CA to trust"
