@@ -325,9 +325,11 @@ RAW_JSON_TOKENS = [
 def json_document(draw: st.DrawFn, base: dict[str, Any]) -> bytes:
     """A document near ``base`` (a valid one): keys changed, dropped, added, or
     raw text JSON never holds; sometimes plain bytes."""
-    kind = draw(st.integers(0, 3))
+    kind = draw(st.integers(0, 4))
     if kind == 0:
         return draw(st.binary(max_size=80))
+    if kind == 4:  # any JSON document, an object or not
+        return json.dumps(draw(JSON_VALUE)).encode("utf-8", "surrogatepass")
     doc: dict[str, Any] = dict(base)
     for _ in range(draw(st.integers(1, 3))):
         key = draw(st.one_of(st.sampled_from(sorted(base)), ANY_TEXT))

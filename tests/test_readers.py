@@ -272,3 +272,18 @@ def test_ca_cert_that_is_a_fifo_is_refused_not_waited_on(
     code, err = run(["render", str(folder), "--ca-cert", str(fifo)], capsys)
     assert code == 2
     assert err.startswith(f"envlock: error: --ca-cert {fifo}: not a regular file\n")
+
+
+@pytest.mark.parametrize(("text", "kind"), [("7", "int"), ('"ab"', "str"), ("[]", "list")])
+def test_runtime_json_that_is_not_an_object(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, kind: str
+) -> None:
+    """Found by bench/fuzz.py: a runtime.json holding 7 was a TypeError traceback."""
+    folder = bundle(tmp_path)
+    (folder / "runtime.json").write_text(text, encoding="utf-8")
+    code, err = run(["render", str(folder)], capsys)
+    assert code == 2
+    assert err == (
+        f"envlock: error: runtime.json: expected a JSON object, got {kind}\n"
+        "  hint: fix runtime.json or delete it to get the defaults\n"
+    )

@@ -97,7 +97,9 @@ def runtime_settings(existing: Mapping[str, Any] | None) -> dict[str, Any]:
     if existing is None:
         return dict(envlock_runtime.DEFAULTS)
     try:
-        return envlock_runtime.validate(dict(existing))
+        return envlock_runtime.validate(
+            dict(existing) if isinstance(existing, Mapping) else existing
+        )
     except envlock_runtime.ConfigError as e:
         raise UsageError(str(e), hint="fix runtime.json or delete it to get the defaults") from None
 
