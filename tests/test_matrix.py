@@ -315,7 +315,7 @@ def test_corrupt_file_on_the_command_line(
     assert err.startswith(f"envlock: error: {bad}: not valid TOML: ")
     assert "Traceback" not in err
     assert main(["matrix", "check", "--matrix", str(tmp_path / "missing.toml")]) == 2
-    assert f"{tmp_path / 'missing.toml'}: file not found" in capsys.readouterr().err
+    assert f"{tmp_path / 'missing.toml'}: no such file" in capsys.readouterr().err
 
 
 def test_dumps_round_trips_the_committed_file() -> None:

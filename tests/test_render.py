@@ -549,7 +549,7 @@ def test_recorded_options_stand_in_for_those_not_given(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ("{", "not readable JSON"),
+        ("{", "not valid JSON: Expecting property name"),
         ('{"base_image": "x"}', "not an envlock.render/v1 document"),
         ('{"schema": "envlock.render/v1", "base": "x"}', "unknown option 'base'"),
         ('{"schema": "envlock.render/v1", "os": 22.04}', "os must be a string or null"),

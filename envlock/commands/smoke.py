@@ -50,6 +50,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from envlock.readers import read_json
     from envlock.smoke import runner
 
     if args.size is not None and args.size <= 0:
@@ -65,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
                 f"give an image or --host, not both ({args.image!r})",
                 hint="envlock smoke IMAGE, or envlock smoke --host",
             )
+        if args.peaks:  # strict JSON (envlock.readers): a bad file is exit 2, not a FAILED run
+            read_json(args.peaks, "--peaks", hint="pass a JSON list of GPU peaks")
         result = runner.run_on_host(
             args.framework,
             Path(args.expect) if args.expect else None,

@@ -31,6 +31,7 @@ from envlock.lock.manifest import (
 from envlock.lock.pylock import PYLOCK, pylock_text, read_lock
 from envlock.lock.requirements import REQUIREMENTS, requirements_text
 from envlock.model import Lock, LockInput, Resolution
+from envlock.readers import read_text
 from envlock.render import (
     EXECUTABLE,
     RENDER_JSON,
@@ -86,7 +87,7 @@ class RenderedFolder:
 def read_requirement_file(path: str) -> list[str]:
     """Requirement lines of a -r FILE (comments, blanks and continuations handled)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text(path, "-r", hint="check the file")  # strict: UsageError naming the file
     except FileNotFoundError:
         raise UsageError(f"-r {path}: no such file", hint="check the path") from None
     except (OSError, UnicodeDecodeError) as e:

@@ -10,7 +10,6 @@ file and the place inside it.
 from __future__ import annotations
 
 import functools
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +21,7 @@ from envlock.matrix.tensorflow import TFMatrix, TFRelease
 if TYPE_CHECKING:
     from pathlib import Path  # pathlib is imported where a file is read
 
-# tomllib and hashlib are imported where a file is read: a resolve that finds the
+# envlock.readers (tomllib) and hashlib are imported where a file is read: a resolve that finds the
 # validated matrices in its cache (envlock.matrix.cache) needs this package's
 # classes, not its readers.
 
@@ -53,49 +52,42 @@ def display_name(name: str) -> str:
     return f"{MATRIX_FOLDER}/{name}"
 
 
-def decode_toml(data: bytes, filename: str) -> dict[str, Any]:
-    """Parse TOML bytes; a syntax error becomes a DataError naming the file."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - exercised on 3.9/3.10
-        import tomli as tomllib
+MATRIX_HINT = "restore the file from the envlock release or regenerate it"
 
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise DataError(
-            f"{filename}: not UTF-8 text (byte {e.start})",
-            hint="restore the file from the envlock release or regenerate it",
-        ) from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise DataError(
-            f"{filename}: not valid TOML: {e}",
-            hint="restore the file from the envlock release or regenerate it",
-        ) from None
+
+def decode_toml(data: bytes, filename: str) -> dict[str, Any]:
+    """Parse TOML bytes (strict UTF-8, ``envlock.readers``); any defect is a
+    DataError naming the file."""
+    from envlock import readers
+
+    text = readers.decode_text(data, filename, hint=MATRIX_HINT, error=DataError)
+    return readers.parse_toml(text, filename, hint=MATRIX_HINT, error=DataError)
 
 
 def read_toml(name: str, path: Path | None = None) -> tuple[dict[str, Any], str, str]:
     """Read a matrix file: (document, sha256 hex of its bytes, name for messages).
 
     ``name`` is the file name inside the packaged ``matrices/`` folder; ``path``
-    reads another file instead (``envlock matrix check FILE``).
+    reads another file instead (``envlock matrix check FILE``), through
+    ``envlock.readers`` (a folder, a FIFO, an unreadable file: a DataError).
     """
     import hashlib
 
-    from envlock import resources
+    from envlock import readers, resources
 
-    shown = str(path) if path is not None else display_name(name)
-    try:
-        data = path.read_bytes() if path else resources.read_bytes(MATRIX_FOLDER, name)
-    except FileNotFoundError:
-        raise DataError(
-            f"{shown}: file not found",
-            hint="reinstall envlock, or regenerate the matrix with 'envlock matrix refresh'",
-        ) from None
-    except OSError as e:
-        raise DataError(f"{shown}: cannot read: {e.strerror or e}") from None
+    shown = readers.shown(path) if path is not None else display_name(name)
+    if path is not None:
+        data = readers.read_bytes(path, hint="give the path of a matrix TOML file", error=DataError)
+    else:
+        try:
+            data = resources.read_bytes(MATRIX_FOLDER, name)
+        except FileNotFoundError:
+            raise DataError(
+                f"{shown}: no such file",
+                hint="reinstall envlock, or regenerate the matrix with 'envlock matrix refresh'",
+            ) from None
+        except OSError as e:
+            raise DataError(f"{shown}: cannot read it ({e.strerror or e})") from None
     return decode_toml(data, shown), hashlib.sha256(data).hexdigest(), shown
 
 

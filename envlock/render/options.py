@@ -9,7 +9,7 @@ edit, kept across re-renders).
 
 from __future__ import annotations
 
-import json
+import os
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from envlock.errors import UsageError
+from envlock.readers import read_json
 
 PYTHON_SOURCES = ("image", "apt", "uv")
 # render.json: the options a bundle was rendered with, so `envlock render DIR`
@@ -72,12 +73,9 @@ def read_render_options(directory: Path) -> dict[str, str | None] | None:
     None when it has none (bundles made before envlock recorded them)."""
     path = directory / RENDER_JSON
     hint = "fix it, or delete it and give the render options on the command line"
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UsageError(f"{path}: not readable JSON ({e})", hint=hint) from None
+    doc = read_json(path, hint=hint)  # strict: one UsageError naming the file and the defect
     if not isinstance(doc, dict) or doc.get("schema") != RENDER_SCHEMA:
         raise UsageError(f"{path}: not an {RENDER_SCHEMA} document", hint=hint)
     options: dict[str, str | None] = {}
@@ -99,7 +97,9 @@ def runtime_settings(existing: Mapping[str, Any] | None) -> dict[str, Any]:
     if existing is None:
         return dict(envlock_runtime.DEFAULTS)
     try:
-        return envlock_runtime.validate(dict(existing))
+        return envlock_runtime.validate(
+            dict(existing) if isinstance(existing, Mapping) else existing
+        )
     except envlock_runtime.ConfigError as e:
         raise UsageError(str(e), hint="fix runtime.json or delete it to get the defaults") from None
 
@@ -107,13 +107,7 @@ def runtime_settings(existing: Mapping[str, Any] | None) -> dict[str, Any]:
 def read_runtime(directory: Path) -> dict[str, Any] | None:
     """An existing bundle's runtime.json (so re-rendering keeps the user's edits)."""
     path = directory / "runtime.json"
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UsageError(
-            f"{path}: not readable JSON ({e})",
-            hint="fix it or delete it to get the default runtime settings",
-        ) from None
+    data = read_json(path, hint="fix it or delete it to get the default runtime settings")
     return runtime_settings(data)

@@ -30,6 +30,7 @@ from packaging.version import InvalidVersion, Version
 from envlock.door import bad_character, shown
 from envlock.errors import DataError, UsageError
 from envlock.model import Lock
+from envlock.readers import read_bytes
 
 OS_RE = re.compile(r"^ubuntu(\d{2})\.(\d{2})$")
 OS_SUFFIX_RE = re.compile(r"-(ubuntu\d{2}\.\d{2})$")
@@ -338,7 +339,7 @@ def read_ca_cert(path: str) -> bytes:
     user_path(path, "--ca-cert")
     shown_path = path  # no control character: user_path checked it
     try:
-        data = Path(path).expanduser().read_bytes()
+        data = read_bytes(Path(path).expanduser(), "--ca-cert", hint="give a readable PEM file")
     except FileNotFoundError:
         raise UsageError(
             f"--ca-cert {shown_path}: no such file", hint="give the PEM file of the CA to trust"

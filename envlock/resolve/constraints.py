@@ -16,6 +16,7 @@ from packaging.version import Version
 from envlock.errors import NoResolution, UsageError
 from envlock.matrix.cuda import CudaMatrix
 from envlock.model import CUDA_SOURCES, OLDEST_PYTHON
+from envlock.readers import quoted
 from envlock.resolve.spec import FRAMEWORK, Spec, parse_spec
 
 PYTHON_MINOR = re.compile(r"^3\.[0-9]{1,2}$")
@@ -70,7 +71,7 @@ def _check_value(
         return None
     value = value.strip()
     if not pattern.fullmatch(value):
-        raise UsageError(f"{flag} {value!r} is not {shape}", hint=f"e.g. {flag} {example}")
+        raise UsageError(f"{flag} {quoted(value)} is not {shape}", hint=f"e.g. {flag} {example}")
     return value
 
 
@@ -86,26 +87,26 @@ def check(constraints: Constraints, cuda_matrix: CudaMatrix) -> Checked:
     )
     if c.driver_cuda is not None and not MAJOR_MINOR.fullmatch(c.driver_cuda):
         raise UsageError(
-            f"the driver's CUDA version {c.driver_cuda!r} is not X.Y",
+            f"the driver's CUDA version {quoted(c.driver_cuda)} is not X.Y",
             hint="pass --driver VERSION instead of auto",
         )
     os = c.os.strip() if c.os is not None else None
     known_os = [ubuntu.name for ubuntu in cuda_matrix.ubuntu]
     if os is not None and (not UBUNTU.fullmatch(os) or os not in known_os):
         raise UsageError(
-            f"--os {os!r} is not a known Ubuntu release of the nvidia/cuda images",
+            f"--os {quoted(os)} is not a known Ubuntu release of the nvidia/cuda images",
             hint="one of: " + ", ".join(known_os),
         )
     if c.cuda_source is not None and c.cuda_source not in CUDA_SOURCES:
         raise UsageError(
-            f"--cuda-source {c.cuda_source!r} is not one of {', '.join(CUDA_SOURCES)}",
+            f"--cuda-source {quoted(c.cuda_source)} is not one of {', '.join(CUDA_SOURCES)}",
             hint="system: from the nvidia/cuda cudnn image; pip: tensorflow[and-cuda] wheels",
         )
     source = c.cuda_source
     if spec.and_cuda:
         if source == "system":
             raise UsageError(
-                f"SPEC {c.spec!r} asks for [and-cuda] but --cuda-source is system",
+                f"SPEC {quoted(c.spec)} asks for [and-cuda] but --cuda-source is system",
                 hint="drop [and-cuda] (system CUDA) or --cuda-source system (pip CUDA)",
             )
         source = "pip"
@@ -113,7 +114,7 @@ def check(constraints: Constraints, cuda_matrix: CudaMatrix) -> Checked:
         if gpu.compute_capability is not None and not CAPABILITY.fullmatch(gpu.compute_capability):
             raise UsageError(
                 f"GPU {gpu.name or '(--gpu)'}: compute capability "
-                f"{gpu.compute_capability!r} is not X.Y",
+                f"{quoted(gpu.compute_capability)} is not X.Y",
                 hint="e.g. --gpu 9.0 or --gpu 'NVIDIA H100 PCIe'",
             )
     if python is not None and Version(python) < Version(OLDEST_PYTHON):

@@ -13,6 +13,7 @@ from envlock.matrix import TFRelease
 from envlock.matrix.cuda import CudaMatrix
 from envlock.matrix.gpus import GpuMatrix
 from envlock.model import CUDA_SOURCES
+from envlock.readers import quoted
 from envlock.resolve.constraints import Checked, Gpu
 from envlock.resolve.placement import Placement, place_pip, place_system, series
 from envlock.resolve.spec import Spec
@@ -90,7 +91,7 @@ def compute_warnings(
             capability = model.compute_capability if model else None
         if capability is None:
             out.append(
-                f"GPU {gpu.name!r}: compute capability unknown (not in matrices/gpus.toml); "
+                f"GPU {quoted(gpu.name)}: compute capability unknown (not in matrices/gpus.toml); "
                 f"give it with --gpu X.Y to check the compiled kernels"
             )
             continue
@@ -160,10 +161,14 @@ def no_match(spec: Spec, newest_first: Sequence[TFRelease]) -> NoResolution:
         hints.append(f"yanked releases are used only when pinned exactly ({pins})")
     if spec.prereleases:
         hints.append("the matrix holds final releases only, no pre-releases")
+    if spec.epoch:
+        hints.append("tensorflow releases are all in epoch 0; drop the 'N!' part")
+    if spec.local:
+        hints.append("the matrix holds index releases only, no local labels; drop the '+...' part")
     if finals:
         hints.append(f"the matrix has tensorflow {finals[-1].version} to {finals[0].version}")
     return NoResolution(
-        f"no tensorflow release matches {spec.text!r}",
+        f"no tensorflow release matches {quoted(spec.text)}",
         hint="; ".join(hints) or "try 'tensorflow' to get the newest release",
     )
 

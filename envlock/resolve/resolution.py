@@ -10,6 +10,7 @@ from envlock.matrix import Matrix, TFRelease
 from envlock.matrix.cache import load_matrix
 from envlock.matrix.cuda import CudaMatrix
 from envlock.model import Resolution
+from envlock.readers import quoted
 from envlock.resolve.constraints import Checked, Constraints, check
 from envlock.resolve.explain import (
     compute_warnings,
@@ -94,7 +95,7 @@ def _resolution(
     removed_by: dict[str, list[tuple[TFRelease, str]]],
 ) -> Resolution:
     reasons: list[str] = []
-    first = f"tensorflow {release.version}: the newest release matching {checked.spec.text!r}"
+    first = f"tensorflow {release.version}: the newest release matching {quoted(checked.spec.text)}"
     if checked.spec.widened:
         first += f" (read as {FRAMEWORK}{checked.spec.shown}: ==X.Y means the X.Y series)"
     reasons.append(first)

@@ -1,9 +1,12 @@
 """The SPEC: a requirement on tensorflow, read by packaging.
 
 ``==X.Y`` means the X.Y series (``==X.Y.*``), as people mean it; every other
-specifier keeps its PEP 440 meaning. Anything that is not a plain requirement
-on tensorflow (another project, a URL, a marker, an unknown extra) is a
-``UsageError`` saying what to write instead.
+specifier keeps its PEP 440 meaning, epochs and local labels included: the
+matrix holds epoch-0 releases without local labels, so ``==1!2.15`` or
+``==2.15.1+cpu`` match nothing and say why. Anything that is not a plain
+requirement on tensorflow (another project, a URL, a marker, an unknown extra,
+a version packaging cannot hold) is a ``UsageError`` saying what to write
+instead.
 """
 
 from __future__ import annotations
@@ -17,12 +20,15 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envlock.errors import UsageError
+from envlock.readers import quoted
 
 FRAMEWORK = "tensorflow"
 
 SPEC_HINT = "write a requirement on tensorflow, e.g. 'tensorflow==2.15' or 'tensorflow>=2.14,<2.17'"
 
 # "tensorflow=2.15": one '=' where two were meant
+MAX_SPEC_CHARS = 200  # "tensorflow[and-cuda]>=2.14,<2.17,!=2.15.0" is 42
+
 _SINGLE_EQUALS = re.compile(r"^([A-Za-z0-9._-]+)\s*=\s*([0-9][^=<>!~,;]*)$")
 
 
@@ -37,6 +43,8 @@ class Spec:
     exact: Version | None  # the version pinned exactly (==X.Y.Z, ===), if any
     and_cuda: bool  # the [and-cuda] extra was asked for
     specifier: SpecifierSet  # the widened specifier
+    epoch: bool = False  # some clause names an epoch other than 0 ("1!2.15")
+    local: bool = False  # some clause names a local label ("2.15.1+cpu")
 
     def admits(self, version: Version) -> bool:
         """Whether the (widened) specifier admits ``version``, pre-releases included."""
@@ -48,26 +56,32 @@ def parse_spec(text: str) -> Spec:
     stripped = text.strip()
     if not stripped:
         raise UsageError("SPEC is empty", hint=SPEC_HINT)
+    if len(stripped) > MAX_SPEC_CHARS:
+        raise UsageError(
+            f"SPEC {quoted(text)} is longer than {MAX_SPEC_CHARS} characters", hint=SPEC_HINT
+        )
     given, extras = _read_requirement(text, stripped)
     unknown = sorted(extras - {"and-cuda"})
     if unknown:
         raise UsageError(
-            f"SPEC {text!r} asks for the extra {unknown[0]!r}; only [and-cuda] is understood",
+            f"SPEC {quoted(text)} asks for the extra {unknown[0]!r}; only [and-cuda] is understood",
             hint="use 'tensorflow[and-cuda]==X.Y' or --cuda-source pip for the CUDA wheels",
         )
     widened: list[str] = []
     exact: Version | None = None
-    prereleases = False
+    prereleases = epoch = local = False
     for clause in given:
         version_text = clause.version
         if clause.operator == "===":
             exact = _version_or_none(version_text)
             widened.append(str(clause))
             continue
+        version = _clause_version(text, clause)
+        epoch = epoch or version.epoch != 0
+        local = local or version.local is not None
         if version_text.endswith(".*"):
             widened.append(str(clause))
             continue
-        version = Version(version_text)
         if version.is_prerelease:
             prereleases = True
         if (
@@ -78,7 +92,8 @@ def parse_spec(text: str) -> Spec:
             and version.dev is None
             and version.local is None
         ):
-            widened.append(f"=={version.major}.{version.minor}.*")
+            series = f"{version.epoch}!" if version.epoch else ""
+            widened.append(f"=={series}{version.major}.{version.minor}.*")
             continue
         if clause.operator == "==" and len(given) == 1:
             exact = version
@@ -92,7 +107,22 @@ def parse_spec(text: str) -> Spec:
         exact=exact,
         and_cuda="and-cuda" in extras,
         specifier=specifier,
+        epoch=epoch,
+        local=local,
     )
+
+
+def _clause_version(text: str, clause: Specifier) -> Version:
+    """The version a clause names (without a trailing ``.*``); UsageError when
+    packaging cannot hold it (a release number of thousands of digits)."""
+    version_text = clause.version.removesuffix(".*")
+    try:
+        return Version(version_text)
+    except (InvalidVersion, ValueError):
+        raise UsageError(
+            f"SPEC {quoted(text)}: {quoted(version_text)} is not a version packaging can compare",
+            hint=SPEC_HINT,
+        ) from None
 
 
 def _read_requirement(text: str, stripped: str) -> tuple[SpecifierSet, set[str]]:
@@ -101,12 +131,14 @@ def _read_requirement(text: str, stripped: str) -> tuple[SpecifierSet, set[str]]
     hint = SPEC_HINT
     try:
         requirement = Requirement(stripped)
-    except InvalidRequirement as e:
+    except (InvalidRequirement, ValueError) as e:
         first = str(e).splitlines()[0] if str(e) else "cannot parse it"
         single = _SINGLE_EQUALS.fullmatch(stripped)
         if single:
             hint = f"did you mean '{single.group(1)}=={single.group(2).strip()}'?"
-        raise UsageError(f"SPEC {text!r} is not a valid requirement: {first}", hint=hint) from None
+        raise UsageError(
+            f"SPEC {quoted(text)} is not a valid requirement: {first}", hint=hint
+        ) from None
     name = canonicalize_name(requirement.name)
     if name != FRAMEWORK:
         other = hint
@@ -116,16 +148,17 @@ def _read_requirement(text: str, stripped: str) -> tuple[SpecifierSet, set[str]]
                 "write e.g. 'tensorflow==2.15'"
             )
         raise UsageError(
-            f"SPEC {text!r} is a requirement on {requirement.name!r}; envlock resolves tensorflow",
+            f"SPEC {quoted(text)} is a requirement on {requirement.name!r}; "
+            "envlock resolves tensorflow",
             hint=other,
         )
     if requirement.url:
         raise UsageError(
-            f"SPEC {text!r} names a URL; envlock resolves releases on the index", hint=hint
+            f"SPEC {quoted(text)} names a URL; envlock resolves releases on the index", hint=hint
         )
     if requirement.marker is not None:
         raise UsageError(
-            f"SPEC {text!r} has an environment marker; the target is fixed (Linux x86_64)",
+            f"SPEC {quoted(text)} has an environment marker; the target is fixed (Linux x86_64)",
             hint="drop the '; ...' part and use --python for the interpreter",
         )
     return requirement.specifier, {canonicalize_name(extra) for extra in requirement.extras}
@@ -134,5 +167,5 @@ def _read_requirement(text: str, stripped: str) -> tuple[SpecifierSet, set[str]]
 def _version_or_none(text: str) -> Version | None:
     try:
         return Version(text)
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):  # ValueError: an integer of thousands of digits
         return None

@@ -1,0 +1,279 @@
+"""One strict reader per file format: every defect is one clear error.
+
+Every file envlock reads from the user or from a bundle goes through one of
+these, so a missing file, a folder, a permission problem, bytes that are not
+UTF-8, a syntax error, a lone surrogate, a number too long to be a number or
+a document nested too deeply is one ``EnvlockError`` naming the file and the
+problem (exit 2 unless the caller gives another error class), never a
+traceback.
+
+- ``read_bytes(path, what)``: a regular file's bytes, bounded in size.
+- ``read_text(path, what)``: strict UTF-8 text.
+- ``read_toml(path, what)``: a TOML document (tomllib), errors with line and column.
+- ``read_json(path, what)``: a strict JSON document (see ``parse_json``).
+
+``what`` says which file it is in messages ("-r", "--peaks", "runtime
+settings"); it is written before the path. ``parse_json`` and ``parse_toml``
+check text already in memory the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from envlock.errors import EnvlockError, UsageError
+
+MAX_BYTES = 64 * 1024 * 1024  # no input envlock reads is near this
+MAX_JSON_BYTES = 16 * 1024 * 1024
+MAX_DEPTH = 64  # objects and arrays inside each other
+MAX_NUMBER_CHARS = 100  # a JSON number longer than this is not a setting
+MAX_SHOWN = 200  # characters of a value written into a message
+
+ErrorClass = Callable[..., EnvlockError]
+
+
+def shown(value: object, limit: int = MAX_SHOWN) -> str:
+    """``value`` for a message: as it is when plain printable text, else its
+    repr (control characters, lone surrogates), cut to ``limit`` characters."""
+    text = str(value)
+    if not text.isprintable() or _has_surrogate(text):
+        text = repr(text)
+    if len(text) > limit:
+        text = text[: limit - 3] + f"... ({len(str(value))} characters)"
+    return text
+
+
+def quoted(value: str, limit: int = 80) -> str:
+    """``repr(value)`` for a message, cut to about ``limit`` characters."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value)} characters)"
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _label(path: object, what: str) -> str:
+    return f"{what} {shown(path)}" if what else shown(path)
+
+
+def read_bytes(
+    path: str | os.PathLike[str],
+    what: str = "",
+    *,
+    limit: int = MAX_BYTES,
+    hint: str | None = None,
+    error: ErrorClass = UsageError,
+) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them."""
+    label = _label(path, what)
+    hint = hint or "check the path"
+    try:
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
+            raise error(f"{label}: is a folder, not a file", hint=hint)
+        if not stat.S_ISREG(info.st_mode):
+            raise error(f"{label}: not a regular file", hint=hint)
+        if info.st_size > limit:
+            raise error(f"{label}: {info.st_size} bytes, more than the {limit} allowed", hint=hint)
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except FileNotFoundError:
+        raise error(f"{label}: no such file", hint=hint) from None
+    except PermissionError:
+        raise error(f"{label}: permission denied", hint=hint) from None
+    except OSError as e:
+        raise error(f"{label}: cannot read it ({e.strerror or e})", hint=hint) from None
+    except ValueError:  # a NUL byte or a lone surrogate in the path
+        raise error(f"{label}: not a valid path", hint=hint) from None
+    if len(data) > limit:
+        raise error(f"{label}: more than the {limit} bytes allowed", hint=hint)
+    return data
+
+
+def decode_text(
+    data: bytes, label: str, *, hint: str | None = None, error: ErrorClass = UsageError
+) -> str:
+    """``data`` as strict UTF-8 (a lone surrogate's bytes are refused too)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise error(
+            f"{label}: not UTF-8 text (byte {e.start}, line {line})",
+            hint=hint or "save the file as UTF-8",
+        ) from None
+
+
+def read_text(
+    path: str | os.PathLike[str],
+    what: str = "",
+    *,
+    limit: int = MAX_BYTES,
+    hint: str | None = None,
+    error: ErrorClass = UsageError,
+) -> str:
+    """The file's text, strict UTF-8."""
+    data = read_bytes(path, what, limit=limit, hint=hint, error=error)
+    return decode_text(data, _label(path, what), hint=hint, error=error)
+
+
+def parse_toml(
+    text: str, label: str, *, hint: str | None = None, error: ErrorClass = UsageError
+) -> dict[str, Any]:
+    """A TOML document; a syntax error names the line and column."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.9/3.10
+        import tomli as tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise error(f"{label}: not valid TOML: {e}", hint=hint or "fix the file") from None
+    except (ValueError, RecursionError) as e:
+        # an integer of thousands of digits; arrays nested thousands deep
+        problem = "nested too deeply" if isinstance(e, RecursionError) else "a number too long"
+        raise error(f"{label}: not valid TOML: {problem}", hint=hint or "fix the file") from None
+
+
+def read_toml(
+    path: str | os.PathLike[str],
+    what: str = "",
+    *,
+    hint: str | None = None,
+    error: ErrorClass = UsageError,
+) -> dict[str, Any]:
+    """The TOML document in the file."""
+    text = read_text(path, what, hint=hint, error=error)
+    return parse_toml(text, _label(path, what), hint=hint, error=error)
+
+
+class _Refused(Exception):
+    """Raised inside the JSON decoder's hooks; becomes the caller's error."""
+
+
+def _constant(name: str) -> Any:
+    raise _Refused(f"{name} is not a JSON number")
+
+
+def _integer(text: str) -> int:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise _Refused(f"a number of {len(text)} digits")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise _Refused(f"a number of {len(text)} characters")
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused(f"{text} is too large for a number")
+    return value
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Refused(f"the key {shown(key)} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def _check_tree(doc: Any, max_depth: int) -> str | None:
+    """The first problem in a decoded document (too deep, a lone surrogate), or None."""
+    stack: list[tuple[Any, int]] = [(doc, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            if _has_surrogate(value):
+                return f"a lone surrogate in the string {shown(value)}"
+        elif isinstance(value, (dict, list)):
+            if depth >= max_depth:
+                return f"nested more than {max_depth} deep"
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if _has_surrogate(key):
+                        return f"a lone surrogate in the key {shown(key)}"
+                    stack.append((item, depth + 1))
+            else:
+                stack.extend((item, depth + 1) for item in value)
+    return None
+
+
+def parse_json(
+    text: str | bytes,
+    label: str,
+    *,
+    limit: int = MAX_JSON_BYTES,
+    max_depth: int = MAX_DEPTH,
+    hint: str | None = None,
+    error: ErrorClass = UsageError,
+) -> Any:
+    """A strict JSON document: UTF-8, no NaN or Infinity, no number longer than
+    ``MAX_NUMBER_CHARS``, no key twice in one object, no lone surrogate, at most
+    ``max_depth`` levels of objects and arrays, at most ``limit`` bytes."""
+    hint = hint or "fix the file"
+    if isinstance(text, bytes):
+        text = decode_text(text, label, hint=hint, error=error)
+    if len(text) > limit:
+        raise error(f"{label}: more than the {limit} bytes allowed", hint=hint)
+    try:
+        doc = json.loads(
+            text,
+            parse_constant=_constant,
+            parse_int=_integer,
+            parse_float=_float,
+            object_pairs_hook=_pairs,
+        )
+    except json.JSONDecodeError as e:
+        raise error(
+            f"{label}: not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})", hint=hint
+        ) from None
+    except _Refused as e:
+        raise error(f"{label}: not valid JSON: {e}", hint=hint) from None
+    except RecursionError:
+        raise error(
+            f"{label}: not valid JSON: nested more than {max_depth} deep", hint=hint
+        ) from None
+    problem = _check_tree(doc, max_depth)
+    if problem:
+        raise error(f"{label}: not valid JSON: {problem}", hint=hint)
+    return doc
+
+
+def read_json(
+    path: str | os.PathLike[str],
+    what: str = "",
+    *,
+    limit: int = MAX_JSON_BYTES,
+    max_depth: int = MAX_DEPTH,
+    hint: str | None = None,
+    error: ErrorClass = UsageError,
+) -> Any:
+    """The strict JSON document in the file (see ``parse_json``)."""
+    data = read_bytes(path, what, limit=limit, hint=hint, error=error)
+    return parse_json(
+        data, _label(path, what), limit=limit, max_depth=max_depth, hint=hint, error=error
+    )
+
+
+def exists(path: str | os.PathLike[str]) -> bool:
+    """Whether something is at ``path`` (False for a path that cannot be one)."""
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):
+        return False
