@@ -25,7 +25,6 @@ import os
 import stat
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from envlock.errors import EnvlockError, UsageError
@@ -274,6 +273,6 @@ def read_json(
 def exists(path: str | os.PathLike[str]) -> bool:
     """Whether something is at ``path`` (False for a path that cannot be one)."""
     try:
-        return Path(path).exists()
+        return os.path.exists(path)
     except (OSError, ValueError):
         return False
