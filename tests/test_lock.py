@@ -362,6 +362,23 @@ def test_read_lock_round_trip(index: FakeIndex, cache: str, tmp_path: Path) -> N
     assert read_lock(tmp_path) == lk
 
 
+def test_a_pylock_that_is_not_utf8_or_holds_a_huge_integer_is_exit_2_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "pylock.toml"
+    (tmp_path / "requirements.txt").write_text("", encoding="utf-8")
+    for data, problem in (
+        (b'lock-version = "1.0"\ncreated-by = "\xff"\n', "not UTF-8"),
+        (b"lock-version = " + b"9" * 5000 + b"\n", "not valid TOML: a number too long"),
+    ):
+        path.write_bytes(data)
+        with pytest.raises(DataError, match=problem):
+            read_lock(tmp_path)
+        assert main(["render", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert problem in err and "Traceback" not in err
+
+
 def test_read_lock_errors_name_the_file(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="does not exist"):
         read_lock(tmp_path)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import sys
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
@@ -24,11 +23,6 @@ from envlock.door import bad_character, redact, shown
 from envlock.errors import DataError
 from envlock.lock.target import Target
 from envlock.model import Lock, LockedPackage, LockedWheel, LockInput, Resolution
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 PYLOCK = "pylock.toml"
 
@@ -259,12 +253,11 @@ def parse_pylock(text: str, where: str) -> Lock:
     the file in errors."""
     from packaging.pylock import Pylock, PylockValidationError
 
+    from envlock.readers import parse_toml
+
+    doc = parse_toml(text, where, hint="regenerate it with envlock lock", error=DataError)
     try:
-        pylock = Pylock.from_dict(tomllib.loads(text))
-    except tomllib.TOMLDecodeError as e:
-        raise DataError(
-            f"{where}: not valid TOML ({e})", hint="regenerate it with envlock lock"
-        ) from None
+        pylock = Pylock.from_dict(doc)
     except PylockValidationError as e:
         raise DataError(
             f"{where}: not a valid PEP 751 lock: {e}", hint="regenerate it with envlock lock"
@@ -311,14 +304,13 @@ def parse_pylock(text: str, where: str) -> Lock:
 
 
 def read_lock(directory: Path | str) -> Lock:
-    """The Lock recorded in ``DIR/pylock.toml``."""
+    """The Lock recorded in ``DIR/pylock.toml`` (strict UTF-8, through envlock.readers)."""
+    from envlock.readers import read_text
+
     path = Path(directory) / PYLOCK
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         raise DataError(
             f"{path} does not exist", hint="make the bundle first: envlock lock SPEC -o DIR"
-        ) from None
-    except OSError as e:
-        raise DataError(f"cannot read {path}: {e.strerror or e}") from None
+        )
+    text = read_text(path, hint="regenerate it with envlock lock", error=DataError)
     return parse_pylock(text, str(path))
