@@ -15,6 +15,11 @@ traceback.
 ``what`` says which file it is in messages ("-r", "--peaks", "runtime
 settings"); it is written before the path. ``parse_json`` and ``parse_toml``
 check text already in memory the same way.
+
+``decode_json`` is the one strict JSON decoder; ``parse_json`` and the
+report reader (``envlock.report.strict``, which adds the signed 64-bit bound on
+integers) both go through it, so its refusals are ``JSONDefect`` with the
+problem alone and the caller names the document.
 """
 
 from __future__ import annotations
@@ -160,26 +165,43 @@ def read_toml(
     return parse_toml(text, _label(path, what), hint=hint, error=error)
 
 
-class _Refused(Exception):
-    """Raised inside the JSON decoder's hooks; becomes the caller's error."""
+class JSONDefect(ValueError):
+    """A document that is not strict JSON (or breaks a bound); the message says
+    what and where, without naming the file (the caller does)."""
 
 
 def _constant(name: str) -> Any:
-    raise _Refused(f"{name} is not a JSON number")
+    raise JSONDefect(f"{name} is not a JSON number")
 
 
 def _integer(text: str) -> int:
     if len(text) > MAX_NUMBER_CHARS:
-        raise _Refused(f"a number of {len(text)} digits")
+        raise JSONDefect(f"a number of {len(text)} digits")
     return int(text)
+
+
+def _bounded_integer(bits: int) -> Callable[[str], int]:
+    """An integer hook refusing integers outside the signed ``bits``-bit range."""
+    limit = 1 << (bits - 1)
+    most = len(str(limit))
+
+    def parse(text: str) -> int:
+        digits = len(text) - text.startswith("-")
+        if digits > most or not -limit <= int(text) < limit:
+            short = text if len(text) <= 24 else f"{text[:12]}...({digits} digits)"
+            raise JSONDefect(f"the integer {short} is outside the signed {bits}-bit range")
+        return int(text)
+
+    return parse
 
 
 def _float(text: str) -> float:
     if len(text) > MAX_NUMBER_CHARS:
-        raise _Refused(f"a number of {len(text)} characters")
+        raise JSONDefect(f"a number of {len(text)} characters")
     value = float(text)
     if not math.isfinite(value):
-        raise _Refused(f"{text} is too large for a number")
+        short = text if len(text) <= 24 else text[:24] + "..."
+        raise JSONDefect(f"the number {short} is not a finite number")
     return value
 
 
@@ -187,30 +209,71 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise _Refused(f"the key {shown(key)} appears twice in one object")
+            raise JSONDefect(f"duplicate key {quoted(key)} in one object")
         out[key] = value
     return out
 
 
-def _check_tree(doc: Any, max_depth: int) -> str | None:
-    """The first problem in a decoded document (too deep, a lone surrogate), or None."""
-    stack: list[tuple[Any, int]] = [(doc, 0)]
+_Where = tuple[Any, Any] | None  # (the parent's _Where, key or index); None at the top
+
+
+def _at(where: _Where) -> str:
+    """`` at a.b[2]`` for a place in a document ("" at the top level)."""
+    parts: list[str] = []
+    while where is not None:
+        where, key = where
+        parts.append(f"[{key}]" if isinstance(key, int) else "." + shown(key, 40))
+    path = "".join(reversed(parts)).lstrip(".")
+    return f" at {shown(path)}" if path else ""
+
+
+def check_tree(doc: Any, max_depth: int = MAX_DEPTH) -> None:
+    """Raise JSONDefect for a document (decoded or built in memory) nested more
+    than ``max_depth`` levels of objects and arrays or holding a lone surrogate."""
+    stack: list[tuple[Any, int, _Where]] = [(doc, 0, None)]
     while stack:
-        value, depth = stack.pop()
+        value, depth, where = stack.pop()
         if isinstance(value, str):
-            if _has_surrogate(value):
-                return f"a lone surrogate in the string {shown(value)}"
+            if not value.isascii() and _has_surrogate(value):
+                raise JSONDefect(f"a lone surrogate in the string {shown(value)}{_at(where)}")
         elif isinstance(value, (dict, list)):
             if depth >= max_depth:
-                return f"nested more than {max_depth} deep"
+                raise JSONDefect(f"nested more than {max_depth} levels deep")
             if isinstance(value, dict):
                 for key, item in value.items():
-                    if _has_surrogate(key):
-                        return f"a lone surrogate in the key {shown(key)}"
-                    stack.append((item, depth + 1))
+                    if isinstance(key, str) and not key.isascii() and _has_surrogate(key):
+                        raise JSONDefect(f"a lone surrogate in the key {shown(key)}{_at(where)}")
+                    stack.append((item, depth + 1, (where, key)))
             else:
-                stack.extend((item, depth + 1) for item in value)
-    return None
+                stack.extend((item, depth + 1, (where, i)) for i, item in enumerate(value))
+
+
+def decode_json(text: str, *, max_depth: int = MAX_DEPTH, int_bits: int | None = None) -> Any:
+    """The one strict JSON decoder: no byte-order mark, no NaN or Infinity (nor a
+    number that overflows to infinity), no number longer than ``MAX_NUMBER_CHARS``,
+    integers inside the signed ``int_bits``-bit range when given, no key twice in
+    one object, no lone surrogate, at most ``max_depth`` levels of objects and
+    arrays. Raises JSONDefect saying what is wrong."""
+    if text.startswith("\ufeff"):
+        raise JSONDefect("starts with a byte-order mark")
+    try:
+        doc = json.loads(
+            text,
+            parse_constant=_constant,
+            parse_int=_integer if int_bits is None else _bounded_integer(int_bits),
+            parse_float=_float,
+            object_pairs_hook=_pairs,
+        )
+    except JSONDefect:
+        raise
+    except json.JSONDecodeError as e:
+        raise JSONDefect(f"{e.msg} (line {e.lineno}, column {e.colno})") from None
+    except RecursionError:
+        raise JSONDefect(f"nested more than {max_depth} levels deep") from None
+    except ValueError as e:  # belt and braces: any other refusal of the json module
+        raise JSONDefect(str(e)) from None
+    check_tree(doc, max_depth)
+    return doc
 
 
 def parse_json(
@@ -222,36 +285,17 @@ def parse_json(
     hint: str | None = None,
     error: ErrorClass = UsageError,
 ) -> Any:
-    """A strict JSON document: UTF-8, no NaN or Infinity, no number longer than
-    ``MAX_NUMBER_CHARS``, no key twice in one object, no lone surrogate, at most
-    ``max_depth`` levels of objects and arrays, at most ``limit`` bytes."""
+    """A strict JSON document (see ``decode_json``): UTF-8, at most ``limit``
+    bytes; any defect is one ``error`` naming ``label``."""
     hint = hint or "fix the file"
     if isinstance(text, bytes):
         text = decode_text(text, label, hint=hint, error=error)
     if len(text) > limit:
         raise error(f"{label}: more than the {limit} bytes allowed", hint=hint)
     try:
-        doc = json.loads(
-            text,
-            parse_constant=_constant,
-            parse_int=_integer,
-            parse_float=_float,
-            object_pairs_hook=_pairs,
-        )
-    except json.JSONDecodeError as e:
-        raise error(
-            f"{label}: not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})", hint=hint
-        ) from None
-    except _Refused as e:
+        return decode_json(text, max_depth=max_depth)
+    except JSONDefect as e:
         raise error(f"{label}: not valid JSON: {e}", hint=hint) from None
-    except RecursionError:
-        raise error(
-            f"{label}: not valid JSON: nested more than {max_depth} deep", hint=hint
-        ) from None
-    problem = _check_tree(doc, max_depth)
-    if problem:
-        raise error(f"{label}: not valid JSON: {problem}", hint=hint)
-    return doc
 
 
 def read_json(

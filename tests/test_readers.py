@@ -88,15 +88,15 @@ def test_paths_and_values_in_messages_stay_on_one_short_line() -> None:
         ("{", "Expecting property name enclosed in double quotes (line 1, column 2)"),
         ('{"seed": NaN}', "NaN is not a JSON number"),
         ('{"seed": -Infinity}', "-Infinity is not a JSON number"),
-        ('{"seed": 1e400}', "1e400 is too large for a number"),
+        ('{"seed": 1e400}', "the number 1e400 is not a finite number"),
         ('{"seed": ' + "9" * 5000 + "}", "a number of 5000 digits"),
         ('{"seed": 0.' + "1" * 200 + "}", "a number of 202 characters"),
-        ('{"seed": 1, "seed": 2}', "the key seed appears twice in one object"),
-        ('{"a": "\\ud800"}', "a lone surrogate in the string '\\ud800'"),
+        ('{"seed": 1, "seed": 2}', "duplicate key 'seed' in one object"),
+        ('{"a": "\\ud800"}', "a lone surrogate in the string '\\ud800' at a"),
         ('{"\\udcff": 1}', "a lone surrogate in the key '\\udcff'"),
-        ("[" * 65 + "]" * 65, "nested more than 64 deep"),
-        ("[" * 100000 + "]" * 100000, "nested more than 64 deep"),
-        ('\ufeff{"a": 1}', "Unexpected UTF-8 BOM (decode using utf-8-sig) (line 1, column 1)"),
+        ("[" * 65 + "]" * 65, "nested more than 64 levels deep"),
+        ("[" * 100000 + "]" * 100000, "nested more than 64 levels deep"),
+        ('\ufeff{"a": 1}', "starts with a byte-order mark"),
     ],
 )
 def test_parse_json_is_strict(text: str, problem: str) -> None:
@@ -163,17 +163,17 @@ RUNTIME = {"schema": "envlock.runtime/v1", "seed": 7}
     [
         # each of these was a traceback or was accepted before envlock.readers
         ("runtime.json", '{"seed": ' + "9" * 5000 + "}", "not valid JSON: a number of 5000 digits"),
-        ("runtime.json", "[" * 100000, "not valid JSON: nested more than 64 deep"),
+        ("runtime.json", "[" * 100000, "not valid JSON: nested more than 64 levels deep"),
         ("render.json", '{"os": ' + "9" * 5000 + "}", "not valid JSON: a number of 5000 digits"),
         (
             "render.json",
             '{"schema": "envlock.render/v1", "os": null, "os": "ubuntu22.04"}',
-            "not valid JSON: the key os appears twice in one object",
+            "not valid JSON: duplicate key 'os' in one object",
         ),
         (
             "runtime.json",
             '{"schema": "envlock.runtime/v1", "seed": 7, "seed": 8}',
-            "not valid JSON: the key seed appears twice in one object",
+            "not valid JSON: duplicate key 'seed' in one object",
         ),
         (
             "runtime.json",

@@ -110,8 +110,8 @@ def test_report_sign_reads_stdin(
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"", "the envelope: not JSON"),
-        (b"{not json", "the envelope: not JSON"),
+        (b"", "the envelope: not valid JSON"),
+        (b"{not json", "the envelope: not valid JSON"),
         (b"[]", "the envelope is a JSON list, not an object"),
         (
             b'{"payload": "e30", "payloadType": 1, "signatures": []}',
@@ -255,4 +255,4 @@ def test_duplicate_keys_in_a_result_are_refused(
         "sha256:" + "0" * 64,
     )
     assert code == 2
-    assert f"{result}: duplicate key 'status' in JSON object" in err
+    assert f"{result}: not valid JSON: duplicate key 'status' in one object" in err

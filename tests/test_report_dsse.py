@@ -250,10 +250,10 @@ def test_duplicate_keys_in_envelope_json_are_rejected(keypair: tuple[Path, Path]
     doubled = good[:-1] + ', "payloadType": "application/json"}'
     v = check(doubled.encode(), pub)
     assert not v.ok and not v.signature_ok
-    assert v.problems == ["the envelope: duplicate key 'payloadType' in JSON object"]
+    assert v.problems == ["the envelope: not valid JSON: duplicate key 'payloadType' in one object"]
     inner = good.replace('"sig":', '"sig": "AAAA", "sig":', 1)
     assert check(inner.encode(), pub).problems == [
-        "the envelope: duplicate key 'sig' in JSON object"
+        "the envelope: not valid JSON: duplicate key 'sig' in one object"
     ]
 
 
@@ -264,7 +264,7 @@ def test_duplicate_keys_in_signed_payload_are_rejected(keypair: tuple[Path, Path
     doubled = b'{"_type": "x", ' + payload[1:]
     v = check(envelope_with(INTOTO, doubled, priv), pub)
     assert v.signature_ok and not v.ok
-    assert v.problems == ["the signed payload: duplicate key '_type' in JSON object"]
+    assert v.problems == ["the signed payload: not valid JSON: duplicate key '_type' in one object"]
 
 
 # 14

@@ -191,7 +191,7 @@ def test_verify_without_lock_or_image_says_they_were_not_checked(
 
 
 BAD_RESULTS: list[tuple[str, bytes, str]] = [
-    ("nan", b'{"schema": "envlock.smoke/v1", "duration_s": NaN}', "NaN is not valid JSON"),
+    ("nan", b'{"schema": "envlock.smoke/v1", "duration_s": NaN}', "NaN is not a JSON number"),
     ("overflow", b'{"schema": "envlock.smoke/v1", "duration_s": 1e999}', "not a finite number"),
     ("surrogate", b'{"schema": "envlock.smoke/v1", "host": "\\ud800"}', "lone surrogate"),
     ("hugeint", b'{"schema": "envlock.smoke/v1", "n": ' + b"9" * 5000 + b"}", "integer"),

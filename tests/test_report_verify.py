@@ -129,7 +129,7 @@ def _statement() -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("payload", "problem"),
     [
-        (b"not JSON", "the signed payload: not JSON (Expecting value at line 1 column 1)"),
+        (b"not JSON", "the signed payload: not valid JSON: Expecting value (line 1, column 1)"),
         (b"\xff\xfe{}", "the signed payload: not UTF-8 text (invalid start byte at byte 0)"),
         (b"[1, 2]", "the statement is a JSON list, not an object"),
         (
