@@ -23,14 +23,13 @@ from typing import Any
 import pytest
 
 import envlock.lock.folder as folder_module
-import envlock.lock.manifest as manifest_module
 from envlock import fsutil
 from envlock.cli import main
 from envlock.errors import EnvironmentFailure
-from envlock.lock import read_lock
+from envlock.lock import guard, read_lock
+from envlock.lock.guard import LOCKFILE
 from envlock.lock.manifest import (
     JOURNAL,
-    LOCKFILE,
     MANIFEST,
     bundle_problems,
     leftovers,
@@ -300,11 +299,11 @@ def test_two_writers_in_one_process_serialise(
 ) -> None:
     """The lock is a flock on DIR/.envlock-lock: threads with their own open wait too."""
     order: list[str] = []
-    with manifest_module.BundleLock(bundle_214):
+    with guard.BundleLock(bundle_214):
         order.append("first holds")
 
         def second() -> None:
-            with manifest_module.BundleLock(bundle_214):
+            with guard.BundleLock(bundle_214):
                 order.append("second holds")
 
         t = threading.Thread(target=second)
@@ -317,8 +316,8 @@ def test_two_writers_in_one_process_serialise(
 
 
 def test_a_writer_that_waits_too_long_exits_3_naming_the_holder(bundle_214: Path) -> None:
-    second = manifest_module.BundleLock(bundle_214, timeout=0.1)
-    with manifest_module.BundleLock(bundle_214), pytest.raises(EnvironmentFailure) as info:
+    second = guard.BundleLock(bundle_214, timeout=0.1)
+    with guard.BundleLock(bundle_214), pytest.raises(EnvironmentFailure) as info:
         second.__enter__()
     assert f"(pid {os.getpid()})" in info.value.message
     assert "is being written by another envlock" in info.value.message

@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("no output folder", hint=f"envlock lock '{args.spec}' -o DIR")
     from envlock.commands.resolve import constraints_from_args
     from envlock.lock.folder import LockRequest, lock_folder
-    from envlock.lock.manifest import check_output_folder
+    from envlock.lock.guard import check_output_folder
 
     check_output_folder(Path(args.output), "-o")  # before any resolving: a bad -o fails fast
     from envlock.resolve import resolve

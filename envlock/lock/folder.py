@@ -21,8 +21,8 @@ from envlock.door import redact
 from envlock.errors import UsageError
 from envlock.fsutil import sha256_bytes
 from envlock.lock.core import check_requirements, lock
+from envlock.lock.guard import check_output_folder
 from envlock.lock.manifest import (
-    check_output_folder,
     commit,
     locked_bundle,
     recover_bundle,

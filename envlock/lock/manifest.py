@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -40,20 +39,18 @@ import shutil
 import stat
 import sys
 import tempfile
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from envlock.errors import EnvironmentFailure, UsageError
+from envlock.lock.guard import BundleLock, check_output_folder
 
 MANIFEST = "envlock-manifest.json"
 JOURNAL = ".envlock-journal.json"
-LOCKFILE = ".envlock-lock"
 TEMP_SUFFIX = ".envlock-tmp"
 MANIFEST_SCHEMA = "envlock.manifest/v1"
 JOURNAL_SCHEMA = "envlock.journal/v1"
-LOCK_TIMEOUT_S = 120.0
 
 
 def _sha256(data: bytes) -> str:
@@ -116,33 +113,6 @@ def _default_mode() -> int:
     umask = os.umask(0)
     os.umask(umask)
     return 0o666 & ~umask
-
-
-# ------------------------------------------------------------------ the output folder
-
-
-def check_output_folder(folder: Path, what: str) -> None:
-    """Refuse a bundle folder that is a file, the root, or the home folder (exit 2)."""
-    if folder.exists() and not folder.is_dir():
-        raise UsageError(
-            f"{what} {folder} is a file, not a folder",
-            hint="give a folder for the bundle (it is made when missing)",
-        )
-    where = folder.resolve()
-    if where.parent == where:
-        raise UsageError(
-            f"{what} {folder} is the root of the file system; envlock does not write a "
-            "bundle there",
-            hint="give a folder of its own, e.g. -o env/",
-        )
-    home: Path | None = None
-    with contextlib.suppress(RuntimeError, KeyError, OSError):
-        home = Path.home().resolve()
-    if home is not None and where == home:
-        raise UsageError(
-            f"{what} {folder} is your home folder; envlock does not write a bundle there",
-            hint="give a folder of its own, e.g. -o ~/env-tf215/",
-        )
 
 
 # ------------------------------------------------------------------ manifest
@@ -379,71 +349,6 @@ def _recover_locked(folder: Path) -> str | None:
     if removed and note is None:
         note = f"{folder}: removed {removed} temp file(s) left by an interrupted write"
     return note
-
-
-class BundleLock:
-    """``fcntl.flock`` on DIR/.envlock-lock, exclusive; a second envlock waits
-    (up to ``timeout`` seconds, then exit 3 naming the holder's pid)."""
-
-    def __init__(self, folder: Path, timeout: float = LOCK_TIMEOUT_S) -> None:
-        self.folder = folder
-        self.timeout = timeout
-        self.fd: int | None = None
-        self.note: str | None = None  # what recovery did once the lock was held
-
-    def __enter__(self) -> BundleLock:
-        path = self.folder / LOCKFILE
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as e:
-            raise EnvironmentFailure(
-                f"cannot write to {self.folder}: {e.strerror or e}",
-                hint="check that the folder is writable",
-            ) from e
-        deadline = time.monotonic() + self.timeout
-        said = False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as e:
-                if e.errno not in (errno.EAGAIN, errno.EACCES):
-                    os.close(fd)
-                    raise EnvironmentFailure(
-                        f"cannot lock {path}: {e.strerror or e}",
-                        hint="the folder's file system must support file locks",
-                    ) from e
-            holder = _holder(fd)
-            if time.monotonic() > deadline:
-                os.close(fd)
-                raise EnvironmentFailure(
-                    f"{self.folder} is being written by another envlock{holder} for more "
-                    f"than {self.timeout:.0f} s",
-                    hint="wait for it to finish, or stop it; the next run cleans up after it",
-                )
-            if not said:
-                sys.stderr.write(
-                    f"envlock: waiting for another envlock{holder} writing {self.folder}\n"
-                )
-                said = True
-            time.sleep(0.02)
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self.fd = fd
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.fd is not None:
-            os.close(self.fd)  # closing the only descriptor releases the flock
-            self.fd = None
-
-
-def _holder(fd: int) -> str:
-    with contextlib.suppress(OSError, ValueError):
-        pid = int(os.pread(fd, 32, 0).decode().strip())
-        return f" (pid {pid})"
-    return ""
 
 
 def recover_bundle(folder: Path) -> str | None:
