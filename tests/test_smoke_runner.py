@@ -247,7 +247,10 @@ def test_injected_files_carry_this_harness_and_the_gpus_matrix() -> None:
         (["smoke", "--host", "--size", "0"], "--size 0"),
         (["smoke", "--host", "--sign", "k.pem"], "--sign needs -o FILE"),
         (["smoke", "--host", "--expect", "/nonexistent-bundle"], "no expect.json there"),
-        (["smoke", "--host", "--peaks", "/nonexistent.json"], "no such peaks file"),
+        (
+            ["smoke", "--host", "--peaks", "/nonexistent.json"],
+            "--peaks /nonexistent.json: no such file",
+        ),
         (["smoke", "img", "--expect", "."], "--expect and --peaks are for --host runs"),
         (["smoke", "img", "--gpus", "many"], "--gpus 'many'"),
     ],
