@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
+from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from envlock.errors import EnvlockError, UsageError
 
@@ -81,9 +84,13 @@ def _fits(python: str | None) -> Any:
     return fits
 
 
-def _log_lines(name: str) -> IO[str]:
+def _log_lines(name: str) -> AbstractContextManager[Iterable[str]]:
+    """The log's lines, undecodable bytes replaced (a log is not always UTF-8)."""
     if name == "-":
-        return open(sys.stdin.fileno(), encoding="utf-8", errors="replace", closefd=False)
+        buffer = getattr(sys.stdin, "buffer", None)
+        if buffer is None:  # already text (a test's StringIO)
+            return nullcontext(sys.stdin)
+        return io.TextIOWrapper(buffer, encoding="utf-8", errors="replace")
     try:
         return open(name, encoding="utf-8", errors="replace")
     except OSError as e:
