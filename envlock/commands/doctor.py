@@ -1,0 +1,204 @@
+"""envlock doctor: what drifted in a live venv, and what a training log means."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from envlock.errors import EnvlockError, UsageError
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "doctor",
+        help="inspect a live venv against its lock; explain the messages of a training log",
+        description="Run a small probe in the venv's interpreter and compare it with the lock: "
+        "Python, every installed distribution, TensorFlow's version and build, the driver "
+        "against the lock's floor, the GPUs' compute capability, CUDA/cuDNN libraries, "
+        "LD_LIBRARY_PATH and CUDA_VISIBLE_DEVICES. Without --lock, the venv is checked "
+        "against itself (every Requires-Dist met). Exit 0 no failure, 1 a FAIL, "
+        "2 bad input, 3 the probe could not run.",
+    )
+    p.add_argument("--lock", metavar="DIR", help="the bundle (pylock.toml) to compare against")
+    p.add_argument(
+        "--venv",
+        metavar="PATH",
+        help="the venv (or interpreter) to inspect; default: DIR/.venv made by bootstrap.sh, "
+        "else $VIRTUAL_ENV, else envlock's own interpreter",
+    )
+    p.add_argument(
+        "--log",
+        metavar="FILE",
+        help="a training log to explain ('-' reads stdin); with only --log, no venv is probed",
+    )
+    p.add_argument("--allow-cpu", action="store_true", help="no GPU is a warning, not a failure")
+    p.add_argument(
+        "--deep", action="store_true", help="also hash every installed file against its RECORD"
+    )
+    p.add_argument("--json", action="store_true", help="print the result document")
+    p.set_defaults(func=run)
+
+
+def _read_lock(folder: str) -> Any:
+    from envlock.lock import read_lock
+
+    path = Path(folder)
+    if not (path / "pylock.toml").is_file():
+        raise UsageError(
+            f"--lock {folder}: no pylock.toml there",
+            hint="give the folder envlock lock -o wrote",
+        )
+    return read_lock(path)
+
+
+def _expected_for(version: str) -> Any:
+    """The resolution of an installed TensorFlow (no lock): its CUDA, driver floor..."""
+    from envlock.resolve import Constraints, resolve
+
+    try:
+        return resolve(Constraints(spec=f"tensorflow=={version}"))
+    except EnvlockError:
+        return None
+
+
+def _fits(python: str | None) -> Any:
+    def fits(driver: str) -> str | None:
+        from envlock.resolve import Constraints, resolve
+
+        for py in (python, None) if python else (None,):
+            try:
+                r = resolve(Constraints(spec="tensorflow", driver=driver, python=py))
+            except EnvlockError:
+                continue
+            return (
+                f"tensorflow {r.version} (CUDA {r.cuda}, cuDNN {r.cudnn}, driver >= {r.driver_min})"
+            )
+        return None
+
+    return fits
+
+
+def _log_lines(name: str) -> AbstractContextManager[Iterable[str]]:
+    """The log's lines, undecodable bytes replaced (a log is not always UTF-8)."""
+    if name == "-":
+        buffer = getattr(sys.stdin, "buffer", None)
+        if buffer is None:  # already text (a test's StringIO)
+            return nullcontext(sys.stdin)
+        return io.TextIOWrapper(buffer, encoding="utf-8", errors="replace")
+    try:
+        return open(name, encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise UsageError(
+            f"--log {name}: cannot read it ({e.strerror or e})",
+            hint="give a log file, or - for stdin",
+        ) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from envlock.doctor import findings as F
+    from envlock.doctor import knownerrors, target
+    from envlock.doctor.probe import sonames
+
+    lock = _read_lock(args.lock) if args.lock else None
+    lock_dir = args.lock
+    doc: dict[str, Any] = {"schema": "envlock.doctor/v1", "lock": lock_dir}
+    found: list[F.Finding] = []
+    expected = lock.resolution if lock is not None else None
+    log_only = args.log is not None and args.lock is None and args.venv is None
+    if not log_only:
+        chosen = target.choose(args.venv, Path(args.lock) if args.lock else None, dict(os.environ))
+        doc["interpreter"] = chosen.to_dict()
+        sys.stderr.write(f"envlock doctor: inspecting {chosen.python}: {chosen.reason}\n")
+        libraries: tuple[str, ...] = ()
+        mode = "if-installed"  # TensorFlow's import (~4 s) only where the venv has it
+        if expected is not None:
+            libraries = tuple(sonames(expected.cuda, expected.cudnn))
+            if expected.framework == "tensorflow":
+                mode = "yes"
+        probe = target.run_probe(chosen, tensorflow=mode, deep=args.deep, libraries=libraries)
+        tf_version = F.tensorflow_installed(probe)
+        if expected is None and tf_version is not None:
+            expected = _expected_for(tf_version)
+        host, problem = _host()
+        ctx = F.Context(
+            lock=lock,
+            lock_dir=lock_dir,
+            expected=expected,
+            host=host,
+            host_problem=problem,
+            allow_cpu=args.allow_cpu,
+            fits=_fits(lock.resolution.python if lock else None),
+        )
+        found += F.judge(probe, ctx)
+        doc["python"] = probe.get("python")
+        doc["host"] = (
+            {
+                "driver": host.driver,
+                "source": host.source,
+                "gpus": [
+                    {"name": g.name, "compute_capability": g.compute_capability} for g in host.gpus
+                ],
+            }
+            if host
+            else None
+        )
+        tf = probe.get("tensorflow") or {}
+        if tf.get("imported") is False:  # the import error is a log too
+            text = str((tf.get("error") or {}).get("message", ""))
+            found += knownerrors.explain(
+                knownerrors.match_log(text.splitlines(), knownerrors.load()), expected, lock_dir
+            )
+    if args.log is not None:
+        known = knownerrors.load()
+        with _log_lines(args.log) as f:
+            found += knownerrors.explain(knownerrors.match_log(f, known), expected, lock_dir)
+        doc["log"] = args.log
+    doc["status"] = F.overall(found)
+    doc["findings"] = [f.to_dict() for f in found]
+    if args.json:
+        from envlock.output import emit_json
+
+        emit_json(doc)
+    else:
+        sys.stdout.write(describe(doc))
+    return 1 if doc["status"] == "FAILED" else 0
+
+
+def _host() -> tuple[Any, str]:
+    from envlock import driver
+
+    try:
+        return driver.detect(), ""
+    except EnvlockError as e:
+        return None, e.message.removeprefix("--driver auto: ")
+
+
+def describe(doc: dict[str, Any]) -> str:
+    from envlock.output import table
+
+    lines = [
+        f"{doc['status']}" + (f": against the lock in {doc['lock']}" if doc.get("lock") else "")
+    ]
+    interp = doc.get("interpreter")
+    if interp:
+        py = (doc.get("python") or {}).get("version", "?")
+        lines.append(f"interpreter: {interp['python']} (Python {py}; {interp['reason']})")
+    host = doc.get("host")
+    if host:
+        gpus = ", ".join(f"{g['name']} ({g['compute_capability']})" for g in host["gpus"]) or "none"
+        lines.append(f"driver: {host['driver']} ({host['source']}); GPUs: {gpus}")
+    if doc.get("log"):
+        lines.append(f"log: {doc['log']}")
+    lines.append("")
+    rows = [[f["status"], f["check"], f["cause"], f["fix"]] for f in doc["findings"]]
+    if rows:
+        lines.append(table(["status", "check", "cause", "fix"], rows).rstrip())
+    else:
+        lines.append("no findings")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,457 @@
+"""Compare what the probe saw with what the lock (or the venv itself) says.
+
+Pure: the probe document, the lock, the host driver and a ``fits`` function
+(which TensorFlow runs on a given driver) in; findings out. Each finding is
+PASS, WARN, FAIL or INFO with a cause and a fix that uses what the lock knows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.markers import InvalidMarker, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envlock.driver import HostInfo
+from envlock.model import Lock, Resolution
+
+STATUSES = ("PASS", "WARN", "FAIL", "INFO")
+# Installed by venv/pip themselves, never part of a lock.
+TOOLING = frozenset({"pip", "setuptools", "wheel", "distribute"})
+TF_NAMES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "intel-tensorflow")
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str  # "python", "package numpy", "driver", "library libcudnn.so.8", "log ..."
+    status: str  # one of STATUSES
+    cause: str
+    fix: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"check": self.check, "status": self.status, "cause": self.cause, "fix": self.fix}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the findings are judged against."""
+
+    lock: Lock | None  # the bundle's lock, if --lock was given
+    lock_dir: str | None  # how to name the bundle in a fix
+    expected: Resolution | None  # the lock's resolution, else that of the installed TF
+    host: HostInfo | None  # driver and GPUs, None when no driver is visible
+    host_problem: str  # why there is no host info ("" when there is)
+    allow_cpu: bool = False
+    fits: Callable[[str], str | None] | None = None  # driver -> "tensorflow 2.14.1 (CUDA 11.8)"
+
+
+def overall(findings: Sequence[Finding]) -> str:
+    statuses = {f.status for f in findings}
+    return "FAILED" if "FAIL" in statuses else "WARNED" if "WARN" in statuses else "PASSED"
+
+
+def _version(text: str | None) -> Version | None:
+    try:
+        return Version(text) if text else None
+    except InvalidVersion:
+        return None
+
+
+def _repair(ctx: Context) -> str:
+    if ctx.lock_dir:
+        return f"rerun {ctx.lock_dir}/bootstrap.sh, or envlock restore {ctx.lock_dir}"
+    return "reinstall it"
+
+
+def installed(probe: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Distributions by normalized name; the first on sys.path wins, as for import."""
+    out: dict[str, dict[str, Any]] = {}
+    for dist in probe.get("distributions") or []:
+        out.setdefault(canonicalize_name(str(dist.get("name", ""))), dist)
+    return out
+
+
+def tensorflow_installed(probe: Mapping[str, Any]) -> str | None:
+    dists = installed(probe)
+    for name in TF_NAMES:
+        if name in dists:
+            return str(dists[name].get("version"))
+    return None
+
+
+def check_python(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
+    version = str(probe.get("python", {}).get("version", ""))
+    minor = ".".join(version.split(".")[:2])
+    if ctx.lock is None:
+        return [Finding("python", "PASS", f"Python {version}")]
+    want = ctx.lock.resolution.python
+    if minor == want:
+        return [Finding("python", "PASS", f"Python {version}, the locked {want}")]
+    return [
+        Finding(
+            "python",
+            "FAIL",
+            f"Python {version} runs this venv; the lock is for Python {want} "
+            "(the platform changed its Python, or the venv was made with another one)",
+            f"envlock restore {ctx.lock_dir or 'DIR'} (finds or names a Python {want}); "
+            f"or bootstrap.sh --recreate --python /path/to/python{want}",
+        )
+    ]
+
+
+def check_packages(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
+    """Missing, other version and extra distributions against the lock."""
+    if ctx.lock is None:
+        return []
+    have = installed(probe)
+    out: list[Finding] = []
+    locked = {p.name: p.version for p in ctx.lock.packages}
+    for name, version in sorted(locked.items()):
+        dist = have.get(name)
+        if dist is None:
+            out.append(
+                Finding(
+                    f"package {name}",
+                    "FAIL",
+                    f"{name} {version} is locked but not installed",
+                    f"{_repair(ctx)}; or pip install --no-deps {name}=={version} with its hash "
+                    "from requirements.txt",
+                )
+            )
+        elif _version(str(dist.get("version"))) != _version(version):
+            out.append(
+                Finding(
+                    f"package {name}",
+                    "FAIL",
+                    f"{name} {dist.get('version')} is installed; the lock has {version}",
+                    f"{_repair(ctx)}; or pip install --no-deps {name}=={version} with its hash "
+                    "from requirements.txt",
+                )
+            )
+    extra = sorted(n for n in have if n not in locked and n not in TOOLING)
+    if extra:
+        shown = ", ".join(f"{n} {have[n].get('version')}" for n in extra[:10])
+        more = f" and {len(extra) - 10} more" if len(extra) > 10 else ""
+        out.append(
+            Finding(
+                "packages not in the lock",
+                "WARN",
+                f"installed but not locked: {shown}{more}",
+                "add them to the lock (envlock lock ... --with NAME==VERSION) or uninstall them",
+            )
+        )
+    if not out:
+        out.append(
+            Finding("packages", "PASS", f"all {len(locked)} locked distributions at their versions")
+        )
+    return out
+
+
+def check_requirements(probe: Mapping[str, Any], ctx: Context, reported: set[str]) -> list[Finding]:
+    """pip check: every Requires-Dist of every installed distribution satisfied
+    (markers evaluated in the target interpreter); ``reported`` names are skipped."""
+    have = installed(probe)
+    env = dict(probe.get("markers") or {})
+    out: list[Finding] = []
+    for name, dist in sorted(have.items()):
+        for line in dist.get("requires") or []:
+            try:
+                req = Requirement(str(line))
+                if req.marker is not None and not req.marker.evaluate({**env, "extra": ""}):
+                    continue
+            except (InvalidRequirement, InvalidMarker, UndefinedEnvironmentName):
+                continue
+            dep = canonicalize_name(req.name)
+            if dep in reported:
+                continue
+            got = have.get(dep)
+            if got is None:
+                out.append(
+                    Finding(
+                        f"requirement {dep}",
+                        "FAIL",
+                        f"{name} {dist.get('version')} requires {req}; {dep} is not installed",
+                        _repair(ctx) if ctx.lock else f"pip install '{req}'",
+                    )
+                )
+                reported.add(dep)
+                continue
+            got_version = _version(str(got.get("version")))
+            if got_version is not None and not req.specifier.contains(
+                got_version, prereleases=True
+            ):
+                out.append(
+                    Finding(
+                        f"requirement {dep}",
+                        "FAIL",
+                        f"{name} {dist.get('version')} requires {req}; "
+                        f"{dep} {got.get('version')} is installed",
+                        _repair(ctx) if ctx.lock else f"pip install '{req}'",
+                    )
+                )
+                reported.add(dep)
+    if not out:
+        out.append(
+            Finding("requirements", "PASS", f"every Requires-Dist of {len(have)} distributions met")
+        )
+    return out
+
+
+def check_records(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
+    """--deep: files changed since install (RECORD hashes)."""
+    out: list[Finding] = []
+    for name, dist in sorted(installed(probe).items()):
+        count = int(dist.get("changed_count") or 0)
+        if not count:
+            continue
+        files = ", ".join(
+            f"{c.get('path')} ({c.get('problem')})" for c in dist.get("changed_files", [])[:3]
+        )
+        out.append(
+            Finding(
+                f"files of {name}",
+                "FAIL",
+                f"{count} file(s) of {name} {dist.get('version')} differ from its RECORD: {files}",
+                f"pip install --force-reinstall --no-deps {name}=={dist.get('version')}"
+                + (f", or {_repair(ctx)}" if ctx.lock else ""),
+            )
+        )
+    if not out and "distributions" in probe:
+        out.append(Finding("files", "PASS", "every installed file matches its RECORD hash"))
+    return out
+
+
+def check_tensorflow(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
+    tf = probe.get("tensorflow")
+    if tf is None:
+        return []
+    exp = ctx.expected
+    if not tf.get("imported"):
+        err = tf.get("error") or {}
+        message = str(err.get("message", "")).strip().splitlines()
+        return [
+            Finding(
+                "tensorflow import",
+                "FAIL",
+                f"import tensorflow fails: {err.get('type')}: {message[-1] if message else ''}",
+                _repair(ctx) if ctx.lock else "envlock doctor --log FILE on the full error",
+            )
+        ]
+    out: list[Finding] = []
+    version = str(tf.get("version"))
+    if exp is not None and ctx.lock is not None and _version(version) != _version(exp.version):
+        out.append(
+            Finding(
+                "tensorflow version",
+                "FAIL",
+                f"tensorflow {version} imports; the lock has {exp.version}",
+                _repair(ctx),
+            )
+        )
+    else:
+        out.append(Finding("tensorflow version", "PASS", f"tensorflow {version} imports"))
+    info = tf.get("build_info") or {}
+    if not info.get("is_cuda_build", False):
+        out.append(
+            Finding(
+                "tensorflow build",
+                "WARN" if ctx.allow_cpu else "FAIL",
+                f"tensorflow {version} is a CPU-only build (build_info is_cuda_build is false)",
+                "install the CUDA build (tensorflow, or tensorflow[and-cuda] for pip CUDA)",
+            )
+        )
+    elif exp is not None:
+        built = [
+            ("CUDA", str(info.get("cuda_version", "")), exp.cuda),
+            ("cuDNN", str(info.get("cudnn_version", "")), exp.cudnn),
+        ]
+        for what, got, want in built:
+            n = min(len(got.split(".")), len(want.split(".")), 2)
+            if got.split(".")[:n] == want.split(".")[:n]:
+                out.append(Finding(f"tensorflow {what}", "PASS", f"built with {what} {got}"))
+            else:
+                out.append(
+                    Finding(
+                        f"tensorflow {what}",
+                        "FAIL",
+                        f"tensorflow was built with {what} {got}; the lock expects {want}",
+                        _repair(ctx),
+                    )
+                )
+    return out
+
+
+def check_driver(ctx: Context) -> list[Finding]:
+    host = ctx.host
+    if host is None:
+        return [
+            Finding(
+                "driver",
+                "WARN" if ctx.allow_cpu else "FAIL",
+                f"no NVIDIA driver visible: {ctx.host_problem}",
+                "run on a GPU machine, or a container started with GPUs (--gpus all); "
+                "--allow-cpu if the CPU is meant",
+            )
+        ]
+    exp = ctx.expected
+    floor = _version(exp.driver_min) if exp else None
+    have = _version(host.driver)
+    if floor is None or have is None:
+        return [Finding("driver", "PASS", f"driver {host.driver} ({host.source})")]
+    if have >= floor:
+        return [
+            Finding(
+                "driver",
+                "PASS",
+                f"driver {host.driver} ({host.source}) >= {exp.driver_min}, the floor of "
+                f"CUDA {exp.cuda}"
+                if exp
+                else "",
+            )
+        ]
+    fits = ctx.fits(host.driver) if ctx.fits else None
+    fix = f"upgrade the driver to {exp.driver_min} or newer" if exp else "upgrade the driver"
+    if fits:
+        fix += f"; or lock what fits this driver: {fits} (envlock lock tensorflow --driver auto)"
+    else:
+        fix += "; no TensorFlow release in the matrix fits this driver"
+    framework = f"tensorflow {exp.version}" if exp else "tensorflow"
+    return [
+        Finding(
+            "driver",
+            "FAIL",
+            f"driver {host.driver} ({host.source}) is older than {exp.driver_min if exp else '?'}, "
+            f"which {framework} (CUDA {exp.cuda if exp else '?'}) needs",
+            fix,
+        )
+    ]
+
+
+def check_gpus(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
+    from envlock.smoke.harness import capability_verdict
+
+    host = ctx.host
+    if host is None:
+        return []
+    out: list[Finding] = []
+    if not host.gpus:
+        out.append(
+            Finding(
+                "gpus",
+                "WARN" if ctx.allow_cpu else "FAIL",
+                "the driver lists no GPU",
+                "check CUDA_VISIBLE_DEVICES and that the machine has a GPU",
+            )
+        )
+    compiled = ctx.expected.compute_capabilities if ctx.expected else ()
+    for i, gpu in enumerate(host.gpus):
+        if not compiled or not gpu.compute_capability:
+            out.append(Finding(f"gpu {i}", "PASS", f"{gpu.name} ({gpu.compute_capability})"))
+            continue
+        verdict, reason = capability_verdict(gpu.compute_capability, compiled)
+        fix = (
+            "expect a slow first start (raise CUDA_CACHE_MAXSIZE), or lock a release "
+            "that compiles for this GPU"
+            if verdict != "PASS"
+            else ""
+        )
+        if verdict == "FAIL":
+            fix = "lock a release that compiles for this GPU (envlock lock tensorflow --gpu ...)"
+        out.append(
+            Finding(
+                f"gpu {i}",
+                verdict if verdict in STATUSES else "WARN",
+                f"{gpu.name}, compute capability {gpu.compute_capability}: {reason}",
+                fix,
+            )
+        )
+    tf = probe.get("tensorflow") or {}
+    env = probe.get("environment") or {}
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if host.gpus and visible is not None and visible.strip() in ("", "-1", "NoDevFiles"):
+        out.append(
+            Finding(
+                "CUDA_VISIBLE_DEVICES",
+                "WARN" if ctx.allow_cpu else "FAIL",
+                f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from the process",
+                "unset CUDA_VISIBLE_DEVICES or set it to the GPU indices, e.g. 0",
+            )
+        )
+    elif visible is not None:
+        out.append(Finding("CUDA_VISIBLE_DEVICES", "PASS", f"CUDA_VISIBLE_DEVICES={visible}"))
+    if tf.get("imported") and host.gpus and not tf.get("gpus"):
+        out.append(
+            Finding(
+                "tensorflow gpus",
+                "WARN" if ctx.allow_cpu else "FAIL",
+                "the driver sees GPUs but TensorFlow lists none: it runs on the CPU "
+                "(the silent fallback; see the library findings)",
+                "make the locked CUDA/cuDNN libraries loadable (see below), check build_info",
+            )
+        )
+    return out
+
+
+def check_libraries(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
+    libs = probe.get("libraries") or []
+    if not libs:
+        return []
+    out: list[Finding] = []
+    env = probe.get("environment") or {}
+    ld = env.get("LD_LIBRARY_PATH")
+    exp = ctx.expected
+    missing_status = "FAIL" if ctx.host is not None and not ctx.allow_cpu else "WARN"
+    missing: list[str] = []
+    for lib in libs:
+        name = str(lib.get("soname"))
+        if lib.get("loaded"):
+            version = f" {lib['version']}" if lib.get("version") else ""
+            where = "an nvidia-* wheel" if lib.get("from") == "wheel" else "the system path"
+            out.append(
+                Finding(f"library {name}", "PASS", f"loads{version} from {where}: {lib['path']}")
+            )
+            continue
+        tried = lib.get("tried") or []
+        error = str(tried[0].get("error")) if tried else "not found"
+        missing.append(name if name in error else f"{name} ({error})")
+    if missing:
+        if exp is not None and exp.cuda_source == "pip":
+            fix = f"install the locked nvidia-* wheels ({_repair(ctx)})"
+        elif exp is not None:
+            fix = (
+                f"use the base image {exp.base_image}, or install CUDA {exp.cuda} / "
+                f"cuDNN {exp.cudnn} on the host or as nvidia-* wheels"
+            )
+        else:
+            fix = "install the CUDA/cuDNN libraries TensorFlow was built with"
+        out.append(
+            Finding(
+                "libraries",
+                missing_status,
+                f"{len(missing)} CUDA/cuDNN libraries do not load from the system path or "
+                f"the nvidia-* wheels: {', '.join(missing)}; LD_LIBRARY_PATH={ld or '(unset)'}",
+                fix + "; check LD_LIBRARY_PATH",
+            )
+        )
+    return out
+
+
+def judge(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
+    """Every finding for one probe result, in a stable order."""
+    findings: list[Finding] = []
+    findings += check_python(probe, ctx)
+    lock_findings = check_packages(probe, ctx)
+    findings += lock_findings
+    reported = {f.check.split(" ", 1)[1] for f in lock_findings if f.check.startswith("package ")}
+    findings += check_requirements(probe, ctx, reported)
+    if any("changed_count" in d for d in probe.get("distributions") or []):
+        findings += check_records(probe, ctx)
+    findings += check_tensorflow(probe, ctx)
+    findings += check_driver(ctx)
+    findings += check_gpus(probe, ctx)
+    findings += check_libraries(probe, ctx)
+    return findings

@@ -1,0 +1,147 @@
+"""Known errors as data: the messages of a training log, recognised and explained.
+
+The entries live in ``known_errors.toml`` beside this module (shipped in the
+wheel), validated by the matrices' ``Checker`` so a damaged entry names its
+path. ``match_log`` searches each line of a log for each entry's pattern and
+returns one ``LogMatch`` per entry found (with the count, the first line and
+its number); an unrelated log gives none. ``explain`` turns matches into
+findings whose fix fills in what the lock knows.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from envlock.doctor.findings import Finding
+from envlock.model import Resolution
+
+FILENAME = "known_errors.toml"
+SCHEMA_VERSION = 1
+SEVERITIES = ("FAIL", "WARN", "INFO")
+FIELDS = ("id", "pattern", "severity", "cause", "fix", "source")
+PLACEHOLDERS = ("tensorflow", "cuda", "cudnn", "driver_min", "base_image", "lock_dir")
+ID: tuple[str, str] = (r"[a-z0-9]+(?:-[a-z0-9]+)*", "lower-case-words")
+MAX_LINE = 4096  # characters of one log line searched (a progress bar can be megabytes)
+
+
+@dataclass(frozen=True)
+class KnownError:
+    id: str
+    pattern: re.Pattern[str]
+    severity: str
+    cause: str
+    fix: str  # may hold {placeholders} of PLACEHOLDERS
+    source: str
+
+
+@dataclass(frozen=True)
+class LogMatch:
+    error: KnownError
+    count: int
+    line_number: int  # of the first match, from 1
+    line: str  # the first matching line, stripped and shortened
+
+
+def parse(doc: Mapping[str, object], filename: str = FILENAME) -> tuple[KnownError, ...]:
+    """Validate the document; every problem is a DataError naming its path."""
+    from envlock.matrix.schema import Checker
+
+    check = Checker(filename, "reinstall envlock; the known-errors data shipped with it is damaged")
+    check.table(doc, "", ("schema_version", "data_version", "errors"))
+    check.header(doc, SCHEMA_VERSION)
+    out: list[KnownError] = []
+    formatter = string.Formatter()
+    for i, row in enumerate(check.rows(doc, "errors")):
+        path = f"errors[{i}]"
+        entry = check.table(row, path, FIELDS)
+        ident = check.string(entry, "id", path, ID)
+        text = check.string(entry, "pattern", path)
+        try:
+            pattern = re.compile(text)
+        except re.error as e:
+            raise check.fail(f"{path}.pattern", f"not a regular expression: {e}") from None
+        if pattern.search(""):
+            raise check.fail(f"{path}.pattern", "matches an empty line")
+        fix = check.string(entry, "fix", path)
+        try:
+            names = [name for _, name, _, _ in formatter.parse(fix) if name is not None]
+        except ValueError as e:
+            raise check.fail(f"{path}.fix", f"bad placeholder: {e}") from None
+        for name in names:
+            if name not in PLACEHOLDERS:
+                raise check.fail(
+                    f"{path}.fix", f"unknown placeholder {{{name}}}", hint=", ".join(PLACEHOLDERS)
+                )
+        out.append(
+            KnownError(
+                id=ident,
+                pattern=pattern,
+                severity=check.choice(entry, "severity", path, SEVERITIES),
+                cause=check.string(entry, "cause", path),
+                fix=fix,
+                source=check.string(entry, "source", path),
+            )
+        )
+    check.distinct("errors", "id", [e.id for e in out])
+    return tuple(out)
+
+
+def load() -> tuple[KnownError, ...]:
+    """The entries shipped with envlock."""
+    from importlib import resources
+
+    from envlock.errors import DataError
+    from envlock.readers import decode_text, parse_toml
+
+    raw = (resources.files("envlock.doctor") / FILENAME).read_bytes()
+    text = decode_text(raw, FILENAME, error=DataError)
+    return parse(parse_toml(text, FILENAME, error=DataError))
+
+
+def match_log(lines: Iterable[str], known: Iterable[KnownError]) -> list[LogMatch]:
+    """One match per known error found in the log, in the order of first sight."""
+    entries = list(known)
+    first: dict[str, tuple[int, str]] = {}
+    counts: dict[str, int] = {}
+    for number, raw in enumerate(lines, 1):
+        line = raw[:MAX_LINE].rstrip("\r\n")
+        for entry in entries:
+            if entry.pattern.search(line):
+                counts[entry.id] = counts.get(entry.id, 0) + 1
+                first.setdefault(entry.id, (number, line.strip()[:300]))
+    by_id = {e.id: e for e in entries}
+    order = sorted(first, key=lambda ident: first[ident][0])
+    return [LogMatch(by_id[i], counts[i], first[i][0], first[i][1]) for i in order]
+
+
+def fill(fix: str, expected: Resolution | None, lock_dir: str | None) -> str:
+    """The fix with what the lock knows filled in (generic words without a lock)."""
+    values = {
+        "tensorflow": expected.version if expected else "the locked version",
+        "cuda": expected.cuda if expected else "(the locked version)",
+        "cudnn": expected.cudnn if expected else "(the locked version)",
+        "driver_min": expected.driver_min if expected else "(the CUDA build's minimum)",
+        "base_image": expected.base_image if expected else "(the locked CUDA base image)",
+        "lock_dir": lock_dir or "DIR",
+    }
+    return fix.format_map(values)
+
+
+def explain(
+    matches: Iterable[LogMatch], expected: Resolution | None, lock_dir: str | None
+) -> list[Finding]:
+    out: list[Finding] = []
+    for m in matches:
+        times = f" ({m.count} times)" if m.count > 1 else ""
+        out.append(
+            Finding(
+                f"log {m.error.id}",
+                m.error.severity,
+                f"line {m.line_number}{times}: {m.line!r}: {m.error.cause}",
+                fill(m.error.fix, expected, lock_dir),
+            )
+        )
+    return out

@@ -1,0 +1,254 @@
+"""The probe envlock doctor runs inside the interpreter it inspects.
+
+Standard library only, Python 3.8 syntax: it runs in whatever venv the user
+points at (``python -c <this file> ARGS``) and prints one JSON document on
+stdout. It reports facts, never verdicts (``envlock.doctor.findings`` judges):
+
+- the interpreter (version, prefix, marker environment for Requires-Dist);
+- every installed distribution (name, version, Requires-Dist, where), and with
+  ``--deep`` the files whose bytes no longer match their RECORD hash;
+- ``--tensorflow``: TensorFlow imported, its version, build_info, visible GPUs;
+- ``--library SONAME`` (repeated): whether that CUDA/cuDNN library loads, from
+  the system search path or from an nvidia-* wheel's lib folder, and from where;
+- LD_LIBRARY_PATH and CUDA_VISIBLE_DEVICES.
+
+Usage: python probe.py [--deep] [--tensorflow] [--library SONAME]...
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import hashlib
+import json
+import os
+import platform
+import sys
+import time
+from typing import Any
+
+SCHEMA = "envlock.probe/v1"
+MARK = "ENVLOCK-PROBE "  # the line carrying the document (a library may print too)
+MAX_CHANGED = 20  # changed files listed per distribution
+
+
+def marker_environment() -> dict[str, str]:
+    """What PEP 508 markers are evaluated against, as packaging computes it."""
+    info = sys.implementation.version
+    version = f"{info.major}.{info.minor}.{info.micro}"
+    if info.releaselevel != "final":
+        version += info.releaselevel[0] + str(info.serial)
+    return {
+        "implementation_name": sys.implementation.name,
+        "implementation_version": version,
+        "os_name": os.name,
+        "platform_machine": platform.machine(),
+        "platform_release": platform.release(),
+        "platform_system": platform.system(),
+        "platform_version": platform.version(),
+        "python_full_version": platform.python_version(),
+        "platform_python_implementation": platform.python_implementation(),
+        "python_version": ".".join(platform.python_version_tuple()[:2]),
+        "sys_platform": sys.platform,
+    }
+
+
+def _record_changes(dist: Any) -> list[dict[str, str]]:
+    """Files of ``dist`` whose sha256 differs from RECORD, or that are gone."""
+    changed: list[dict[str, str]] = []
+    for entry in dist.files or []:
+        if entry.hash is None or entry.hash.mode != "sha256":
+            continue
+        path = entry.locate()
+        try:
+            with open(str(path), "rb") as f:
+                digest = hashlib.sha256(f.read()).digest()
+        except OSError:
+            changed.append({"path": str(entry), "problem": "missing"})
+            continue
+        value = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+        if value != entry.hash.value:
+            changed.append({"path": str(entry), "problem": "changed"})
+    return changed
+
+
+def distributions(deep: bool) -> list[dict[str, Any]]:
+    from importlib import metadata
+
+    out: list[dict[str, Any]] = []
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if not name:
+            continue
+        item: dict[str, Any] = {
+            "name": name,
+            "version": dist.version,
+            "requires": list(dist.requires or []),
+            "location": str(dist.locate_file("")),
+        }
+        if deep:
+            changed = _record_changes(dist)
+            item["changed_files"] = changed[:MAX_CHANGED]
+            item["changed_count"] = len(changed)
+        out.append(item)
+    return out
+
+
+def _loaded_path(handle_name: str) -> str | None:
+    """The file a loaded library came from, read from /proc/self/maps."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.rstrip("\n").split(None, 5)[-1]
+                if os.path.basename(path).startswith(handle_name):
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+def wheel_library_folders() -> list[str]:
+    """The lib folders of the nvidia-* wheels on sys.path (site-packages/nvidia/*/lib)."""
+    folders: list[str] = []
+    for entry in sys.path:
+        base = os.path.join(entry or ".", "nvidia")
+        if not os.path.isdir(base):
+            continue
+        for sub in sorted(os.listdir(base)):
+            lib = os.path.join(base, sub, "lib")
+            if os.path.isdir(lib):
+                folders.append(lib)
+    return folders
+
+
+def _library_version(lib: Any, soname: str) -> str | None:
+    """The version the library itself reports, where it has a call for it."""
+    try:
+        if soname.startswith("libcudnn.so"):
+            fn = lib.cudnnGetVersion
+            fn.restype = ctypes.c_size_t
+            v = int(fn())
+            major = v // 10000 if v >= 10000 else v // 1000
+            rest = v % 10000 if v >= 10000 else v % 1000
+            return f"{major}.{rest // 100}.{rest % 100}"
+        if soname.startswith("libcudart.so"):
+            out = ctypes.c_int(0)
+            if lib.cudaRuntimeGetVersion(ctypes.byref(out)) == 0:
+                return f"{out.value // 1000}.{out.value % 1000 // 10}"
+    except (AttributeError, OSError):
+        pass
+    return None
+
+
+def library(soname: str, folders: list[str]) -> dict[str, Any]:
+    """Whether ``soname`` loads: system search path first, then the wheel folders."""
+    tried: list[dict[str, str]] = []
+    candidates = [("system", soname)] + [
+        ("wheel", os.path.join(folder, soname)) for folder in folders
+    ]
+    for where, name in candidates:
+        if where == "wheel" and not os.path.exists(name):
+            continue
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError as e:
+            tried.append({"from": where, "error": str(e)})
+            continue
+        path = _loaded_path(soname.split(".so")[0] + ".so") or name
+        return {
+            "soname": soname,
+            "loaded": True,
+            "from": where,
+            "path": os.path.realpath(path),
+            "version": _library_version(lib, soname),
+        }
+    return {"soname": soname, "loaded": False, "tried": tried[:3]}
+
+
+def _plain(value: object) -> Any:
+    """build_info values as JSON: strings, numbers, bools, lists, dicts."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def tensorflow() -> dict[str, Any]:
+    start = time.monotonic()
+    try:
+        import tensorflow as tf  # the framework of the venv under inspection
+    except BaseException as e:  # an ImportError, or whatever a broken build raises
+        return {
+            "imported": False,
+            "error": {"type": type(e).__name__, "message": str(e)[:4000]},
+            "seconds": round(time.monotonic() - start, 3),
+        }
+    out: dict[str, Any] = {"imported": True, "version": getattr(tf, "__version__", None)}
+    try:
+        out["build_info"] = _plain(dict(tf.sysconfig.get_build_info()))
+    except Exception as e:
+        out["build_info_error"] = f"{type(e).__name__}: {e}"
+    try:
+        out["gpus"] = [d.name for d in tf.config.list_physical_devices("GPU")]
+    except Exception as e:
+        out["gpus_error"] = f"{type(e).__name__}: {e}"
+    out["seconds"] = round(time.monotonic() - start, 3)
+    return out
+
+
+TF_NAMES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "intel-tensorflow")
+
+
+def sonames(cuda: str, cudnn: str) -> list[str]:
+    """The CUDA/cuDNN libraries a TensorFlow built with CUDA ``cuda`` opens."""
+    major = cuda.split(".")[0]
+    if major == "11":
+        names = ["libcudart.so.11.0", "libcublas.so.11", "libcublasLt.so.11", "libcufft.so.10"]
+        names += ["libcusparse.so.11", "libcusolver.so.11", "libcurand.so.10"]
+    else:
+        names = ["libcudart.so." + major, "libcublas.so." + major, "libcublasLt.so." + major]
+        names += ["libcufft.so.11", "libcusparse.so." + major, "libcusolver.so.11"]
+        names += ["libcurand.so.10"]
+    return names + ["libcudnn.so." + cudnn.split(".")[0]]
+
+
+def main(argv: list[str]) -> int:
+    """--deep, --tensorflow (import it), --tensorflow-if-installed, --library SONAME
+    (repeated), --libraries-from-build (those TensorFlow's build_info implies)."""
+    deep = "--deep" in argv
+    names = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--library"]
+    doc: dict[str, Any] = {
+        "schema": SCHEMA,
+        "python": {
+            "executable": sys.executable,
+            "version": platform.python_version(),
+            "prefix": sys.prefix,
+            "base_prefix": getattr(sys, "base_prefix", sys.prefix),
+            "libc": list(platform.libc_ver()),
+        },
+        "markers": marker_environment(),
+        "environment": {
+            key: os.environ.get(key)
+            for key in ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "VIRTUAL_ENV")
+        },
+    }
+    dists = distributions(deep)
+    doc["distributions"] = dists
+    has_tf = any(str(d["name"]).lower().replace("_", "-") in TF_NAMES for d in dists)
+    if "--tensorflow" in argv or ("--tensorflow-if-installed" in argv and has_tf):
+        doc["tensorflow"] = tensorflow()
+        info = doc["tensorflow"].get("build_info") or {}
+        if "--libraries-from-build" in argv and info.get("is_cuda_build"):
+            names = names or sonames(str(info.get("cuda_version")), str(info.get("cudnn_version")))
+    folders = wheel_library_folders()
+    doc["library_folders"] = folders
+    doc["libraries"] = [library(s, folders) for s in names]
+    sys.stdout.write("\n" + MARK + json.dumps(doc) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

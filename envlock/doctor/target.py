@@ -1,0 +1,132 @@
+"""Which interpreter envlock doctor inspects, and running the probe in it.
+
+The order: ``--venv PATH``; else the venv ``bootstrap.sh`` makes for the
+bundle (``DIR/.venv``, its default); else the active venv (``$VIRTUAL_ENV``);
+else envlock's own interpreter. The choice is reported with its reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envlock.errors import EnvironmentFailure, UsageError
+
+PROBE_TIMEOUT = 300.0
+
+
+@dataclass(frozen=True)
+class Target:
+    python: str  # the interpreter the probe runs in
+    chosen_by: str  # "--venv", "bundle", "VIRTUAL_ENV", "envlock"
+    reason: str  # one line for people: "the venv bootstrap.sh made for env/ (env/.venv)"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"python": self.python, "chosen_by": self.chosen_by, "reason": self.reason}
+
+
+def _venv_python(venv: Path) -> Path | None:
+    for name in ("bin/python", "bin/python3"):
+        candidate = venv / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def choose(venv: str | None, lock_dir: Path | None, environ: dict[str, str]) -> Target:
+    """The interpreter to inspect, and why that one."""
+    if venv is not None:
+        path = Path(venv)
+        if path.is_file() and os.access(path, os.X_OK):  # an interpreter given directly
+            return Target(str(path.absolute()), "--venv", f"--venv {path}")
+        python = _venv_python(path)
+        if python is None:
+            raise UsageError(
+                f"--venv {venv}: no bin/python there",
+                hint="give the folder of a venv (the one holding bin/python and pyvenv.cfg)",
+            )
+        return Target(str(python.absolute()), "--venv", f"--venv {path}")
+    if lock_dir is not None:
+        python = _venv_python(lock_dir / ".venv")
+        if python is not None:
+            return Target(
+                str(python.absolute()),
+                "bundle",
+                f"the venv bootstrap.sh made for {lock_dir} ({lock_dir / '.venv'})",
+            )
+    active = environ.get("VIRTUAL_ENV")
+    if active:
+        python = _venv_python(Path(active))
+        if python is not None:
+            return Target(str(python.absolute()), "VIRTUAL_ENV", f"the active venv ({active})")
+    return Target(sys.executable, "envlock", f"envlock's own interpreter ({sys.executable})")
+
+
+def probe_source() -> str:
+    from importlib import resources
+
+    return (resources.files("envlock.doctor") / "probe.py").read_text(encoding="utf-8")
+
+
+def run_probe(
+    target: Target,
+    *,
+    tensorflow: str,
+    deep: bool,
+    libraries: tuple[str, ...] = (),
+    timeout: float = PROBE_TIMEOUT,
+) -> dict[str, Any]:
+    """Run the probe in ``target.python``; its JSON document. ``tensorflow``:
+    "yes" (import it), "if-installed" (and list the libraries its build implies)
+    or "no". A probe that cannot
+    run (a broken interpreter) is an EnvironmentFailure, exit 3."""
+    from envlock.doctor.probe import MARK
+
+    args = [target.python, "-c", probe_source()]
+    if deep:
+        args.append("--deep")
+    if tensorflow == "yes":
+        args.append("--tensorflow")
+    elif tensorflow == "if-installed":
+        args += ["--tensorflow-if-installed", "--libraries-from-build"]
+    for soname in libraries:
+        args += ["--library", soname]
+    env = dict(os.environ)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the probe reads facts, not TF's log noise
+    with tempfile.TemporaryDirectory(prefix="envlock-doctor-") as cwd:  # nothing to shadow
+        try:
+            out = subprocess.run(
+                args, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env
+            )
+        except subprocess.TimeoutExpired:
+            raise EnvironmentFailure(
+                f"the probe in {target.python} did not answer within {timeout:.0f} s",
+                hint="check that the interpreter starts: run it with -c pass",
+            ) from None
+        except OSError as e:
+            raise EnvironmentFailure(
+                f"cannot run {target.python}: {e.strerror or e}",
+                hint="point --venv at a working venv",
+            ) from None
+    for line in reversed(out.stdout.splitlines()):
+        if line.startswith(MARK):
+            try:
+                doc = json.loads(line[len(MARK) :])
+            except ValueError:
+                break
+            if isinstance(doc, dict):
+                doc["stderr_tail"] = out.stderr[-4000:]
+                return doc
+            break
+    detail = (out.stderr or out.stdout).strip().splitlines()
+    raise EnvironmentFailure(
+        f"the probe in {target.python} failed (exit {out.returncode}): "
+        f"{detail[-1] if detail else 'no output'}",
+        hint="check that the interpreter starts: run it with -c pass",
+    )

@@ -1,0 +1,178 @@
+"""envlock doctor end to end: which interpreter, a fake nvidia-smi against a TF 2.15
+lock, and a real TensorFlow 2.15.1 venv (CPU) with numpy removed and protobuf moved."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envlock.cli import main
+from envlock.doctor import target
+
+LOCK_DIR = Path(__file__).parent / "golden" / "render" / "tf2.15-system"
+FAKE_SMI = """#!/bin/sh
+case "$*" in
+  *--query-gpu=*) echo "470.57.02, Tesla T4, 7.5" ;;
+  *) echo "NVIDIA-SMI 470.57.02" ;;
+esac
+"""
+
+
+def doctor(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
+    code = main(["doctor", *argv, "--json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out)
+
+
+def by_check(doc: dict[str, Any]) -> dict[str, dict[str, str]]:
+    return {f["check"]: f for f in doc["findings"]}
+
+
+@pytest.fixture
+def fake_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """nvidia-smi on PATH printing driver 470.57.02 and a T4; NVML made unloadable."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(FAKE_SMI)
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr("envlock.driver.NVML_LIBRARY", "libnvidia-ml-absent.so.1")
+
+
+def test_old_driver_against_tf215_lock_names_the_release_that_fits(
+    fake_smi: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, doc = doctor(["--lock", str(LOCK_DIR), "--venv", sys.executable], capsys)
+    assert code == 1 and doc["status"] == "FAILED"
+    assert doc["host"] == {
+        "driver": "470.57.02",
+        "source": "nvidia-smi",
+        "gpus": [{"name": "Tesla T4", "compute_capability": "7.5"}],
+    }
+    driver = by_check(doc)["driver"]
+    assert driver["status"] == "FAIL"
+    assert driver["cause"] == (
+        "driver 470.57.02 (nvidia-smi) is older than 525.60.13, which tensorflow 2.15.1 "
+        "(CUDA 12.2) needs"
+    )
+    assert "tensorflow 2.14.1 (CUDA 11.8, cuDNN 8.7, driver >= 450.80.02)" in driver["fix"]
+    assert "envlock lock tensorflow --driver auto" in driver["fix"]
+    assert by_check(doc)["gpu 0"]["status"] == "PASS"  # sm_75 is compiled into 2.15
+
+
+def test_the_interpreter_is_chosen_and_said(tmp_path: Path) -> None:
+    bundle = tmp_path / "env"
+    (bundle / ".venv" / "bin").mkdir(parents=True)
+    py = bundle / ".venv" / "bin" / "python"
+    py.symlink_to(sys.executable)
+    other = tmp_path / "active"
+    (other / "bin").mkdir(parents=True)
+    (other / "bin" / "python").symlink_to(sys.executable)
+    env = {"VIRTUAL_ENV": str(other)}
+    assert target.choose(None, bundle, env).chosen_by == "bundle"
+    assert target.choose(None, bundle, env).reason == (
+        f"the venv bootstrap.sh made for {bundle} ({bundle / '.venv'})"
+    )
+    assert target.choose(None, tmp_path, env).chosen_by == "VIRTUAL_ENV"
+    assert target.choose(None, None, {}).chosen_by == "envlock"
+    assert target.choose(str(other), bundle, env).python == str(other / "bin" / "python")
+
+
+def test_bad_venv_and_lock_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["doctor", "--venv", str(tmp_path)]) == 2
+    assert "no bin/python there" in capsys.readouterr().err
+    assert main(["doctor", "--lock", str(tmp_path)]) == 2
+    assert "no pylock.toml there" in capsys.readouterr().err
+
+
+def test_own_interpreter_is_consistent_with_itself(capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = doctor(["--venv", sys.executable, "--allow-cpu"], capsys)
+    checks = by_check(doc)
+    assert doc["interpreter"]["chosen_by"] == "--venv"
+    assert checks["requirements"]["status"] == "PASS"
+    assert "tensorflow version" not in checks  # no TensorFlow here: never imported
+    assert code == 0
+
+
+# -- a real TensorFlow 2.15.1 venv (slow, network) ------------------------------------
+
+
+def pip(venv: Path, *args: str) -> None:
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "-q", "--disable-pip-version-check", *args],
+        check=True,
+        timeout=900,
+    )
+
+
+@pytest.fixture(scope="session")
+def tf_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One venv with tensorflow==2.15.1 per session (the index from pip's configuration)."""
+    venv = tmp_path_factory.mktemp("doctor") / "tf215"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip(venv, "install", "tensorflow==2.15.1")
+    yield venv
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_real_tf_venv_drift_is_named(tf_venv: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc = doctor(["--venv", str(tf_venv), "--allow-cpu"], capsys)
+    checks = by_check(doc)
+    assert checks["tensorflow version"] == {
+        "check": "tensorflow version",
+        "status": "PASS",
+        "cause": "tensorflow 2.15.1 imports",
+        "fix": "",
+    }
+    assert checks["requirements"]["status"] == "PASS"
+    assert checks["tensorflow CUDA"]["cause"] == "built with CUDA 12.2"
+    assert code == 0, doc
+
+    pip(tf_venv, "uninstall", "-y", "numpy")
+    pip(tf_venv, "install", "--no-deps", "protobuf==5.26.1")
+    try:
+        code, doc = doctor(["--venv", str(tf_venv), "--lock", str(LOCK_DIR), "--allow-cpu"], capsys)
+        checks = by_check(doc)
+        assert code == 1
+        assert checks["package numpy"]["cause"] == "numpy 1.26.4 is locked but not installed"
+        assert checks["package protobuf"]["cause"] == (
+            "protobuf 5.26.1 is installed; the lock has 4.25.9"
+        )
+        assert checks["tensorflow import"]["status"] == "FAIL"  # numpy is gone
+        # without the lock, the venv against itself names both too
+        code, doc = doctor(["--venv", str(tf_venv), "--allow-cpu"], capsys)
+        checks = by_check(doc)
+        assert code == 1
+        assert "numpy is not installed" in checks["requirement numpy"]["cause"]
+        assert "protobuf 5.26.1 is installed" in checks["requirement protobuf"]["cause"]
+    finally:
+        pip(tf_venv, "install", "--no-deps", "numpy==1.26.4", "protobuf==4.25.9")
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_real_tf_venv_deep_finds_an_edited_file(
+    tf_venv: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = next((tf_venv / "lib").glob("python3.*/site-packages"))
+    victim = site / "six.py"
+    original = victim.read_bytes()
+    victim.write_bytes(original + b"\n# edited\n")
+    try:
+        code, doc = doctor(["--venv", str(tf_venv), "--allow-cpu", "--deep"], capsys)
+    finally:
+        victim.write_bytes(original)
+    files = by_check(doc)["files of six"]
+    assert files["status"] == "FAIL" and "six.py (changed)" in files["cause"]
+    assert code == 1

@@ -1,0 +1,199 @@
+"""envlock.doctor.findings with fake probe results: no TensorFlow, no GPU needed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from envlock.doctor import findings as F
+from envlock.doctor.probe import sonames
+from envlock.driver import HostGpu, HostInfo
+from envlock.lock import read_lock
+
+LOCK_DIR = Path(__file__).parent / "golden" / "render" / "tf2.15-system"
+LOCK = read_lock(LOCK_DIR)
+ENV = {
+    "implementation_name": "cpython",
+    "implementation_version": "3.11.7",
+    "os_name": "posix",
+    "platform_machine": "x86_64",
+    "platform_release": "6.1",
+    "platform_system": "Linux",
+    "platform_version": "#1",
+    "python_full_version": "3.11.7",
+    "platform_python_implementation": "CPython",
+    "python_version": "3.11",
+    "sys_platform": "linux",
+}
+BUILD = {"is_cuda_build": True, "cuda_version": "12.2", "cudnn_version": "8"}
+T4 = HostInfo("550.54.15", "12.4", (HostGpu("Tesla T4", "7.5"),), "NVML")
+
+
+def dist(name: str, version: str, requires: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"name": name, "version": version, "requires": list(requires), "location": "/v"}
+
+
+def healthy_probe() -> dict[str, Any]:
+    dists = [dist(p.name, p.version) for p in LOCK.packages]
+    return {
+        "python": {"version": "3.11.7"},
+        "markers": ENV,
+        "environment": {"LD_LIBRARY_PATH": None, "CUDA_VISIBLE_DEVICES": None},
+        "distributions": [*dists, dist("pip", "24.0")],
+        "tensorflow": {
+            "imported": True,
+            "version": "2.15.1",
+            "build_info": BUILD,
+            "gpus": ["/physical_device:GPU:0"],
+        },
+        "libraries": [
+            {"soname": s, "loaded": True, "from": "system", "path": f"/usr/lib/{s}"}
+            for s in sonames("12.2", "8.9")
+        ],
+    }
+
+
+def context(**kw: Any) -> F.Context:
+    base: dict[str, Any] = {
+        "lock": LOCK,
+        "lock_dir": "env",
+        "expected": LOCK.resolution,
+        "host": T4,
+        "host_problem": "",
+        "fits": lambda driver: "tensorflow 2.14.1 (CUDA 11.8)",
+    }
+    base.update(kw)
+    return F.Context(**base)
+
+
+def statuses(found: list[F.Finding]) -> dict[str, str]:
+    return {f.check: f.status for f in found}
+
+
+def test_healthy_venv_passes_every_check() -> None:
+    found = F.judge(healthy_probe(), context())
+    assert F.overall(found) == "PASSED", [f for f in found if f.status != "PASS"]
+    checks = statuses(found)
+    assert checks["driver"] == "PASS"
+    assert checks["gpu 0"] == "PASS"  # sm_75 is compiled
+    assert checks["library libcudnn.so.8"] == "PASS"
+
+
+def test_missing_and_moved_packages_are_named() -> None:
+    probe = healthy_probe()
+    probe["distributions"] = [
+        dist("protobuf", "5.29.0") if d["name"] == "protobuf" else d
+        for d in probe["distributions"]
+        if d["name"] != "numpy"
+    ]
+    found = F.judge(probe, context())
+    by = {f.check: f for f in found}
+    assert by["package numpy"].status == "FAIL"
+    assert "not installed" in by["package numpy"].cause
+    assert by["package protobuf"].status == "FAIL"
+    locked = next(p.version for p in LOCK.packages if p.name == "protobuf")
+    assert f"protobuf 5.29.0 is installed; the lock has {locked}" == by["package protobuf"].cause
+    assert "env/bootstrap.sh" in by["package numpy"].fix
+    assert F.overall(found) == "FAILED"
+
+
+def test_extra_distributions_warn_but_pip_is_tooling() -> None:
+    probe = healthy_probe()
+    probe["distributions"].append(dist("Rich", "13.0"))
+    found = F.judge(probe, context())
+    extra = [f for f in found if f.check == "packages not in the lock"]
+    assert [f.status for f in extra] == ["WARN"]
+    assert "rich 13.0" in extra[0].cause and "pip" not in extra[0].cause
+
+
+def test_without_lock_requires_dist_is_checked_with_markers() -> None:
+    probe = healthy_probe()
+    probe["distributions"] = [
+        dist("app", "1.0", ("numpy>=2", "colorama; sys_platform == 'win32'", "six")),
+        dist("numpy", "1.26.4"),
+    ]
+    found = F.judge(probe, context(lock=None, lock_dir=None))
+    by = {f.check: f for f in found}
+    assert by["requirement numpy"].status == "FAIL"
+    assert "numpy 1.26.4 is installed" in by["requirement numpy"].cause
+    assert by["requirement six"].status == "FAIL"
+    assert "requirement colorama" not in by  # its marker is false on Linux
+
+
+def test_old_driver_names_the_release_that_fits() -> None:
+    host = HostInfo("470.57.02", None, (HostGpu("Tesla T4", "7.5"),), "nvidia-smi")
+    found = F.judge(healthy_probe(), context(host=host))
+    driver = next(f for f in found if f.check == "driver")
+    assert driver.status == "FAIL"
+    assert "470.57.02" in driver.cause and "525.60.13" in driver.cause
+    assert (
+        "tensorflow 2.14.1" in driver.fix and "envlock lock tensorflow --driver auto" in driver.fix
+    )
+
+
+def test_no_gpu_fails_unless_allow_cpu() -> None:
+    probe = healthy_probe()
+    probe["libraries"] = [{"soname": "libcudnn.so.8", "loaded": False, "tried": []}]
+    found = F.judge(probe, context(host=None, host_problem="no driver"))
+    assert statuses(found)["driver"] == "FAIL"
+    assert statuses(found)["libraries"] == "WARN"  # no GPU: the libraries are not the point
+    found = F.judge(probe, context(host=None, host_problem="no driver", allow_cpu=True))
+    assert statuses(found)["driver"] == "WARN"
+    assert F.overall(found) == "WARNED"
+
+
+def test_silent_cpu_fallback_and_missing_libraries_fail_with_gpu() -> None:
+    probe = healthy_probe()
+    probe["tensorflow"]["gpus"] = []
+    probe["libraries"][-1] = {
+        "soname": "libcudnn.so.8",
+        "loaded": False,
+        "tried": [{"from": "system", "error": "libcudnn.so.8: cannot open shared object file"}],
+    }
+    by = {f.check: f for f in F.judge(probe, context())}
+    assert by["tensorflow gpus"].status == "FAIL"
+    assert by["libraries"].status == "FAIL"
+    assert "libcudnn.so.8" in by["libraries"].cause
+    assert "nvidia/cuda:12.2.2-cudnn8-runtime-ubuntu22.04" in by["libraries"].fix
+
+
+def test_build_and_python_mismatch() -> None:
+    probe = healthy_probe()
+    probe["python"] = {"version": "3.12.1"}
+    probe["tensorflow"]["build_info"] = {**BUILD, "cudnn_version": "9"}
+    by = {f.check: f for f in F.judge(probe, context())}
+    assert by["python"].status == "FAIL" and "3.11" in by["python"].fix
+    assert by["tensorflow cuDNN"].status == "FAIL"
+    assert by["tensorflow CUDA"].status == "PASS"
+
+
+def test_hidden_gpus_and_unsupported_capability() -> None:
+    probe = healthy_probe()
+    probe["environment"]["CUDA_VISIBLE_DEVICES"] = ""
+    old = HostInfo("550.54.15", None, (HostGpu("Tesla K80", "3.7"),), "NVML")
+    by = {f.check: f for f in F.judge(probe, context(host=old))}
+    assert by["CUDA_VISIBLE_DEVICES"].status == "FAIL"
+    assert by["gpu 0"].status == "FAIL"
+
+
+def test_import_failure_and_changed_records() -> None:
+    probe = healthy_probe()
+    probe["tensorflow"] = {"imported": False, "error": {"type": "ImportError", "message": "boom"}}
+    probe["distributions"][0]["changed_count"] = 1
+    probe["distributions"][0]["changed_files"] = [{"path": "x.py", "problem": "changed"}]
+    by = {f.check: f for f in F.judge(probe, context())}
+    assert (
+        by["tensorflow import"].status == "FAIL"
+        and "ImportError: boom" in by["tensorflow import"].cause
+    )
+    name = LOCK.packages[0].name
+    assert (
+        by[f"files of {name}"].status == "FAIL" and "x.py (changed)" in by[f"files of {name}"].cause
+    )
+
+
+def test_gpu_newer_than_the_kernels_is_a_warning() -> None:
+    h200 = HostInfo("550.54.15", "12.4", (HostGpu("NVIDIA H200", "9.0"),), "NVML")
+    by = {f.check: f for f in F.judge(healthy_probe(), context(host=h200))}
+    assert by["gpu 0"].status == "WARN"
+    assert "PTX" in by["gpu 0"].cause and "CUDA_CACHE_MAXSIZE" in by["gpu 0"].fix
