@@ -64,4 +64,4 @@ def test_a_missing_interpreter_is_exit_2(tmp_path: Path) -> None:
 
 def test_python_without_host_is_refused(bare_venv: Path) -> None:
     code, _, err = run_cli("smoke", "some-image", "--python", str(bare_venv))
-    assert code == 2 and "--expect, --peaks and --python are for --host runs" in err
+    assert code == 2 and "--python is for --host runs" in err

@@ -103,9 +103,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not args.image:
             raise UsageError("no image given", hint="envlock smoke IMAGE, or envlock smoke --host")
-        if args.expect or args.peaks or args.python:
+        if args.python:
             raise UsageError(
-                "--expect, --peaks and --python are for --host runs",
+                "--python is for --host runs (an image carries its own interpreter)",
+                hint=f"envlock smoke --host --python {args.python}",
+            )
+        if args.expect or args.peaks:
+            raise UsageError(
+                "--expect and --peaks are for --host runs",
                 hint="an image carries its own /opt/envlock/expect.json",
             )
         result = runner.run_in_image(
