@@ -92,8 +92,8 @@ def test_bootstrap_twice_then_without_allow_cpu(bundle: Path) -> None:
         lines[0],
     ), lines[0]
     assert lines[1] == (
-        f"bootstrap: requirements.txt unchanged since the last install (sha256 {stamp[:16]}...): "
-        "nothing to install"
+        f"bootstrap: requirements.txt unchanged since the last install (sha256 {stamp[:16]}...) "
+        "and every locked package installed as locked: nothing to install"
     )
     assert "installing" not in second.stdout and "Successfully installed" not in second.stdout
     assert "bootstrap: smoke test WARNED" in lines

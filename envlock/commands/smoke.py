@@ -28,6 +28,12 @@ def register(sub: Any) -> None:
         choices=("tensorflow", "torch", "jax"),
         help="default: the lock's (expect.json or the image label), else the first importable",
     )
+    p.add_argument(
+        "--python",
+        metavar="PATH",
+        help="with --host: the interpreter to test (a project's venv: its bin/python, or the "
+        "venv folder); default: envlock's own",
+    )
     p.add_argument("--expect", metavar="DIR", help="with --host: a bundle folder with expect.json")
     p.add_argument("--gpus", default="all", help="all (default), none, or a number of GPUs")
     p.add_argument("--allow-cpu", action="store_true", help="no GPU is a warning, not a failure")
@@ -47,6 +53,21 @@ def register(sub: Any) -> None:
     p.add_argument("--sign", metavar="KEY", help="sign the result with this private key (needs -o)")
     p.add_argument("--lock", metavar="DIR", help="bundle folder whose lock the signed report names")
     p.set_defaults(func=run)
+
+
+def host_python(given: str) -> str:
+    """The interpreter --python names: a file, or a venv folder's bin/python."""
+    import os
+
+    path = Path(given)
+    if path.is_dir():
+        path = path / "bin" / "python"
+    if not path.is_file() or not os.access(path, os.X_OK):
+        raise UsageError(
+            f"--python {given}: no executable Python interpreter there",
+            hint="give the venv's bin/python (or the venv folder), e.g. --python .venv/bin/python",
+        )
+    return str(path)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
             args.allow_cpu,
             size=args.size,
             peaks_file=Path(args.peaks) if args.peaks else None,
+            python=host_python(args.python) if args.python else None,
             extra=extra,
             timeout=args.timeout,
         )
@@ -81,6 +103,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not args.image:
             raise UsageError("no image given", hint="envlock smoke IMAGE, or envlock smoke --host")
+        if args.python:
+            raise UsageError(
+                "--python is for --host runs (an image carries its own interpreter)",
+                hint=f"envlock smoke --host --python {args.python}",
+            )
         if args.expect or args.peaks:
             raise UsageError(
                 "--expect and --peaks are for --host runs",

@@ -1,2 +1,2 @@
-"""Doctor: probes of a live venv and known errors as data (capture, restore and
-wheelhouse live here too)."""
+"""Live environments: probes of a venv and known errors as data (doctor),
+capture, restore and the wheelhouse."""

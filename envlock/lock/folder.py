@@ -21,6 +21,7 @@ from envlock.door import redact
 from envlock.errors import UsageError
 from envlock.fsutil import sha256_bytes
 from envlock.lock.core import check_requirements, lock
+from envlock.lock.freeze import split_frozen
 from envlock.lock.guard import check_output_folder
 from envlock.lock.manifest import (
     commit,
@@ -112,11 +113,27 @@ def without_credentials(url: str) -> str:
     return redact(url)
 
 
-def lock_input(request: LockRequest, resolution: Resolution) -> LockInput:
-    """What the lock records of the request, so it can be recomputed (--check)."""
+def lock_input(
+    request: LockRequest, resolution: Resolution, notes: list[str] | None = None
+) -> LockInput:
+    """What the lock records of the request, so it can be recomputed (--check).
+
+    A -r file may be a ``pip freeze``: its framework line must agree with SPEC and
+    is dropped, as are nvidia CUDA wheels (envlock.lock.freeze); ``notes`` gets why.
+    """
     reqs = list(check_requirements(request.with_requirements, "--with"))
     for path in request.requirement_files:
-        reqs += check_requirements(read_requirement_file(path), f"-r {path}")
+        lines = check_requirements(read_requirement_file(path), f"-r {path}")
+        frozen = split_frozen(
+            lines,
+            framework=resolution.framework,
+            version=resolution.version,
+            cuda_source=resolution.cuda_source,
+            origin=f"-r {path}",
+        )
+        reqs += frozen.kept
+        if notes is not None:
+            notes += frozen.notes
     return LockInput(
         spec=request.spec,
         with_requirements=tuple(reqs),
@@ -179,7 +196,7 @@ def lock_folder(
     out = request.output
     check_output_folder(out, "-o")
     notes = [n for n in (recover_bundle(out),) if n]
-    locking = lock_input(request, resolution)
+    locking = lock_input(request, resolution, notes)
     if progress:
         progress(f"locking {resolution.framework} {resolution.version} with {request.resolver} ...")
     seen = _input_bytes(out, (RUNTIME,))

@@ -100,6 +100,7 @@ class BundleContext:
     bundle_dir: Checked  # inside the image
     lib_dirs: tuple[Checked, ...]  # nvidia-* wheel library folders, relative to site-packages
     bin_dirs: tuple[Checked, ...]  # nvidia-* wheel tool folders (ptxas), relative to site-packages
+    glibc_min: Checked  # "2.17": the glibc the locked wheels need, "" when none names one
     user: Checked
     uid: int
     labels: tuple[tuple[Checked, Checked], ...]
@@ -138,6 +139,41 @@ def _wheel_dirs(lock: Lock) -> tuple[tuple[Checked, ...], tuple[Checked, ...]]:
         tuple(relative_path(d, where) for d in sorted(set(libs))),
         tuple(relative_path(d, where) for d in sorted(set(bins))),
     )
+
+
+_GLIBC_RE = re.compile(r"^\d+\.\d+$")
+_MANYLINUX_RE = re.compile(r"^manylinux_(\d+)_(\d+)_")
+_MANYLINUX_LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+
+
+def _wheel_glibc(filename: str) -> tuple[int, int]:
+    """The oldest glibc one wheel installs on: (0, 0) for a wheel that names none."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    try:
+        tags = parse_wheel_filename(filename)[3]
+    except InvalidWheelFilename:
+        return (0, 0)
+    floors: list[tuple[int, int]] = []
+    for tag in tags:
+        m = _MANYLINUX_RE.match(tag.platform)
+        if m:
+            floors.append((int(m.group(1)), int(m.group(2))))
+        elif tag.platform.split("_", 1)[0] in _MANYLINUX_LEGACY:
+            floors.append(_MANYLINUX_LEGACY[tag.platform.split("_", 1)[0]])
+        else:  # any, or a tag that names no glibc
+            floors.append((0, 0))
+    return min(floors, default=(0, 0))
+
+
+def glibc_floor(lock: Lock) -> str:
+    """The glibc the lock needs: per package its most tolerant wheel (pip picks any
+    wheel that fits), then the newest of those; "" when no wheel names a glibc."""
+    need = max(
+        (min((_wheel_glibc(w.filename) for w in p.wheels), default=(0, 0)) for p in lock.packages),
+        default=(0, 0),
+    )
+    return f"{need[0]}.{need[1]}" if need != (0, 0) else ""
 
 
 @functools.lru_cache(maxsize=1)
@@ -340,6 +376,7 @@ def bundle_context(
         bundle_dir=image_path(BUNDLE_IN_IMAGE, "the bundle folder"),
         lib_dirs=lib_dirs,
         bin_dirs=bin_dirs,
+        glibc_min=_optional(glibc_floor(lock), _GLIBC_RE, "the locked wheels' manylinux tags"),
         user=word(USER, "the user"),
         uid=UID,
         labels=tuple(

@@ -5,8 +5,9 @@
 # Makes the locked venv for TensorFlow 2.15.1 (Python 3.11, CUDA 12.2, cuDNN 8.9) on this
 # Linux x86_64 host and proves that it works: finds python3.11, creates the venv
 # or reuses it, installs the 42 locked packages with hash checking
-# (pip install --require-hashes --no-deps; skipped when requirements.txt has not
-# changed since the last install), then runs the smoke harness.
+# (pip install --require-hashes --no-deps; again whenever requirements.txt changed
+# or an installed distribution is missing or at another version than the lock's),
+# then runs the smoke harness.
 #
 # usage: ./bootstrap.sh [--venv DIR] [--python PATH] [--recreate] [--allow-cpu] [--no-smoke]
 #   --venv DIR     the venv to create or refresh (default: .venv beside this script)
@@ -19,7 +20,8 @@
 #   0  the venv is ready and the smoke test passed (or was skipped)
 #   1  the smoke test failed
 #   2  bad usage
-#   3  this host cannot run the lock: not Linux x86_64, or no Python 3.11 with venv
+#   3  this host cannot run the lock: not Linux x86_64, no Python 3.11 with venv,
+#      or a glibc older than the locked wheels need
 #   4  the venv could not be created, or the hashed install failed
 set -euo pipefail
 
@@ -129,6 +131,17 @@ if ! "$python" -c 'import venv, ensurepip' 2>/dev/null; then
   die 3 "$python has no venv/ensurepip module; on Debian or Ubuntu: sudo apt-get install python$PYTHON_MINOR-venv"
 fi
 
+# the host's glibc against the locked wheels: the newest manylinux tag among them
+GLIBC_MIN=2.28
+glibc=$("$python" -c 'import os; print(os.confstr("CS_GNU_LIBC_VERSION").split()[-1])' 2>/dev/null || true)
+case "$glibc" in
+  [0-9]*.[0-9]*) ;;
+  *) die 3 "this host's C library is not glibc (${glibc:-unknown}); the locked wheels need glibc $GLIBC_MIN or newer" ;;
+esac
+if [ "$(printf '%s\n%s\n' "$GLIBC_MIN" "$glibc" | sort -V | head -n 1)" != "$GLIBC_MIN" ]; then
+  die 3 "this host's glibc is $glibc; the locked wheels need glibc $GLIBC_MIN or newer (manylinux_${GLIBC_MIN/./_}): use the Dockerfile, or a newer host"
+fi
+
 # 2. the venv
 if [ "$recreate" = 1 ] && [ -e "$venv" ]; then
   [ -f "$venv/pyvenv.cfg" ] || die 2 "$venv is not a venv (no pyvenv.cfg); not deleting it"
@@ -153,17 +166,53 @@ vpython="$venv/bin/python"
 stamp="$venv/.envlock-requirements.sha256"
 want=$("$vpython" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$here/requirements.txt") \
   || die 4 "cannot read $here/requirements.txt"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  say "requirements.txt unchanged since the last install (sha256 ${want:0:16}...): nothing to install"
+drift() {
+  "$vpython" - "$here/requirements.txt" <<'DRIFT'
+import re, sys
+from importlib import metadata
+
+def norm(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+locked = {}
+with open(sys.argv[1], encoding="utf-8") as f:
+    for line in f:
+        m = re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)", line)
+        if m:
+            locked[norm(m.group(1))] = m.group(2)
+installed = {}
+for dist in metadata.distributions():
+    name = dist.metadata["Name"]
+    if name:
+        installed.setdefault(norm(name), dist.version)
+for name, want in sorted(locked.items()):
+    have = installed.get(name)
+    if have is None:
+        print("%s %s: missing" % (name, want))
+    elif have != want:
+        print("%s %s: %s installed" % (name, want, have))
+DRIFT
+}
+differs=$(drift) || die 4 "cannot compare $venv with requirements.txt"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -z "$differs" ]; then
+  say "requirements.txt unchanged since the last install (sha256 ${want:0:16}...) and every locked package installed as locked: nothing to install"
 else
-  if [ -f "$stamp" ]; then
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" != "$want" ]; then
     say "requirements.txt changed since the last install: installing again (--recreate for a clean venv)"
+  elif [ -f "$stamp" ]; then
+    say "the venv differs from the lock ($(printf '%s\n' "$differs" | wc -l) packages); installing the locked versions again:"
+    printf '%s\n' "$differs" | sed 's/^/  /'
   fi
   say "installing 42 locked packages: pip install --require-hashes --no-deps -r requirements.txt"
   "$vpython" -m pip install --disable-pip-version-check --no-cache-dir --require-hashes --no-deps \
     --only-binary :all: -r "$here/requirements.txt" \
     || die 4 "the hashed install failed (see pip's message above); the venv was left as it is"
   "$vpython" -m pip check || die 4 "pip check found broken requirements in $venv"
+  left=$(drift) || die 4 "cannot compare $venv with requirements.txt"
+  if [ -n "$left" ]; then
+    printf '%s\n' "$left" | sed 's/^/  /' >&2
+    die 4 "after the install $venv still differs from the lock (above); run again with --recreate"
+  fi
   printf '%s\n' "$want" >"$stamp"
   say "installed; recorded the requirements' sha256 in $stamp"
 fi

@@ -1,0 +1,193 @@
+"""envlock capture: lock a working environment that was never locked.
+
+``envlock capture --venv PATH -o DIR`` probes the venv (envlock.doctor.capture),
+then locks ``tensorflow==<installed>`` with every other installed distribution
+pinned at its installed version, for the venv's Python minor: the same path
+as ``envlock lock``, so DIR is a normal bundle with hashes from the index.
+``-r FREEZE.txt`` does the same from a ``pip freeze``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from envlock.errors import NoResolution, UsageError
+
+if TYPE_CHECKING:
+    from envlock.doctor.capture import Captured
+    from envlock.lock.folder import LockedFolder
+    from envlock.model import Resolution
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "capture",
+        help="lock an existing working environment (a venv or a pip freeze)",
+        description="Lock what is installed: TensorFlow at its installed release and every "
+        "other distribution at its installed version (pip, setuptools and wheel left out), "
+        "for the venv's Python; DIR becomes a normal bundle (pylock.toml with hashes from "
+        "the index, requirements.txt, Dockerfile, bootstrap.sh). Exit 2 when the index "
+        "cannot serve a captured version (the nearest ones are named), 3 when the venv "
+        "does not run or the index cannot be reached.",
+    )
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--venv", metavar="PATH", help="the venv to capture")
+    where.add_argument(
+        "-r", "--requirement", dest="freeze", metavar="FREEZE", help="a pip freeze to capture"
+    )
+    p.add_argument("-o", "--output", metavar="DIR", required=True, help="bundle folder to write")
+    p.add_argument(
+        "--python",
+        metavar="X.Y",
+        help="with -r: the Python minor to lock for (default: as 'envlock resolve' picks)",
+    )
+    p.add_argument(
+        "--cuda-source",
+        choices=("system", "pip"),
+        help="default: pip when nvidia CUDA wheels are installed, else as 'envlock resolve' picks",
+    )
+    p.add_argument("--resolver", choices=("uv", "pip"), default="uv", help="default uv")
+    p.add_argument("--index-url", metavar="URL", help="simple-API index (default: pip/uv config)")
+    p.add_argument("--offline", action="store_true", help="use only uv's cached index metadata")
+    p.add_argument(
+        "--force", action="store_true", help="overwrite files in DIR envlock did not write"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=run)
+
+
+def _driver() -> str | None:
+    from envlock.driver import detect
+
+    try:
+        info = detect()
+    except UsageError:  # no driver visible: nothing to record
+        return None
+    return f"{info.driver} ({info.source})"
+
+
+def _build_notes(captured: Captured, resolution: Resolution) -> list[str]:
+    info = captured.build_info
+    notes = []
+    for key, want in (("cuda_version", resolution.cuda), ("cudnn_version", resolution.cudnn)):
+        have = str(info.get(key) or "")
+        if have and not (want == have or want.startswith(have + ".") or have.startswith(want)):
+            notes.append(f"the venv's build_info says {key} {have}; the matrix says {want}")
+    return notes
+
+
+def run(args: argparse.Namespace) -> int:
+    from envlock.doctor.capture import capture_freeze, capture_venv
+    from envlock.lock.guard import check_output_folder
+
+    out = Path(args.output)
+    check_output_folder(out, "-o")
+    if args.venv:
+        captured = capture_venv(Path(args.venv))
+        if args.python and args.python != captured.python_minor:
+            raise UsageError(
+                f"--python {args.python}: the venv {args.venv} is Python {captured.python}",
+                hint="leave --python out: capture locks for the venv's own Python",
+            )
+    else:
+        captured = capture_freeze(args.freeze)
+    from envlock.lock.folder import LockRequest, lock_folder
+    from envlock.resolve import Constraints, resolve
+
+    spec = f"{captured.framework}=={captured.version}"
+    python = args.python or captured.python_minor
+    cuda_source = args.cuda_source or captured.cuda_source
+    resolution = resolve(Constraints(spec=spec, python=python, cuda_source=cuda_source))
+    request = LockRequest(
+        spec=spec,
+        output=out,
+        python=python,
+        with_requirements=captured.pins,
+        resolver=args.resolver,
+        index_url=args.index_url,
+        offline=args.offline,
+        force=args.force,
+    )
+    try:
+        written = lock_folder(request, resolution)
+    except NoResolution as e:
+        raise _explained(e, captured, resolution, args) from None
+    notes = [*captured.notes, *_build_notes(captured, resolution), *written.notes]
+    driver = _driver()
+    _print(args, captured, written, notes, driver)
+    return 0
+
+
+def _explained(
+    error: NoResolution, captured: Captured, resolution: Resolution, args: argparse.Namespace
+) -> NoResolution:
+    """The resolver's failure, with the captured pins the index cannot serve named."""
+    if args.offline:
+        return error
+    from envlock.doctor.capture import unavailable
+    from envlock.index import index_url
+    from envlock.lock.target import Target
+
+    target = Target.for_lock(resolution.python, resolution.os)
+    missing = unavailable(captured.pins, target, index_url(args.index_url))
+    if not missing:
+        return error
+    lines = "\n".join(f"  {u.describe()}" for u in missing)
+    names = ", ".join(u.pin for u in missing)
+    return NoResolution(
+        f"{len(missing)} captured package(s) cannot be locked from the index for "
+        f"{target.describe()}:\n{lines}",
+        hint=f"pin a nearest available version instead of {names}: write a pip freeze of the "
+        f"venv, edit those lines, and run envlock capture -r FREEZE -o {args.output}",
+    )
+
+
+def _print(
+    args: argparse.Namespace,
+    captured: Captured,
+    written: LockedFolder,
+    notes: list[str],
+    driver: str | None,
+) -> None:
+    from envlock.commands.lock import _print_lock
+
+    locked = {p.name: p.version for p in written.lock.packages}
+    differs = []
+    for pin in (f"{captured.framework}=={captured.version}", *captured.pins):
+        name, version = pin.split("==", 1)
+        if locked.get(name) != version:
+            differs.append(f"{name} {version}: locked {locked.get(name) or 'not at all'}")
+    if args.json:
+        from envlock.output import emit_json
+
+        emit_json(
+            {
+                "captured": {**captured.to_dict(), "driver": driver},
+                "dir": str(written.folder),
+                "lock_digest": f"sha256:{written.digest}",
+                "packages": [{"name": n, "version": v} for n, v in sorted(locked.items())],
+                "differs": differs,
+                "notes": notes,
+                "files": list(written.files),
+            }
+        )
+        return
+    for note in notes:
+        sys.stderr.write(f"envlock: note: {note}\n")
+    _print_lock(argparse.Namespace(json=False), written)
+    where = f"Python {captured.python}" if captured.python else "a pip freeze"
+    sys.stdout.write(
+        f"captured {captured.framework} {captured.version} and {len(captured.pins)} other "
+        f"distributions from {captured.source} ({where})"
+        + (f"; driver {driver}" if driver else "")
+        + "\n"
+    )
+    if differs:
+        sys.stdout.write("locked at other versions than installed:\n")
+        for line in differs:
+            sys.stdout.write(f"  {line}\n")
+    else:
+        sys.stdout.write("every captured distribution is locked at its installed version\n")

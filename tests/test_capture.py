@@ -1,0 +1,152 @@
+"""envlock capture against local fake indexes: a venv (or a freeze) -> a normal bundle.
+
+The venvs are made here and filled with uv from a fake index that serves a
+tiny "tensorflow" 2.15.1 wheel (the resolution comes from the real matrix).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fixtures.index.fakeindex import FakeIndex
+from report_support import run_cli
+from test_lock import FW_TAG
+
+from envlock.doctor.capture import captured_from
+
+pytestmark = pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="the fake wheels are cp311")
+UV = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
+
+
+def _fill(idx: FakeIndex, dep_a: tuple[str, ...]) -> FakeIndex:
+    idx.add_dist("tensorflow", "2.15.1", tag=FW_TAG, requires=("dep-a>=1,<2", "dep-c"))
+    for v in dep_a:
+        idx.add_dist("dep-a", v)
+    idx.add_dist("dep-c", "1.0")
+    idx.add_dist("nvidia-fake-cu12", "12.2.1", tag="py3-none-manylinux1_x86_64")
+    return idx
+
+
+@pytest.fixture(scope="module")
+def full(make_module_index: Callable[..., FakeIndex]) -> FakeIndex:
+    return _fill(make_module_index(), ("1.1", "1.2", "1.3"))
+
+
+@pytest.fixture(scope="module")
+def gone(make_module_index: Callable[..., FakeIndex]) -> FakeIndex:
+    """dep-a 1.2 is no longer on this index."""
+    return _fill(make_module_index(), ("1.1", "1.3"))
+
+
+def make_venv(where: Path, index: FakeIndex, *reqs: str) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
+    subprocess.run(
+        [UV, "pip", "install", "-q", "--python", str(where / "bin" / "python"),
+         "--index-url", index.url, "--no-deps", *reqs],
+        check=True,
+    )  # fmt: skip
+    return where
+
+
+@pytest.fixture(scope="module")
+def venv(full: FakeIndex, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_venv(
+        tmp_path_factory.mktemp("v") / "venv",
+        full,
+        "tensorflow==2.15.1",
+        "dep-a==1.2",
+        "dep-c==1.0",
+    )
+
+
+def test_capture_of_a_venv_locks_the_installed_versions(
+    venv: Path, full: FakeIndex, tmp_path: Path
+) -> None:
+    out = tmp_path / "env"
+    code, stdout, err = run_cli(
+        "capture", "--venv", str(venv), "-o", str(out), "--index-url", full.url, "--json"
+    )
+    assert code == 0, err
+    data = json.loads(stdout)
+    assert data["packages"] == [
+        {"name": "dep-a", "version": "1.2"},
+        {"name": "dep-c", "version": "1.0"},
+        {"name": "tensorflow", "version": "2.15.1"},
+    ]
+    assert data["differs"] == []
+    assert data["captured"]["pins"] == ["dep-a==1.2", "dep-c==1.0"]
+    assert data["captured"]["python"].startswith("3.11.")
+    pylock = (out / "pylock.toml").read_text(encoding="utf-8")
+    assert 'python = "3.11"' in pylock
+    reqs = (out / "requirements.txt").read_text(encoding="utf-8")
+    assert "dep-a==1.2 \\" in reqs and "tensorflow==2.15.1 \\" in reqs
+    assert {"bootstrap.sh", "Dockerfile", "pylock.toml", "requirements.txt"} <= set(data["files"])
+    # the fake wheel has no module: build_info cannot be read, and capture says so
+    assert any("does not import" in n for n in data["notes"])
+
+
+def test_a_version_the_index_no_longer_has_is_named_with_the_nearest(
+    venv: Path, gone: FakeIndex, tmp_path: Path
+) -> None:
+    out = tmp_path / "env"
+    code, _, err = run_cli("capture", "--venv", str(venv), "-o", str(out), "--index-url", gone.url)
+    assert code == 2, err
+    assert "1 captured package(s) cannot be locked from the index for CPython 3.11" in err
+    assert "  dep-a==1.2: no wheel of 1.2 for CPython 3.11" in err
+    assert "nearest available: 1.1 (below), 1.3 (above)" in err
+    assert "Traceback" not in err and not (out / "pylock.toml").exists()
+
+
+def test_capture_of_a_freeze(full: FakeIndex, tmp_path: Path) -> None:
+    freeze = tmp_path / "freeze.txt"
+    freeze.write_text(
+        "dep-a==1.1\ndep-c==1.0\ntensorflow==2.15.1\nnvidia-fake-cu12==12.2.1\n", encoding="utf-8"
+    )
+    out = tmp_path / "env"
+    code, stdout, err = run_cli(
+        "capture", "-r", str(freeze), "--python", "3.11", "-o", str(out),
+        "--cuda-source", "system", "--index-url", full.url, "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    data = json.loads(stdout)
+    assert [(p["name"], p["version"]) for p in data["packages"]] == [
+        ("dep-a", "1.1"), ("dep-c", "1.0"), ("tensorflow", "2.15.1"),
+    ]  # fmt: skip
+
+
+def test_a_venv_without_tensorflow_is_exit_2(full: FakeIndex, tmp_path: Path) -> None:
+    bare = make_venv(tmp_path / "bare", full, "dep-c==1.0")
+    code, _, err = run_cli("capture", "--venv", str(bare), "-o", str(tmp_path / "env"))
+    assert code == 2
+    assert f"{bare}: no TensorFlow installed there" in err and "Traceback" not in err
+    code, _, err = run_cli("capture", "--venv", str(tmp_path), "-o", str(tmp_path / "env"))
+    assert code == 2 and "not a venv" in err
+
+
+def test_what_capture_leaves_out() -> None:
+    got = captured_from(
+        "v",
+        [
+            ("tensorflow-cpu", "2.15.1", None),
+            ("pip", "24.0", None),
+            ("Setuptools", "69.0", None),
+            ("nvidia-cudnn-cu12", "8.9.4.25", None),
+            ("mylib", "0.1", "editable"),
+            ("Keras", "2.15.0", None),
+        ],
+    )
+    assert (got.framework, got.version, got.pins, got.cuda_source) == (
+        "tensorflow", "2.15.1", ("keras==2.15.0",), "pip",
+    )  # fmt: skip
+    assert got.notes == (
+        "tensorflow-cpu 2.15.1 is installed; the lock pins tensorflow 2.15.1",
+        "1 nvidia CUDA wheel(s) installed (nvidia-cudnn-cu12): locked with the pip CUDA "
+        "source (tensorflow[and-cuda]'s own pins)",
+        "left out, installed from a local folder (no index has them): mylib 0.1",
+    )

@@ -1,0 +1,90 @@
+"""capture of a real TensorFlow 2.15 venv, and ``lock -r`` of its ``pip freeze``.
+
+The venv is made once per session with pip from the configured index (about
+a minute or two); ENVLOCK_TF215_VENV names an existing one to reuse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from report_support import run_cli
+
+pytestmark = [pytest.mark.network, pytest.mark.slow]
+
+
+@pytest.fixture(scope="session")
+def tf_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    given = os.environ.get("ENVLOCK_TF215_VENV")
+    if given:
+        return Path(given)
+    venv = tmp_path_factory.mktemp("tf215") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "tensorflow==2.15.1"],
+        check=True,
+        timeout=1200,
+    )
+    return venv
+
+
+def installed(venv: Path) -> dict[str, str]:
+    out = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    skip = {"pip", "setuptools", "wheel"}
+    return {
+        d["name"].lower().replace("_", "-"): d["version"]
+        for d in json.loads(out)
+        if d["name"].lower() not in skip
+    }
+
+
+def test_capture_locks_the_same_versions(tf_venv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "env"
+    code, stdout, err = run_cli("capture", "--venv", str(tf_venv), "-o", str(out), "--json")
+    assert code == 0, err
+    data = json.loads(stdout)
+    locked = {p["name"]: p["version"] for p in data["packages"]}
+    have = installed(tf_venv)
+    assert have["tensorflow"] == "2.15.1"
+    assert {name: locked.get(name) for name in have} == have
+    assert data["differs"] == []
+    assert data["captured"]["build_info"]["is_cuda_build"] is True
+    assert data["captured"]["build_info"]["cuda_version"] == "12.2"
+    assert (out / "requirements.txt").is_file() and (out / "bootstrap.sh").is_file()
+
+
+def test_lock_r_of_the_venvs_pip_freeze(tf_venv: Path, tmp_path: Path) -> None:
+    freeze = tmp_path / "freeze.txt"
+    frozen = subprocess.run(
+        [str(tf_venv / "bin" / "python"), "-m", "pip", "freeze"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    freeze.write_text(frozen, encoding="utf-8")
+    assert "tensorflow==2.15.1" in frozen.splitlines()
+    out = tmp_path / "env"
+    code, stdout, err = run_cli(
+        "lock", "tensorflow==2.15.1", "-r", str(freeze), "-o", str(out), "--json"
+    )
+    assert code == 0, err
+    assert "tensorflow==2.15.1 agrees with SPEC (tensorflow 2.15.1)" in err
+    locked = {p["name"]: p["version"] for p in json.loads(stdout)["packages"]}
+    have = installed(tf_venv)
+    assert {name: locked.get(name) for name in have} == have
+    # a freeze naming another release: the conflict is named, exit 2
+    freeze.write_text(frozen.replace("tensorflow==2.15.1", "tensorflow==2.14.1"), encoding="utf-8")
+    code, _, err = run_cli("lock", "tensorflow==2.15.1", "-r", str(freeze), "-o", str(out))
+    assert code == 2
+    assert f"-r {freeze}: 'tensorflow==2.14.1' conflicts with SPEC, which resolved to " in err
+    assert "tensorflow 2.15.1" in err and "Traceback" not in err
