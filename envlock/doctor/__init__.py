@@ -1,0 +1,1 @@
+"""Live environments: probes, known errors, capture, restore and the wheelhouse."""
