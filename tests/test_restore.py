@@ -234,6 +234,28 @@ def test_no_python_of_the_locked_minor_says_how_to_get_one(monkeypatch: pytest.M
         find_python("3.10", sys.executable)
 
 
+def test_the_next_restore_finishes_a_switch_killed_between_its_renames(tmp_path: Path) -> None:
+    from envlock.doctor.restore import recover
+
+    venv = tmp_path / "venv"
+    (tmp_path / "venv.envlock-0").mkdir()
+    (tmp_path / "venv.envlock-1").mkdir()
+    (tmp_path / "venv.envlock-switch").write_text('{"to": "venv.envlock-1"}', encoding="utf-8")
+    os.symlink("venv.envlock-1", tmp_path / "venv.envlock-link-4242")
+    done = recover(venv)
+    assert done == [
+        f"finished an interrupted switch: {venv} -> venv.envlock-1",
+        "removed venv.envlock-link-4242",
+    ]
+    assert os.readlink(venv) == "venv.envlock-1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "venv",
+        "venv.envlock-0",
+        "venv.envlock-1",
+    ]
+    assert recover(venv) == []
+
+
 # ------------------------------------------------------------------ kill -9
 
 
@@ -287,3 +309,52 @@ def test_kill_9_during_restore_leaves_the_old_venv_working(
     assert os.readlink(venv) in ("venv.envlock-2", "venv.envlock-3")
     left = sorted(p.name for p in tmp_path.glob("venv.envlock-*") if p.is_dir())
     assert left == ["venv.envlock-1", os.readlink(venv)]
+
+
+# ------------------------------------------------------------------ real TensorFlow
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_restore_of_real_tensorflow_repairs_numpy_removed_and_protobuf_moved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TensorFlow 2.15.1 locked against the configured index, restored from a
+    wheelhouse; numpy removed and protobuf moved in the venv; restore (the real
+    smoke harness, CPU) gives back the locked versions and TF imports."""
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    bundle = tmp_path / "tf215"
+    assert main(["lock", "tensorflow==2.15", "--python", "3.11", "-o", str(bundle)]) == 0
+    wh = tmp_path / "wh"
+    assert main(["wheelhouse", str(bundle), "-o", str(wh)]) == 0
+    venv = tmp_path / "venv"
+    base = ["restore", str(bundle), "--venv", str(venv), "--wheelhouse", str(wh), "--allow-cpu"]
+    assert main(base) == 0
+    capsys.readouterr()
+    locked = {
+        line.split("==")[0]: line.split("==")[1].split()[0]
+        for line in (bundle / "requirements.txt").read_text(encoding="utf-8").splitlines()
+        if "==" in line and not line.startswith("#")
+    }
+    py = str(venv / "bin" / "python")
+    subprocess.run([py, "-m", "pip", "uninstall", "-y", "-q", "numpy"], check=True)
+    other = "4.25.0" if locked["protobuf"] != "4.25.0" else "4.24.4"
+    subprocess.run(
+        [py, "-m", "pip", "install", "-q", "--no-deps", f"protobuf=={other}"], check=True
+    )
+    broken = subprocess.run([py, "-c", "import tensorflow"], capture_output=True, text=True)
+    assert broken.returncode != 0
+    assert main([*base, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["added"] == [["numpy", locked["numpy"]]]
+    assert doc["changed"] == [["protobuf", other, locked["protobuf"]]]
+    assert doc["removed"] == [] and doc["smoke"] in ("PASSED", "WARNED")
+    got = dists(venv)
+    assert got["numpy"] == locked["numpy"] and got["protobuf"] == locked["protobuf"]
+    ok = subprocess.run(
+        [py, "-c", "import tensorflow as tf; print(tf.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert ok.stdout.strip() == locked["tensorflow"]

@@ -299,15 +299,12 @@ def install_argv(req: RestoreRequest, python: Path) -> list[str]:
 
     argv = [uv_bin(), "pip", "install", "--python", str(python), "--require-hashes"]
     argv += ["--no-deps", "--no-config", "-r", str(req.bundle / "requirements.txt")]
-    if req.wheelhouse is not None or req.offline:
-        argv += ["--no-index", "--offline"]
-        if req.wheelhouse is not None:
-            argv += ["--find-links", str(req.wheelhouse)]
-    else:
-        from envlock.index import index_url
+    if req.wheelhouse is not None:
+        return [*argv, "--no-index", "--offline", "--find-links", str(req.wheelhouse)]
+    from envlock.index import index_url
 
-        argv += ["--index-url", index_url(req.index_url)]
-    return argv
+    argv += ["--index-url", index_url(req.index_url)]
+    return [*argv, "--offline"] if req.offline else argv
 
 
 def smoke(req: RestoreRequest, python: Path) -> dict[str, object]:
