@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
             "python": result.python,
             "smoke": result.smoke_status,
             "converted": result.converted,
+            "compared": result.compared,
             "cleaned": list(result.cleaned),
             "added": [list(x) for x in ch.added],
             "removed": [list(x) for x in ch.removed],
@@ -80,7 +81,14 @@ def run(args: argparse.Namespace) -> int:
             f"{result.previous}\n"
         )
     lines = ch.lines()
-    if lines:
+    if result.compared == "no-old-venv":
+        out.write(f"new venv: {len(ch.added)} distributions\n")
+    elif result.compared == "old-venv-broken":
+        out.write(
+            f"the old venv's python did not run, so nothing to compare; "
+            f"the new venv has {len(ch.added)} distributions\n"
+        )
+    elif lines:
         out.write(
             f"changed: {len(ch.added)} added, {len(ch.removed)} removed, "
             f"{len(ch.changed)} other version\n"

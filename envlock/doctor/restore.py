@@ -88,6 +88,7 @@ class RestoreResult:
     smoke_status: str
     cleaned: tuple[str, ...] = field(default=())
     converted: bool = False
+    compared: str = "yes"  # yes | no-old-venv | old-venv-broken
 
 
 # ----------------------------------------------------------------- Python
@@ -364,6 +365,23 @@ def _check_bundle(req: RestoreRequest) -> str:
     return lock.resolution.python
 
 
+def _build(
+    req: RestoreRequest, python: str, new: Path, say: Callable[[str], None]
+) -> dict[str, object]:
+    """The new venv in ``new``: created, the lock installed with hashes, smoke-tested."""
+    from envlock.lock.uv import uv_env
+
+    say(f"creating {new.name} with {python}")
+    _run([python, "-m", "venv", str(new)], f"creating the venv {new}", 600)
+    new_python = new / "bin" / "python"
+    say("installing the lock (hash-checked)")
+    env = uv_env()
+    env.setdefault("UV_NATIVE_TLS", "1")
+    _run(install_argv(req, new_python), "the hashed install", INSTALL_TIMEOUT, env)
+    say("running the smoke test in the new venv")
+    return smoke(req, new_python)
+
+
 def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) -> RestoreResult:
     say = progress or (lambda _line: None)
     minor = _check_bundle(req)
@@ -390,21 +408,14 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
         number = max(numbers, default=0) + 1
         new = venv.parent / f"{venv.name}{SUFFIX}{number}"
         old_python = venv / "bin" / "python"
-        old = distributions(old_python) if os.path.lexists(venv) else None
+        had_old = os.path.lexists(venv)
+        old = distributions(old_python) if had_old else None
 
-        say(f"creating {new.name} with {python}")
-        _run([python, "-m", "venv", str(new)], f"creating the venv {new}", 600)
         new_python = new / "bin" / "python"
-        say("installing the lock (hash-checked)")
-        from envlock.lock.uv import uv_env
-
-        env = uv_env()
-        env.setdefault("UV_NATIVE_TLS", "1")
-        _run(install_argv(req, new_python), "the hashed install", INSTALL_TIMEOUT, env)
-        say("running the smoke test in the new venv")
         try:
-            doc = smoke(req, new_python)
-        except CheckFailed:
+            doc = _build(req, python, new, say)
+        except BaseException:
+            # the old venv was never touched; what was built goes (else the next restore)
             shutil.rmtree(new, ignore_errors=True)
             raise
         now = distributions(new_python) or {}
@@ -429,8 +440,9 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
         previous=previous,
         python=python,
         minor=minor,
-        changes=compare(old, now) if old is not None else Changes(),
+        changes=compare(old, now) if old is not None else Changes(added=tuple(sorted(now.items()))),
         smoke_status=str(doc.get("status")),
         cleaned=tuple(cleaned),
         converted=converted,
+        compared="yes" if old is not None else ("old-venv-broken" if had_old else "no-old-venv"),
     )
