@@ -358,3 +358,26 @@ def test_restore_of_real_tensorflow_repairs_numpy_removed_and_protobuf_moved(
         check=True,
     )
     assert ok.stdout.strip() == locked["tensorflow"]
+    # kill -9 while the next restore installs, and while it runs the smoke test
+    before = os.readlink(venv)
+    argv = [sys.executable, "-m", "envlock", *base]
+    for stage in ("installing the lock", "running the smoke test"):
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if stage in line:
+                break
+        time.sleep(1.5)
+        assert proc.poll() is None, f"restore ended before the kill ({stage})"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert os.readlink(venv) == before
+        ok = subprocess.run(
+            [py, "-c", "import tensorflow as tf; print(tf.__version__)"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert ok.stdout.strip() == locked["tensorflow"]
