@@ -202,8 +202,9 @@ def test_a_failing_smoke_test_switches_nothing(
     err = capsys.readouterr().err
     assert (
         "envlock: error: the smoke test failed in the new venv, so it was not switched in "
-        "(the old one is untouched): import: stand-in harness, dep_a 1.5" in err
+        f"({venv} is unchanged): import: stand-in harness, dep_a 1.5" in err
     )
+    assert "  hint: on a machine without a GPU: --allow-cpu" in err
     assert os.readlink(venv) == "venv.envlock-1"
     assert not (tmp_path / "venv.envlock-2").exists()
 

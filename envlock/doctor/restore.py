@@ -340,9 +340,8 @@ def smoke(req: RestoreRequest, python: Path) -> dict[str, object]:
         ] or [str(doc.get("error") or f"exit {out.returncode}")]
         raise CheckFailed(
             "the smoke test failed in the new venv, so it was not switched in "
-            f"(the old one is untouched): {'; '.join(failed)}",
-            hint="without a GPU here: --allow-cpu; the full result: "
-            f"{python} {harness} --expect {req.bundle / 'expect.json'}",
+            f"({req.venv} is unchanged): {'; '.join(failed)}",
+            hint="on a machine without a GPU: --allow-cpu",
         )
     return doc
 
