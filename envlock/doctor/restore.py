@@ -1,0 +1,447 @@
+"""``envlock restore DIR``: put the locked environment back, exactly, hash-checked.
+
+The venv path is a symbolic link to versioned folders beside it
+(``PATH -> PATH.envlock-N``). A venv cannot be renamed (its scripts and
+``activate`` name their own folder), so each restore builds a whole new venv
+in ``PATH.envlock-<N+1>``, installs the lock into it with hash checking
+(``uv pip install --require-hashes --no-deps -r requirements.txt``), runs the
+bundle's smoke harness in it, and only then swaps the link: a new link made
+under a temp name, then ``os.replace`` over ``PATH`` (atomic). Until that
+rename the old venv is untouched and in use; a restore killed at any point
+before it leaves the old one in place, and the next restore removes what the
+killed one left (``PATH.envlock-*`` folders the link does not name, temp links).
+
+A ``PATH`` that is a plain venv folder today (made by bootstrap.sh or by hand)
+is converted at the switch: the new link is made under a temp name, the
+folder is renamed to ``PATH.envlock-0`` and the link renamed to ``PATH``.
+Scripts of the old venv name ``PATH/bin/python``, which is then the new venv's.
+Between those two renames ``PATH`` is missing for an instant; a journal file
+(``PATH.envlock-switch``) written before them lets the next restore finish the
+switch. The previous venv folder is kept until the next restore (a rollback is
+``ln -sfn PATH.envlock-N PATH``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from envlock.errors import CheckFailed, EnvironmentFailure, UsageError
+
+SUFFIX = ".envlock-"
+_VERSIONED = re.compile(r"\.envlock-(\d+)$")
+INSTALL_TIMEOUT = 3600
+SMOKE_TIMEOUT = 1800
+
+_LIST_DISTS = (
+    "import importlib.metadata as m, json, re\n"
+    "out = {}\n"
+    "for d in m.distributions():\n"
+    "    name = d.metadata['Name']\n"
+    "    if name:\n"
+    "        out[re.sub(r'[-_.]+', '-', name).lower()] = d.version\n"
+    "print(json.dumps(out, sort_keys=True))\n"
+)
+_WHO = "import sys; print(sys.executable); print('%d.%d' % sys.version_info[:2])"
+
+
+@dataclass(frozen=True)
+class RestoreRequest:
+    bundle: Path
+    venv: Path
+    python: str | None = None
+    wheelhouse: Path | None = None
+    offline: bool = False
+    allow_cpu: bool = False
+    index_url: str | None = None
+
+
+@dataclass(frozen=True)
+class Changes:
+    added: tuple[tuple[str, str], ...] = ()
+    removed: tuple[tuple[str, str], ...] = ()
+    changed: tuple[tuple[str, str, str], ...] = ()  # name, old, new
+
+    def lines(self) -> list[str]:
+        out = [f"  + {n} {v}" for n, v in self.added]
+        out += [f"  - {n} {v}" for n, v in self.removed]
+        out += [f"  ~ {n} {a} -> {b}" for n, a, b in self.changed]
+        return out
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    venv: Path
+    folder: Path  # the versioned folder the venv link now names
+    previous: Path | None  # the folder it named before (kept until the next restore)
+    python: str  # the interpreter the venv was made with
+    minor: str
+    changes: Changes
+    smoke_status: str
+    cleaned: tuple[str, ...] = field(default=())
+    converted: bool = False
+    compared: str = "yes"  # yes | no-old-venv | old-venv-broken
+
+
+# ----------------------------------------------------------------- Python
+
+
+def _who(python: str) -> tuple[str, str] | None:
+    """(sys.executable, "3.X") of ``python``; None when it does not run."""
+    try:
+        out = subprocess.run(
+            [python, "-c", _WHO], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = out.stdout.split()
+    if out.returncode != 0 or len(lines) != 2:
+        return None
+    return lines[0], lines[1]
+
+
+def _version_key(path: Path) -> tuple[int, ...]:
+    parts = path.parent.parent.name.split(".")
+    return tuple(int(p) if p.isdigit() else -1 for p in parts)
+
+
+def python_candidates(minor: str) -> Iterator[str]:
+    """Where a CPython ``minor`` may be: PATH, pyenv, then uv-managed interpreters."""
+    found = shutil.which(f"python{minor}")
+    if found:
+        yield found
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    if root.is_dir():
+        pys = [p / "bin" / "python" for p in root.glob(f"{minor}.*") if (p / "bin").is_dir()]
+        for p in sorted(pys, key=_version_key, reverse=True):
+            if p.exists() and re.fullmatch(rf"{re.escape(minor)}\.\d+", p.parent.parent.name):
+                yield str(p)
+    try:
+        from envlock.lock.uv import uv_bin
+
+        uv = uv_bin()
+    except EnvironmentFailure:
+        return
+    try:
+        out = subprocess.run(
+            [uv, "python", "find", "--no-python-downloads", minor],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    if out.returncode == 0 and out.stdout.strip():
+        yield out.stdout.strip().splitlines()[0]
+
+
+def find_python(minor: str, given: str | None) -> str:
+    """The interpreter (its sys.executable) of CPython ``minor`` to build the venv with."""
+    if given:
+        who = _who(given)
+        if who is None:
+            raise UsageError(f"--python {given}: does not run", hint="give a python executable")
+        if who[1] != minor:
+            raise UsageError(
+                f"--python {given} is Python {who[1]}; the lock is for Python {minor}",
+                hint=f"give a python{minor}",
+            )
+        return who[0]
+    for candidate in python_candidates(minor):
+        who = _who(candidate)
+        if who is not None and who[1] == minor:
+            return who[0]
+    raise UsageError(
+        f"no Python {minor} on this machine (looked on PATH for python{minor}, "
+        f"in pyenv's versions and among uv's interpreters)",
+        hint=f"install one: uv python install {minor}, or pyenv install {minor}; "
+        f"or pass --python PATH",
+    )
+
+
+# ----------------------------------------------------------------- layout
+
+
+def _versioned(venv: Path) -> list[tuple[int, Path]]:
+    out = []
+    parent = venv.parent
+    if parent.is_dir():
+        prefix = venv.name + SUFFIX
+        for entry in parent.iterdir():
+            if entry.name.startswith(prefix):
+                m = _VERSIONED.search(entry.name)
+                if m and entry.name == f"{prefix}{m.group(1)}":
+                    out.append((int(m.group(1)), entry))
+    return sorted(out)
+
+
+def _journal(venv: Path) -> Path:
+    return venv.parent / f"{venv.name}{SUFFIX}switch"
+
+
+def _temp_link(venv: Path) -> Path:
+    return venv.parent / f"{venv.name}{SUFFIX}link-{os.getpid()}"
+
+
+def current_folder(venv: Path) -> Path | None:
+    """The versioned folder ``venv`` links to; None when it is no envlock link."""
+    if not venv.is_symlink():
+        return None
+    target = os.readlink(venv)
+    folder = venv.parent / target
+    if _VERSIONED.search(target) and os.sep not in target:
+        return folder
+    return None
+
+
+@contextmanager
+def _locked(venv: Path) -> Iterator[None]:
+    path = venv.parent / f"{venv.name}{SUFFIX}lock"
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise EnvironmentFailure(
+                f"another envlock restore is working on {venv}",
+                hint="wait for it to finish, then run restore again",
+            ) from None
+        yield
+
+
+def recover(venv: Path) -> list[str]:
+    """Finish an interrupted switch and remove what killed restores left; what was done."""
+    done: list[str] = []
+    journal = _journal(venv)
+    if journal.exists():
+        try:
+            data = json.loads(journal.read_text(encoding="utf-8"))
+            target = str(data["to"])
+        except (OSError, ValueError, KeyError, TypeError):
+            target = ""
+        if target and not os.path.lexists(venv) and (venv.parent / target).is_dir():
+            link = _temp_link(venv)
+            link.unlink(missing_ok=True)
+            os.symlink(target, link)
+            os.replace(link, venv)
+            done.append(f"finished an interrupted switch: {venv} -> {target}")
+        journal.unlink(missing_ok=True)
+    for entry in list(venv.parent.iterdir()) if venv.parent.is_dir() else []:
+        if entry.name.startswith(f"{venv.name}{SUFFIX}link-") and entry.is_symlink():
+            entry.unlink()
+            done.append(f"removed {entry.name}")
+    return done
+
+
+def _clean_old(venv: Path, keep: set[Path]) -> list[str]:
+    removed = []
+    for _, folder in _versioned(venv):
+        if folder not in keep and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+    return removed
+
+
+# ----------------------------------------------------------------- steps
+
+
+def _run(argv: list[str], doing: str, timeout: float, env: dict[str, str] | None = None) -> str:
+    try:
+        out = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, env=env, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise EnvironmentFailure(f"{doing}: no answer after {timeout:g} s") from None
+    except OSError as e:
+        raise EnvironmentFailure(f"{doing}: cannot run {argv[0]}: {e.strerror or e}") from None
+    if out.returncode != 0:
+        tail = "\n".join((out.stderr or out.stdout).strip().splitlines()[-15:])
+        raise EnvironmentFailure(f"{doing} failed (exit {out.returncode}):\n{tail}")
+    return out.stdout
+
+
+def distributions(python: Path) -> dict[str, str] | None:
+    """{normalized name: version} installed for ``python``; None when it does not run."""
+    try:
+        out = subprocess.run(
+            [str(python), "-c", _LIST_DISTS],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        data = json.loads(out.stdout) if out.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else None
+
+
+def compare(old: dict[str, str], new: dict[str, str]) -> Changes:
+    return Changes(
+        added=tuple((n, new[n]) for n in sorted(new.keys() - old.keys())),
+        removed=tuple((n, old[n]) for n in sorted(old.keys() - new.keys())),
+        changed=tuple(
+            (n, old[n], new[n]) for n in sorted(old.keys() & new.keys()) if old[n] != new[n]
+        ),
+    )
+
+
+def install_argv(req: RestoreRequest, python: Path) -> list[str]:
+    """The hashed install of the bundle's requirements.txt into ``python``'s venv."""
+    from envlock.lock.uv import uv_bin
+
+    argv = [uv_bin(), "pip", "install", "--python", str(python), "--require-hashes"]
+    argv += ["--no-deps", "--no-config", "-r", str(req.bundle / "requirements.txt")]
+    if req.wheelhouse is not None:
+        return [*argv, "--no-index", "--offline", "--find-links", str(req.wheelhouse)]
+    from envlock.index import index_url
+
+    argv += ["--index-url", index_url(req.index_url)]
+    return [*argv, "--offline"] if req.offline else argv
+
+
+def smoke(req: RestoreRequest, python: Path) -> dict[str, object]:
+    harness = req.bundle / "envlock_smoke.py"
+    argv = [str(python), str(harness), "--expect", str(req.bundle / "expect.json")]
+    argv += ["--no-benchmark"] + (["--allow-cpu"] if req.allow_cpu else [])
+    env = dict(os.environ)
+    runtime = req.bundle / "runtime.json"
+    if runtime.is_file():
+        env["ENVLOCK_RUNTIME_CONFIG"] = str(runtime)
+    env.pop("PYTHONPATH", None)
+    try:
+        out = subprocess.run(
+            argv, capture_output=True, text=True, timeout=SMOKE_TIMEOUT, env=env, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise CheckFailed(
+            f"the smoke test in the new venv gave no answer in {SMOKE_TIMEOUT} s"
+        ) from None
+    try:
+        doc = json.loads(out.stdout)
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict):
+        tail = "\n".join(out.stderr.strip().splitlines()[-10:])
+        doc = {"status": "FAILED", "checks": [], "error": tail}
+    if out.returncode != 0 or doc.get("status") not in ("PASSED", "WARNED"):
+        failed = [
+            f"{c.get('name')}: {c.get('reason')}"
+            for c in doc.get("checks", [])
+            if isinstance(c, dict) and c.get("status") == "FAIL"
+        ] or [str(doc.get("error") or f"exit {out.returncode}")]
+        raise CheckFailed(
+            "the smoke test failed in the new venv, so it was not switched in "
+            f"({req.venv} is unchanged): {'; '.join(failed)}",
+            hint="on a machine without a GPU: --allow-cpu",
+        )
+    return doc
+
+
+def _check_bundle(req: RestoreRequest) -> str:
+    from envlock.lock.pylock import read_lock
+
+    lock = read_lock(req.bundle)
+    for name in ("requirements.txt", "envlock_smoke.py", "expect.json"):
+        if not (req.bundle / name).is_file():
+            raise UsageError(
+                f"{req.bundle / name} is missing",
+                hint=f"render the bundle again: envlock render {req.bundle}",
+            )
+    if req.wheelhouse is not None and not req.wheelhouse.is_dir():
+        raise UsageError(
+            f"--wheelhouse {req.wheelhouse}: no such folder",
+            hint=f"make it: envlock wheelhouse {req.bundle} -o {req.wheelhouse}",
+        )
+    return lock.resolution.python
+
+
+def _build(
+    req: RestoreRequest, python: str, new: Path, say: Callable[[str], None]
+) -> dict[str, object]:
+    """The new venv in ``new``: created, the lock installed with hashes, smoke-tested."""
+    from envlock.lock.uv import uv_env
+
+    say(f"creating {new.name} with {python}")
+    _run([python, "-m", "venv", str(new)], f"creating the venv {new}", 600)
+    new_python = new / "bin" / "python"
+    say("installing the lock (hash-checked)")
+    env = uv_env()
+    env.setdefault("UV_NATIVE_TLS", "1")
+    _run(install_argv(req, new_python), "the hashed install", INSTALL_TIMEOUT, env)
+    say("running the smoke test in the new venv")
+    return smoke(req, new_python)
+
+
+def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) -> RestoreResult:
+    say = progress or (lambda _line: None)
+    minor = _check_bundle(req)
+    python = find_python(minor, req.python)
+    venv = Path(os.path.abspath(req.venv))
+    plain = os.path.lexists(venv) and not venv.is_symlink()
+    if plain and (not venv.is_dir() or not (venv / "pyvenv.cfg").is_file()):
+        raise UsageError(
+            f"--venv {venv}: exists and is not a venv (no pyvenv.cfg)",
+            hint="give the venv's folder, or a path that does not exist yet",
+        )
+    if venv.is_symlink() and current_folder(venv) is None:
+        raise UsageError(
+            f"--venv {venv}: is a link envlock did not make (to {os.readlink(venv)})",
+            hint="give the folder it points to, or a path that does not exist yet",
+        )
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(venv):
+        cleaned = recover(venv)
+        current = current_folder(venv)
+        converted = os.path.lexists(venv) and not venv.is_symlink()
+        cleaned += [f"removed {n}" for n in _clean_old(venv, {current} if current else set())]
+        numbers = [n for n, _ in _versioned(venv)]
+        number = max(numbers, default=0) + 1
+        new = venv.parent / f"{venv.name}{SUFFIX}{number}"
+        old_python = venv / "bin" / "python"
+        had_old = os.path.lexists(venv)
+        old = distributions(old_python) if had_old else None
+
+        new_python = new / "bin" / "python"
+        try:
+            doc = _build(req, python, new, say)
+        except BaseException:
+            # the old venv was never touched; what was built goes (else the next restore)
+            shutil.rmtree(new, ignore_errors=True)
+            raise
+        now = distributions(new_python) or {}
+
+        # the switch: a new link under a temp name, then one rename over the venv path
+        link = _temp_link(venv)
+        link.unlink(missing_ok=True)
+        os.symlink(new.name, link)
+        previous = current
+        if converted:
+            previous = venv.parent / f"{venv.name}{SUFFIX}0"
+            journal = _journal(venv)
+            journal.write_text(json.dumps({"to": new.name}), encoding="utf-8")
+            os.rename(venv, previous)
+            os.replace(link, venv)
+            journal.unlink()
+        else:
+            os.replace(link, venv)
+    return RestoreResult(
+        venv=venv,
+        folder=new,
+        previous=previous,
+        python=python,
+        minor=minor,
+        changes=compare(old, now) if old is not None else Changes(added=tuple(sorted(now.items()))),
+        smoke_status=str(doc.get("status")),
+        cleaned=tuple(cleaned),
+        converted=converted,
+        compared="yes" if old is not None else ("old-venv-broken" if had_old else "no-old-venv"),
+    )

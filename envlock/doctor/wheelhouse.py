@@ -1,0 +1,183 @@
+"""``envlock wheelhouse DIR -o WH``: every locked wheel, downloaded and hash-checked.
+
+Each file is written through a temp file in WH and a rename, so WH only ever
+holds whole files whose sha256 is the lock's. A file already there with the
+right hash is kept; one with another hash is downloaded again. A download
+whose hash differs from the lock's is an EnvironmentFailure (exit 3) naming
+the file, the listed and the received sha256. Temp files left by a killed run
+are removed by the next one. URLs pass ``envlock.door.redact`` before they
+reach a message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from envlock.errors import EnvironmentFailure, UsageError
+
+if TYPE_CHECKING:
+    import requests
+
+    from envlock.model import Lock, LockedWheel
+
+TEMP_MARK = ".envlock-part-"
+WORKERS = 8
+
+
+@dataclass(frozen=True)
+class WheelhouseResult:
+    folder: Path
+    downloaded: tuple[str, ...]  # file names fetched in this run
+    present: tuple[str, ...]  # file names already there with the right hash
+    bytes_downloaded: int
+
+    @property
+    def total(self) -> int:
+        return len(self.downloaded) + len(self.present)
+
+
+def locked_wheels(lock: Lock) -> list[LockedWheel]:
+    """Every wheel of the lock, once, in the lock's order."""
+    seen: dict[str, LockedWheel] = {}
+    for pkg in lock.packages:
+        for wheel in pkg.wheels:
+            seen.setdefault(wheel.filename, wheel)
+    return list(seen.values())
+
+
+def _safe_name(filename: str) -> str:
+    if not filename or "/" in filename or "\\" in filename or filename.startswith("."):
+        raise UsageError(
+            f"the lock names a wheel file {filename!r} that is not a plain file name",
+            hint="regenerate the lock with envlock lock",
+        )
+    return filename
+
+
+def _origin(url: str) -> str:
+    from envlock.door import redact
+
+    parts = urlsplit(redact(url))
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def has_wheel(folder: Path, wheel: LockedWheel) -> bool:
+    """``folder`` holds ``wheel``'s file with the lock's sha256."""
+    from envlock.fsutil import sha256_file
+
+    path = folder / _safe_name(wheel.filename)
+    if not path.is_file():
+        return False
+    if path.stat().st_size != wheel.size:
+        return False
+    return sha256_file(path) == wheel.sha256
+
+
+def _download(sess: requests.Session, folder: Path, wheel: LockedWheel) -> int:
+    import requests as _requests
+
+    from envlock.door import redact
+    from envlock.http import get, settings_of, unreachable
+
+    name = _safe_name(wheel.filename)
+    index = _origin(wheel.url)
+    settings = settings_of(sess)
+    temp = folder / f"{TEMP_MARK}{os.getpid()}-{name}"
+    for attempt in range(settings.retries + 1):
+        resp = get(sess, wheel.url, index=index, stream=True)
+        digest = hashlib.sha256()
+        size = 0
+        try:
+            with open(temp, "wb") as out:
+                for chunk in resp.iter_content(1 << 20):
+                    digest.update(chunk)
+                    size += len(chunk)
+                    out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+        except _requests.exceptions.RequestException as e:
+            temp.unlink(missing_ok=True)
+            if attempt >= settings.retries:
+                raise unreachable(
+                    index, f"{type(e).__name__} while reading {redact(wheel.url)}"
+                ) from None
+            continue
+        except OSError as e:
+            temp.unlink(missing_ok=True)
+            raise EnvironmentFailure(
+                f"cannot write {temp}: {e.strerror or e}", hint="check the disk space and rights"
+            ) from None
+        finally:
+            resp.close()
+        received = digest.hexdigest()
+        if received != wheel.sha256:
+            temp.unlink(missing_ok=True)
+            raise EnvironmentFailure(
+                f"{name}: the sha256 of the download is not the lock's "
+                f"(listed {wheel.sha256}, received {received}, {size} bytes "
+                f"from {redact(wheel.url)})",
+                hint="the index served another file under this name; do not use it. "
+                "Check the index (or a proxy in between), or regenerate the lock",
+            )
+        os.replace(temp, folder / name)
+        return size
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def clean_temp_files(folder: Path) -> list[str]:
+    """Remove the temp files a killed run left in ``folder``; their names."""
+    removed = []
+    if folder.is_dir():
+        for entry in folder.iterdir():
+            if entry.name.startswith(TEMP_MARK) and entry.is_file():
+                entry.unlink(missing_ok=True)
+                removed.append(entry.name)
+    return removed
+
+
+def build_wheelhouse(
+    bundle: Path,
+    folder: Path,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> WheelhouseResult:
+    """Download every wheel of ``bundle``'s lock into ``folder``, hash-checked."""
+    from envlock.http import session
+    from envlock.lock.pylock import read_lock
+
+    lock = read_lock(bundle)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"-o {folder}: is not a folder", hint="give a folder for the wheels")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise EnvironmentFailure(f"cannot create {folder}: {e.strerror or e}") from None
+    clean_temp_files(folder)
+    wheels = locked_wheels(lock)
+    present = [w for w in wheels if has_wheel(folder, w)]
+    missing = [w for w in wheels if w not in present]
+    sizes: list[int] = []
+    if missing:
+        sess = session()
+        try:
+            with ThreadPoolExecutor(max_workers=min(WORKERS, len(missing))) as pool:
+                futures = [pool.submit(_download, sess, folder, w) for w in missing]
+                for wheel, fut in zip(missing, futures, strict=True):
+                    sizes.append(fut.result())
+                    if progress:
+                        progress(f"{wheel.filename} ({wheel.size} bytes)")
+        finally:
+            sess.close()
+    return WheelhouseResult(
+        folder=folder,
+        downloaded=tuple(w.filename for w in missing),
+        present=tuple(w.filename for w in present),
+        bytes_downloaded=sum(sizes),
+    )

@@ -1,0 +1,384 @@
+"""envlock wheelhouse and envlock restore against a local index on 127.0.0.1.
+
+The bundle is a real `envlock lock` of a tiny 'tensorflow' 2.15.1 (a fake wheel
+with one module) from the local index. The smoke harness cannot test a fake
+framework, so these tests put a small stand-in envlock_smoke.py in the bundle
+(restore runs whatever harness the bundle holds): it imports the locked
+modules and answers PASSED, or FAILED, or waits, as the test asks. The real
+harness runs in the slow TensorFlow test at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fixtures.index.fakeindex import FakeIndex, FakeWheel, closed_port
+
+from envlock.cli import main
+from envlock.doctor.restore import find_python
+
+LOCAL_BASE = "envlock-test/bookworm-python:1"
+STUB = """\
+import json, os, sys, time
+here = os.path.dirname(os.path.abspath(__file__))
+mode = open(os.path.join(here, "stub-mode")).read().strip() if os.path.exists(
+    os.path.join(here, "stub-mode")) else "pass"
+if mode == "wait":
+    open(os.path.join(here, "stub-started"), "w").close()
+    time.sleep(60)
+import dep_a, tensorflow
+status = "FAILED" if mode == "fail" else "PASSED"
+checks = [{"name": "import", "status": "FAIL" if mode == "fail" else "PASS",
+           "reason": "stand-in harness, dep_a " + dep_a.VERSION, "argv": sys.argv[1:]}]
+print(json.dumps({"schema": "envlock.smoke/v1", "status": status, "checks": checks}))
+sys.exit(1 if mode == "fail" else 0)
+"""
+
+
+@pytest.fixture()
+def bundle(
+    make_index: Callable[..., FakeIndex],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> tuple[Path, FakeIndex]:
+    idx = make_index()
+    idx.add_dist(
+        "tensorflow", "2.15.1", tag="py3-none-manylinux_2_17_x86_64", requires=("dep-a>=1,<2",)
+    )
+    for v in ("1.0", "1.5"):
+        idx.add_dist("dep-a", v)
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    out = tmp_path / "env"
+    code = main(
+        ["lock", "tensorflow==2.15", "--index-url", idx.url, "-o", str(out)]
+        + ["--base-image", LOCAL_BASE, "--python-from", "image"]
+    )
+    capsys.readouterr()
+    assert code == 0
+    (out / "envlock_smoke.py").write_text(STUB, encoding="utf-8")
+    return out, idx
+
+
+def wheelhouse(bundle: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    wh = bundle.parent / "wh"
+    assert main(["wheelhouse", str(bundle), "-o", str(wh), "--json"]) == 0
+    capsys.readouterr()
+    return wh
+
+
+def offline_args(bundle: Path, wh: Path, venv: Path) -> list[str]:
+    dead = f"http://127.0.0.1:{closed_port()}/simple"
+    return ["restore", str(bundle), "--venv", str(venv), "--wheelhouse", str(wh)] + [
+        "--index-url",
+        dead,
+    ]
+
+
+def dists(venv: Path) -> dict[str, str]:
+    code = (
+        "import importlib.metadata as m, json; "
+        "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"
+    )
+    out = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, check=True
+    )
+    found: dict[str, str] = json.loads(out.stdout)
+    return {k: v for k, v in found.items() if k not in ("pip", "setuptools")}
+
+
+# ------------------------------------------------------------------ wheelhouse
+
+
+def test_wheelhouse_downloads_every_locked_wheel_and_keeps_good_ones(
+    bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, idx = bundle
+    wh = folder.parent / "wh"
+    assert main(["wheelhouse", str(folder), "-o", str(wh), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    names = sorted(p.name for p in wh.iterdir())
+    assert names == [
+        "dep_a-1.5-py3-none-any.whl",
+        "tensorflow-2.15.1-py3-none-manylinux_2_17_x86_64.whl",
+    ]
+    assert sorted(doc["downloaded"]) == names and doc["present"] == []
+    for n in names:
+        assert (wh / n).read_bytes() == idx.wheels[n].data
+    # a second run downloads nothing; a damaged file and a killed run's temp file are redone
+    (wh / names[0]).write_bytes(b"damaged")
+    (wh / ".envlock-part-999-x.whl").write_bytes(b"half")
+    assert main(["wheelhouse", str(folder), "-o", str(wh), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["downloaded"] == [names[0]] and doc["present"] == [names[1]]
+    assert sorted(p.name for p in wh.iterdir()) == names
+    assert (wh / names[0]).read_bytes() == idx.wheels[names[0]].data
+
+
+def test_wheelhouse_refuses_a_download_whose_hash_is_not_the_locks(
+    bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, idx = bundle
+    name = "dep_a-1.5-py3-none-any.whl"
+    listed = idx.wheels[name].sha256
+    idx.wheels[name] = FakeWheel(name, b"another file under the same name")
+    wh = folder.parent / "wh"
+    assert main(["wheelhouse", str(folder), "-o", str(wh)]) == 3
+    err = capsys.readouterr().err
+    assert f"envlock: error: {name}: the sha256 of the download is not the lock's" in err
+    assert f"listed {listed}, received {idx.wheels[name].sha256}" in err
+    assert not (wh / name).exists()
+    assert [p.name for p in wh.iterdir() if p.name.startswith(".")] == []
+
+
+# ------------------------------------------------------------------ restore
+
+
+def test_offline_restore_from_a_wheelhouse_with_the_index_unreachable(
+    bundle: tuple[Path, FakeIndex],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    folder, idx = bundle
+    wh = wheelhouse(folder, capsys)
+    idx.stop()
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "fresh-cache"))
+    monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{closed_port()}/simple")
+    venv = tmp_path / "venv"
+    assert main(offline_args(folder, wh, venv)) == 0
+    out = capsys.readouterr().out
+    assert venv.is_symlink() and os.readlink(venv) == "venv.envlock-1"
+    assert dists(venv) == {"tensorflow": "2.15.1", "dep-a": "1.5"}
+    assert out.startswith(f"{venv} -> venv.envlock-1: restored from {folder} (Python 3.11: ")
+    assert "smoke PASSED" in out and "\nnew venv: " in out and " distributions\n" in out
+
+
+def test_restore_repairs_drift_prints_it_and_cleans_the_previous_folder(
+    bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder, _ = bundle
+    wh = wheelhouse(folder, capsys)
+    venv = tmp_path / "venv"
+    assert main(offline_args(folder, wh, venv)) == 0
+    capsys.readouterr()
+    py = str(venv / "bin" / "python")
+    subprocess.run([py, "-m", "pip", "uninstall", "-y", "-q", "dep-a"], check=True)
+    assert main([*offline_args(folder, wh, venv), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["added"] == [["dep-a", "1.5"]] and doc["removed"] == [] and doc["changed"] == []
+    assert doc["previous"] == str(tmp_path / "venv.envlock-1")
+    assert os.readlink(venv) == "venv.envlock-2"
+    assert dists(venv) == {"tensorflow": "2.15.1", "dep-a": "1.5"}
+    assert main(offline_args(folder, wh, venv)) == 0
+    out = capsys.readouterr().out
+    assert "removed venv.envlock-1" in out and "no distribution changed" in out
+    assert sorted(p.name for p in tmp_path.glob("venv*")) == [
+        "venv",
+        "venv.envlock-2",
+        "venv.envlock-3",
+        "venv.envlock-lock",
+    ]
+
+
+def test_a_failing_smoke_test_switches_nothing(
+    bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder, _ = bundle
+    wh = wheelhouse(folder, capsys)
+    venv = tmp_path / "venv"
+    assert main(offline_args(folder, wh, venv)) == 0
+    capsys.readouterr()
+    (folder / "stub-mode").write_text("fail", encoding="utf-8")
+    assert main(offline_args(folder, wh, venv)) == 1
+    err = capsys.readouterr().err
+    assert (
+        "envlock: error: the smoke test failed in the new venv, so it was not switched in "
+        f"({venv} is unchanged): import: stand-in harness, dep_a 1.5" in err
+    )
+    assert "  hint: on a machine without a GPU: --allow-cpu" in err
+    assert os.readlink(venv) == "venv.envlock-1"
+    assert not (tmp_path / "venv.envlock-2").exists()
+
+
+def test_a_plain_venv_folder_becomes_a_link_and_is_kept(
+    bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder, _ = bundle
+    wh = wheelhouse(folder, capsys)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    assert main(offline_args(folder, wh, venv)) == 0
+    out = capsys.readouterr().out
+    assert f"{venv} was a plain folder; it is now a link, the old venv kept as " in out
+    assert os.readlink(venv) == "venv.envlock-1"
+    assert (tmp_path / "venv.envlock-0" / "pyvenv.cfg").is_file()
+    assert "  + dep-a 1.5\n" in out and "  + tensorflow 2.15.1\n" in out
+
+
+def test_no_python_of_the_locked_minor_says_how_to_get_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from envlock.errors import UsageError
+
+    with pytest.raises(UsageError) as info:
+        find_python("3.99", None)
+    assert "no Python 3.99 on this machine" in info.value.message
+    assert info.value.hint is not None and "uv python install 3.99" in info.value.hint
+    with pytest.raises(UsageError, match="is Python 3.11; the lock is for Python 3.10"):
+        find_python("3.10", sys.executable)
+
+
+def test_the_next_restore_finishes_a_switch_killed_between_its_renames(tmp_path: Path) -> None:
+    from envlock.doctor.restore import recover
+
+    venv = tmp_path / "venv"
+    (tmp_path / "venv.envlock-0").mkdir()
+    (tmp_path / "venv.envlock-1").mkdir()
+    (tmp_path / "venv.envlock-switch").write_text('{"to": "venv.envlock-1"}', encoding="utf-8")
+    os.symlink("venv.envlock-1", tmp_path / "venv.envlock-link-4242")
+    done = recover(venv)
+    assert done == [
+        f"finished an interrupted switch: {venv} -> venv.envlock-1",
+        "removed venv.envlock-link-4242",
+    ]
+    assert os.readlink(venv) == "venv.envlock-1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "venv",
+        "venv.envlock-0",
+        "venv.envlock-1",
+    ]
+    assert recover(venv) == []
+
+
+# ------------------------------------------------------------------ kill -9
+
+
+@pytest.mark.parametrize("point", ["venv", "install", "smoke", "early"])
+def test_kill_9_during_restore_leaves_the_old_venv_working(
+    bundle: tuple[Path, FakeIndex],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    point: str,
+) -> None:
+    folder, _ = bundle
+    wh = wheelhouse(folder, capsys)
+    venv = tmp_path / "venv"
+    assert main(offline_args(folder, wh, venv)) == 0
+    capsys.readouterr()
+    if point == "smoke":
+        (folder / "stub-mode").write_text("wait", encoding="utf-8")
+    argv = [sys.executable, "-m", "envlock", *offline_args(folder, wh, venv)]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    new = tmp_path / "venv.envlock-2"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if point == "early" and (tmp_path / "venv.envlock-lock").exists():
+            break
+        if point == "venv" and new.exists():
+            break
+        if (
+            point == "install"
+            and (new / "bin" / "python").exists()
+            and (new / "pyvenv.cfg").exists()
+        ):
+            break
+        if point == "smoke" and (folder / "stub-started").exists():
+            break
+        time.sleep(0.005)
+    assert proc.poll() is None, "restore ended before the kill"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert os.readlink(venv) == "venv.envlock-1"
+    check = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import dep_a, tensorflow; print(dep_a.VERSION)"],
+        capture_output=True,
+        text=True,
+    )
+    assert check.stdout == "'1.5'\n" or check.stdout == "1.5\n"
+    # the next restore cleans up and switches
+    (folder / "stub-mode").unlink(missing_ok=True)
+    assert main(offline_args(folder, wh, venv)) == 0
+    assert os.readlink(venv) in ("venv.envlock-2", "venv.envlock-3")
+    left = sorted(p.name for p in tmp_path.glob("venv.envlock-*") if p.is_dir())
+    assert left == ["venv.envlock-1", os.readlink(venv)]
+
+
+# ------------------------------------------------------------------ real TensorFlow
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_restore_of_real_tensorflow_repairs_numpy_removed_and_protobuf_moved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TensorFlow 2.15.1 locked against the configured index, restored from a
+    wheelhouse; numpy removed and protobuf moved in the venv; restore (the real
+    smoke harness, CPU) gives back the locked versions and TF imports."""
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    bundle = tmp_path / "tf215"
+    assert main(["lock", "tensorflow==2.15", "--python", "3.11", "-o", str(bundle)]) == 0
+    wh = tmp_path / "wh"
+    assert main(["wheelhouse", str(bundle), "-o", str(wh)]) == 0
+    venv = tmp_path / "venv"
+    base = ["restore", str(bundle), "--venv", str(venv), "--wheelhouse", str(wh), "--allow-cpu"]
+    assert main(base) == 0
+    capsys.readouterr()
+    locked = {
+        line.split("==")[0]: line.split("==")[1].split()[0]
+        for line in (bundle / "requirements.txt").read_text(encoding="utf-8").splitlines()
+        if "==" in line and not line.startswith("#")
+    }
+    py = str(venv / "bin" / "python")
+    subprocess.run([py, "-m", "pip", "uninstall", "-y", "-q", "numpy"], check=True)
+    other = "4.25.0" if locked["protobuf"] != "4.25.0" else "4.24.4"
+    subprocess.run(
+        [py, "-m", "pip", "install", "-q", "--no-deps", f"protobuf=={other}"], check=True
+    )
+    broken = subprocess.run([py, "-c", "import tensorflow"], capture_output=True, text=True)
+    assert broken.returncode != 0
+    assert main([*base, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["added"] == [["numpy", locked["numpy"]]]
+    assert doc["changed"] == [["protobuf", other, locked["protobuf"]]]
+    assert doc["removed"] == [] and doc["smoke"] in ("PASSED", "WARNED")
+    got = dists(venv)
+    assert got["numpy"] == locked["numpy"] and got["protobuf"] == locked["protobuf"]
+    ok = subprocess.run(
+        [py, "-c", "import tensorflow as tf; print(tf.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert ok.stdout.strip() == locked["tensorflow"]
+    # kill -9 while the next restore installs, and while it runs the smoke test
+    before = os.readlink(venv)
+    argv = [sys.executable, "-m", "envlock", *base]
+    for stage in ("installing the lock", "running the smoke test"):
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if stage in line:
+                break
+        time.sleep(1.5)
+        assert proc.poll() is None, f"restore ended before the kill ({stage})"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert os.readlink(venv) == before
+        ok = subprocess.run(
+            [py, "-c", "import tensorflow as tf; print(tf.__version__)"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert ok.stdout.strip() == locked["tensorflow"]
