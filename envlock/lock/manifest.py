@@ -93,7 +93,7 @@ def _write_temp(target: Path, data: bytes, mode: int) -> Path:
         os.chmod(tmp, mode)
     except BaseException:
         with contextlib.suppress(OSError):
-            tmp.unlink()
+            os.unlink(tmp)
         raise
     return tmp
 
@@ -101,7 +101,7 @@ def _write_temp(target: Path, data: bytes, mode: int) -> Path:
 def _backup(target: Path) -> Path:
     """A second name for the old ``target`` (a hard link; a copy where links fail)."""
     tmp = _temp_name(target)
-    tmp.unlink()
+    os.unlink(tmp)
     try:
         os.link(target, tmp, follow_symlinks=False)
     except OSError:
@@ -281,7 +281,7 @@ def _roll_forward(folder: Path, entries: list[_Entry]) -> bool:
         target = folder / e.rel
         if action == "remove":
             with contextlib.suppress(FileNotFoundError):
-                target.unlink()
+                os.unlink(target)
         else:
             temp = _side(folder, e, e.temp)
             assert temp is not None
@@ -308,7 +308,7 @@ def _roll_back(folder: Path, entries: list[_Entry]) -> bool:
         target = folder / e.rel
         if action == "remove":
             with contextlib.suppress(FileNotFoundError):
-                target.unlink()
+                os.unlink(target)
         else:
             backup = _side(folder, e, e.backup)
             assert backup is not None
@@ -321,7 +321,7 @@ def _remove_leftovers(folder: Path) -> int:
     count = 0
     for path in leftovers(folder):
         with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+            os.unlink(path)
             count += 1
     return count
 
@@ -343,7 +343,7 @@ def _recover_locked(folder: Path) -> str | None:
                 hint=f"write the bundle again: `envlock lock SPEC -o {folder} --force`, then "
                 f"delete {JOURNAL}",
             )
-        (folder / JOURNAL).unlink()
+        os.unlink(folder / JOURNAL)
         _fsync_dir(folder)
     removed = _remove_leftovers(folder)
     if removed and note is None:
@@ -486,7 +486,7 @@ def commit(
         old_manifest = _digest_of(folder / MANIFEST)
         if not entries and old_manifest == _sha256(manifest):
             for path in made:
-                path.unlink()
+                os.unlink(path)
             return Written(states, (), None)
         temp = _write_temp(folder / MANIFEST, manifest, 0o644)
         made.append(temp)
@@ -507,7 +507,7 @@ def commit(
     except OSError as e:
         for path in made:
             with contextlib.suppress(OSError):
-                path.unlink()
+                os.unlink(path)
         raise EnvironmentFailure(
             f"cannot write to {folder}: {e.strerror or e}",
             hint="check that the folder is writable and the disk is not full; the bundle "
@@ -526,7 +526,7 @@ def commit(
 def _switch(folder: Path, entries: list[_Entry]) -> None:
     if not _roll_forward(folder, entries):  # pragma: no cover - the temps were just made
         raise OSError(errno.ENOENT, "a temp file vanished during the write")
-    (folder / JOURNAL).unlink()
+    os.unlink(folder / JOURNAL)
     _fsync_dir(folder)
     _remove_leftovers(folder)
 
@@ -537,7 +537,7 @@ def _failed_switch(folder: Path, entries: list[_Entry], error: OSError) -> Envir
     undone = False
     with contextlib.suppress(OSError):
         if (folder / JOURNAL).exists() and _roll_back(folder, entries):
-            (folder / JOURNAL).unlink()
+            os.unlink(folder / JOURNAL)
             _remove_leftovers(folder)
             undone = True
         elif not (folder / JOURNAL).exists():
