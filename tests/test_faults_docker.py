@@ -62,14 +62,22 @@ def _ours(root: str, first: int) -> list[int]:
     return sorted(found)
 
 
+def _skip(reason: str) -> None:
+    """Skip saying why; under CI (ENVLOCK_REQUIRE_DOCKER=1) a Docker test that
+    cannot run is a failure, as conftest.py makes it for the `docker` marker."""
+    if os.environ.get("ENVLOCK_REQUIRE_DOCKER") == "1":
+        pytest.fail(f"Docker is required here (ENVLOCK_REQUIRE_DOCKER=1): {reason}")
+    pytest.skip(reason)
+
+
 @pytest.fixture
 def own_dockerd(base_image: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """A dockerd of this test only: (DOCKER_HOST value, its process)."""
     if os.geteuid() != 0:
-        pytest.skip("starting a dockerd of the test's own needs root")
+        _skip("starting a dockerd of the test's own needs root")
     dockerd, docker = shutil.which("dockerd"), shutil.which("docker")
     if not dockerd or not docker:
-        pytest.skip("dockerd or the docker CLI is not installed")
+        _skip("dockerd or the docker CLI is not installed")
     root = f"/tmp/envlock-fault-{os.getpid()}"
     host = f"unix://{root}-docker.sock"
     log = open(f"{root}-dockerd.log", "wb")  # noqa: SIM115 - closed in the teardown
@@ -96,13 +104,13 @@ def own_dockerd(base_image: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]
     try:
         for _ in range(120):
             if proc.poll() is not None:
-                pytest.skip(f"the test's own dockerd exited ({proc.returncode}); see {log.name}")
+                _skip(f"the test's own dockerd exited ({proc.returncode}); see {log.name}")
             ok = subprocess.run([docker, "info"], env=env, capture_output=True, check=False)
             if ok.returncode == 0:
                 break
             time.sleep(0.5)
         else:
-            pytest.skip(f"the test's own dockerd did not answer within a minute; see {log.name}")
+            _skip(f"the test's own dockerd did not answer within a minute; see {log.name}")
         save = subprocess.Popen([docker, "save", base_image], stdout=subprocess.PIPE)
         load = subprocess.run(
             [docker, "load"], env=env, stdin=save.stdout, capture_output=True, check=False
