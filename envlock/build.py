@@ -22,12 +22,6 @@ from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
 
 PROGRESS = ("auto", "plain", "quiet")
 _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
-# A reference as `docker tag` takes it: [host[:port]/]path[:tag]
-_REFERENCE = re.compile(
-    r"^(?:[A-Za-z0-9.-]+(?::[0-9]+)?/)?"
-    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
-    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
-)
 LOG_TAIL = 12
 
 
@@ -105,11 +99,9 @@ def check_bundle(directory: Path) -> Path:
 
 
 def check_reference(value: str, what: str) -> str:
-    if not _REFERENCE.match(value):
-        raise UsageError(
-            f"{what} {value!r} is not a valid image reference",
-            hint="use lowercase name[:tag], e.g. envlock/tf:2.15.1",
-        )
+    from envlock import imageref
+
+    imageref.parse(value, what)
     return value
 
 
