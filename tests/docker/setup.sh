@@ -59,3 +59,39 @@ if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
     -c 'ENV LANG=C.UTF-8' -c 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
   say "built $BASE_IMAGE"
 fi
+
+# A real registry for push / pull-by-digest tests: Debian's docker-registry (the
+# distribution registry) with the tests' own config: no auth, loopback only (the
+# packaged config asks for htpasswd and listens on every interface).
+REGISTRY_ADDR="${ENVLOCK_TEST_REGISTRY:-127.0.0.1:5000}"
+registry_up() {
+  python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
+    "http://$REGISTRY_ADDR/v2/" >/dev/null 2>&1
+}
+if ! registry_up; then
+  if ! command -v docker-registry >/dev/null; then
+    say "installing docker-registry from Debian"
+    apt_install docker-registry
+  fi
+  mkdir -p "$STATE" /var/lib/envlock-test-registry
+  cat >"$STATE/registry.yml" <<YAML
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: /var/lib/envlock-test-registry
+  delete:
+    enabled: true
+http:
+  addr: $REGISTRY_ADDR
+YAML
+  say "starting docker-registry on $REGISTRY_ADDR (log: /var/log/envlock-registry.log)"
+  setsid docker-registry serve "$STATE/registry.yml" >/var/log/envlock-registry.log 2>&1 < /dev/null &
+  echo $! >"$STATE/registry.pid"
+  for _ in $(seq 1 30); do
+    registry_up && break
+    sleep 1
+  done
+  registry_up || { say "docker-registry did not come up; last log lines:"; tail -n 20 /var/log/envlock-registry.log >&2; exit 3; }
+fi

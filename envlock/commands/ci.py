@@ -1,0 +1,26 @@
+"""envlock ci: matrix image builds (matrix, lock, init, build).
+
+The group's parser only; each sub-command lives in its own module
+(``_ci_matrix``: matrix, lock, init; ``_ci_build``: build), which provides
+``register(ci_subparsers)`` like a top-level command module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "ci",
+        help="expand a version range into cells, then lock, build, push, smoke and sign each",
+        description="CI matrix image builds: `ci matrix SPEC` lists the cells, `ci lock SPEC -o "
+        "DIR` writes one bundle per cell, `ci build DIR` builds, pushes, smoke-tests and signs "
+        "them, `ci init` writes a GitHub Actions workflow that does the same.",
+    )
+    ci_sub = p.add_subparsers(dest="ci_command", metavar="COMMAND", parser_class=type(p))
+    ci_sub.required = True
+    from envlock.commands import _ci_build, _ci_matrix
+
+    _ci_matrix.register(ci_sub)
+    _ci_build.register(ci_sub)
