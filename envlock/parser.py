@@ -19,6 +19,27 @@ class _Parser(argparse.ArgumentParser):
         sys.stderr.write(f"envlock: error: {message}\n  hint: see '{self.prog} --help'\n")
         raise SystemExit(EXIT_USAGE)
 
+    def parse_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def]
+        """As argparse's, but an argument no parser took is reported by the
+        sub-command it followed, so the hint names that sub-command's help."""
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            _innermost(self, ns).error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns
+
+
+def _innermost(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> argparse.ArgumentParser:
+    """The deepest sub-command parser the parsed namespace selected."""
+    while True:
+        chosen = None
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                name = getattr(ns, action.dest, None) if action.dest != argparse.SUPPRESS else None
+                chosen = action.choices.get(name) if isinstance(name, str) else None
+        if chosen is None:
+            return parser
+        parser = chosen
+
 
 def _command_modules() -> list[str]:
     """Names of the sub-command modules (``envlock/commands/<name>.py``)."""

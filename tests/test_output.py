@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from envlock.output import dumps, table
 
 
@@ -15,3 +17,22 @@ def test_table_aligns_columns() -> None:
     assert table(["name", "v"], [["a", "1.0"], ["long-name", "2"]]) == (
         "name       v\n---------  ---\na          1.0\nlong-name  2\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "helped"),
+    [
+        (["lock", "tensorflow==2.15", "--bogus"], "envlock lock --help"),
+        (["resolve", "tensorflow==2.15", "--nope"], "envlock resolve --help"),
+        (["ci"], "envlock ci --help"),
+        (["--bogus"], "envlock --help"),
+    ],
+)
+def test_usage_errors_point_to_the_sub_commands_help(argv, helped, capsys):
+    from envlock.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == f"  hint: see '{helped}'"
