@@ -8,7 +8,8 @@ imports nothing of envlock, so every command can use it without cost.
 text from a reader: C0 and C1 control characters and DEL (newline, carriage
 return, tab, escape ...), the Unicode line and paragraph separators, and the
 bidirectional overrides. ``redact`` removes the user and password of every URL
-in a text: credentials in an index URL are never printed or written.
+in a text, and the values of secret-bearing query parameters: credentials in
+an index URL are never printed or written.
 """
 
 from __future__ import annotations
@@ -23,6 +24,14 @@ _LINE_BREAKING = frozenset(("Cc", "Zl", "Zp", "Cs"))
 
 # scheme://user[:password]@ -- the userinfo of a URL anywhere in a text
 _USERINFO_RE = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#\s]*)@")
+# ?token=... / &X-Amz-Signature=... -- a secret-bearing query parameter of a URL in a text
+# (signed-URL and token-in-query styles of private indexes and object stores)
+_SECRET_QUERY_RE = re.compile(
+    r"(?P<name>[?&](?:[A-Za-z0-9_.-]*[_.-])?"
+    r"(?:token|key|secret|password|passwd|pwd|sig|signature|credential|auth)=)"
+    r"(?P<value>[^&#\s'\"]+)",
+    re.IGNORECASE,
+)
 
 
 def bad_character(text: str) -> str | None:
@@ -36,11 +45,16 @@ def bad_character(text: str) -> str | None:
 def redact(text: str) -> str:
     """``text`` with the user and password of every URL in it removed.
 
-    ``https://user:secret@host/simple`` becomes ``https://host/simple``; text
-    without credentials comes back unchanged. The one function through which
-    an index URL reaches a message, a log or a file.
+    ``https://user:secret@host/simple`` becomes ``https://host/simple``, and the
+    value of a secret-bearing query parameter (``?token=``, ``&X-Amz-Signature=``,
+    ``?api_key=``) becomes ``***``; text without credentials comes back
+    unchanged. The one function through which an index URL reaches a message,
+    a log or a file.
     """
-    return _USERINFO_RE.sub(lambda m: m.group("scheme"), text)
+    text = _USERINFO_RE.sub(lambda m: m.group("scheme"), text)
+    if "=" in text:
+        text = _SECRET_QUERY_RE.sub(lambda m: m.group("name") + "***", text)
+    return text
 
 
 def shown(text: str, limit: int = 120) -> str:

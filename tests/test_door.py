@@ -407,3 +407,16 @@ def test_any_option_text_is_refused_or_inert(field: str, value: str) -> None:
         text = str(files[name])
         assert all(bad_character(line) is None for line in text.split("\n")), name
         assert re.search(r"[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]", text) is None
+
+
+def test_redact_hides_secret_query_parameters() -> None:
+    assert redact(f"https://a.invalid/simple?token={SECRET}&page=2") == (
+        "https://a.invalid/simple?token=***&page=2"
+    )
+    assert redact(f"GET https://s.invalid/w.whl?X-Amz-Signature={SECRET}#sha256=ab failed") == (
+        "GET https://s.invalid/w.whl?X-Amz-Signature=***#sha256=ab failed"
+    )
+    assert redact(f"'https://a.invalid/x?api_key={SECRET}'") == "'https://a.invalid/x?api_key=***'"
+    assert redact("https://a.invalid/simple?page=2&monkey=1") == (
+        "https://a.invalid/simple?page=2&monkey=1"
+    )
