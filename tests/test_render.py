@@ -417,6 +417,18 @@ def test_runtime_settings_are_kept_and_checked() -> None:
     assert default == envlock_runtime.DEFAULTS
     with pytest.raises(UsageError, match="mixed_precision 'fp8' is not one of"):
         render_bundle(make_lock(), RenderOptions(runtime={"mixed_precision": "fp8"}), LOCK_FILES)
+    for seed in (2**32, -1, True):
+        with pytest.raises(
+            UsageError, match="seed must be null or an integer from 0 to 4294967295"
+        ):
+            render_bundle(make_lock(), RenderOptions(runtime={"seed": seed}), LOCK_FILES)
+    top = {**envlock_runtime.DEFAULTS, "seed": 2**32 - 1}
+    assert (
+        json.loads(
+            render_bundle(make_lock(), RenderOptions(runtime=top), LOCK_FILES)["runtime.json"]
+        )
+        == top
+    )
 
 
 def test_missing_lock_file_bytes_is_a_data_error() -> None:

@@ -261,7 +261,7 @@ def test_render_command_failures_leave_the_bundle_as_it_was(
         assert {p.name: p.read_bytes() for p in bundle.iterdir()} == before
     (bundle / "runtime.json").write_text('{"seed": "forty-two"}')
     assert main(["render", str(bundle)]) == 2
-    assert "seed must be null or a non-negative integer" in capsys.readouterr().err
+    assert "seed must be null or an integer from 0 to 4294967295" in capsys.readouterr().err
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["render", str(empty)]) == 2

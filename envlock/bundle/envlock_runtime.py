@@ -95,8 +95,11 @@ def validate(data: Any, origin: str = "runtime.json") -> dict[str, Any]:
             f"{', '.join(POLICIES)}"
         )
     seed = out["seed"]
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise ConfigError(f"{origin}: seed must be null or a non-negative integer")
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32
+    ):
+        # NumPy's legacy seeding and PYTHONHASHSEED both stop at 2**32 - 1
+        raise ConfigError(f"{origin}: seed must be null or an integer from 0 to 4294967295")
     return out
 
 
