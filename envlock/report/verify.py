@@ -45,7 +45,11 @@ class Verification:
 
     def to_dict(self) -> dict[str, Any]:
         predicate = (self.statement or {}).get("predicate") or {}
+        doc = self.statement or {}
         return {
+            "subject_kind": statement.subject_kind(doc) if self.statement else None,
+            "created": statement.created_at(doc) if self.statement else None,
+            "gpu_used": statement.gpu_used(doc)[0] if self.statement else None,
             "ok": self.ok,
             "signature_ok": self.signature_ok,
             "valid_signatures": self.valid_signatures,
