@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -49,8 +50,12 @@ def test_report_sign_then_verify_then_show(
     assert code == 0, err
     summary = json.loads(out)
     lock_sha = hashlib.sha256((bundle / "pylock.toml").read_bytes()).hexdigest()
+    created = summary.pop("created")
+    assert created == decode(json.loads(report.read_text()))["predicate"]["envlock"]["created"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", created)
     assert summary == {
         "subject": f"pylock.toml sha256:{lock_sha}",
+        "subject_kind": "lock",
         "result": "WARNED",
         "keyids": [hashlib.sha256(_der(pub)).hexdigest()],
         "configuration": ["pylock.toml", "requirements.txt", "Dockerfile"],
@@ -67,11 +72,14 @@ def test_report_sign_then_verify_then_show(
         assert f"checked    {bundle / name}: matches the report" in out
     assert "image      not checked (no --image given)" in out
     assert "WARNED (3 passed, 1 warned, 0 failed); warned: build_cuda" in out
+    assert f"made       {created}\n" in out
 
     code, out, err = cli(capsys, "report", "show", str(report))
     assert code == 0, err
     assert "NOT checked" in out
     assert "warnedTests                 build_cuda" in out
+    assert f"made                        {created}\n" in out
+    assert "subject kind                lock\n" in out
     assert "measure matmul.fp16_tflops  610" in out
     code, out, err = cli(capsys, "report", "show", str(report), "--json")
     shown = json.loads(out)

@@ -30,13 +30,40 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="bundle folder: digests of pylock.toml, "
         "requirements.txt and the Dockerfile go into the report",
     )
-    s.add_argument("--image", metavar="REF", help="local image the smoke test ran in (the subject)")
+    s.add_argument(
+        "--image",
+        metavar="REF",
+        help="the image the smoke test ran in (the subject): REPO@sha256:<manifest digest> "
+        "names the repository and digest (no Docker Engine needed), a local name or id "
+        "its image id",
+    )
     s.add_argument("--url", help="where the run can be seen (a CI job URL), recorded in the report")
     s.add_argument(
         "-o", "--output", required=True, metavar="REPORT", help="write the envelope here"
     )
     s.add_argument("--json", action="store_true", help="print a summary as JSON")
     s.set_defaults(func=run_sign)
+
+    a = rsub.add_parser(
+        "attach",
+        help="attach a signed report to its image in the registry (cosign's layout)",
+        description="Push REPORT as an attestation of REPO@sha256:<digest>: a layer of the OCI "
+        "manifest tagged sha256-<digest>.att in the same repository, where cosign looks "
+        "(attestations already there are kept). The report's subject must be that image. "
+        "Exit 3 when the registry cannot be reached or refuses.",
+    )
+    a.add_argument("report", metavar="REPORT", help="the DSSE envelope (.intoto.json)")
+    a.add_argument(
+        "--image", required=True, metavar="REPO@sha256:DIGEST", help="the image, by digest"
+    )
+    a.add_argument(
+        "--insecure-registry",
+        action="store_true",
+        help="plain HTTP to a registry that is not on this machine "
+        "(a loopback registry always gets plain HTTP)",
+    )
+    a.add_argument("--json", action="store_true", help="print the result as JSON")
+    a.set_defaults(func=run_attach)
 
     w = rsub.add_parser(
         "show",
@@ -101,10 +128,16 @@ def run_sign(args: argparse.Namespace) -> int:
     )
     result = _read_result(args.result)
     check_result(result, "standard input" if args.result == "-" else args.result)
-    image_id = image_name = None
+    image_id = image_name = image_ref = None
     if args.image:
-        image_id = local_image_id(args.image)
-        image_name = None if args.image == image_id else args.image
+        from envlock import imageref
+
+        ref = imageref.match(args.image)
+        if ref is not None and ref.digest is not None:
+            image_ref = ref.pinned  # repository + manifest digest, no engine needed
+        else:
+            image_id = local_image_id(args.image)
+            image_name = None if args.image == image_id else args.image
     envelope = sign_result(
         result,
         Path(args.key),
@@ -112,6 +145,7 @@ def run_sign(args: argparse.Namespace) -> int:
         image_id=image_id,
         image_name=image_name,
         url=args.url,
+        image_ref=image_ref,
     )
     fsutil.atomic_write(out, envelope_bytes(envelope))
     summary = _summary(envelope)
@@ -123,6 +157,7 @@ def run_sign(args: argparse.Namespace) -> int:
             ["report", str(out)],
             ["subject", summary["subject"]],
             ["result", summary["result"]],
+            ["made", summary["created"]],
             ["keyid", summary["keyids"][0]],
             ["configuration", ", ".join(summary["configuration"]) or "(none)"],
         ]
@@ -139,6 +174,8 @@ def _summary(envelope: dict[str, Any]) -> dict[str, Any]:
     predicate = doc["predicate"]
     return {
         "subject": f"{subject['name']} sha256:{subject['digest']['sha256']}",
+        "subject_kind": predicate["envlock"]["subject_kind"],
+        "created": predicate["envlock"]["created"],
         "result": predicate["result"],
         "keyids": [s.get("keyid", "") for s in envelope["signatures"]],
         "configuration": [c["name"] for c in predicate["configuration"]],
@@ -156,6 +193,57 @@ def read_envelope(path: str) -> Any:
         return dsse.parse_envelope(data)
     except dsse.EnvelopeError as e:
         raise DataError(f"{path}: {e}", hint="is this a report 'envlock report sign' wrote?") from e
+
+
+def attach_report(
+    report: bytes, pinned_ref: str, *, insecure: bool = False, where: str = "REPORT"
+) -> str:
+    """Attach the signed report ``report`` (envelope bytes) to ``REPO@sha256:<hex>``.
+
+    The report must be a DSSE envelope whose statement names that repository
+    and manifest digest (checked here, the signature is not: verifiers check
+    it); anything else is UsageError (exit 2). Returns the tag reference
+    (``REPO:sha256-<hex>.att``); registry failures are exit 3.
+    """
+    from envlock import registry
+    from envlock.report import dsse, statement
+
+    ref = registry.pinned(pinned_ref)
+    try:
+        env = dsse.parse_envelope(report)
+        doc = dsse.strict_json(env.payload, "the payload")
+    except dsse.EnvelopeError as e:
+        raise DataError(f"{where}: {e}", hint="attach a report 'envlock report sign' wrote") from e
+    if env.payload_type != dsse.INTOTO_PAYLOAD_TYPE or not isinstance(doc, dict):
+        raise DataError(f"{where}: not an in-toto statement", hint="attach an envlock report")
+    want = statement.manifest_subject(pinned_ref)
+    subjects = [s for s in _items(doc.get("subject")) if isinstance(s, dict)]
+    if statement.subject_kind(doc) != "image-manifest" or want not in subjects:
+        named = "; ".join(f"{_get(s, 'name')} {_digest_text(_get(s, 'digest'))}" for s in subjects)
+        raise UsageError(
+            f"{where} is about {named or 'nothing'}, not {ref.pinned}",
+            hint="sign the result against the pushed image: envlock report sign RESULT "
+            f"--image {ref.pinned} ..., then attach that report",
+        )
+    predicate_type = doc.get("predicateType")
+    return registry.attach_attestation(
+        pinned_ref,
+        report,
+        predicate_type if isinstance(predicate_type, str) else statement.PREDICATE_TYPE,
+        insecure=insecure,
+    )
+
+
+def run_attach(args: argparse.Namespace) -> int:
+    from envlock.commands.verify import read_report
+
+    data = read_report(args.report)
+    tag = attach_report(data, args.image, insecure=args.insecure_registry, where=args.report)
+    if args.json:
+        output.emit_json({"report": args.report, "image": args.image, "attached": tag})
+    else:
+        sys.stdout.write(f"attached {args.report} to {args.image} as {tag}\n")
+    return 0
 
 
 def _get(value: Any, key: str) -> Any:
@@ -207,13 +295,15 @@ def run_show(args: argparse.Namespace) -> int:
     predicate = _get(doc, "predicate")
     if isinstance(predicate, dict) and _get(doc, "predicateType") == PREDICATE_TYPE:
         rows.append(["result", str(predicate.get("result"))])
+        ext = predicate.get("envlock")
+        rows.append(["subject kind", str(_get(ext, "subject_kind"))])
+        rows.append(["made", str(_get(ext, "created") or "(not recorded)")])
         for key in ("passedTests", "warnedTests", "failedTests"):
             rows.append([key, ", ".join(map(str, _items(predicate.get(key)))) or "-"])
         for c in _items(predicate.get("configuration")):
             rows.append(["configuration", f"{_get(c, 'name')} {_digest_text(_get(c, 'digest'))}"])
         if predicate.get("url"):
             rows.append(["url", str(predicate["url"])])
-        ext = predicate.get("envlock")
         smoke = _get(ext, "smoke")
         if isinstance(smoke, dict):
             rows.append(["framework", f"{smoke.get('framework')} {smoke.get('version')}"])

@@ -19,7 +19,12 @@ def register(sub: Any) -> None:
         "GPU visible, compute capability, cuDNN, an op on GPU:0, memory growth, matmul "
         "TFLOP/s against the datasheet peak. Exit 0 PASSED/WARNED, 1 FAILED, 3 Docker failed.",
     )
-    p.add_argument("image", nargs="?", help="image to test (name, tag or id)")
+    p.add_argument(
+        "image",
+        nargs="?",
+        help="image to test (name, tag or id; REPO@sha256:<digest> names a pushed image, "
+        "pulled by digest when not local, and is the subject of the signed report)",
+    )
     p.add_argument(
         "--host", action="store_true", help="run in this interpreter instead of an image"
     )
@@ -99,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
             extra=extra,
             timeout=args.timeout,
         )
-        image_id = None
+        image_id = image_ref = None
     else:
         if not args.image:
             raise UsageError("no image given", hint="envlock smoke IMAGE, or envlock smoke --host")
@@ -123,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
             timeout=args.timeout,
         )
         image_id = result.get("image", {}).get("id")
+        image_ref = result.get("image", {}).get("pinned")
 
     if args.output:
         from envlock.fsutil import atomic_write
@@ -130,7 +136,13 @@ def run(args: argparse.Namespace) -> int:
         out: dict[str, Any] = result
         if args.sign:
             lock_dir = args.lock or args.expect  # the bundle the report names, if any
-            out = _sign(result, Path(args.sign), Path(lock_dir) if lock_dir else None, image_id)
+            out = _sign(
+                result,
+                Path(args.sign),
+                Path(lock_dir) if lock_dir else None,
+                image_id,
+                image_ref,
+            )
         atomic_write(Path(args.output), json.dumps(out, indent=2) + "\n")
     if args.json:
         from envlock.output import emit_json
@@ -160,7 +172,13 @@ def _refuse_clobber(args: argparse.Namespace) -> None:
     )
 
 
-def _sign(result: dict[str, Any], key: Path, lock_dir: Path | None, image_id: str | None) -> Any:
+def _sign(
+    result: dict[str, Any],
+    key: Path,
+    lock_dir: Path | None,
+    image_id: str | None,
+    image_ref: str | None = None,
+) -> Any:
     try:
         from envlock.report import sign_result
     except ImportError as e:
@@ -170,7 +188,7 @@ def _sign(result: dict[str, Any], key: Path, lock_dir: Path | None, image_id: st
         ) from e
     if lock_dir is not None and not (lock_dir / "pylock.toml").is_file():
         lock_dir = None
-    return sign_result(result, key, lock_dir=lock_dir, image_id=image_id)
+    return sign_result(result, key, lock_dir=lock_dir, image_id=image_id, image_ref=image_ref)
 
 
 def describe(result: dict[str, Any]) -> str:

@@ -18,9 +18,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Exit 0 when the report's signature is valid for KEY over the DSSE PAE, "
         "it is an in-toto test-result statement, and the lock and image, when given, match. "
         "Otherwise exit 1 saying what failed. A valid report of a FAILED smoke test verifies "
-        "(exit 0) but is shown as FAILED; add --require-pass to exit 1 unless it PASSED or WARNED.",
+        "(exit 0) but is shown as FAILED; add --require-pass to exit 1 unless it PASSED or WARNED, "
+        "and --require-gpu to exit 1 unless the GPU was really used. With --image "
+        "REPO@sha256:<digest> no Docker Engine is needed; --from-registry checks the reports "
+        "attached to that image in its registry (cosign's sha256-<hex>.att tag) instead of a file.",
     )
-    p.add_argument("report", metavar="REPORT", help="the DSSE envelope (.intoto.json)")
+    p.add_argument(
+        "report",
+        metavar="REPORT",
+        nargs="?",
+        help="the DSSE envelope (.intoto.json); not with --from-registry",
+    )
     p.add_argument("--key", required=True, metavar="PUB", help="trusted public key (NAME.pub.pem)")
     p.add_argument(
         "--lock",
@@ -29,12 +37,33 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "and Dockerfile must match the report",
     )
     p.add_argument(
-        "--image", metavar="REF", help="local image (name or id) that must be the subject"
+        "--image",
+        metavar="REF",
+        help="the image that must be the subject: REPO@sha256:<manifest digest> (checked "
+        "without Docker), or a local image name or id (looked up in the Docker Engine)",
     )
     p.add_argument(
         "--require-pass",
         action="store_true",
         help="also exit 1 unless the smoke result is PASSED or WARNED (for CI)",
+    )
+    p.add_argument(
+        "--require-gpu",
+        action="store_true",
+        help="also exit 1 unless the signed smoke result shows an op really ran on the GPU "
+        "(a CPU-only --allow-cpu run is WARNED and passes --require-pass, not this)",
+    )
+    p.add_argument(
+        "--from-registry",
+        action="store_true",
+        help="verify the reports attached to --image REPO@sha256:... in its registry; "
+        "exit 0 when one of them verifies",
+    )
+    p.add_argument(
+        "--insecure-registry",
+        action="store_true",
+        help="with --from-registry: plain HTTP to a registry that is not on this machine "
+        "(a loopback registry always gets plain HTTP)",
     )
     p.add_argument("--json", action="store_true", help="print the verification as JSON")
     p.set_defaults(func=run)
@@ -57,11 +86,75 @@ def _subject_text(subject: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def run(args: argparse.Namespace) -> int:
-    from envlock.commands.report import read_envelope
-    from envlock.lock.manifest import recover_bundle
-    from envlock.report import keys, verify_envelope
+def _peek_kind(env: Any) -> str | None:
+    """The subject_kind the (not yet verified) payload claims: which comparison to run."""
+    from envlock.report import dsse, statement
+
+    try:
+        doc = dsse.strict_json(env.payload, "the signed payload")
+    except dsse.EnvelopeError:
+        return None
+    return statement.subject_kind(doc) if isinstance(doc, dict) else None
+
+
+def _gates(args: argparse.Namespace, v: Any) -> str | None:
+    """Why a valid report still fails --require-pass / --require-gpu, or None."""
+    from envlock.report.statement import gpu_used
+
+    if args.require_pass and v.result not in ("PASSED", "WARNED"):
+        return f"the signature is valid but the smoke result is {v.result} (--require-pass)"
+    if args.require_gpu and v.statement is not None:
+        used, why = gpu_used(v.statement)
+        if not used:
+            return f"the signature is valid but the GPU was not used: {why} (--require-gpu)"
+    return None
+
+
+def _check_one(
+    args: argparse.Namespace, env: Any, name: str, public_key: Any, lock_dir: Path | None
+) -> tuple[Any, str | None]:
+    """Verify one envelope; (the Verification, why it fails or None)."""
+    from envlock import imageref
+    from envlock.report import verify_envelope
     from envlock.report.image import local_image_id
+
+    image_id = image_ref = None
+    if args.image:
+        ref = imageref.match(args.image)
+        if ref is not None and ref.digest is not None and _peek_kind(env) == "image-manifest":
+            image_ref = ref.pinned  # the digest is in the reference: no Docker Engine
+        else:
+            image_id = local_image_id(args.image)
+    v = verify_envelope(env, public_key, lock_dir=lock_dir, image_id=image_id, image_ref=image_ref)
+    if not v.ok:
+        return v, f"{name}: NOT VERIFIED: {'; '.join(v.reasons())}"
+    gate = _gates(args, v)
+    return v, f"{name}: {gate}" if gate else None
+
+
+def run(args: argparse.Namespace) -> int:
+    from envlock.errors import UsageError
+    from envlock.lock.manifest import recover_bundle
+    from envlock.report import keys
+
+    if args.from_registry:
+        if args.report:
+            raise UsageError(
+                f"give a REPORT file or --from-registry, not both ({args.report!r})",
+                hint="envlock verify --from-registry --image REPO@sha256:... --key PUB",
+            )
+        if not args.image:
+            raise UsageError(
+                "--from-registry needs --image REPO@sha256:<digest>",
+                hint="name the image by its manifest digest, as pushed",
+            )
+    elif not args.report:
+        raise UsageError(
+            "no REPORT given",
+            hint="envlock verify REPORT --key PUB, or --from-registry --image REPO@sha256:...",
+        )
+    elif args.insecure_registry:
+        raise UsageError("--insecure-registry is for --from-registry", hint="drop it")
 
     lock_dir = Path(args.lock) if args.lock else None
     if lock_dir is not None:
@@ -71,25 +164,66 @@ def run(args: argparse.Namespace) -> int:
         if note:
             sys.stderr.write(f"envlock: note: {note}\n")
     public_key = keys.load_public(Path(args.key))
+    if args.from_registry:
+        return _run_registry(args, public_key, lock_dir)
+
+    from envlock.commands.report import read_envelope
+
     env = read_envelope(args.report)
-    image_id = local_image_id(args.image) if args.image else None
-    v = verify_envelope(env, public_key, lock_dir=lock_dir, image_id=image_id)
-    passed = v.result in ("PASSED", "WARNED")
-    verified = v.ok and (passed or not args.require_pass)
+    v, failure = _check_one(args, env, args.report, public_key, lock_dir)
+    verified = failure is None
     if args.json:
         doc = {"report": args.report, "verified": verified, **v.to_dict()}
         output.emit_json(doc)
     else:
-        sys.stdout.write(_table(args, v))
-    if not v.ok:
+        sys.stdout.write(_table(args, v, args.report))
+    if failure:
         raise CheckFailed(
-            f"{args.report}: NOT VERIFIED: {'; '.join(v.reasons())}",
+            failure,
             hint=None if v.signature_ok else "check that PUB is the key the report was signed with",
         )
-    if not verified:
+    return 0
+
+
+def _run_registry(args: argparse.Namespace, public_key: Any, lock_dir: Path | None) -> int:
+    """Verify every DSSE envelope attached to --image; exit 0 when one verifies."""
+    from envlock import registry
+    from envlock.report import dsse
+
+    ref = registry.pinned(args.image)
+    assert ref.digest is not None
+    where = f"{ref.repository}:{registry.attestation_tag(ref.digest)}"
+    blobs = registry.fetch_attestations(args.image, insecure=args.insecure_registry)
+    entries: list[dict[str, Any]] = []
+    texts: list[str] = []
+    any_ok = False
+    for i, blob in enumerate(blobs, 1):
+        name = f"{where} [{i}/{len(blobs)}]"
+        try:
+            env = dsse.parse_envelope(blob)
+        except dsse.EnvelopeError as e:
+            entries.append({"report": name, "verified": False, "problems": [str(e)]})
+            texts.append(f"{name}: not a DSSE envelope: {e}\n")
+            continue
+        v, failure = _check_one(args, env, name, public_key, lock_dir)
+        any_ok = any_ok or failure is None
+        entries.append({"report": name, "verified": failure is None, **v.to_dict()})
+        texts.append(_table(args, v, name) + (f"{failure}\n" if failure else ""))
+    if args.json:
+        output.emit_json(
+            {"image": args.image, "attached": where, "verified": any_ok, "attestations": entries}
+        )
+    else:
+        sys.stdout.write("\n".join(texts))
+    if not blobs:
         raise CheckFailed(
-            f"{args.report}: the signature is valid but the smoke result is {v.result} "
-            "(--require-pass)"
+            f"no report is attached to {args.image} (no {where} in the registry)",
+            hint="attach one: envlock report attach REPORT --image " + args.image,
+        )
+    if not any_ok:
+        raise CheckFailed(
+            f"none of the {len(blobs)} report(s) attached to {args.image} verifies "
+            "with this key and these requirements"
         )
     return 0
 
@@ -102,8 +236,10 @@ _STATUS = {
 }
 
 
-def _table(args: argparse.Namespace, v: Any) -> str:
-    rows: list[list[str]] = [["report", args.report]]
+def _table(args: argparse.Namespace, v: Any, name: str) -> str:
+    from envlock.report.statement import created_at, gpu_used
+
+    rows: list[list[str]] = [["report", name]]
     if v.signature_ok:
         n = v.valid_signatures
         rows.append(
@@ -119,6 +255,9 @@ def _table(args: argparse.Namespace, v: Any) -> str:
         rows.append(["subject", _subject_text(v.subject)])
         predicate = v.statement["predicate"]
         rows.append(["result", _result_text(v.result, predicate)])
+        rows.append(["made", created_at(v.statement) or "(not recorded)"])
+        used, why = gpu_used(v.statement)
+        rows.append(["gpu", f"{'used' if used else 'NOT used'} ({why})"])
         if not args.image:
             rows.append(["image", "not checked (no --image given)"])
         if not args.lock:

@@ -27,10 +27,13 @@ def sign_result(
     image_id: str | None,
     image_name: str | None = None,
     url: str | None = None,
+    image_ref: str | None = None,
 ) -> dict[str, Any]:
     """Sign a smoke result with the private key at ``key``; return the DSSE envelope.
 
-    The subject is ``image_id`` (a local image's config digest) when given,
+    The subject is, in this order: ``image_ref`` (``REPO@sha256:<manifest
+    digest>``: the repository and manifest digest, as cosign names an image;
+    no Docker Engine needed), ``image_id`` (a local image's config digest),
     else the lock digest (pylock.toml of ``lock_dir``, or the one the result
     records). Raises UsageError/DataError for a bad key or result.
     """
@@ -49,7 +52,12 @@ def sign_result(
     ):
         image_name = image["ref"]
     doc = statement.build_statement(
-        result, lock_dir=lock_dir, image_id=image_id, image_name=image_name, url=url
+        result,
+        lock_dir=lock_dir,
+        image_id=image_id,
+        image_name=image_name,
+        url=url,
+        image_ref=image_ref,
     )
     payload = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     envelope = dsse.sign(dsse.INTOTO_PAYLOAD_TYPE, payload, private_key).to_dict()

@@ -10,17 +10,22 @@
         "configuration": [{"name": "pylock.toml", "digest": {"sha256": ...}}, ...],
         "url": "...",                      # optional
         "passedTests": [...], "warnedTests": [...], "failedTests": [...],
-        "envlock": {"schema": "envlock.report/v1", "subject_kind": "image" | "lock",
+        "envlock": {"schema": "envlock.report/v1",
+                    "subject_kind": "image-manifest" | "image" | "lock",
+                    "created": "2025-01-31T12:00:00Z",   # when the report was made
                     "smoke": {...whole smoke JSON...}, "measurements": {...}}}}
 
-The subject is the image's config digest for a local image, or the lock
-digest (sha256 of pylock.toml) for a run on a host. ``docs/report-format.md``
+The subject is, for an image named by digest (``REF@sha256:...``), the
+repository and its manifest digest, as cosign names an image; for a local
+image named otherwise, its config digest (the image id); for a run on a
+host, the lock digest (sha256 of pylock.toml). ``docs/report-format.md``
 describes every field.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -34,6 +39,11 @@ EXTENSION = "envlock"
 EXTENSION_SCHEMA = "envlock.report/v1"
 SMOKE_SCHEMA = "envlock.smoke/v1"
 RESULTS = ("PASSED", "WARNED", "FAILED")
+# what the subject names: a manifest in a registry repository (REF@sha256:...),
+# a local image's config digest, or a lock (a host run)
+SUBJECT_KINDS = ("image-manifest", "image", "lock")
+# RFC 3339 in UTC with a Z, whole seconds: what ``created`` holds
+_RFC3339_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 # Every file of a bundle (``envlock.lock.folder.bundle_files``, plus the CA
 # file render copies in with --ca-cert), in the order a report lists them; the
 # first three were the only ones recorded before issue #11.
@@ -218,6 +228,34 @@ def _expected_lock_digest(result: Mapping[str, Any]) -> str | None:
     return None
 
 
+def now_rfc3339() -> str:
+    """This moment in UTC, RFC 3339 with a Z and whole seconds ("2025-01-31T12:00:00Z").
+
+    A report's time is when it was made; SOURCE_DATE_EPOCH (which makes builds
+    reproducible) is deliberately not read here: a report is a record of one
+    run, and two runs of the same image must not claim the same moment.
+    """
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def manifest_subject(pinned_ref: str) -> dict[str, Any]:
+    """The subject for an image named by digest: the repository and the manifest digest.
+
+    cosign names an image the same way: ``name`` is the repository with its
+    registry host ("127.0.0.1:5000/team/tf"; no tag), ``digest.sha256`` the
+    manifest digest the reference pins.
+    """
+    from envlock import imageref
+
+    ref = imageref.parse(pinned_ref, "--image")
+    if ref.digest is None:
+        raise UsageError(
+            f"--image {pinned_ref!r} names no manifest digest",
+            hint="give the reference with its digest, REPO@sha256:<64 hex>",
+        )
+    return {"name": ref.repository, "digest": {"sha256": ref.digest[7:]}}
+
+
 def build_statement(
     result: Mapping[str, Any],
     *,
@@ -225,8 +263,16 @@ def build_statement(
     image_id: str | None = None,
     image_name: str | None = None,
     url: str | None = None,
+    image_ref: str | None = None,
+    created: str | None = None,
 ) -> dict[str, Any]:
-    """The in-toto Statement for a smoke result (not yet signed)."""
+    """The in-toto Statement for a smoke result (not yet signed).
+
+    ``image_ref`` (``REPO@sha256:<manifest digest>``) makes the subject the
+    repository and manifest digest; else ``image_id`` (a config digest)
+    names a local image; else the lock digest is the subject. ``created``
+    defaults to now.
+    """
     status, lists = check_result(result)
     config = lock_configuration(lock_dir) if lock_dir is not None else {}
     seen_lock = _expected_lock_digest(result)
@@ -239,7 +285,10 @@ def build_statement(
     if not config and seen_lock:
         config = {"pylock.toml": seen_lock}
 
-    if image_id is not None:
+    if image_ref is not None:
+        subject = [manifest_subject(image_ref)]
+        kind = "image-manifest"
+    elif image_id is not None:
         subject = [
             {
                 "name": image_name or "image",
@@ -268,6 +317,7 @@ def build_statement(
     predicate[EXTENSION] = {
         "schema": EXTENSION_SCHEMA,
         "subject_kind": kind,
+        "created": created or now_rfc3339(),
         "measurements": result.get("benchmark") or {},
         "smoke": dict(result),
     }
@@ -371,8 +421,16 @@ def _extension_problems(predicate: Mapping[str, Any], lists: dict[str, list[str]
         problems.append(
             f"predicate {EXTENSION}.schema is {ext.get('schema')!r}, expected {EXTENSION_SCHEMA!r}"
         )
-    if ext.get("subject_kind") not in ("image", "lock"):
+    if ext.get("subject_kind") not in SUBJECT_KINDS:
         problems.append(f"predicate {EXTENSION}.subject_kind is {ext.get('subject_kind')!r}")
+    created = ext.get("created")  # absent in reports made before issue 13
+    if created is not None and not (
+        isinstance(created, str) and _RFC3339_UTC.fullmatch(created)
+    ):
+        problems.append(
+            f"predicate {EXTENSION}.created is {created!r}, not an RFC 3339 UTC time "
+            "(YYYY-MM-DDTHH:MM:SSZ)"
+        )
     if not isinstance(ext.get("measurements", {}), dict):
         problems.append(f"predicate {EXTENSION}.measurements is not an object")
     smoke = ext.get("smoke")
@@ -417,3 +475,42 @@ def configuration_digests(doc: Mapping[str, Any]) -> dict[str, str | None]:
             value = digest.get("sha256") if isinstance(digest, dict) else None
             out[item["name"]] = value if isinstance(value, str) else None
     return out
+
+
+def subject_kind(doc: Mapping[str, Any]) -> str | None:
+    """The predicate's envlock.subject_kind, or None."""
+    predicate = doc.get("predicate")
+    ext = predicate.get(EXTENSION) if isinstance(predicate, dict) else None
+    kind = ext.get("subject_kind") if isinstance(ext, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def created_at(doc: Mapping[str, Any]) -> str | None:
+    """When the report was made (RFC 3339 UTC), or None for reports that do not say."""
+    predicate = doc.get("predicate")
+    ext = predicate.get(EXTENSION) if isinstance(predicate, dict) else None
+    value = ext.get("created") if isinstance(ext, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def gpu_used(doc: Mapping[str, Any]) -> tuple[bool, str]:
+    """Whether the signed smoke result shows the GPU really used, and why (one phrase).
+
+    The GPU was used when the harness's ``op_on_gpu`` check PASSED: a matmul
+    placed on GPU 0 ran there. A CPU-only run (``--allow-cpu``) WARNs on
+    ``gpu_visible`` and SKIPs ``op_on_gpu``.
+    """
+    predicate = doc.get("predicate")
+    ext = predicate.get(EXTENSION) if isinstance(predicate, dict) else None
+    smoke = ext.get("smoke") if isinstance(ext, dict) else None
+    checks = smoke.get("checks") if isinstance(smoke, dict) else None
+    items = checks if isinstance(checks, list) else []
+    by_name = {c.get("name"): c for c in items if isinstance(c, dict)}
+    op = by_name.get("op_on_gpu")
+    if op is not None and str(op.get("status", "")).upper() in ("PASS", "PASSED"):
+        return True, f"op_on_gpu PASS: {op.get('reason', '')}".rstrip(": ")
+    for name in ("gpu_request", "gpu_visible", "op_on_gpu"):
+        check = by_name.get(name)
+        if check is not None and str(check.get("status", "")).upper() not in ("PASS", "PASSED"):
+            return False, f"{name} {check.get('status')}: {check.get('reason', '')}".rstrip(": ")
+    return False, "the signed smoke result has no passing op_on_gpu check"

@@ -45,7 +45,11 @@ class Verification:
 
     def to_dict(self) -> dict[str, Any]:
         predicate = (self.statement or {}).get("predicate") or {}
+        doc = self.statement or {}
         return {
+            "subject_kind": statement.subject_kind(doc) if self.statement else None,
+            "created": statement.created_at(doc) if self.statement else None,
+            "gpu_used": statement.gpu_used(doc)[0] if self.statement else None,
             "ok": self.ok,
             "signature_ok": self.signature_ok,
             "valid_signatures": self.valid_signatures,
@@ -70,12 +74,49 @@ def _entry(kind: str, name: str, status: str, report: str, actual: str) -> dict[
     return {"kind": kind, "name": name, "status": status, "report": report, "actual": actual}
 
 
+def _compare_manifest(out: Verification, doc: dict[str, Any], image_ref: str) -> None:
+    """REPO@sha256:<digest> against the subject: the repository and the digest, each."""
+    want = statement.manifest_subject(image_ref)
+    repo, digest = want["name"], want["digest"]["sha256"]
+    pairs = [
+        (item.get("name"), item["digest"].get("sha256"))
+        for item in doc["subject"]
+        if isinstance(item, dict) and isinstance(item.get("digest"), dict)
+    ]
+    names = ", ".join(str(n) for n, _ in pairs) or ABSENT
+    digests = ", ".join(f"sha256:{d}" for _, d in pairs) or ABSENT
+    if statement.subject_kind(doc) != "image-manifest":
+        out.checked.append(_entry("image", image_ref, "drift", digests, f"sha256:{digest}"))
+        out.problems.append(
+            f"the report names a {statement.subject_kind(doc)} ({names} {digests}), "
+            f"not a manifest digest in a repository, so it cannot be checked against {image_ref}"
+        )
+        return
+    if (repo, digest) in pairs:
+        have = f"{repo}@sha256:{digest}"
+        out.checked.append(_entry("image", image_ref, "matches", have, image_ref))
+        return
+    out.checked.append(_entry("image", image_ref, "drift", f"{names}@{digests}", image_ref))
+    if repo not in [n for n, _ in pairs]:
+        out.drift.append(("subject.name", names, repo))
+    if digest not in [d for _, d in pairs]:
+        out.drift.append(("subject.digest.sha256", digests, f"sha256:{digest}"))
+    if not out.drift:  # both are there, but in two different entries
+        out.drift.append(("subject", f"{names} {digests}", f"{repo}@sha256:{digest}"))
+
+
 def _compare(
-    out: Verification, doc: dict[str, Any], lock_dir: Path | None, image_id: str | None
+    out: Verification,
+    doc: dict[str, Any],
+    lock_dir: Path | None,
+    image_id: str | None,
+    image_ref: str | None = None,
 ) -> None:
     """Compare the trusted statement with the image and every bundle file asked for."""
     subjects = statement.subject_digests(doc)
     shown = ", ".join(f"sha256:{d}" for d in subjects) or ABSENT
+    if image_ref is not None:
+        _compare_manifest(out, doc, image_ref)
     if image_id is not None:
         want = statement.parse_digest(image_id, "image id")
         if want in subjects:
@@ -119,8 +160,13 @@ def verify(
     *,
     lock_dir: Path | None = None,
     image_id: str | None = None,
+    image_ref: str | None = None,
 ) -> Verification:
     """Check a DSSE envelope against a trusted public key, and optionally a lock/image.
+
+    ``image_id`` is a local image's config digest; ``image_ref``
+    (``REPO@sha256:<manifest digest>``) is compared with a report whose
+    subject is a repository and manifest digest, with no Docker Engine.
 
     A malformed envelope comes back as a problem (``ok`` False); the command
     line reads the envelope first and calls ``verify_envelope``, so there a
@@ -133,7 +179,9 @@ def verify(
         out = _empty(public_key)
         out.problems.append(str(e))
         return out
-    return verify_envelope(env, public_key, lock_dir=lock_dir, image_id=image_id)
+    return verify_envelope(
+        env, public_key, lock_dir=lock_dir, image_id=image_id, image_ref=image_ref
+    )
 
 
 def _empty(public_key: Any) -> Verification:
@@ -155,12 +203,15 @@ def verify_envelope(
     *,
     lock_dir: Path | None = None,
     image_id: str | None = None,
+    image_ref: str | None = None,
 ) -> Verification:
     """Signature, payload type, statement, then (only then) the lock and image."""
     if lock_dir is not None:
         statement.lock_configuration(lock_dir)  # a bad --lock is the caller's input error
     if image_id is not None:
         statement.parse_digest(image_id, "image id")
+    if image_ref is not None:
+        statement.manifest_subject(image_ref)
     out = _empty(public_key)
     valid = dsse.valid_signatures(env, public_key)
     out.valid_signatures = len(valid)
@@ -189,6 +240,6 @@ def verify_envelope(
     out.statement = doc
     out.subject = list(doc["subject"])
     out.result = doc["predicate"]["result"]
-    _compare(out, doc, lock_dir, image_id)
+    _compare(out, doc, lock_dir, image_id, image_ref)
     out.ok = not out.problems and not out.drift and not out.uncovered
     return out

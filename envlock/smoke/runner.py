@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from envlock.errors import UsageError
+from envlock.errors import EnvironmentFailure, UsageError
 from envlock.smoke import HARNESS_PATH
 
 SCHEMA = "envlock.smoke/v1"
@@ -358,6 +358,64 @@ def _is_gpu_request_error(exc: BaseException) -> bool:
     return "device driver" in text or "nvidia" in text or "gpu" in text
 
 
+def _pinned(image: str) -> str | None:
+    """REPO@sha256:<digest> when ``image`` names a manifest digest (envlock.imageref)."""
+    from envlock import imageref
+
+    ref = imageref.match(image)
+    return ref.pinned if ref is not None else None
+
+
+def _local_or_pulled(docker_client: Any, image: str) -> Any:
+    """The local image ``image``; one named by digest that is not local is pulled by digest.
+
+    The engine finds ``REPO@sha256:<digest>`` locally when the image carries
+    that RepoDigest (it was pushed or pulled so); otherwise the engine pulls
+    exactly that manifest. A registry the engine cannot reach is exit 3; a
+    digest the registry does not hold is exit 2.
+    """
+    from docker.errors import APIError, ImageNotFound
+
+    from envlock import engine, imageref
+
+    try:
+        return docker_client.images.get(image)
+    except ImageNotFound as e:
+        ref = imageref.match(image)
+        if ref is None or ref.digest is None:
+            raise UsageError(
+                f"no image {image!r} in this Docker Engine",
+                hint="build it with `envlock build DIR --tag NAME`, or check the name",
+            ) from e
+        missing = e
+    pinned = f"{ref.repository}@{ref.digest}"
+    sys.stderr.write(f"envlock: {pinned} is not local; pulling it by digest\n")
+    said = ""
+    status: int | None = None
+    try:
+        # errors after the pull started come inside the progress stream, not as HTTP errors
+        stream = docker_client.api.pull(ref.repository, tag=ref.digest, stream=True, decode=True)
+        for line in stream:
+            if isinstance(line, dict) and line.get("error"):
+                said = str(line["error"])
+    except APIError as e:
+        said, status = str(getattr(e, "explanation", "") or engine.short(e)), e.status_code
+    if not said:
+        try:
+            return docker_client.images.get(pinned)
+        except ImageNotFound:
+            said = "the engine reported no error, but the image is not there"
+    if status == 404 or "manifest unknown" in said.lower() or "not found" in said.lower():
+        raise UsageError(
+            f"the registry holds no image {pinned} ({said})",
+            hint="check the repository and digest (`envlock build --push` prints the digest)",
+        ) from missing
+    raise EnvironmentFailure(
+        f"cannot pull {pinned}: {said}",
+        hint="check that the registry runs and that the Docker Engine can reach it",
+    )
+
+
 def run_in_image(
     image: str,
     *,
@@ -369,8 +427,12 @@ def run_in_image(
     timeout: float = 3600,
     client: Any = None,
 ) -> dict[str, Any]:
-    """Run the image's harness in a container without network; GPUs by device request."""
-    from docker.errors import APIError, ImageNotFound
+    """Run the image's harness in a container without network; GPUs by device request.
+
+    ``image`` is a local name or id, or ``REPO@sha256:<digest>``: that manifest,
+    found locally by its RepoDigest or pulled by digest through the engine.
+    """
+    from docker.errors import APIError
 
     from envlock import engine
 
@@ -378,13 +440,7 @@ def run_in_image(
     doing = f"while running the smoke test in {image}"
     hint = "check `docker info` and the image"
     with engine.session(doing, client=client, hint=hint) as docker_client:
-        try:
-            img = docker_client.images.get(image)
-        except ImageNotFound as e:
-            raise UsageError(
-                f"no image {image!r} in this Docker Engine",
-                hint="build it with `envlock build DIR --tag NAME`, or check the name",
-            ) from e
+        img = _local_or_pulled(docker_client, image)
         labels = (img.attrs.get("Config") or {}).get("Labels") or {}
         framework = framework or labels.get("io.envlock.framework")
         args = _harness_args(framework=framework, allow_cpu=allow_cpu, size=size, extra=extra)
@@ -423,6 +479,9 @@ def run_in_image(
         result["checks"] = pre_checks + list(result.get("checks", []))
         recompute_status(result)
     result["image"] = {"ref": image, "id": img.id, "labels": labels}
+    pinned = _pinned(image)
+    if pinned is not None:  # run by REPO@sha256:<manifest digest>: the report's subject
+        result["image"]["pinned"] = pinned
     result["runner"] = {"kind": "docker", "gpus": gpus, "network": "none"}
     return result
 
