@@ -252,7 +252,7 @@ def test_two_cells_one_fails_pushed_smoked_signed_and_pulled_back_by_digest(
         assert f"[{good.name}] pushed {REPO}@{digest}" in err
         assert f"[{good.name}] smoke WARNED" in err
         assert f"[{good.name}] signed {good.name}/report.intoto.json" in err
-        assert f"[broken] FAILED at build: {bad['reason']}" in err
+        assert f"[broken] FAILED: {bad['reason']}" in err
         assert "[broken] build step 4/7 RUN echo this cell fails on purpose && exit 1\n" in err
 
         # removed here, pulled back by digest: the same image, and the report verifies

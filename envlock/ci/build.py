@@ -329,7 +329,7 @@ def run_cell(
     if not outcome.ok:
         failed_at, outcome.stage = outcome.stage, "failed"
         outcome.reason = outcome.reason or f"{failed_at} failed"
-        say(f"FAILED at {failed_at}: {outcome.reason}")
+        say(f"FAILED: {outcome.reason}")
     else:
         say(f"done in {outcome.seconds:.1f} s")
     return outcome

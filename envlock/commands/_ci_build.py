@@ -105,9 +105,13 @@ def _run_live(directory: Path, options: Any) -> Any:
     lock = threading.Lock()
 
     def render() -> Table:
-        grid = Table(title=f"envlock ci build {directory}", expand=False)
-        for name in ("cell", "stage", "seconds", "latest"):
-            grid.add_column(name, overflow="ellipsis", no_wrap=True)
+        grid = Table(title=f"envlock ci build {directory}", expand=True)
+        with lock:
+            width = max([len(o.cell) for o in outcomes] + [4])
+        grid.add_column("cell", no_wrap=True, min_width=width)
+        grid.add_column("stage", no_wrap=True, min_width=6)
+        grid.add_column("s", no_wrap=True, justify="right", min_width=4)
+        grid.add_column("latest", no_wrap=True, overflow="ellipsis", ratio=1)
         now = time.perf_counter()
         with lock:
             for o in outcomes:
