@@ -10,19 +10,29 @@ docker-py is imported inside the functions that use it.
 
 from __future__ import annotations
 
+import datetime
+import os
 import re
+import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
 
-PROGRESS = ("auto", "plain", "quiet")
+PROGRESS = ("auto", "plain", "steps", "quiet")
 _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
+_ARG = re.compile(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)(?:=(\S*))?", re.MULTILINE | re.IGNORECASE)
+_FROM = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.MULTILINE | re.IGNORECASE)
+_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_BUILD_ARG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 LOG_TAIL = 12
+OCI = "org.opencontainers.image."
+# build arguments whose value names an image: checked as image references
+IMAGE_ARGS = ("BASE_IMAGE", "UV_IMAGE")
 
 
 @dataclass(frozen=True)
@@ -108,12 +118,19 @@ def check_reference(value: str, what: str) -> str:
 class _StepTracker:
     """Follows the classic builder's stream: steps, cache hits, the image id."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        on_step: Callable[[dict[str, Any]], None] | None = None,
+        args: Mapping[str, str] | None = None,
+    ) -> None:
         self.steps: list[dict[str, Any]] = []
         self.log: list[str] = []
         self.image_id: str | None = None
         self.seen_from = False
+        self.args = dict(args or {})  # build arguments in force: declared defaults + given
         self._partial = ""
+        self._on_step = on_step
+        self._pending: dict[str, Any] | None = None  # a step whose cache state is not known yet
 
     def feed_text(self, text: str) -> list[str]:
         text = self._partial + text
@@ -127,11 +144,23 @@ class _StepTracker:
         if self._partial:
             self._line(self._partial)
             self._partial = ""
+        self._announce()
+
+    def _announce(self) -> None:
+        if self._pending is not None and self._on_step is not None:
+            self._on_step(self._pending)
+        self._pending = None
 
     def _line(self, line: str) -> None:
         self.log.append(line)
         m = _STEP.match(line)
+        if self._pending is not None and not m:
+            # the line after "Step N/M" says whether the engine reuses a layer
+            if line.strip() == "---> Using cache":
+                self._pending["cached"] = True
+            self._announce()
         if m:
+            self._announce()
             instruction = m.group(3).strip()
             keyword = instruction.split(None, 1)[0].upper() if instruction else ""
             is_from = keyword == "FROM"
@@ -146,6 +175,7 @@ class _StepTracker:
                     "cacheable": cacheable,
                 }
             )
+            self._pending = self.steps[-1]
             return
         if line.strip() == "---> Using cache" and self.steps:
             self.steps[-1]["cached"] = True
@@ -156,43 +186,263 @@ class _StepTracker:
     def current(self) -> dict[str, Any] | None:
         return self.steps[-1] if self.steps else None
 
+    def from_image(self, instruction: str) -> tuple[str, str | None]:
+        """The image a FROM instruction names, variables resolved, and the variable used."""
+        words = instruction.split()
+        words = [w for w in words[1:] if not w.startswith("--")]
+        name = words[0] if words else ""
+        m = _VAR.fullmatch(name)
+        variable = (m.group(1) or m.group(2)) if m else None
+        return substitute(name, self.args), variable
+
+
+def step_line(step: Mapping[str, Any], width: int = 120) -> str:
+    """One plain progress line for a build step: ``step 3/12 RUN ... (cached)``."""
+    instruction = " ".join(str(step["instruction"]).split())
+    if len(instruction) > width:
+        instruction = instruction[: width - 3] + "..."
+    return f"step {step['number']}/{step['total']} {instruction}" + (
+        " (cached)" if step.get("cached") else ""
+    )
+
+
+def substitute(text: str, args: Mapping[str, str]) -> str:
+    """``text`` with ``$NAME`` / ``${NAME}`` replaced from ``args`` (unknown names stay)."""
+
+    def one(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        return args.get(name, m.group(0))
+
+    return _VAR.sub(one, text)
+
+
+# ---------------------------------------------------------------- build arguments
+
+
+def declared_args(text: str) -> dict[str, str | None]:
+    """The ARG names a Dockerfile declares, each with the first default it is given."""
+    found: dict[str, str | None] = {}
+    for m in _ARG.finditer(text):
+        name, default = m.group(1), m.group(2)
+        if found.get(name) is None:
+            found[name] = default.strip("\"'") if default is not None else None
+    return found
+
+
+def parse_build_args(values: Sequence[str], what: str = "--build-arg") -> dict[str, str]:
+    """``K=V`` strings as a dict; UsageError (exit 2) for a malformed or repeated one."""
+    parsed: dict[str, str] = {}
+    for value in values:
+        name, sep, arg = value.partition("=")
+        if not sep or not _BUILD_ARG_NAME.match(name):
+            raise UsageError(
+                f"{what} {value!r}: expected NAME=VALUE",
+                hint=f"e.g. {what} PIP_INDEX_URL=https://mirror.example/simple",
+            )
+        if name in parsed and parsed[name] != arg:
+            raise UsageError(
+                f"{what} {name} is given twice, with different values",
+                hint=f"give {what} {name}=... once",
+            )
+        parsed[name] = arg
+    return parsed
+
+
+def check_build_args(
+    dockerfile: Path, declared: Mapping[str, Any], args: Mapping[str, str]
+) -> None:
+    """Refuse build arguments the Dockerfile does not declare, credentials, bad image names."""
+    from envlock import imageref
+    from envlock.door import bad_character, redact
+
+    names = ", ".join(sorted(declared)) or "none"
+    for name, value in args.items():
+        if name not in declared:
+            raise UsageError(
+                f"--build-arg {name}: {dockerfile} declares no such build argument "
+                f"(it declares: {names})",
+                hint="pass one of the declared arguments, or re-render the bundle with envlock",
+            )
+        bad = bad_character(value)
+        if bad:
+            raise UsageError(
+                f"--build-arg {name}: the value holds the control character {bad}",
+                hint="pass the value on one line, without control characters",
+            )
+        if redact(value) != value:
+            raise UsageError(
+                f"--build-arg {name}: the value is a URL with credentials (user:password@); "
+                "build arguments stay readable in the image history (`docker history`)",
+                hint="pass the URL without credentials and give them to pip another way: "
+                "a netrc file, or a build secret",
+            )
+        if name in IMAGE_ARGS:
+            imageref.parse(value, f"--build-arg {name}")
+
+
+# ---------------------------------------------------------------- labels
+
+
+def created_label(now: float | None = None) -> str:
+    """RFC 3339 UTC time of the build: SOURCE_DATE_EPOCH when set, else now."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is not None and epoch.strip():
+        if not epoch.strip().isdigit():
+            raise UsageError(
+                f"SOURCE_DATE_EPOCH={epoch!r} is not a number of seconds since 1970",
+                hint="set it to an integer, e.g. SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)",
+            )
+        seconds = float(int(epoch.strip()))
+    else:
+        seconds = time.time() if now is None else now
+    moment = datetime.datetime.fromtimestamp(int(seconds), tz=datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _git(directory: Path, *argv: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(directory), *argv],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out = done.stdout.strip()
+    return out if done.returncode == 0 and out else None
+
+
+def source_labels(directory: Path) -> dict[str, str]:
+    """org.opencontainers.image.source / .revision: the git repository of ``directory``,
+    else GitHub Actions' GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_SHA; else none."""
+    from envlock.door import redact
+
+    labels: dict[str, str] = {}
+    revision = _git(directory, "rev-parse", "--verify", "HEAD")
+    if revision:
+        labels[OCI + "revision"] = revision
+        remote = _git(directory, "config", "--get", "remote.origin.url")
+        if remote:
+            labels[OCI + "source"] = redact(remote)
+        return labels
+    server, repository = os.environ.get("GITHUB_SERVER_URL"), os.environ.get("GITHUB_REPOSITORY")
+    if server and repository:
+        labels[OCI + "source"] = f"{server.rstrip('/')}/{repository}"
+    sha = os.environ.get("GITHUB_SHA")
+    if sha:
+        labels[OCI + "revision"] = sha
+    return labels
+
+
+def base_labels(client: Any, base: str | None) -> dict[str, str]:
+    """.base.name, and .base.digest where the reference pins one or the local image has a
+    RepoDigest of the same repository."""
+    from envlock import imageref
+
+    if not base:
+        return {}
+    ref = imageref.match(base)
+    if ref is None:
+        return {}
+    labels = {OCI + "base.name": base}
+    digest = ref.digest
+    if digest is None:
+        try:
+            attrs = client.images.get(base).attrs or {}
+        except Exception:  # noqa: BLE001 - not local: the FROM step pulls it or says why
+            attrs = {}
+        for repo_digest in attrs.get("RepoDigests") or ():
+            known = imageref.match(str(repo_digest))
+            if known is not None and known.repository == ref.repository and known.digest:
+                digest = known.digest
+                break
+    if digest:
+        labels[OCI + "base.digest"] = digest
+    return labels
+
+
+def final_base(text: str, args: Mapping[str, str]) -> str | None:
+    """The image the last stage starts from (None when it starts from an earlier stage)."""
+    froms = _FROM.findall(text)
+    if not froms:
+        return None
+    stages = {
+        m.group(1).lower()
+        for m in re.finditer(r"^\s*FROM\s+\S+.*?\s+AS\s+(\S+)", text, re.MULTILINE | re.I)
+    }
+    name = substitute(froms[-1], args)
+    if name.lower() in stages or "$" in name or name == "scratch":
+        return None
+    return name
+
 
 def build_image(
     directory: Path,
     *,
     tag: str | None = None,
     base_image: str | None = None,
+    build_args: Mapping[str, str] | None = None,
     no_cache: bool = False,
     network: str | None = None,
     progress: str = "auto",
     client: Any = None,
     out: Callable[[str], None] | None = None,
 ) -> BuildResult:
-    """Build ``directory``'s Dockerfile with ``directory`` as the whole context."""
+    """Build ``directory``'s Dockerfile with ``directory`` as the whole context.
+
+    ``build_args`` must be declared by the Dockerfile (``ARG NAME``); ``base_image``
+    is the BASE_IMAGE build argument. OCI labels (created, source, revision,
+    base.name, base.digest) are set at build time. ``progress``: ``plain`` streams
+    the log, ``steps`` writes one line per build step, ``quiet`` nothing, ``auto``
+    the log on a terminal and step lines otherwise; all of it through ``out``
+    (default: stderr).
+    """
     from envlock import engine
 
     dockerfile = check_bundle(directory)
     if progress not in PROGRESS:
-        raise UsageError(f"--progress {progress!r}", hint="use auto, plain or quiet")
+        raise UsageError(f"--progress {progress!r}", hint="use auto, plain, steps or quiet")
     if tag is not None:
         check_reference(tag, "--tag")
-    buildargs: dict[str, str] = {}
+    text = dockerfile.read_text(encoding="utf-8", errors="replace")
+    declared = declared_args(text)
+    buildargs: dict[str, str] = dict(build_args or {})
     if base_image is not None:
         check_reference(base_image, "--base-image")
-        text = dockerfile.read_text(encoding="utf-8", errors="replace")
-        if not re.search(r"^\s*ARG\s+BASE_IMAGE\b", text, re.MULTILINE | re.IGNORECASE):
+        if "BASE_IMAGE" not in declared:
             raise UsageError(
                 f"{dockerfile}: takes no BASE_IMAGE build argument, so --base-image cannot apply",
                 hint="re-render the bundle with envlock, or drop --base-image",
             )
+        if buildargs.get("BASE_IMAGE", base_image) != base_image:
+            raise UsageError(
+                "--base-image and --build-arg BASE_IMAGE=... name different images",
+                hint="give the base image once",
+            )
         buildargs["BASE_IMAGE"] = base_image
-    show = progress == "plain" or (progress == "auto" and sys.stderr.isatty())
+    check_build_args(dockerfile, declared, buildargs)
+    in_force = {k: v for k, v in declared.items() if v is not None} | buildargs
+    labels = {OCI + "created": created_label(), **source_labels(directory)}
+    if progress == "auto":
+        progress = "plain" if sys.stderr.isatty() else "steps"
     write = out or (lambda s: (sys.stderr.write(s), sys.stderr.flush()))
 
     try:
         with engine.session("during the build", timeout=3600, client=client) as docker_client:
+            labels |= base_labels(docker_client, final_base(text, in_force))
             tracker, elapsed = _stream_build(
-                docker_client, directory, tag, no_cache, network, buildargs, show, write
+                docker_client,
+                directory,
+                tag,
+                no_cache,
+                network,
+                buildargs,
+                labels,
+                progress,
+                write,
+                in_force,
             )
             image_id = tracker.image_id or ""
             if not image_id.startswith("sha256:"):
@@ -205,7 +455,7 @@ def build_image(
             hint="make every file in the bundle folder readable, or list it in .dockerignore",
         ) from e
     attrs = image.attrs or {}
-    labels = dict(((attrs.get("Config") or {}).get("Labels")) or {})
+    image_labels = dict(((attrs.get("Config") or {}).get("Labels")) or {})
     steps = tuple(
         BuildStep(s["number"], s["instruction"], s["cached"], s["cacheable"]) for s in tracker.steps
     )
@@ -217,7 +467,7 @@ def build_image(
         log=tuple(tracker.log),
         steps=steps,
         seconds=elapsed,
-        labels=labels,
+        labels=image_labels,
         size_bytes=attrs.get("Size"),
         repo_digests=tuple(attrs.get("RepoDigests") or ()),
     )
@@ -230,15 +480,19 @@ def _stream_build(
     no_cache: bool,
     network: str | None,
     buildargs: dict[str, str],
-    show: bool,
+    labels: dict[str, str],
+    progress: str,
     write: Callable[[str], Any],
+    in_force: Mapping[str, str],
 ) -> tuple[_StepTracker, float]:
     from docker.errors import APIError
 
     from envlock.engine import engine_errors
 
     lost = (*engine_errors(), _urllib3_error())
-    tracker = _StepTracker()
+    show = progress == "plain"
+    on_step = (lambda step: write(step_line(step) + "\n")) if progress == "steps" else None
+    tracker = _StepTracker(on_step=on_step, args=in_force)
     started = time.perf_counter()
     try:
         stream = client.api.build(
@@ -249,6 +503,7 @@ def _stream_build(
             forcerm=True,
             pull=False,
             buildargs=buildargs or None,
+            labels=labels or None,
             network_mode=network,
             decode=True,
         )
@@ -282,6 +537,116 @@ def _stream_build(
     return tracker, time.perf_counter() - started
 
 
+# ---------------------------------------------------------------- push
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """A pushed tag and the manifest digest the registry answered with."""
+
+    ref: str  # "127.0.0.1:5000/envlock/tf:2.15.1"
+    digest: str  # "sha256:<64 hex>"
+
+    @property
+    def pinned(self) -> str:
+        from envlock import imageref
+
+        return f"{imageref.parse(self.ref).repository}@{self.digest}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"ref": self.ref, "digest": self.digest, "pinned": self.pinned}
+
+
+def check_push_reference(ref: str, what: str = "--tag") -> Any:
+    """The ImageRef to push: a registry host and a tag (or UsageError, exit 2)."""
+    from envlock import imageref
+
+    parsed = imageref.parse(ref, what)
+    if parsed.registry is None:
+        raise UsageError(
+            f"{what} {ref!r} names no registry host, so there is nowhere to push it",
+            hint="tag it HOST[:PORT]/NAME:TAG, e.g. --tag ghcr.io/OWNER/tf:2.15.1 "
+            "or 127.0.0.1:5000/envlock/tf:2.15.1",
+        )
+    if parsed.digest is not None:
+        raise UsageError(
+            f"{what} {ref!r} carries a digest; a push needs a tag",
+            hint="push HOST/NAME:TAG; the registry answers with the digest",
+        )
+    return parsed
+
+
+def push_image(
+    ref: str, *, client: Any = None, out: Callable[[str], None] | None = None
+) -> str:
+    """Push the local tag ``ref`` to its registry; return the manifest digest ("sha256:<hex>").
+
+    Progress (one line per layer as it finishes, then the digest) goes to ``out``.
+    A registry that refuses or cannot be reached is EnvironmentFailure (exit 3);
+    a reference without a registry host, or a tag that is not local, is UsageError.
+    """
+    from envlock import engine
+
+    parsed = check_push_reference(ref, "image")
+    tag = parsed.tag or "latest"
+    emit = out or (lambda s: None)
+    digest: str | None = None
+    doing = f"while pushing {ref}"
+    with engine.session(doing, timeout=3600, client=client, hint=_PUSH_HINT) as docker_client:
+        from docker.errors import APIError
+
+        try:
+            stream = docker_client.api.push(parsed.repository, tag=tag, stream=True, decode=True)
+            for chunk in stream:
+                if not isinstance(chunk, dict):
+                    continue
+                if "error" in chunk or "errorDetail" in chunk:
+                    detail = chunk.get("errorDetail") or {}
+                    message = str(chunk.get("error") or detail.get("message") or "unknown error")
+                    raise _push_failure(ref, parsed.registry, message.strip())
+                aux = chunk.get("aux")
+                if isinstance(aux, dict) and aux.get("Digest"):
+                    digest = str(aux["Digest"])
+                status = str(chunk.get("status") or "")
+                if status in _PUSH_DONE or status.startswith("Mounted from"):
+                    emit(f"push {chunk.get('id', '')} {status}".replace("  ", " ") + "\n")
+        except APIError as e:
+            explanation = str(getattr(e, "explanation", "") or e)
+            raise _push_failure(ref, parsed.registry, explanation) from e
+    if not digest or not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+        raise EnvironmentFailure(
+            f"the registry {parsed.registry} answered the push of {ref} without a manifest digest",
+            hint=_PUSH_HINT,
+        )
+    emit(f"pushed {parsed.repository}@{digest}\n")
+    return digest
+
+
+_PUSH_DONE = ("Pushed", "Layer already exists")
+_PUSH_HINT = "check that the registry is running and reachable from the Docker Engine"
+
+
+def _push_failure(ref: str, registry: str | None, message: str) -> EnvlockError:
+    text = message.lower()
+    if "does not exist locally" in text or "no such image" in text:
+        return UsageError(
+            f"cannot push {ref}: {message}",
+            hint="build it first with `envlock build DIR --tag " + ref + "`",
+        )
+    hint = _PUSH_HINT
+    if "http response to https client" in text or "x509" in text or "tls" in text:
+        hint = (
+            f"the registry {registry} does not speak TLS the engine trusts: serve it with TLS, or "
+            f'list it in the daemon\'s /etc/docker/daemon.json as "insecure-registries": '
+            f'["{registry}"] and restart dockerd (127.0.0.0/8 is insecure by default)'
+        )
+    elif "denied" in text or "unauthorized" in text or "authentication required" in text:
+        hint = f"log in first (`docker login {registry}`) and check that you may push there"
+    elif "connection refused" in text or "no such host" in text or "timeout" in text:
+        hint = f"nothing answers at {registry}: start the registry or fix the host name"
+    return EnvironmentFailure(f"the registry refused the push of {ref}: {message}", hint=hint)
+
+
 def _tail(lines: list[str], n: int = LOG_TAIL) -> str:
     kept = [line for line in lines if line.strip()][-n:]
     return "\n".join("  | " + line for line in kept)
@@ -304,10 +669,24 @@ def _step_failure(tracker: _StepTracker, message: str) -> EnvironmentFailure:
     )
     hint = "fix the step, or rerun with --progress plain to see the whole log"
     if step and step["instruction"].upper().startswith("FROM"):
-        hint = (
-            "the base image is neither local nor pullable here: build or load it, "
-            "or pass --base-image with a local image"
-        )
+        image, variable = tracker.from_image(step["instruction"])
+        if image != step["instruction"].split()[1]:
+            where = f"{where[:-1]}, image {image})"
+        if variable == "BASE_IMAGE":
+            hint = (
+                f"the base image {image} is neither local nor pullable here: build or load it, "
+                "or pass --base-image with a local image"
+            )
+        elif variable:
+            hint = (
+                f"the image {image} ({variable}) is neither local nor pullable here: load it, "
+                f"or pass --build-arg {variable}=REF naming a local or reachable image"
+            )
+        else:
+            hint = (
+                f"the image {image} is neither local nor pullable here: build or load it, "
+                "or change the FROM line"
+            )
     elif any(sign in line for line in tracker.log for sign in _NO_NETWORK):
         hint = (
             "a RUN step could not reach the network (names do not resolve or no route): "

@@ -20,6 +20,17 @@ from envlock.cli import main
 
 TAG = "envlock-test/h5-build:1"
 DEAD_SOCKET = "unix:///nonexistent/envlock-test-docker.sock"
+EPOCH = "1700000000"  # 2023-11-14T22:13:20Z
+CREATED = "2023-11-14T22:13:20Z"
+GITHUB_VARS = ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_SHA")
+
+
+@pytest.fixture(autouse=True)
+def reproducible(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Builds here are reproducible (a fixed created label) and not on GitHub Actions."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    for name in GITHUB_VARS:
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -87,15 +98,17 @@ def test_build_context_labels_and_a_fully_cached_rebuild(
     assert first["tags"] == [TAG]
     assert first["labels"]["io.envlock.framework"] == "none"
     assert first["labels"]["org.opencontainers.image.base.name"] == base_image
-    assert [s["instruction"].split()[0] for s in first["steps"]] == [
-        "ARG",
-        "FROM",
-        "ARG",
-        "LABEL",
-        "COPY",
-        "RUN",
+    assert first["labels"]["org.opencontainers.image.created"] == CREATED
+    # the build-time labels come last, one step each, in the order of their names
+    assert [s["instruction"] for s in first["steps"]][3:] == [
+        'LABEL io.envlock.framework="none" org.opencontainers.image.base.name="${BASE_IMAGE}"',
+        "COPY . /ctx/",
+        "RUN ls -A /ctx > /ctx.list",
+        f"LABEL org.opencontainers.image.base.name={base_image}",
+        f"LABEL org.opencontainers.image.created={CREATED}",
     ]
-    assert first["cacheable_steps"] == 4 and first["cached_steps"] == 0
+    assert [s["instruction"].split()[0] for s in first["steps"]][:3] == ["ARG", "FROM", "ARG"]
+    assert first["cacheable_steps"] == 6 and first["cached_steps"] == 0
     listing = docker_client.containers.run(
         first["image_id"], ["cat", "/ctx.list"], remove=True, network_mode="none"
     )
@@ -106,14 +119,15 @@ def test_build_context_labels_and_a_fully_cached_rebuild(
     assert code == 0
     assert again["image_id"] == first["image_id"]
     assert again["fully_cached"] is True
-    assert again["cached_steps"] == again["cacheable_steps"] == 4
+    assert again["cached_steps"] == again["cacheable_steps"] == 6
     assert again["seconds"] <= 5.0
     assert "---> Using cache" in "\n".join(again["log_tail"])
 
     (bundle / "kept.txt").write_text("changed\n")
     result = build_image(bundle, tag=TAG, network="host", progress="quiet")
     assert not result.fully_cached
-    assert [s.cached for s in result.steps if s.cacheable] == [True, True, False, False]
+    cached = [s.cached for s in result.steps if s.cacheable]
+    assert cached == [True, True, False, False, False, False]
 
 
 @pytest.mark.docker
@@ -150,7 +164,7 @@ def test_a_failing_run_step_exits_3_with_the_step_and_its_log(
     code = main(["build", str(bundle), "--network", "host", "--no-cache"])
     err = capsys.readouterr().err
     assert code == 3
-    assert "the build failed at step 3/4 (RUN echo about to fail && echo really && exit 7)" in err
+    assert "the build failed at step 3/6 (RUN echo about to fail && echo really && exit 7)" in err
     assert "returned a non-zero code: 7" in err
     assert "  | about to fail\n  | really\n" in err
     assert "never" not in err
@@ -175,7 +189,7 @@ def test_a_step_without_network_says_to_use_network_host(
     code = main(["build", str(bundle), "--network", "none", "--no-cache"])
     err = capsys.readouterr().err
     assert code == 3
-    assert "the build failed at step 2/2" in err
+    assert "the build failed at step 2/4" in err
     assert "socket.gaierror" in err
     assert "hint: a RUN step could not reach the network" in err
     assert "rerun with --network host" in err
@@ -190,8 +204,8 @@ def test_a_missing_base_image_names_the_from_step(
     code = main(["build", str(bundle)])
     err = capsys.readouterr().err
     assert code == 3
-    assert "step 1/2 (FROM envlock-test/does-not-exist:0)" in err
-    assert "pass --base-image with a local image" in err
+    assert "step 1/4 (FROM envlock-test/does-not-exist:0)" in err
+    assert "hint: the image envlock-test/does-not-exist:0 is neither local nor pullable" in err
 
 
 def test_an_unreachable_daemon_exits_3_saying_how_to_start_one(

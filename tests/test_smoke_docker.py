@@ -30,6 +30,14 @@ TF_TAG = "envlock-test/h5-smoke-tf:2.15"
 CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _reproducible_builds() -> Iterator[None]:
+    """A fixed created label (envlock build sets it): the rebuild below stays cached."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SOURCE_DATE_EPOCH", "1700000000")
+        yield
+
+
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     import docker

@@ -1,0 +1,1 @@
+"""envlock ci: matrix expansion, bake files, parallel builds of the cells, ci init."""

@@ -1,0 +1,424 @@
+"""Build, push, smoke-test and sign every cell of a ``ci lock`` folder.
+
+A cell is a direct subfolder of DIR with a Dockerfile; its folder name is the
+cell id and the image tag (``REPO:<cell-id>`` when pushing, else
+``envlock-ci:<cell-id>``). Cells run in a thread pool of ``jobs`` workers
+(docker-py calls block); a cell that fails is recorded with its reason and the
+others go on. Progress goes to a ``Progress`` sink: plain lines
+(``[cell] build step 3/12 ...``) or a live table on a terminal. The summary is
+returned and written to DIR/summary.json.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from envlock.errors import EnvlockError, UsageError
+
+SCHEMA = "envlock.ci-build/v1"
+LOCAL_REPOSITORY = "envlock-ci"
+REPORT_NAME = "report.intoto.json"  # beside the bundle's files, as `smoke --sign -o` suggests
+SMOKE_NAME = "smoke.json"
+SUMMARY_NAME = "summary.json"
+_CELL_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")  # a valid image tag
+
+
+@dataclass(frozen=True)
+class CiBuildOptions:
+    jobs: int = 1
+    push: str | None = None  # a repository with its registry host, no tag
+    sign: Path | None = None  # private key
+    base_image: str | None = None
+    build_args: Mapping[str, str] = field(default_factory=dict)
+    allow_cpu: bool = False
+    network: str | None = None
+    gpus: str = "all"
+    smoke_timeout: float = 3600
+
+
+@dataclass
+class CellOutcome:
+    """What happened to one cell; ``stage`` is where it is (or where it failed)."""
+
+    cell: str
+    folder: Path
+    tag: str
+    stage: str = "queued"  # queued, build, push, smoke, sign, done, failed
+    build: str = "-"  # ok, cached, failed, -
+    image_id: str | None = None
+    steps: str = ""  # "12/14 cached"
+    digest: str | None = None
+    pinned: str | None = None
+    smoke: str | None = None  # PASSED, WARNED, FAILED
+    report: str | None = None  # path relative to DIR
+    seconds: float = 0.0
+    reason: str | None = None  # short: for the summary table
+    error: str | None = None  # the whole message (with a failed build's last log lines)
+    detail: str = ""  # the latest progress line, for the live table
+    started: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.stage == "done"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cell": self.cell,
+            "ok": self.ok,
+            "stage": self.stage,
+            "tag": self.tag,
+            "build": self.build,
+            "image_id": self.image_id,
+            "steps": self.steps,
+            "digest": self.digest,
+            "pinned": self.pinned,
+            "smoke": self.smoke,
+            "report": self.report,
+            "seconds": round(self.seconds, 1),
+            "reason": self.reason,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class CiBuildSummary:
+    directory: Path
+    repository: str | None
+    cells: tuple[CellOutcome, ...]
+    seconds: float
+    jobs: int
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.cells)
+
+    @property
+    def failed(self) -> tuple[CellOutcome, ...]:
+        return tuple(c for c in self.cells if not c.ok)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "directory": str(self.directory),
+            "repository": self.repository,
+            "jobs": self.jobs,
+            "ok": self.ok,
+            "failed": [c.cell for c in self.failed],
+            "seconds": round(self.seconds, 1),
+            "cells": [c.to_dict() for c in self.cells],
+        }
+
+
+class Progress(Protocol):
+    def update(self, outcome: CellOutcome, line: str | None = None) -> None: ...
+
+
+class PlainProgress:
+    """One line per event on a stream: ``[cell-id] build step 3/12 RUN ...``."""
+
+    def __init__(self, write: Callable[[str], Any] | None = None) -> None:
+        self._write = write or _stderr
+        self._lock = threading.Lock()
+
+    def update(self, outcome: CellOutcome, line: str | None = None) -> None:
+        if line:
+            with self._lock:
+                self._write(f"[{outcome.cell}] {line}\n")
+
+
+def _stderr(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
+
+
+# ---------------------------------------------------------------- input
+
+
+def find_cells(directory: Path) -> list[tuple[str, Path]]:
+    """(cell id, folder) of every direct subfolder with a Dockerfile, sorted; UsageError if none."""
+    if not directory.is_dir():
+        raise UsageError(
+            f"{directory}: no such folder"
+            if not directory.exists()
+            else f"{directory}: not a folder",
+            hint="pass the folder `envlock ci lock SPEC -o DIR` wrote",
+        )
+    cells = sorted(
+        (p.name, p) for p in directory.iterdir() if p.is_dir() and (p / "Dockerfile").is_file()
+    )
+    if not cells:
+        raise UsageError(
+            f"{directory}: no cells (no subfolder with a Dockerfile)",
+            hint="write one bundle per cell with `envlock ci lock SPEC -o DIR`",
+        )
+    for name, _ in cells:
+        if not _CELL_ID.match(name):
+            raise UsageError(
+                f"{directory / name}: the folder name {name!r} cannot be an image tag",
+                hint="name cell folders with letters, digits, '_', '.' and '-' (128 at most)",
+            )
+    return cells
+
+
+def check_repository(value: str) -> str:
+    """--push REPO: a repository with a registry host, without tag or digest."""
+    from envlock import imageref
+
+    ref = imageref.parse(value, "--push")
+    if ref.registry is None or ref.tag or ref.digest:
+        raise UsageError(
+            f"--push {value!r}: give a repository with its registry host and no tag "
+            "(each cell is pushed as REPO:<cell-id>)",
+            hint="e.g. --push ghcr.io/OWNER/tf or --push 127.0.0.1:5000/team/tf",
+        )
+    return ref.repository
+
+
+def cell_tag(repository: str | None, cell: str) -> str:
+    return f"{repository or LOCAL_REPOSITORY}:{cell}"
+
+
+def check_cell(folder: Path, options: CiBuildOptions) -> None:
+    """The checks `envlock build` makes before it contacts the engine, for one cell."""
+    from envlock.build import check_build_args, check_reference, declared_args
+
+    dockerfile = folder / "Dockerfile"
+    declared = declared_args(dockerfile.read_text(encoding="utf-8", errors="replace"))
+    args = dict(options.build_args)
+    if options.base_image is not None:
+        check_reference(options.base_image, "--base-image")
+        if "BASE_IMAGE" not in declared:
+            raise UsageError(
+                f"{dockerfile}: takes no BASE_IMAGE build argument, so --base-image cannot apply",
+                hint="re-render the cell with envlock, or drop --base-image",
+            )
+        args["BASE_IMAGE"] = options.base_image
+    check_build_args(dockerfile, declared, args)
+
+
+# ---------------------------------------------------------------- the run
+
+
+def sign_cell_report(
+    result: dict[str, Any], key: Path, folder: Path, outcome: CellOutcome
+) -> dict[str, Any]:
+    """The signed report of one cell's smoke result (a DSSE envelope).
+
+    The one place that decides the report's subject: today the local image id
+    named by its tag (what ``report.sign_result`` takes); once reports name
+    REPO@sha256:<manifest digest>, switch it here (``outcome.pinned``).
+    """
+    from envlock.report import sign_result
+
+    lock_dir = folder if (folder / "pylock.toml").is_file() else None
+    return sign_result(
+        result, key, lock_dir=lock_dir, image_id=outcome.image_id, image_name=outcome.tag
+    )
+
+
+_BUILD_FAILED = re.compile(r"^the build failed at step (\d+/\d+) \((.*)\): (.*)$")
+_EXIT_CODE = re.compile(r"returned a non-zero code: (\d+)")
+
+
+def short_reason(error: BaseException) -> str:
+    """One short line for the summary table: for a failed step, which step and how."""
+    lines = str(error).strip().splitlines()
+    first = lines[0] if lines else type(error).__name__
+    m = _BUILD_FAILED.match(first)
+    if m:
+        step, instruction, message = m.groups()
+        if len(instruction) > 40:
+            instruction = instruction[:37] + "..."
+        code = _EXIT_CODE.search(message)
+        message = f"exit code {code.group(1)}" if code else message
+        first = f"step {step} {instruction}: {message}"
+    return first[:200]
+
+
+def _smoke_reason(result: Mapping[str, Any]) -> str:
+    failed = [c for c in result.get("checks", []) if c.get("status") == "FAIL"]
+    if not failed:
+        return f"smoke {result.get('status')}"
+    first = failed[0]
+    return f"smoke FAILED: {first.get('name')}: {str(first.get('reason', ''))[:200]}"
+
+
+def run_cell(
+    cell: str, folder: Path, options: CiBuildOptions, outcome: CellOutcome, progress: Progress
+) -> CellOutcome:
+    """Build, push, smoke-test and sign one cell; failures are recorded, never raised."""
+    from envlock.build import build_image, push_image
+
+    started = time.perf_counter()
+    outcome.started = started
+
+    def say(line: str) -> None:
+        outcome.detail = line
+        progress.update(outcome, line)
+
+    try:
+        outcome.stage = "build"
+        say("build started")
+        result = build_image(
+            folder,
+            tag=outcome.tag,
+            base_image=options.base_image,
+            build_args=options.build_args,
+            network=options.network,
+            progress="steps",
+            out=lambda s: say("build " + s.rstrip("\n")),
+        )
+        outcome.image_id = result.image_id
+        outcome.build = "cached" if result.fully_cached else "ok"
+        outcome.steps = f"{result.cached_steps}/{result.cacheable_steps} cached"
+        say(f"built {result.image_id[:19]} ({outcome.steps}, {result.seconds:.1f} s)")
+        if options.push:
+            outcome.stage = "push"
+            outcome.digest = push_image(
+                outcome.tag, out=lambda s: say(s.rstrip("\n")) if s.startswith("pushed") else None
+            )
+            outcome.pinned = f"{options.push}@{outcome.digest}"
+        outcome.stage = "smoke"
+        say("smoke started")
+        from envlock.fsutil import atomic_write
+        from envlock.smoke import runner
+
+        smoke = runner.run_in_image(
+            outcome.tag,
+            gpus=options.gpus,
+            allow_cpu=options.allow_cpu,
+            timeout=options.smoke_timeout,
+        )
+        outcome.smoke = str(smoke.get("status"))
+        atomic_write(folder / SMOKE_NAME, json.dumps(smoke, indent=2) + "\n")
+        say(f"smoke {outcome.smoke}")
+        if options.sign is not None:
+            outcome.stage = "sign"
+            from envlock.report import envelope_bytes
+
+            envelope = sign_cell_report(smoke, options.sign, folder, outcome)
+            atomic_write(folder / REPORT_NAME, envelope_bytes(envelope))
+            outcome.report = f"{cell}/{REPORT_NAME}"
+            say(f"signed {outcome.report}")
+        if runner.exit_code_for(smoke) != 0:
+            outcome.stage = "smoke"
+            raise _CellFailed(_smoke_reason(smoke))
+        outcome.stage = "done"
+    except _CellFailed as e:
+        outcome.reason = str(e)
+    except EnvlockError as e:
+        outcome.reason = f"{outcome.stage}: {short_reason(e)}"
+        outcome.error = str(e) + (f"\nhint: {e.hint}" if e.hint else "")
+        if outcome.stage == "build":
+            outcome.build = "failed"
+    except Exception as e:  # noqa: BLE001 - one cell's surprise must not stop the others
+        outcome.reason = f"{outcome.stage}: {type(e).__name__}: {short_reason(e)}"
+        outcome.error = f"{type(e).__name__}: {e}"
+        if outcome.stage == "build":
+            outcome.build = "failed"
+    outcome.seconds = time.perf_counter() - started
+    if not outcome.ok:
+        failed_at, outcome.stage = outcome.stage, "failed"
+        outcome.reason = outcome.reason or f"{failed_at} failed"
+        say(f"FAILED: {outcome.reason}")
+    else:
+        say(f"done in {outcome.seconds:.1f} s")
+    return outcome
+
+
+class _CellFailed(Exception):
+    """A cell's check failed (its smoke run); the reason is the message."""
+
+
+def build_cells(
+    directory: Path,
+    options: CiBuildOptions,
+    *,
+    progress: Progress | None = None,
+    outcomes: list[CellOutcome] | None = None,
+) -> CiBuildSummary:
+    """Run every cell of ``directory``; write DIR/summary.json; return the summary.
+
+    Bad input (no cells, a bad --push, a build argument a cell's Dockerfile does
+    not declare) raises UsageError before anything is built; an engine that
+    cannot be reached raises EnvironmentFailure. A cell that fails is recorded.
+    ``outcomes``, when given, is filled with the cells' live outcomes before the
+    run starts (a live view reads them).
+    """
+    from envlock import engine
+
+    if options.jobs < 1:
+        raise UsageError(f"--jobs {options.jobs}: must be at least 1", hint="--jobs 2")
+    cells = find_cells(directory)
+    repository = check_repository(options.push) if options.push else None
+    options = _with_repository(options, repository)
+    for _, folder in cells:
+        check_cell(folder, options)
+    if options.sign is not None:
+        from envlock.report.keys import load_private
+
+        load_private(options.sign)  # a bad key is exit 2 before the first build
+    engine.connect(timeout=30).close()  # exit 3 now if the engine is not there
+    sink: Progress = progress or PlainProgress()
+    made = [CellOutcome(cell, folder, cell_tag(repository, cell)) for cell, folder in cells]
+    if outcomes is not None:
+        outcomes.extend(made)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=options.jobs, thread_name_prefix="envlock-ci") as pool:
+        futures = [pool.submit(run_cell, o.cell, o.folder, options, o, sink) for o in made]
+        for future in futures:
+            future.result()
+    summary = CiBuildSummary(
+        directory=directory,
+        repository=repository,
+        cells=tuple(made),
+        seconds=time.perf_counter() - started,
+        jobs=options.jobs,
+    )
+    write_summary(summary)
+    return summary
+
+
+def _with_repository(options: CiBuildOptions, repository: str | None) -> CiBuildOptions:
+    from dataclasses import replace
+
+    return replace(options, push=repository)
+
+
+def write_summary(summary: CiBuildSummary) -> Path:
+    from envlock.fsutil import atomic_write
+
+    path = summary.directory / SUMMARY_NAME
+    atomic_write(path, json.dumps(summary.to_dict(), indent=2) + "\n")
+    return path
+
+
+def summary_rows(summary: CiBuildSummary) -> list[list[str]]:
+    """The summary table's rows: cell, build, push digest, smoke, report, seconds, reason."""
+    rows = []
+    for c in summary.cells:
+        digest = c.digest[:19] + "..." if c.digest else "-"
+        rows.append(
+            [
+                c.cell,
+                c.build,
+                digest,
+                c.smoke or "-",
+                c.report or "-",
+                f"{c.seconds:.1f}",
+                (c.reason or "")[:100],
+            ]
+        )
+    return rows
+
+
+SUMMARY_HEADERS = ("cell", "build", "push digest", "smoke", "report", "seconds", "reason")

@@ -1,0 +1,307 @@
+"""envlock ci build: every cell of a folder built, pushed, smoke-tested and signed.
+
+The cells are small bundles over the local base image: a fake TensorFlow module
+(enough of its API for the harness: version, build info, no GPU, a matmul) so
+the smoke run passes as WARNED with --allow-cpu, and a pylock.toml the report
+pins. One cell fails on purpose (a RUN step that exits 1). Pushes go to the
+real registry on 127.0.0.1:5000 (tests/docker/setup.sh).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from report_support import make_keys
+
+from envlock.ci.build import (
+    CellOutcome,
+    CiBuildOptions,
+    PlainProgress,
+    build_cells,
+    cell_tag,
+    check_repository,
+    find_cells,
+)
+from envlock.cli import main
+from envlock.errors import UsageError
+
+REGISTRY = "127.0.0.1:5000"
+REPO = f"{REGISTRY}/envlock-push-ci"
+DEAD_SOCKET = "unix:///nonexistent/envlock-test-docker.sock"
+SITE = "/usr/lib/python3/dist-packages/tensorflow/__init__.py"
+
+FAKE_TF = """
+import contextlib
+__version__ = "2.15.1"
+float32 = float16 = bfloat16 = "dtype"
+class _T:
+    def __getitem__(self, index):
+        return self
+    def numpy(self):
+        return {(0, 0): 0.0}
+def device(name):
+    return contextlib.nullcontext()
+def cast(value, dtype):
+    return _T()
+def matmul(a, b):
+    return _T()
+class random:
+    @staticmethod
+    def normal(shape, **kwargs):
+        return _T()
+class sysconfig:
+    @staticmethod
+    def get_build_info():
+        return {"cuda_version": "12.2", "cudnn_version": "8", "is_cuda_build": True}
+class _Experimental:
+    @staticmethod
+    def set_memory_growth(device, enabled):
+        pass
+    @staticmethod
+    def tensor_float_32_execution_enabled():
+        return True
+class config:
+    experimental = _Experimental
+    @staticmethod
+    def list_physical_devices(kind):
+        return []
+"""
+
+
+def make_cell(root: Path, name: str, base_image: str, *, fail: bool = False) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    run = "RUN echo this cell fails on purpose && exit 1\n" if fail else ""
+    (folder / "Dockerfile").write_text(
+        f"ARG BASE_IMAGE={base_image}\n"
+        "FROM ${BASE_IMAGE}\n"
+        f"COPY tf.py {SITE}\n"
+        f"{run}"
+        f'LABEL io.envlock.framework="tensorflow" io.envlock.cell="{name}"\n'
+    )
+    (folder / "tf.py").write_text(FAKE_TF)
+    (folder / "pylock.toml").write_text(f'lock-version = "1.0"\n# cell {name}\n')
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def reproducible(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    for name in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_SHA"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def docker_client() -> Iterator[Any]:
+    import docker
+
+    client = docker.from_env(timeout=300)
+    yield client
+    client.close()
+
+
+# ---------------------------------------------------------------- no engine needed
+
+
+def test_cells_are_the_subfolders_with_a_dockerfile(tmp_path: Path) -> None:
+    (tmp_path / "b-cell").mkdir()
+    (tmp_path / "b-cell" / "Dockerfile").write_text("FROM scratch\n")
+    (tmp_path / "a.cell_1").mkdir()
+    (tmp_path / "a.cell_1" / "Dockerfile").write_text("FROM scratch\n")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "Dockerfile").write_text("FROM scratch\n")  # DIR itself is no cell
+    (tmp_path / "summary.json").write_text("{}")
+    assert [c for c, _ in find_cells(tmp_path)] == ["a.cell_1", "b-cell"]
+    assert cell_tag(None, "a.cell_1") == "envlock-ci:a.cell_1"
+    assert cell_tag("127.0.0.1:5000/t/tf", "b-cell") == "127.0.0.1:5000/t/tf:b-cell"
+
+
+def test_repository_checks() -> None:
+    assert check_repository("ghcr.io/owner/tf") == "ghcr.io/owner/tf"
+    for bad in ("owner/tf", "ghcr.io/owner/tf:1", "Not A Repo", f"ghcr.io/o/tf@sha256:{'a' * 64}"):
+        with pytest.raises(UsageError):
+            check_repository(bad)
+
+
+def _cells(tmp_path: Path, names: tuple[str, ...] = ("one",)) -> Path:
+    root = tmp_path / "cells"
+    for name in names:
+        make_cell(root, name, "envlock-test/bookworm-python:1")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("setup", "extra", "words"),
+    [
+        ("empty", [], "no cells (no subfolder with a Dockerfile)"),
+        ("missing", [], "no such folder"),
+        ("cells", ["--push", "owner/tf"], "give a repository with its registry host"),
+        ("cells", ["--push", f"{REGISTRY}/x:1"], "and no tag"),
+        ("cells", ["--build-arg", "NOPE"], "expected NAME=VALUE"),
+        ("cells", ["--build-arg", "HTTP_PROXY=x"], "declares no such build argument"),
+        (
+            "cells",
+            ["--build-arg", "BASE_IMAGE=https://u:p@example.invalid/x"],
+            "URL with credentials",
+        ),
+        ("cells", ["--jobs", "0"], "--jobs 0: must be at least 1"),
+        ("cells", ["--sign", "/nonexistent/key.pem"], "/nonexistent/key.pem"),
+        ("badname", [], "cannot be an image tag"),
+    ],
+)
+def test_bad_input_exits_2_before_the_engine(
+    tmp_path: Path,
+    setup: str,
+    extra: list[str],
+    words: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", DEAD_SOCKET)  # never reached
+    root = tmp_path / "cells"
+    if setup == "empty":
+        root.mkdir()
+        (root / "notes").mkdir()
+    elif setup == "cells":
+        root = _cells(tmp_path)
+    elif setup == "badname":
+        make_cell(root, "bad name", "envlock-test/bookworm-python:1")
+    assert main(["ci", "build", str(root), *extra]) == 2
+    err = capsys.readouterr().err
+    assert words in err
+    assert "Traceback" not in err
+    assert not (root / "summary.json").exists()
+
+
+def test_no_engine_is_exit_3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", DEAD_SOCKET)
+    root = _cells(tmp_path)
+    assert main(["ci", "build", str(root)]) == 3
+    err = capsys.readouterr().err
+    assert f"cannot reach the Docker Engine at {DEAD_SOCKET}" in err
+    assert not (root / "summary.json").exists()
+
+
+# ---------------------------------------------------------------- the engine and the registry
+
+
+@pytest.mark.docker
+def test_two_cells_one_fails_pushed_smoked_signed_and_pulled_back_by_digest(
+    tmp_path: Path,
+    base_image: str,
+    docker_client: Any,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = tmp_path / "cells"
+    good = make_cell(root, f"good-{time.time_ns()}", base_image)
+    make_cell(root, "broken", base_image, fail=True)
+    priv, pub = make_keys(tmp_path)
+    good_tag = f"{REPO}:{good.name}"
+    try:
+        code = main(
+            ["ci", "build", str(root), "--jobs", "2", "--push", REPO, "--sign", str(priv)]
+            + ["--allow-cpu", "--network", "none"]
+        )
+        captured = capsys.readouterr()
+        assert code == 1, captured.err
+
+        # the summary on disk
+        summary = json.loads((root / "summary.json").read_text())
+        assert summary["schema"] == "envlock.ci-build/v1"
+        assert summary["repository"] == REPO and summary["jobs"] == 2
+        assert summary["ok"] is False and summary["failed"] == ["broken"]
+        cells = {c["cell"]: c for c in summary["cells"]}
+        assert list(cells) == ["broken", good.name]
+        bad, ok = cells["broken"], cells[good.name]
+        assert bad["ok"] is False and bad["stage"] == "failed" and bad["build"] == "failed"
+        assert bad["reason"] == (
+            "build: step 4/7 RUN echo this cell fails on purpose &...: exit code 1"
+        )
+        assert bad["error"].startswith("the build failed at step 4/7 (RUN echo this cell")
+        assert "  | this cell fails on purpose" in bad["error"]
+        assert bad["digest"] is None and bad["smoke"] is None and bad["report"] is None
+        assert ok["ok"] is True and ok["stage"] == "done" and ok["build"] in ("ok", "cached")
+        assert ok["tag"] == good_tag
+        digest = ok["digest"]
+        assert digest.startswith("sha256:") and ok["pinned"] == f"{REPO}@{digest}"
+        assert ok["smoke"] == "WARNED" and ok["reason"] is None and ok["error"] is None
+        assert ok["report"] == f"{good.name}/report.intoto.json"
+        assert (good / "report.intoto.json").is_file() and (good / "smoke.json").is_file()
+        assert not (root / "broken" / "report.intoto.json").exists()
+
+        # the summary table on stdout, plain progress lines on stderr
+        out = captured.out.splitlines()
+        assert out[0].split() == [
+            "cell", "build", "push", "digest", "smoke", "report", "seconds", "reason",
+        ]  # fmt: skip
+        assert out[2].split()[:5] == ["broken", "failed", "-", "-", "-"]
+        assert out[2].endswith(bad["reason"])
+        assert out[3].startswith(good.name) and digest[:19] in out[3] and "WARNED" in out[3]
+        assert "2 cells, 1 ok, 1 failed" in captured.out
+        assert f"pushed {REPO}@{digest}" in captured.out
+        err = captured.err
+        assert f"[{good.name}] build step 1/" in err
+        assert f"[{good.name}] pushed {REPO}@{digest}" in err
+        assert f"[{good.name}] smoke WARNED" in err
+        assert f"[{good.name}] signed {good.name}/report.intoto.json" in err
+        assert f"[broken] FAILED: {bad['reason']}" in err
+        assert "[broken] build step 4/7 RUN echo this cell fails on purpose && exit 1\n" in err
+
+        # removed here, pulled back by digest: the same image, and the report verifies
+        image_id = ok["image_id"]
+        docker_client.images.remove(good_tag)
+        with pytest.raises(Exception):  # noqa: B017, PT011 - docker's ImageNotFound
+            docker_client.images.get(image_id)
+        pulled = docker_client.images.pull(f"{REPO}@{digest}")
+        assert pulled.id == image_id
+        code = main(
+            ["verify", str(good / "report.intoto.json"), "--key", str(pub)]
+            + ["--image", f"{REPO}@{digest}", "--lock", str(good)]
+        )
+        verdict = capsys.readouterr()
+        assert code == 0, verdict.err
+    finally:
+        for ref in (good_tag, f"{REPO}@sha256:x", "envlock-ci:broken"):
+            with contextlib.suppress(Exception):
+                docker_client.images.remove(ref, force=True)
+        with contextlib.suppress(Exception):
+            for image in docker_client.images.list(name=REPO):
+                docker_client.images.remove(image.id, force=True)
+
+
+@pytest.mark.docker
+def test_local_tags_without_push_and_a_smoke_failure_without_allow_cpu(
+    tmp_path: Path, base_image: str, docker_client: Any
+) -> None:
+    root = tmp_path / "cells"
+    make_cell(root, "cpu-only", base_image)
+    lines: list[str] = []
+    outcomes: list[CellOutcome] = []
+    try:
+        summary = build_cells(
+            root,
+            CiBuildOptions(network="none"),
+            progress=PlainProgress(lines.append),
+            outcomes=outcomes,
+        )
+        assert not summary.ok
+        (cell,) = summary.cells
+        assert outcomes == [cell]
+        assert cell.tag == "envlock-ci:cpu-only" and cell.digest is None
+        assert cell.build in ("ok", "cached") and cell.smoke == "FAILED"
+        assert cell.reason is not None and cell.reason.startswith("smoke FAILED: ")
+        assert "[cpu-only] smoke FAILED\n" in lines
+        assert docker_client.images.get("envlock-ci:cpu-only").id == cell.image_id
+        doc = json.loads((root / "summary.json").read_text())
+        assert doc["cells"][0]["smoke"] == "FAILED" and doc["cells"][0]["stage"] == "failed"
+    finally:
+        with contextlib.suppress(Exception):
+            docker_client.images.remove("envlock-ci:cpu-only", force=True)
