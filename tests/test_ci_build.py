@@ -268,6 +268,19 @@ def test_two_cells_one_fails_pushed_smoked_signed_and_pulled_back_by_digest(
         )
         verdict = capsys.readouterr()
         assert code == 0, verdict.err
+
+        # the report names the pushed manifest, and the registry holds it as cosign lays it out
+        from envlock import registry
+        from envlock.report import dsse
+
+        report = (good / "report.intoto.json").read_bytes()
+        doc = json.loads(dsse.parse_envelope(report).payload)
+        assert doc["subject"] == [{"name": REPO, "digest": {"sha256": digest[7:]}}]
+        assert doc["predicate"]["envlock"]["subject_kind"] == "image-manifest"
+        assert ok["attached"] == f"{REPO}:sha256-{digest[7:]}.att"
+        assert f"[{good.name}] attached the report as {ok['attached']}" in err
+        assert registry.fetch_attestations(f"{REPO}@{digest}") == [report]
+        assert cells["broken"]["attached"] is None
     finally:
         for ref in (good_tag, f"{REPO}@sha256:x", "envlock-ci:broken"):
             with contextlib.suppress(Exception):

@@ -60,6 +60,7 @@ class CellOutcome:
     pinned: str | None = None
     smoke: str | None = None  # PASSED, WARNED, FAILED
     report: str | None = None  # path relative to DIR
+    attached: str | None = None  # REPO:sha256-<hex>.att, when the registry took the report
     seconds: float = 0.0
     reason: str | None = None  # short: for the summary table
     error: str | None = None  # the whole message (with a failed build's last log lines)
@@ -83,6 +84,7 @@ class CellOutcome:
             "pinned": self.pinned,
             "smoke": self.smoke,
             "report": self.report,
+            "attached": self.attached,
             "seconds": round(self.seconds, 1),
             "reason": self.reason,
             "error": self.error,
@@ -213,16 +215,32 @@ def sign_cell_report(
 ) -> dict[str, Any]:
     """The signed report of one cell's smoke result (a DSSE envelope).
 
-    The one place that decides the report's subject: today the local image id
-    named by its tag (what ``report.sign_result`` takes); once reports name
-    REPO@sha256:<manifest digest>, switch it here (``outcome.pinned``).
+    The one place that decides the report's subject: a pushed cell's report
+    names REPO@sha256:<manifest digest> (it verifies on any machine, and a
+    cached rebuild does not invalidate it); a local one the image id, named by
+    its tag.
     """
     from envlock.report import sign_result
 
     lock_dir = folder if (folder / "pylock.toml").is_file() else None
+    if outcome.pinned:
+        return sign_result(result, key, lock_dir=lock_dir, image_id=None, image_ref=outcome.pinned)
     return sign_result(
         result, key, lock_dir=lock_dir, image_id=outcome.image_id, image_name=outcome.tag
     )
+
+
+def _attach(report: bytes, outcome: CellOutcome, say: Callable[[str], None]) -> None:
+    """Attach the report to the pushed image (cosign's layout); a registry that
+    refuses is noted, not a failed cell: the report file is the record."""
+    from envlock.report.attach import attach_report
+
+    try:
+        outcome.attached = attach_report(report, str(outcome.pinned), where=str(outcome.report))
+        say(f"attached the report as {outcome.attached}")
+    except EnvlockError as e:
+        outcome.attached = None
+        say(f"report not attached to the registry: {short_reason(e)}")
 
 
 _BUILD_FAILED = re.compile(r"^the build failed at step (\d+/\d+) \((.*)\): (.*)$")
@@ -293,7 +311,7 @@ def run_cell(
         from envlock.smoke import runner
 
         smoke = runner.run_in_image(
-            outcome.tag,
+            outcome.pinned or outcome.tag,  # a pushed cell runs, and is reported, by digest
             gpus=options.gpus,
             allow_cpu=options.allow_cpu,
             timeout=options.smoke_timeout,
@@ -306,9 +324,12 @@ def run_cell(
             from envlock.report import envelope_bytes
 
             envelope = sign_cell_report(smoke, options.sign, folder, outcome)
-            atomic_write(folder / REPORT_NAME, envelope_bytes(envelope))
+            report = envelope_bytes(envelope)
+            atomic_write(folder / REPORT_NAME, report)
             outcome.report = f"{cell}/{REPORT_NAME}"
             say(f"signed {outcome.report}")
+            if outcome.pinned:
+                _attach(report, outcome, say)
         if runner.exit_code_for(smoke) != 0:
             outcome.stage = "smoke"
             raise _CellFailed(_smoke_reason(smoke))
