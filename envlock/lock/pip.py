@@ -257,18 +257,18 @@ def dependency_graph(
             asked.setdefault(canonicalize_name(r.name), set()).update(r.extras)
     env = target.marker_environment()
     out: dict[str, tuple[str, ...]] = {}
-    for name, parsed in reqs.items():
+    for parent, parsed in reqs.items():
         kids = set()
         for r in parsed:
             dep = canonicalize_name(r.name)
-            if dep not in names or dep == name:
+            if dep not in names or dep == parent:
                 continue
-            extras = [""] + sorted(asked.get(name, ()))
+            extras = [""] + sorted(asked.get(parent, ()))
             if r.marker is None or any(
                 r.marker.evaluate({**env, "extra": e}) for e in extras
             ):
                 kids.add(dep)
-        out[name] = tuple(sorted(kids))
+        out[parent] = tuple(sorted(kids))
     return out
 
 
