@@ -110,7 +110,13 @@ class UploadedBefore(Stage):
     def explain(self, blocked: Sequence[TFRelease], nearest: str | None) -> Failure:
         hints = [f"use {nearest}"] if nearest else []
         hints.append("give a later --exclude-newer, or drop it")
-        return Failure(f"{describe(blocked)}: " + "; ".join(self.reasons(blocked)), tuple(hints))
+        known = sorted(r.uploaded for r in blocked if r.uploaded)
+        if len(known) < len(blocked):
+            return Failure(f"{describe(blocked)}: " + "; ".join(self.reasons(blocked)), tuple(hints))
+        return Failure(
+            f"{describe(blocked)}: uploaded {known[0]} or later, not before {self.instant}",
+            tuple(hints),
+        )
 
 
 @dataclass(frozen=True)
