@@ -112,7 +112,8 @@ class UploadedBefore(Stage):
         hints.append("give a later --exclude-newer, or drop it")
         known = sorted(r.uploaded for r in blocked if r.uploaded)
         if len(known) < len(blocked):
-            return Failure(f"{describe(blocked)}: " + "; ".join(self.reasons(blocked)), tuple(hints))
+            reasons = "; ".join(self.reasons(blocked))
+            return Failure(f"{describe(blocked)}: {reasons}", tuple(hints))
         return Failure(
             f"{describe(blocked)}: uploaded {known[0]} or later, not before {self.instant}",
             tuple(hints),
