@@ -78,6 +78,9 @@ class LockedPackage:
     name: str  # normalized (PEP 503)
     version: str
     wheels: tuple[LockedWheel, ...]  # the wheels valid for the target; usually one
+    # the locked packages this one requires (normalized names, sorted): the lock's
+    # dependency graph, recorded as PEP 751 ``dependencies``; () when unknown
+    dependencies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,9 @@ class LockInput:
     os: str | None = None
     cuda_source: str = "system"
     index_url: str | None = None  # only when given on the command line
+    # --exclude-newer as an RFC 3339 UTC instant ("2024-03-10T00:00:00Z"): files
+    # uploaded at or after it were not considered
+    exclude_newer: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -200,3 +200,37 @@ def test_uv_and_pip_resolvers_give_the_same_package_set(
     assert {p["name"]: sorted(w["sha256"] for w in p["wheels"]) for p in by_pip["packages"]} == {
         p.name: sorted(w.sha256 for w in p.wheels) for p in by_uv.packages
     }
+
+
+def test_exclude_newer_locks_only_files_published_before_the_date(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`envlock lock --exclude-newer 2024-03-10 tensorflow==2.15`: every locked file was on
+    the index before 2024-03-10T00:00:00Z, by the index's own PEP 691 upload times."""
+    from envlock import http
+    from envlock.index import index_url
+    from envlock.lock.instant import uploaded_before
+    from envlock.pep691 import project_files
+
+    out = tmp_path / "asof"
+    data = lock_json(
+        capsys, "--exclude-newer", "2024-03-10", "tensorflow==2.15", "-o", str(out)
+    )
+    assert data["input"]["exclude_newer"] == "2024-03-10T00:00:00Z"
+    assert data["resolution"]["version"] == "2.15.1"  # uploaded 2024-03-08
+    lk = read_lock(out)
+    assert lk.input.exclude_newer == "2024-03-10T00:00:00Z"
+    sess = http.session()
+    index = index_url(None)
+    for pkg in lk.packages:
+        files = {f.filename: f for f in project_files(sess, index, pkg.name) or []}
+        for w in pkg.wheels:
+            assert uploaded_before(files[w.filename].upload_time, "2024-03-10T00:00:00Z"), (
+                w.filename,
+                files[w.filename].upload_time,
+            )
+    text = (out / "requirements.txt").read_text(encoding="utf-8")
+    assert "    # via tensorflow\n" in text
+    # --check resolves and locks again with the recorded instant: nothing changes
+    code, stdout, err = run_cli(capsys, "lock", "--check", str(out))
+    assert code == 0, stdout + err

@@ -70,6 +70,17 @@ def register(sub: Any) -> None:
     )
     p.add_argument("-o", "--output", metavar="DIR", help="bundle folder to write")
     p.add_argument(
+        "-P",
+        "--upgrade-package",
+        dest="upgrade_package",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="with a lock already in DIR: let NAME (and what it forces) move to the newest "
+        "version that fits; every other package keeps its locked version (repeatable, "
+        "as uv's and pip-compile's --upgrade-package)",
+    )
+    p.add_argument(
         "--check",
         metavar="DIR",
         help="recompute every file lock writes into DIR (lock files and bundle) from its "
@@ -116,6 +127,16 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(
                 "give -o DIR or --check DIR, not both", hint="envlock lock --check DIR"
             )
+        if args.upgrade_package:
+            raise UsageError(
+                "--upgrade-package changes a lock; --check only compares",
+                hint="envlock lock SPEC -o DIR --upgrade-package NAME",
+            )
+        if args.exclude_newer:
+            raise UsageError(
+                "--check reuses the --exclude-newer instant DIR's lock records",
+                hint="envlock lock --check DIR",
+            )
         return check(args)
     if not args.spec:
         raise UsageError("what to lock is missing", hint="envlock lock 'tensorflow==2.15' -o DIR")
@@ -145,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
         offline=args.offline,
         render=render_options(args, os=args.os),
         force=args.force,
+        exclude_newer=constraints.exclude_newer,
+        upgrade=tuple(args.upgrade_package),
     )
     written = lock_folder(request, resolution, _progress)
     for note in written.notes:

@@ -59,6 +59,12 @@ def add_resolve_arguments(parser: argparse.ArgumentParser) -> None:
         help="a GPU to check the compiled kernels against: a name from matrices/gpus.toml "
         "or a compute capability (repeatable; --driver auto adds the host's GPUs)",
     )
+    parser.add_argument(
+        "--exclude-newer",
+        metavar="DATE",
+        help="ignore releases and files uploaded at or after DATE (YYYY-MM-DD: the start "
+        "of that day in UTC, or an RFC 3339 timestamp), as uv's --exclude-newer",
+    )
 
 
 def constraints_from_args(
@@ -97,7 +103,18 @@ def constraints_from_args(
         os=args.os,
         cuda_source=args.cuda_source,
         gpus=tuple(gpus),
+        exclude_newer=_exclude_newer(args),
     )
+
+
+def _exclude_newer(args: argparse.Namespace) -> str | None:
+    """--exclude-newer as a UTC instant (envlock.lock.instant), or None."""
+    value: str | None = getattr(args, "exclude_newer", None)
+    if value is None:
+        return None
+    from envlock.lock.instant import exclude_newer
+
+    return exclude_newer(value)
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:

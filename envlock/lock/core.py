@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -15,6 +16,7 @@ from envlock.lock.uv import ResolverFailed
 from envlock.model import CUDA_SOURCES, Lock, LockInput, Resolution
 
 RESOLVERS = ("uv", "pip")
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 
 
 def check_requirements(lines: Sequence[str], origin: str = "--with") -> tuple[str, ...]:
@@ -60,6 +62,38 @@ def top_requirements(resolution: Resolution, lock_input: LockInput) -> tuple[str
     return (head, *pins)
 
 
+def upgrade_names(
+    upgrade: Sequence[str], previous: Lock | None, requirements: Sequence[str]
+) -> set[str]:
+    """The ``--upgrade-package`` names, normalized; each must be a package of the
+    earlier lock (or of this lock's requirements): a typo is exit 2, not a no-op."""
+    if not upgrade:
+        return set()
+    if previous is None:
+        raise UsageError(
+            "--upgrade-package needs the existing lock in DIR (DIR/pylock.toml)",
+            hint="lock once without it: envlock lock SPEC -o DIR; then "
+            "envlock lock SPEC -o DIR --upgrade-package NAME",
+        )
+    known = {p.name for p in previous.packages}
+    known |= {canonicalize_name(Requirement(r).name) for r in requirements}
+    out: set[str] = set()
+    for raw in upgrade:
+        if not _NAME.fullmatch(raw.strip()):
+            raise UsageError(
+                f"--upgrade-package {raw!r} is not a project name",
+                hint="give the name only, e.g. --upgrade-package numpy",
+            )
+        name = canonicalize_name(raw.strip())
+        if name not in known:
+            raise UsageError(
+                f"--upgrade-package {raw}: the lock in DIR has no package {name}",
+                hint="the locked packages are listed in DIR/requirements.txt",
+            )
+        out.add(name)
+    return out
+
+
 def lock(
     resolution: Resolution,
     lock_input: LockInput,
@@ -68,12 +102,18 @@ def lock(
     index_url: str | None = None,
     offline: bool = False,
     cache_dir: str | None = None,
+    previous: Lock | None = None,
+    upgrade: Sequence[str] = (),
 ) -> Lock:
     """Lock the full closure of ``resolution`` (+ the input's pins) for its target.
 
     ``index_url`` is the command line's value; None means the user's pip/uv
-    configuration. Raises NoResolution (exit 2) when the pins conflict,
-    EnvironmentFailure (exit 3) when the index cannot be reached.
+    configuration. The input's ``exclude_newer`` (a UTC instant) leaves out files
+    uploaded at or after it. With ``previous`` (the lock already in DIR), every
+    package keeps its locked version where it can, except the ``upgrade`` names
+    (``--upgrade-package``) and what they force. Raises NoResolution (exit 2)
+    when the pins conflict, EnvironmentFailure (exit 3) when the index cannot be
+    reached.
     """
     if resolver not in RESOLVERS:
         raise UsageError(
@@ -82,16 +122,41 @@ def lock(
     target = Target.for_lock(resolution.python, resolution.os)
     index = configured_index(index_url)
     reqs = top_requirements(resolution, lock_input)
+    freed = upgrade_names(upgrade, previous, reqs)
+    fw = canonicalize_name(resolution.framework)
+    preferences = tuple(
+        (p.name, p.version)
+        for p in (previous.packages if previous else ())
+        if p.name != fw and p.name not in freed
+    )
+    when = lock_input.exclude_newer
     try:
         if resolver == "uv":
             from envlock.lock import uv
 
-            packages = uv.compile_lock(reqs, target, index, offline=offline, cache_dir=cache_dir)
+            packages = uv.compile_lock(
+                reqs,
+                target,
+                index,
+                offline=offline,
+                cache_dir=cache_dir,
+                exclude_newer=when,
+                preferences=preferences,
+                upgrade=tuple(sorted(freed)),
+            )
             version = uv.uv_version()
         else:
             from envlock.lock import pip
 
-            packages = pip.compile_lock(reqs, target, index, offline=offline)
+            packages = pip.compile_lock(
+                reqs,
+                target,
+                index,
+                offline=offline,
+                exclude_newer=when,
+                preferences=preferences,
+                upgrade=tuple(sorted(freed)),
+            )
             version = pip.pip_version()
     except ResolverFailed as e:
         raise explain(

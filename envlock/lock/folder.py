@@ -67,6 +67,8 @@ class LockRequest:
     offline: bool = False
     render: RenderOptions = field(default_factory=RenderOptions)  # runtime: read from DIR
     force: bool = False  # overwrite files in DIR that envlock did not write
+    exclude_newer: str | None = None  # --exclude-newer, a UTC instant (envlock.lock.instant)
+    upgrade: tuple[str, ...] = ()  # --upgrade-package NAME: the lock in DIR is kept but for these
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,7 @@ def lock_input(
         os=request.os,
         cuda_source=resolution.cuda_source,
         index_url=without_credentials(request.index_url) if request.index_url else None,
+        exclude_newer=request.exclude_newer,
     )
 
 
@@ -206,12 +209,23 @@ def lock_folder(
         target=_prewarm, args=(request.resolver, provisional, options), daemon=True
     )
     warm.start()
+    previous = None
+    if request.upgrade:
+        if not (out / PYLOCK).is_file():
+            raise UsageError(
+                f"--upgrade-package needs the existing lock in {out}, and {out / PYLOCK} "
+                "does not exist",
+                hint=f"lock once without it: envlock lock '{request.spec}' -o {out}",
+            )
+        previous = read_lock(out)
     locked = lock(
         resolution,
         locking,
         resolver=request.resolver,
         index_url=request.index_url,
         offline=request.offline,
+        previous=previous,
+        upgrade=request.upgrade,
     )
     warm.join()
     files = bundle_files(locked, options)

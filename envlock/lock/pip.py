@@ -19,8 +19,10 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from envlock.errors import DataError, EnvironmentFailure, UsageError
 from envlock.lock.pip_files import fetch_files, wheels_for
@@ -211,17 +213,97 @@ def _sdist_only(index: str, text: str, target: Target) -> tuple[str, ...]:
     return tuple(found)
 
 
+# pip learned --uploaded-prior-to in 26.0
+UPLOADED_PRIOR_TO = Version("26.0")
+
+
+def check_exclude_newer(version: str) -> None:
+    """--exclude-newer with the pip resolver needs a pip that has --uploaded-prior-to."""
+    try:
+        ok = Version(version) >= UPLOADED_PRIOR_TO
+    except InvalidVersion:
+        ok = False
+    if not ok:
+        raise UsageError(
+            f"--exclude-newer with --resolver pip needs pip {UPLOADED_PRIOR_TO} or newer "
+            f"(its --uploaded-prior-to option); the pip here is {version}",
+            hint=f"pip install 'pip>={UPLOADED_PRIOR_TO}' into envlock's environment, "
+            "or use --resolver uv",
+        )
+
+
+def dependency_graph(
+    install: Sequence[dict[str, Any]], target: Target
+) -> dict[str, tuple[str, ...]]:
+    """{name: the installed packages it requires} from pip's report: each
+    Requires-Dist whose marker holds for the target (with the extras asked of it)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    names = {canonicalize_name((i.get("metadata") or {}).get("name", "")) for i in install}
+    asked: dict[str, set[str]] = {}
+    reqs: dict[str, list[Requirement]] = {}
+    for item in install:
+        meta = item.get("metadata") or {}
+        name = canonicalize_name(meta.get("name", ""))
+        asked.setdefault(name, set()).update(item.get("requested_extras") or ())
+        parsed = []
+        for line in meta.get("requires_dist") or ():
+            try:
+                parsed.append(Requirement(line))
+            except InvalidRequirement:
+                continue
+        reqs[name] = parsed
+        for r in parsed:  # an extra one package asks of another
+            asked.setdefault(canonicalize_name(r.name), set()).update(r.extras)
+    env = target.marker_environment()
+    out: dict[str, tuple[str, ...]] = {}
+    for parent, parsed in reqs.items():
+        kids = set()
+        for r in parsed:
+            dep = canonicalize_name(r.name)
+            if dep not in names or dep == parent:
+                continue
+            extras = [""] + sorted(asked.get(parent, ()))
+            if r.marker is None or any(
+                r.marker.evaluate({**env, "extra": e}) for e in extras
+            ):
+                kids.add(dep)
+        out[parent] = tuple(sorted(kids))
+    return out
+
+
 def compile_lock(
-    requirements: Sequence[str], target: Target, index: str, *, offline: bool = False
+    requirements: Sequence[str],
+    target: Target,
+    index: str,
+    *,
+    offline: bool = False,
+    exclude_newer: str | None = None,
+    preferences: Sequence[tuple[str, str]] = (),
+    upgrade: Sequence[str] = (),
 ) -> tuple[LockedPackage, ...]:
+    """pip's resolution for ``target``. ``exclude_newer``: --uploaded-prior-to (pip
+    26.0+). ``preferences``: an earlier lock's pins, given to pip as constraints,
+    except the ``upgrade`` names."""
     if offline:
         raise UsageError(
             "--offline works with the uv resolver only (pip has no metadata cache to lock from)",
             hint="drop --resolver pip, or drop --offline",
         )
+    if exclude_newer:
+        check_exclude_newer(pip_version())
+    freed = {canonicalize_name(n) for n in upgrade}
     with tempfile.TemporaryDirectory(prefix="envlock-pip-") as tmp:
         report = str(Path(tmp, "report.json"))
-        cmd = dry_run_command(report, tmp, target, index) + list(requirements)
+        cmd = dry_run_command(report, tmp, target, index)
+        if exclude_newer:
+            cmd += ["--uploaded-prior-to", exclude_newer]
+        kept = [(n, v) for n, v in preferences if canonicalize_name(n) not in freed]
+        if kept:
+            pins = Path(tmp, "constraints.txt")
+            pins.write_text("".join(f"{n}=={v}\n" for n, v in kept), encoding="utf-8")
+            cmd += ["--constraint", str(pins)]
+        cmd += list(requirements)
         try:
             proc = subprocess.run(
                 cmd,
@@ -278,6 +360,7 @@ def compile_lock(
             .get("sha256", "")
         )
         chosen[name] = (str(meta.get("version")), sha.lower())
+    graph = dependency_graph(data.get("install", []), target)
     files = fetch_files(index, chosen)
     out: list[LockedPackage] = []
     for name, (version, sha) in sorted(chosen.items()):
@@ -301,5 +384,12 @@ def compile_lock(
         if not wheels:
             raise DataError(f"{name} {version} has no wheel for {target.describe()}")
         wheels.sort(key=lambda w: w.filename)
-        out.append(LockedPackage(name=name, version=version, wheels=tuple(wheels)))
+        out.append(
+            LockedPackage(
+                name=name,
+                version=version,
+                wheels=tuple(wheels),
+                dependencies=graph.get(name, ()),
+            )
+        )
     return tuple(out)

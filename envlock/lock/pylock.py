@@ -52,6 +52,7 @@ def resolve_argv(inp: LockInput) -> list[str]:
         ("--driver", inp.driver),
         ("--os", inp.os),
         ("--cuda-source", inp.cuda_source),
+        ("--exclude-newer", inp.exclude_newer),
     ):
         if value:
             args += [flag, value]
@@ -91,6 +92,12 @@ def pylock_document(lock: Lock) -> dict[str, Any]:
         {
             "name": pkg.name,
             "version": pkg.version,
+            # PEP 751: the locked packages this one requires (the `# via` lines)
+            **(
+                {"dependencies": [{"name": d} for d in pkg.dependencies]}
+                if pkg.dependencies
+                else {}
+            ),
             "wheels": [
                 # a wheel URL made absolute against an index URL with a password
                 # carries it: the lock records the URL without user and password
@@ -182,6 +189,10 @@ _SHAPES: Mapping[str, tuple[re.Pattern[str], str]] = {
     "resolver": (re.compile(r"^(?:uv|pip)$"), "uv or pip"),
     "resolver_version": (_VERSION, "a version"),
     "input.index_url": (re.compile(r"^(?:https?|file)://\S+$"), "an http(s) or file URL"),
+    "input.exclude_newer": (
+        re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?Z$"),
+        "an RFC 3339 instant in UTC",
+    ),
     "package.name": (re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$"), "a name"),
     "wheel.sha256": (re.compile(r"^[0-9a-f]{64}$"), "64 lowercase hex digits"),
     "wheel.url": (re.compile(r"^(?:https?|file)://\S+$"), "an http(s) or file URL"),
@@ -236,6 +247,9 @@ def check_lock(lock: Lock, where: str, hint: str = _DAMAGED) -> None:
         _check_value(req, f"[tool.envlock] top_requirements[{i}]", "", where, hint=hint)
     for i, pkg in enumerate(lock.packages):
         _check_value(pkg.name, f"packages[{i}].name", "package.name", where, hint=hint)
+        for k, dep in enumerate(pkg.dependencies):
+            field = f"packages[{i}].dependencies[{k}].name"
+            _check_value(dep, field, "package.name", where, hint=hint)
         _check_value(pkg.version, f"packages[{i}].version", "resolution.version", where, hint=hint)
         for j, w in enumerate(pkg.wheels):
             for key in ("filename", "url", "sha256"):
@@ -285,8 +299,19 @@ def parse_pylock(text: str, where: str) -> Lock:
             wheels.append(LockedWheel(filename=w.filename, url=w.url, size=w.size, sha256=sha))
         if not wheels or pkg.version is None:
             raise DataError(f"{where}: packages[{i}] ({pkg.name}) has no version or no wheels")
+        deps: list[str] = []
+        for k, dep in enumerate(pkg.dependencies or ()):
+            dep_name = dep.get("name") if isinstance(dep, Mapping) else None
+            if not isinstance(dep_name, str):
+                raise DataError(f"{where}: packages[{i}].dependencies[{k}] has no name")
+            deps.append(dep_name)
         packages.append(
-            LockedPackage(name=pkg.name, version=str(pkg.version), wheels=tuple(wheels))
+            LockedPackage(
+                name=pkg.name,
+                version=str(pkg.version),
+                wheels=tuple(wheels),
+                dependencies=tuple(sorted(set(deps))),
+            )
         )
     top = tool.get("top_requirements") or ()
     if not isinstance(top, (list, tuple)):

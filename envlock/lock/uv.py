@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -140,8 +141,22 @@ def uv_env(cache_dir: str | None = None) -> dict[str, str]:
 
 
 def compile_command(
-    requirements_file: str, output: str, target: Target, index: str, *, offline: bool
+    requirements_file: str,
+    output: str,
+    target: Target,
+    index: str,
+    *,
+    offline: bool,
+    exclude_newer: str | None = None,
+    upgrade: Sequence[str] = (),
+    constraints: str | None = None,
 ) -> list[str]:
+    """``uv pip compile`` for the target. ``output`` ending in ``.toml`` is the
+    pylock form with hashes; otherwise requirements.txt with one-line ``# via``
+    annotations (the dependency graph). ``exclude_newer``: an RFC 3339 UTC
+    instant, given as the flag (UV_EXCLUDE_NEWER stays stripped). ``upgrade``:
+    ``--upgrade-package`` names; the pins already in ``output`` are uv's
+    preferences for every other package."""
     cmd = [
         uv_bin(),
         "pip",
@@ -156,12 +171,19 @@ def compile_command(
         target.uv_platform,
         "--only-binary",
         ":all:",
-        "--generate-hashes",
         "--no-header",
-        "-o",
-        output,
-        requirements_file,
     ]
+    if output.endswith(".toml"):
+        cmd.append("--generate-hashes")
+    else:
+        cmd += ["--annotation-style", "line"]
+    if exclude_newer:
+        cmd += ["--exclude-newer", exclude_newer]
+    for name in upgrade:
+        cmd += ["--upgrade-package", name]
+    if constraints:
+        cmd += ["--constraint", constraints]
+    cmd += ["-o", output, requirements_file]
     if offline:
         cmd.insert(4, "--offline")
     return cmd
@@ -217,6 +239,61 @@ def _network_error(text: str, index: str, offline: bool) -> EnvironmentFailure |
     return None
 
 
+REQUIREMENTS_IN = "requirements.in"
+
+
+def _compile(cmd: list[str], env: dict[str, str], tmp: str, index: str, offline: bool) -> None:
+    """Run one ``uv pip compile``; its failures as envlock errors."""
+    proc = _run([*cmd[:3], "--system-certs", *cmd[3:]], env, tmp)
+    if proc.returncode == 2 and "--system-certs" in proc.stderr:
+        # older uv: the flag was called --native-tls
+        proc = _run([*cmd[:3], "--native-tls", *cmd[3:]], env, tmp)
+    text = (proc.stderr or "") + (proc.stdout or "")
+    if proc.returncode != 0:
+        net = _network_error(text, index, offline)
+        if net:
+            raise net
+        if "no solution found" in text.lower() or "unsatisfiable" in text.lower():
+            raise ResolverFailed(text)
+        if proc.returncode == 2:
+            raise UsageError(
+                f"uv rejected the input: {text.strip()}", hint="check --with / -r lines"
+            )
+        raise EnvironmentFailure(f"uv failed (exit {proc.returncode}): {text.strip()}")
+
+
+_PIN = re.compile(
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+)(?:\s+#\s*via\s+(?P<via>.*))?$"
+)
+
+
+def parse_annotated(text: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """uv's requirements.txt with line annotations -> {name: (version, parents)}.
+
+    ``parents`` are the normalized names after ``# via``; uv's ``-r FILE`` and
+    ``-c FILE`` entries (the input itself) are left out.
+    """
+    out: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for line in text.splitlines():
+        m = _PIN.match(line.strip())
+        if not m:
+            continue
+        via = [v.strip() for v in (m.group("via") or "").split(",")]
+        parents = sorted({canonicalize_name(v) for v in via if v and not v.startswith("-")})
+        out[canonicalize_name(m.group("name"))] = (m.group("version"), tuple(parents))
+    return out
+
+
+def dependencies_of(graph: dict[str, tuple[str, tuple[str, ...]]]) -> dict[str, tuple[str, ...]]:
+    """{name: parents} turned round: {name: the locked packages it requires, sorted}."""
+    children: dict[str, set[str]] = {name: set() for name in graph}
+    for name, (_version, parents) in graph.items():
+        for parent in parents:
+            if parent in children:
+                children[parent].add(name)
+    return {name: tuple(sorted(kids)) for name, kids in children.items()}
+
+
 def compile_lock(
     requirements: Sequence[str],
     target: Target,
@@ -224,35 +301,66 @@ def compile_lock(
     *,
     offline: bool = False,
     cache_dir: str | None = None,
+    exclude_newer: str | None = None,
+    preferences: Sequence[tuple[str, str]] = (),
+    upgrade: Sequence[str] = (),
 ) -> tuple[LockedPackage, ...]:
-    """Resolve ``requirements`` for ``target``; raise ResolverFailed on no solution."""
+    """Resolve ``requirements`` for ``target``; raise ResolverFailed on no solution.
+
+    Two runs of ``uv pip compile``: the first writes requirements.txt with
+    ``# via`` annotations (the versions and the dependency graph; with
+    ``preferences``, the earlier lock's pins are already in that file, the way
+    uv and pip-compile keep an existing output file, and ``upgrade`` names the
+    packages freed from them); the second writes pylock.toml (url, size and
+    sha256 of every file) for exactly those versions, given as constraints.
+    """
     env = uv_env(cache_dir)
     with tempfile.TemporaryDirectory(prefix="envlock-uv-") as tmp:
-        req = Path(tmp, "requirements.in")
+        req = Path(tmp, REQUIREMENTS_IN)
         req.write_text("".join(r + "\n" for r in requirements), encoding="utf-8")
+        annotated = Path(tmp, "requirements.txt")
+        if preferences:
+            annotated.write_text(
+                "".join(f"{name}=={version}\n" for name, version in preferences), encoding="utf-8"
+            )
+        cmd = compile_command(
+            REQUIREMENTS_IN,
+            annotated.name,
+            target,
+            index,
+            offline=offline,
+            exclude_newer=exclude_newer,
+            upgrade=upgrade,
+        )
+        _compile(cmd, env, tmp, index, offline)
+        graph = parse_annotated(annotated.read_text(encoding="utf-8"))
+        pins = Path(tmp, "pins.txt")
+        pins.write_text(
+            "".join(f"{name}=={version}\n" for name, (version, _) in sorted(graph.items())),
+            encoding="utf-8",
+        )
         out = str(Path(tmp, "pylock.toml"))
-        cmd = compile_command(str(req), out, target, index, offline=offline)
-        proc = _run([*cmd[:3], "--system-certs", *cmd[3:]], env, tmp)
-        if proc.returncode == 2 and "--system-certs" in proc.stderr:
-            # older uv: the flag was called --native-tls
-            proc = _run([*cmd[:3], "--native-tls", *cmd[3:]], env, tmp)
-        text = (proc.stderr or "") + (proc.stdout or "")
-        if proc.returncode != 0:
-            net = _network_error(text, index, offline)
-            if net:
-                raise net
-            if "no solution found" in text.lower() or "unsatisfiable" in text.lower():
-                raise ResolverFailed(text)
-            if proc.returncode == 2:
-                raise UsageError(
-                    f"uv rejected the input: {text.strip()}", hint="check --with / -r lines"
-                )
-            raise EnvironmentFailure(f"uv failed (exit {proc.returncode}): {text.strip()}")
+        cmd = compile_command(
+            REQUIREMENTS_IN,
+            out,
+            target,
+            index,
+            offline=offline,
+            exclude_newer=exclude_newer,
+            constraints=pins.name,
+        )
+        _compile(cmd, env, tmp, index, offline)
         try:
             data = tomllib.loads(Path(out).read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as e:
             raise EnvironmentFailure(f"uv wrote no readable pylock.toml: {e}") from e
-    return packages_from_pylock(data, target)
+    packages = packages_from_pylock(data, target)
+    deps = dependencies_of(graph)
+    kept = {p.name for p in packages}
+    return tuple(
+        replace(p, dependencies=tuple(d for d in deps.get(p.name, ()) if d in kept))
+        for p in packages
+    )
 
 
 def _filename(url: str) -> str:

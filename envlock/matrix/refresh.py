@@ -389,7 +389,20 @@ def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TF
         yanked=all(f.yanked for f in cand.files),
         note="",
         cuda_build=cuda_build,
+        uploaded=first_upload(cand.files),
     )
+
+
+def first_upload(files: Iterable[IndexFile]) -> str:
+    """The earliest PEP 691 upload-time among ``files``, RFC 3339 in UTC; "" when none says.
+
+    A release is on the index from its first Linux x86_64 wheel on: what
+    ``--exclude-newer`` compares with (envlock.resolve's UploadedBefore stage).
+    """
+    from envlock.lock.instant import format_utc, upload_instant
+
+    times = [t for t in (upload_instant(f.upload_time) for f in files) if t is not None]
+    return format_utc(min(times)) if times else ""
 
 
 def and_cuda_projects(requires_dist: Iterable[str], python: tuple[str, ...]) -> set[str]:

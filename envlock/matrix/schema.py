@@ -29,6 +29,12 @@ Shape = tuple[str, str]
 MINOR: Shape = (r"[0-9]+\.[0-9]+", "X.Y")
 PYTHON_MINOR: Shape = (r"3\.[0-9]+", "3.X")
 DATE: Shape = (r"[0-9]{4}-[0-9]{2}-[0-9]{2}", "YYYY-MM-DD")
+# an instant in UTC as RFC 3339 writes it (PEP 691's upload-time: "...T23:47:13.274622Z")
+UTC_INSTANT: Shape = (
+    r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+    r"(\.[0-9]{1,6})?Z",
+    "YYYY-MM-DDTHH:MM:SS[.ffffff]Z",
+)
 
 NEWER_SCHEMA_HINT = "use the envlock release that wrote the file"
 

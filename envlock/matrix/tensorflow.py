@@ -61,6 +61,7 @@ _FIELDS = (
     "and_cuda_python_note",
     "wheel",
     "sha256",
+    "uploaded",
     "yanked",
     "note",
 )
@@ -89,6 +90,9 @@ class TFRelease:
     # Linux x86_64 wheel on the index (what ``--cuda-source pip`` can install)
     and_cuda_python: tuple[str, ...] = ()
     and_cuda_python_note: str = ""  # which requirement removed which minor ("" when none)
+    # when the release reached the index: the earliest PEP 691 upload-time of its Linux
+    # x86_64 wheels, RFC 3339 in UTC ("" when the index stated none)
+    uploaded: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The TOML/JSON shape, fields in the schema's order."""
@@ -108,6 +112,7 @@ class TFRelease:
             "and_cuda_python_note": self.and_cuda_python_note,
             "wheel": self.wheel,
             "sha256": self.sha256,
+            "uploaded": self.uploaded,
             "yanked": self.yanked,
             "note": self.note,
         }
@@ -159,7 +164,7 @@ def major_minor(version: str) -> str:
 def _release(c: Checker, raw: Any, path: str) -> TFRelease:
     # packaging's requirement parser and the checker only where a file is
     # validated, not where a validated matrix is used
-    from envlock.matrix.schema import MINOR, PYTHON_MINOR, show
+    from envlock.matrix.schema import MINOR, PYTHON_MINOR, UTC_INSTANT, show
 
     row = c.table(raw, path, _FIELDS)
     checked = c.version(row, "version", path)
@@ -227,10 +232,26 @@ def _release(c: Checker, raw: Any, path: str) -> TFRelease:
         and_cuda_python_note=c.string(row, "and_cuda_python_note", path, empty=True),
         wheel=c.string(row, "wheel", path, _WHEEL),
         sha256=c.string(row, "sha256", path, _SHA256),
+        uploaded=_uploaded(c, row, path, UTC_INSTANT),
         yanked=c.boolean(row, "yanked", path, default=False),
         note=c.string(row, "note", path, required=False, empty=True),
         cuda_build=c.boolean(row, "cuda_build", path, default=True),
     )
+
+
+def _uploaded(c: Checker, row: Mapping[str, Any], path: str, shape: tuple[str, str]) -> str:
+    """``uploaded``: "" (unknown) or an RFC 3339 instant in UTC that is a real date."""
+    from datetime import datetime
+
+    value = c.string(row, "uploaded", path, required=False, empty=True)
+    if not value:
+        return ""
+    value = c.string(row, "uploaded", path, shape)
+    try:
+        datetime.strptime(value[:19], "%Y-%m-%dT%H:%M:%S")
+    except ValueError:
+        raise c.fail(f"{path}.uploaded", f"{value!r} is not a real date") from None
+    return value
 
 
 def parse(doc: Mapping[str, Any], filename: str, digest: str = "") -> TFMatrix:

@@ -48,6 +48,9 @@ class Constraints:
     os: str | None = None  # "ubuntu22.04"
     cuda_source: str | None = None  # None: system, falling back to pip; or as given
     gpus: tuple[Gpu, ...] = ()
+    # --exclude-newer as a UTC instant (RFC 3339, checked by envlock.lock.instant):
+    # releases uploaded at or after it are left out
+    exclude_newer: str | None = None
 
 
 @dataclass(frozen=True)

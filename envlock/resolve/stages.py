@@ -87,6 +87,40 @@ class GpuBuild(Stage):
 
 
 @dataclass(frozen=True)
+class UploadedBefore(Stage):
+    """--exclude-newer: the release was on the index before the instant (the matrix's
+    ``uploaded``, the earliest upload of its Linux x86_64 wheels)."""
+
+    instant: str  # RFC 3339 UTC
+    given: str  # as the user wrote it
+
+    @property
+    def name(self) -> str:
+        return f"--exclude-newer {self.given}"
+
+    def why_not(self, release: TFRelease) -> str | None:
+        from envlock.lock.instant import uploaded_before
+
+        if not release.uploaded:
+            return "its upload time is not in the matrix (run envlock matrix refresh)"
+        if uploaded_before(release.uploaded, self.instant):
+            return None
+        return f"uploaded {release.uploaded}, not before {self.instant}"
+
+    def explain(self, blocked: Sequence[TFRelease], nearest: str | None) -> Failure:
+        hints = [f"use {nearest}"] if nearest else []
+        hints.append("give a later --exclude-newer, or drop it")
+        known = sorted(r.uploaded for r in blocked if r.uploaded)
+        if len(known) < len(blocked):
+            reasons = "; ".join(self.reasons(blocked))
+            return Failure(f"{describe(blocked)}: {reasons}", tuple(hints))
+        return Failure(
+            f"{describe(blocked)}: uploaded {known[0]} or later, not before {self.instant}",
+            tuple(hints),
+        )
+
+
+@dataclass(frozen=True)
 class PythonFloor(Stage):
     """Without --python: a wheel for a Python the smoke harness runs on."""
 
@@ -264,6 +298,8 @@ def stages_for(
 ) -> tuple[list[Stage], BaseImage]:
     """The stages for these constraints, in order, and the last one (the image)."""
     stages: list[Stage] = [GpuBuild()]
+    if constraints.exclude_newer:
+        stages.append(UploadedBefore(constraints.exclude_newer, constraints.exclude_newer))
     if checked.python:
         stages.append(PythonWheel(checked.python))
     else:
