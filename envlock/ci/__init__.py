@@ -1,0 +1,1 @@
+"""CI matrix image builds: cells, bundles per cell, images, workflows."""
