@@ -1,1 +1,1 @@
-"""envlock ci: matrix expansion, bake files, parallel builds of the cells, ci init."""
+"""CI matrix image builds: cells, bundles per cell, images, workflows (ci matrix, lock, init, build)."""

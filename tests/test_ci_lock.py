@@ -1,0 +1,241 @@
+"""envlock ci lock: one bundle per cell through lock_folder, several at once,
+all-or-nothing per cell, then cells.json and docker-bake.json."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.index.fakeindex import FakeIndex
+
+from envlock.ci.cells import bake_target, cell_id, expand
+from envlock.ci.lockcells import lock_cells
+from envlock.cli import main
+from envlock.errors import EnvironmentFailure
+from envlock.lock.folder import LockedFolder, LockRequest
+
+SPEC = "tensorflow>=2.14,<2.16"
+IDS = [
+    "tf2.14.1-py3.10-cuda11.8",
+    "tf2.14.1-py3.11-cuda11.8",
+    "tf2.15.1-py3.10-cuda12.2",
+    "tf2.15.1-py3.11-cuda12.2",
+]
+BROKEN = "tf2.15.1-py3.10-cuda12.2"  # the index has no cp310 wheel of 2.15.1
+
+
+def _tf_index(idx: FakeIndex) -> FakeIndex:
+    """Tiny 'tensorflow' 2.14.1 (cp310, cp311) and 2.15.1 (cp311 only) wheels."""
+    for tag in ("cp310-cp310", "cp311-cp311"):
+        idx.add_dist(
+            "tensorflow", "2.14.1", tag=f"{tag}-manylinux_2_17_x86_64", requires=("dep-a>=1",)
+        )
+    idx.add_dist("tensorflow", "2.15.1", tag="cp311-cp311-manylinux_2_17_x86_64")
+    idx.add_dist("dep-a", "1.0")
+    return idx
+
+
+@pytest.fixture()
+def tf_index(make_index: Callable[..., FakeIndex]) -> FakeIndex:
+    return _tf_index(make_index())
+
+
+@pytest.fixture(scope="module")
+def locked(
+    make_module_index: Callable[..., FakeIndex], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, int, dict[str, Any], str]:
+    """One `envlock ci lock` of the four cells (one failing), shared by the tests that read it."""
+    import contextlib
+    import io
+
+    tmp = tmp_path_factory.mktemp("ci-lock")
+    index = _tf_index(make_module_index())
+    out = tmp / "cells"
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("UV_CACHE_DIR", str(tmp / "uv-cache"))
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            code = main(
+                ["ci", "lock", SPEC, "--python", "3.10,3.11", "-o", str(out)]
+                + ["--index-url", index.url, "--json"]
+            )
+    return out, code, json.loads(stdout.getvalue()), stderr.getvalue()
+
+
+@pytest.fixture()
+def uv_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+
+
+def _ci_lock(
+    capsys: pytest.CaptureFixture[str], out: Path, index: FakeIndex, *extra: str
+) -> tuple[int, dict[str, Any], str]:
+    code = main(
+        ["ci", "lock", SPEC, "--python", "3.10,3.11", "-o", str(out)]
+        + ["--index-url", index.url, "--json", *extra]
+    )
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err
+
+
+def test_cells_land_and_a_failed_cell_is_named(
+    locked: tuple[Path, int, dict[str, Any], str],
+) -> None:
+    out, code, report, err = locked
+    assert code == 1
+    assert [c["id"] for c in report["cells"]] == IDS
+    status = {c["id"]: c["status"] for c in report["cells"]}
+    assert status == {i: ("failed" if i == BROKEN else "locked") for i in IDS}
+    assert f"cell {BROKEN} failed" in err and "Traceback" not in err
+    broken = next(c for c in report["cells"] if c["id"] == BROKEN)
+    assert "2.15.1" in broken["error"]
+    # all or nothing: the failed cell wrote nothing, the others a whole bundle
+    assert not (out / BROKEN).exists() or not any((out / BROKEN).iterdir())
+    for cid in IDS:
+        if cid == BROKEN:
+            continue
+        pylock = (out / cid / "pylock.toml").read_bytes()
+        assert (out / cid / "Dockerfile").is_file()
+        assert (out / cid / "requirements.txt").is_file()
+        digest = "sha256:" + hashlib.sha256(pylock).hexdigest()
+        row = next(c for c in report["cells"] if c["id"] == cid)
+        assert row["lock_digest"] == digest
+        assert f'io.envlock.lock.digest="{digest}"' in (out / cid / "Dockerfile").read_text()
+    # cells.json holds every cell, the same rows as --json
+    cells_json = json.loads((out / "cells.json").read_text())
+    assert cells_json["spec"] == SPEC and cells_json["cells"] == report["cells"]
+
+
+def test_bake_file_contexts_tags_and_lock_digests(
+    locked: tuple[Path, int, dict[str, Any], str],
+) -> None:
+    out = locked[0]
+    bake = json.loads((out / "docker-bake.json").read_text())
+    landed = [i for i in IDS if i != BROKEN]
+    assert bake["group"]["default"]["targets"] == [bake_target(i) for i in landed]
+    assert list(bake["target"]) == [bake_target(i) for i in landed]
+    tags: list[str] = []
+    for cid in landed:
+        target = bake["target"][bake_target(cid)]
+        context = Path(target["context"])
+        assert context == out / cid and context.is_dir()
+        assert (context / target["dockerfile"]).is_file()
+        pylock = (context / "pylock.toml").read_bytes()
+        want = "sha256:" + hashlib.sha256(pylock).hexdigest()
+        assert target["labels"]["io.envlock.lock.digest"] == want
+        assert target["labels"]["io.envlock.cell"] == cid
+        tags += target["tags"]
+    assert len(tags) == len(set(tags)) == len(landed)
+
+
+def test_bake_file_passes_buildx_print(locked: tuple[Path, int, dict[str, Any], str]) -> None:
+    docker = shutil.which("docker")
+    have = docker is not None and (
+        subprocess.run(
+            [docker, "buildx", "version"], capture_output=True, check=False, timeout=30
+        ).returncode
+        == 0
+    )
+    if not have:
+        pytest.skip("docker buildx is not installed here (Debian 12 ships none)")
+    assert docker is not None
+    out = locked[0]
+    proc = subprocess.run(
+        [docker, "buildx", "bake", "-f", str(out / "docker-bake.json"), "--print"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)
+    assert set(printed["target"]) == {bake_target(i) for i in IDS if i != BROKEN}
+
+
+@pytest.mark.usefixtures("uv_cache")
+def test_a_cell_is_the_bundle_envlock_lock_writes(
+    tf_index: FakeIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cells"
+    code = main(
+        ["ci", "lock", "tensorflow==2.14", "--python", "3.11", "-o", str(out)]
+        + ["--index-url", tf_index.url]
+    )
+    capsys.readouterr()
+    assert code == 0
+    single = tmp_path / "single"
+    code = main(
+        ["lock", "tensorflow==2.14.1", "--python", "3.11", "--cuda-source", "system"]
+        + ["--index-url", tf_index.url, "-o", str(single), "--json"]
+    )
+    files = json.loads(capsys.readouterr().out)["files"]
+    assert code == 0 and "pylock.toml" in files and "Dockerfile" in files
+    cell = out / "tf2.14.1-py3.11-cuda11.8"
+    for name in files:
+        assert (cell / name).read_bytes() == (single / name).read_bytes(), name
+    # and lock --check accepts the cell's bundle as current
+    assert main(["lock", "--check", str(cell), "--index-url", tf_index.url]) == 0
+    capsys.readouterr()
+    # a second run over the same folder writes the same bytes
+    before = {p.name: p.read_bytes() for p in cell.iterdir() if p.is_file()}
+    code = main(
+        ["ci", "lock", "tensorflow==2.14", "--python", "3.11", "-o", str(out)]
+        + ["--index-url", tf_index.url]
+    )
+    capsys.readouterr()
+    assert code == 0
+    assert {p.name: p.read_bytes() for p in cell.iterdir() if p.is_file()} == before
+
+
+def test_cells_run_at_once_and_one_failure_does_not_stop_the_others(tmp_path: Path) -> None:
+    cells = expand("tensorflow>=2.14,<2.17").cells + expand("tensorflow==2.13").cells
+    assert len(cells) == 4
+    barrier = threading.Barrier(4, timeout=20)  # passes only when 4 cells run together
+    done: list[str] = []
+
+    def fake_lock(request: LockRequest, resolution: Any, progress: Any) -> LockedFolder:
+        barrier.wait()
+        assert request.output == tmp_path / cell_id(resolution)
+        assert request.spec == f"tensorflow=={resolution.version}"
+        assert request.python == resolution.python
+        if resolution.version == "2.15.1":
+            raise EnvironmentFailure("the index could not be reached", hint="check the network")
+        done.append(resolution.version)
+        fake: Any = _FakeLock()
+        return LockedFolder(lock=fake, folder=request.output, files=(), digest="ab")
+
+    lines: list[str] = []
+    results = lock_cells(
+        cells,
+        tmp_path,
+        LockRequest(spec="", output=tmp_path, index_url="http://127.0.0.1:9/simple"),
+        jobs=4,
+        progress=lines.append,
+        lock_one=fake_lock,
+    )
+    assert [r.cell.id for r in results] == [c.id for c in cells]
+    assert [r.ok for r in results] == [r.cell.version != "2.15.1" for r in results]
+    failed = next(r for r in results if not r.ok)
+    assert failed.error == "the index could not be reached (hint: check the network)"
+    assert sorted(done) == ["2.13.1", "2.14.1", "2.16.2"]
+    assert len(lines) == 5 and any(re.search(r"\[\d/4\] tf2\.15\.1.*FAILED", x) for x in lines)
+
+
+class _FakeLock:
+    packages = ("a", "b")
+
+
+def test_bad_jobs_and_output_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ci", "lock", SPEC, "-o", str(tmp_path / "x"), "--jobs", "0"]) == 2
+    assert "--jobs" in capsys.readouterr().err
+    (tmp_path / "file").write_text("x")
+    assert main(["ci", "lock", SPEC, "-o", str(tmp_path / "file")]) == 2
+    assert "Traceback" not in capsys.readouterr().err
