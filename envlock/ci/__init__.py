@@ -1,1 +1,1 @@
-"""CI matrix image builds: cells, bundles per cell, images, workflows (ci matrix, lock, init, build)."""
+"""CI matrix image builds: cells, a bundle per cell, images, reports, workflows."""
