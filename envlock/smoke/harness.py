@@ -385,6 +385,7 @@ def apply_environment(framework: str, config: dict[str, Any]) -> tuple[bool, dic
 XLA_N = 256
 XLA_TOLERANCE = 2e-3
 PTXAS_FALLBACK_FLAG = "--xla_gpu_unsafe_fallback_to_driver_on_ptxas_not_found"
+CUDA_ROOT = "/usr/local/cuda"  # XLA's generic CUDA root, also with "-X.Y" appended
 
 
 class XlaUnavailable(Exception):
@@ -464,8 +465,8 @@ def ptxas_places(cuda: object = None) -> list[tuple[str, str, bool]]:
             places.append(("PATH", folder, True))
     release = ".".join(str(p) for p in _parts(cuda)[:2]) if cuda else ""
     if release.count(".") == 1:
-        places.append(("CUDA toolkit", f"/usr/local/cuda-{release}/bin", True))
-    places.append(("CUDA toolkit", "/usr/local/cuda/bin", True))
+        places.append(("CUDA toolkit", f"{CUDA_ROOT}-{release}/bin", True))
+    places.append(("CUDA toolkit", f"{CUDA_ROOT}/bin", True))
     for entry in sys.path:
         nvidia = os.path.join(entry or ".", "nvidia")
         if not os.path.isdir(nvidia):
