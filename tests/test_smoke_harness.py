@@ -633,7 +633,7 @@ def test_xla_without_ptxas_is_not_tried_where_xla_would_abort(
 ) -> None:
     missing = {"path": None, "searched": ["PATH", "/usr/local/cuda/bin"]}
     monkeypatch.setattr(h, "find_ptxas", lambda cuda=None: dict(missing))
-    expect = {**EXPECT, "cuda": "12.2"}
+    expect = {**EXPECT, "cuda": "12.2.1"}  # the pin names the minor: 12.2.140 matches
     result = smoke(
         fake, tmp_path, "--no-benchmark", expect=expect, cuda="12.2", xla_needs_ptxas=True
     )

@@ -1668,7 +1668,8 @@ def _no_ptxas(ctx: Context, ptxas: dict[str, Any], what: str) -> Verdict:
     """What a GPU without ptxas costs TensorFlow's XLA, and how to add it."""
     cuda = ctx.expect.get("cuda") or ctx.build.get("cuda")
     wheel = nvcc_wheel(cuda)
-    pin = f"{wheel}=={cuda}.*" if cuda and wheel.endswith(("cu11", "cu12")) else wheel
+    release = ".".join(str(p) for p in _parts(cuda)[:2])
+    pin = f"{wheel}=={release}.*" if "." in release and wheel.endswith(("cu11", "cu12")) else wheel
     if ptxas.get("path"):
         where = "ptxas is only at {} ({}), where XLA does not look".format(
             ptxas["path"], ptxas["source"]
