@@ -3,7 +3,8 @@
 Skipped without an NVIDIA GPU (nvidia-smi). On a GPU host each importable
 framework must see the GPU, run an op on GPU 0 and give a benchmark as a
 fraction of the datasheet peak (from the gpus matrix) when the GPU is listed
-there. docs/gpu-run.md records such a run on an H200.
+there, and compile a small function with its compiler (the xla check).
+docs/gpu-run.md records such a run on an H200.
 """
 
 from __future__ import annotations
@@ -46,6 +47,13 @@ def test_framework_uses_the_gpu(framework: str) -> None:
     assert got["gpu_visible"][0] == "PASS"
     assert got["op_on_gpu"][0] == "PASS"
     assert got["cudnn_runtime"][0] in ("PASS", "WARN")
+    # XLA (jax.jit, tf.function(jit_compile=True)) must work on the GPU; torch.compile
+    # may warn (no Triton, no C++ compiler) but never crash the run
+    xla = next(c for c in result["checks"] if c["name"] == "xla")
+    assert xla["status"] in (("PASS", "WARN") if framework == "torch" else ("PASS",)), xla
+    if xla["status"] == "PASS":
+        assert "0" in xla["xla"]["device"] and "cpu" not in xla["xla"]["device"].lower()
+        assert xla["xla"]["max_difference"] <= xla["xla"]["tolerance"]
     gpu = result["gpus"][0]
     assert gpu["name"] in smi_names()
     assert gpu["driver"]

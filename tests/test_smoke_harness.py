@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,12 @@ H200_PEAK = {
     "tflops": {"fp32": 67, "tf32": 495, "fp16": 989, "bf16": 989},
 }
 N = 8192
+PTXAS = {
+    "path": "/venv/nvidia/cuda_nvcc/bin/ptxas",
+    "version": "12.2.140",
+    "source": "nvidia-cuda-nvcc wheel",
+    "xla_finds": True,
+}
 FLOPS = 2.0 * N**3
 
 
@@ -76,6 +83,9 @@ class FakeAdapter(h.Adapter):
         }
         self.conf.update(conf)
         self.memory_growth_asked: bool | None = None
+        self.xla_calls = 0
+        self.xla_failure = self.conf.get("xla_failure", h.FAIL)
+        self.xla_needs_ptxas = self.conf.get("xla_needs_ptxas", False)
 
     def _maybe_crash(self, what: str) -> None:
         if what in self.conf["crash"]:
@@ -115,6 +125,31 @@ class FakeAdapter(h.Adapter):
     def memory_in_use(self) -> dict[str, float]:
         return dict(self.conf["memory"])
 
+    def xla_program(self, on_gpu: bool) -> Any:
+        """Compiles in conf['xla']['compile_s'] on the first call; answers
+        conf['xla']['err'] away from the reference, on conf['xla']['device']."""
+        xla = {"compile_s": 0.03, "err": 3e-7, "device": "cuda:0" if on_gpu else "cpu"}
+        xla.update(self.conf.get("xla", {}))
+        if "unavailable" in xla:
+            raise h.XlaUnavailable(xla["unavailable"])
+
+        def compiled() -> str:
+            self.xla_calls += 1
+            if "error" in xla:
+                raise xla["error"]
+            if self.xla_calls == 1:
+                time.sleep(xla["compile_s"])
+            return "compiled result"
+
+        return h.XlaProgram(
+            what="fake.compile",
+            reference_what="eager execution",
+            compiled=compiled,
+            reference=lambda: "eager result",
+            difference=lambda a, r: xla["err"],
+            device_of=lambda out: xla["device"],
+        )
+
     def matmul_timer(self, dtype: str, n: int, on_gpu: bool) -> tuple[Any, str]:
         self._maybe_crash("matmul_" + dtype)
         seconds = 2.0 * n**3 / (self.conf["tflops"][dtype] * 1e12)
@@ -148,6 +183,8 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Fake]:
     monkeypatch.setitem(h.ADAPTERS, "torch", factory)
     monkeypatch.setattr(h, "nvidia_smi", lambda: [])
     monkeypatch.setattr(h, "gpu_state", lambda index=0: None)
+    monkeypatch.setattr(h, "find_ptxas", lambda cuda=None: dict(PTXAS))
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.delenv("ENVLOCK_RUNTIME_CONFIG", raising=False)
     monkeypatch.setattr(h, "DEFAULT_RUNTIME_FILES", ())
@@ -499,6 +536,293 @@ def test_benchmark_plan_follows_the_gpu_and_the_options() -> None:
     assert (plan.per_repeat, plan.peak) == (2, None)
 
 
+# ---------------------------------------------------------------- XLA
+
+
+def xla_entry(result: dict[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = next(c for c in result["checks"] if c["name"] == "xla")
+    return entry
+
+
+def test_xla_compiles_on_the_gpu_and_matches_eager(fake: Fake, tmp_path: Path) -> None:
+    result = smoke(fake, tmp_path, "--no-benchmark", expect=EXPECT)
+    entry = xla_entry(result)
+    assert result["status"] == "PASSED"
+    assert entry["status"] == "PASS"
+    assert entry["reason"].startswith("fake.compile compiled in 0.0")
+    assert entry["reason"].endswith(
+        " s, ran on cuda:0; max difference to eager execution 3e-07 "
+        "(ptxas 12.2.140 from nvidia-cuda-nvcc wheel)"
+    )
+    xla = entry["xla"]
+    assert xla["compiled_with"] == "fake.compile" and xla["reference"] == "eager execution"
+    assert xla["device"] == "cuda:0"
+    assert xla["first_call_s"] >= 0.03
+    assert xla["compile_s"] == pytest.approx(xla["first_call_s"] - xla["steady_call_s"], abs=1e-3)
+    assert xla["steady_call_s"] < 0.03
+    assert (xla["max_difference"], xla["tolerance"]) == (3e-7, 2e-3)
+    assert xla["ptxas"] == PTXAS
+    assert fake.adapter is not None and fake.adapter.xla_calls == 2
+    names = [c["name"] for c in result["checks"]]
+    assert names.index("xla") == names.index("memory_held") + 1
+
+
+def test_xla_runs_on_the_cpu_without_a_gpu(fake: Fake, tmp_path: Path) -> None:
+    result = smoke(fake, tmp_path, "--allow-cpu", "--no-benchmark", gpus=[])
+    entry = xla_entry(result)
+    assert result["status"] == "WARNED"  # gpu_visible, not xla
+    assert entry["status"] == "PASS"
+    assert ", ran on cpu; max difference to eager execution 3e-07" in entry["reason"]
+    assert "ptxas" not in entry["reason"]  # the CPU needs none
+    # without --allow-cpu the run fails on gpu_visible; XLA still ran on the CPU
+    result = smoke(fake, tmp_path, "--no-benchmark", gpus=[])
+    assert result["status"] == "FAILED"
+    assert xla_entry(result)["status"] == "PASS"
+
+
+@pytest.mark.parametrize(
+    ("xla", "reason"),
+    [
+        (
+            {"err": 0.25},
+            "fake.compile on cuda:0 differs from eager execution by 0.25 (tolerance 0.002)",
+        ),
+        (
+            {"err": float("nan")},
+            "fake.compile on cuda:0 differs from eager execution by nan (tolerance 0.002)",
+        ),
+        (
+            {"device": "/job:localhost/replica:0/task:0/device:CPU:0"},
+            "fake.compile was asked for GPU 0 and ran on CPU:0",
+        ),
+    ],
+)
+def test_xla_wrong_answer_or_device_fails(
+    fake: Fake, tmp_path: Path, xla: dict[str, Any], reason: str
+) -> None:
+    result = smoke(fake, tmp_path, "--no-benchmark", xla=xla)
+    assert result["status"] == "FAILED"
+    assert (xla_entry(result)["status"], xla_entry(result)["reason"]) == ("FAIL", reason)
+
+
+def test_xla_compile_error_fails_or_warns_as_the_adapter_says(fake: Fake, tmp_path: Path) -> None:
+    error = RuntimeError("BackendCompilerFailed: backend='inductor' raised: no C++ compiler")
+    result = smoke(fake, tmp_path, "--no-benchmark", xla={"error": error})
+    entry = xla_entry(result)
+    assert (entry["status"], entry["reason"]) == (
+        "FAIL",
+        "fake.compile failed on GPU 0: RuntimeError: BackendCompilerFailed: backend='inductor' "
+        "raised: no C++ compiler",
+    )
+    assert entry["error"]["type"] == "RuntimeError"
+    assert entry["xla"]["ptxas"] == PTXAS
+    result = smoke(fake, tmp_path, "--no-benchmark", xla={"error": error}, xla_failure=h.WARN)
+    assert result["status"] == "WARNED"
+    assert xla_entry(result)["status"] == "WARN"
+
+
+def test_xla_unavailable_skips_with_the_reason(fake: Fake, tmp_path: Path) -> None:
+    why = "PyTorch 1.13.1 has no torch.compile (it came with 2.0)"
+    result = smoke(fake, tmp_path, "--no-benchmark", xla={"unavailable": why})
+    assert (xla_entry(result)["status"], xla_entry(result)["reason"]) == ("SKIP", why)
+    assert result["status"] == "PASSED"
+
+
+def test_xla_without_ptxas_is_not_tried_where_xla_would_abort(
+    fake: Fake, tmp_path: Path, monkeypatch: Any
+) -> None:
+    missing = {"path": None, "searched": ["PATH", "/usr/local/cuda/bin"]}
+    monkeypatch.setattr(h, "find_ptxas", lambda cuda=None: dict(missing))
+    expect = {**EXPECT, "cuda": "12.2.1"}  # the pin names the minor: 12.2.140 matches
+    result = smoke(
+        fake, tmp_path, "--no-benchmark", expect=expect, cuda="12.2", xla_needs_ptxas=True
+    )
+    entry = xla_entry(result)
+    assert fake.adapter is not None and fake.adapter.xla_calls == 0
+    assert result["status"] == "WARNED"
+    assert entry["status"] == "WARN"
+    assert entry["reason"] == (
+        "fake.compile not run on the GPU: no ptxas on PATH, in /usr/local/cuda or an "
+        "nvidia-cuda-nvcc wheel; XLA would abort the process (\"Can't find ptxas binary\"). "
+        "Add it: pip install nvidia-cuda-nvcc-cu12==12.2.* and put its nvidia/cuda_nvcc/bin "
+        "on PATH (the [and-cuda] extra and envlock's pip CUDA source do both)"
+    )
+    assert entry["xla"] == {"compiled_with": "fake.compile", "device": None, "ptxas": missing}
+    assert "--xla_gpu_unsafe_fallback_to_driver_on_ptxas_not_found" in entry["hint"]
+
+    # ptxas under CUDA_HOME only: XLA does not look there
+    home = {"path": "/opt/cuda/bin/ptxas", "version": "12.2.140", "source": "CUDA_HOME"}
+    monkeypatch.setattr(h, "find_ptxas", lambda cuda=None: dict(home, xla_finds=False))
+    entry = xla_entry(smoke(fake, tmp_path, "--no-benchmark", xla_needs_ptxas=True))
+    assert entry["reason"].startswith(
+        "fake.compile not run on the GPU: ptxas is only at /opt/cuda/bin/ptxas (CUDA_HOME), "
+        "where XLA does not look;"
+    )
+
+    # the driver-fallback flag: XLA compiles through the driver, which is worth a warning
+    monkeypatch.setattr(h, "find_ptxas", lambda cuda=None: dict(missing))
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_unsafe_fallback_to_driver_on_ptxas_not_found")
+    entry = xla_entry(smoke(fake, tmp_path, "--no-benchmark", xla_needs_ptxas=True))
+    assert entry["status"] == "WARN"
+    assert entry["reason"].endswith(
+        "; no ptxas: the driver compiled the PTX "
+        "(--xla_gpu_unsafe_fallback_to_driver_on_ptxas_not_found)"
+    )
+    # the CPU needs no ptxas
+    monkeypatch.delenv("XLA_FLAGS")
+    result = smoke(fake, tmp_path, "--no-benchmark", "--allow-cpu", gpus=[], xla_needs_ptxas=True)
+    assert xla_entry(result)["status"] == "PASS"
+
+
+def _fake_ptxas(folder: Path, version: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    tool = folder / "ptxas"
+    tool.write_text(
+        "#!/bin/sh\necho 'ptxas: NVIDIA (R) Ptx optimizing assembler'\n"
+        f"echo 'Cuda compilation tools, release {version[:4]}, V{version}'\n"
+    )
+    tool.chmod(0o755)
+    return tool
+
+
+def test_find_ptxas_looks_where_xla_looks(tmp_path: Path, monkeypatch: Any) -> None:
+    site = tmp_path / "site-packages"
+    wheel = _fake_ptxas(site / "nvidia" / "cuda_nvcc" / "bin", "12.2.140")
+    home = _fake_ptxas(tmp_path / "cuda-home" / "bin", "12.4.131")
+    on_path = _fake_ptxas(tmp_path / "tools", "12.3.107")
+    monkeypatch.setattr(sys, "path", [str(site)])
+    monkeypatch.setattr(h, "CUDA_ROOT", str(tmp_path / "cuda"))
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda-home"))
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'empty'}:{tmp_path / 'tools'}")
+    assert h.find_ptxas() == {
+        "path": str(on_path),
+        "version": "12.3.107",
+        "source": "PATH",
+        "xla_finds": True,
+    }
+    # --xla_gpu_cuda_data_dir comes first
+    monkeypatch.setenv("XLA_FLAGS", f"--xla_gpu_cuda_data_dir={tmp_path / 'cuda-home'}")
+    assert h.find_ptxas()["path"] == str(home)
+    assert h.find_ptxas()["source"] == "XLA_FLAGS"
+    monkeypatch.delenv("XLA_FLAGS")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert h.find_ptxas() == {
+        "path": str(wheel),
+        "version": "12.2.140",
+        "source": "nvidia-cuda-nvcc wheel",
+        "xla_finds": True,
+    }
+    wheel.unlink()
+    assert h.find_ptxas() == {
+        "path": str(home),
+        "version": "12.4.131",
+        "source": "CUDA_HOME",
+        "xla_finds": False,
+    }
+    monkeypatch.delenv("CUDA_HOME")
+    assert h.find_ptxas("12.2") == {
+        "path": None,
+        "searched": [
+            "PATH",
+            f"{tmp_path}/cuda-12.2/bin",
+            f"{tmp_path}/cuda/bin",
+            f"{site}/nvidia/cuda_nvcc/bin",
+        ],
+    }
+    toolkit = _fake_ptxas(tmp_path / "cuda-12.2" / "bin", "12.2.140")
+    assert h.find_ptxas("12.2")["path"] == str(toolkit)
+    assert h.find_ptxas("12.2")["source"] == "CUDA toolkit"
+
+
+@pytest.mark.parametrize(
+    ("cuda", "wheel"),
+    [
+        ("11.8", "nvidia-cuda-nvcc-cu11"),
+        ("12.2", "nvidia-cuda-nvcc-cu12"),
+        ("13.0", "nvidia-cuda-nvcc"),
+        (None, "nvidia-cuda-nvcc"),
+    ],
+)
+def test_nvcc_wheel_names(cuda: Any, wheel: str) -> None:
+    assert h.nvcc_wheel(cuda) == wheel
+
+
+class FakeTensor:
+    """Enough of a tensor for TorchAdapter.xla_program to build its inputs."""
+
+    def __init__(self, *shape: int) -> None:
+        self.shape = shape
+
+    def _same(self, *args: Any, **kwargs: Any) -> FakeTensor:
+        return self
+
+    __mul__ = __rmul__ = __sub__ = __add__ = __matmul__ = _same
+    to = mean = abs = max = _same
+
+
+def fake_torch(**attrs: Any) -> Any:
+    import types
+
+    torch = types.SimpleNamespace(
+        __version__="2.4.0",
+        rand=lambda *shape, generator=None: FakeTensor(*shape),
+        tanh=lambda t: t,
+        Generator=lambda: types.SimpleNamespace(manual_seed=lambda seed: None),
+    )
+    for name, value in attrs.items():
+        setattr(torch, name, value)
+    return torch
+
+
+def test_torch_adapter_without_torch_compile_skips() -> None:
+    adapter = h.TorchAdapter()
+    adapter.module = fake_torch(__version__="1.13.1")
+    with pytest.raises(h.XlaUnavailable, match=r"^PyTorch 1.13.1 has no torch.compile"):
+        adapter.xla_program(on_gpu=False)
+
+
+def test_torch_compile_failure_is_a_warning_with_the_reason(fake: Fake, tmp_path: Path) -> None:
+    def compile(fn: Any, fullgraph: bool = False) -> Any:
+        assert fullgraph  # a graph break must be an error, not a silent fallback
+
+        def run(*args: Any) -> Any:
+            raise RuntimeError("InvalidCxxCompiler: No working C++ compiler found")
+
+        return run
+
+    adapter = h.TorchAdapter()
+    adapter.module = fake_torch(compile=compile)
+    ctx = context()
+    ctx.loaded = adapter
+    ctx.gpus = []
+    verdict = h.check_xla(ctx)
+    assert (verdict.status, verdict.reason) == (
+        "WARN",
+        "torch.compile (TorchInductor) failed on the CPU: RuntimeError: InvalidCxxCompiler: "
+        "No working C++ compiler found",
+    )
+
+
+def test_tensorflow_adapter_needs_ptxas_and_others_do_not() -> None:
+    assert h.TensorFlowAdapter.xla_needs_ptxas is True
+    assert (h.TorchAdapter.xla_needs_ptxas, h.JaxAdapter.xla_needs_ptxas) == (False, False)
+    assert (h.TensorFlowAdapter.xla_failure, h.JaxAdapter.xla_failure) == ("FAIL", "FAIL")
+    assert h.TorchAdapter.xla_failure == "WARN"
+
+
+@pytest.mark.parametrize(
+    ("device", "short"),
+    [
+        ("/job:localhost/replica:0/task:0/device:GPU:0", "GPU:0"),
+        ("cuda:0", "cuda:0"),
+        ("TFRT_CPU_0", "TFRT_CPU_0"),
+    ],
+)
+def test_short_device(device: str, short: str) -> None:
+    assert h.short_device(device) == short
+
+
 # ---------------------------------------------------------------- pure functions
 
 
@@ -654,6 +978,7 @@ def test_stdout_holds_only_the_json_and_crashes_are_reported(tmp_path: Path, pyt
         ("compute_capability", "SKIP"),
         ("cudnn_runtime", "SKIP"),
         ("op_on_gpu", "SKIP"),
+        ("xla", "FAIL"),
         ("benchmark_fp32", "FAIL"),
     ]
     gpu = next(c for c in doc["checks"] if c["name"] == "gpu_visible")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -185,3 +186,25 @@ def test_training_benchmark_on_the_cpu(tf_python: str, tmp_path: Path) -> None:
         / training["train_step"][1]["seconds_per_step"]
     )
     assert training["mixed_precision_speedup"] == pytest.approx(ratio, rel=1e-2)
+
+
+def test_xla_compiles_and_matches_eager_on_the_cpu(tf_python: str, tmp_path: Path) -> None:
+    result = runner.run_on_host(
+        None, bundle(tmp_path, EXPECT), True, python=tf_python, extra=["--no-benchmark"]
+    )
+    assert result["status"] == "WARNED", checks(result)  # gpu_visible, with --allow-cpu
+    entry = next(c for c in result["checks"] if c["name"] == "xla")
+    assert entry["status"] == "PASS", entry
+    assert re.fullmatch(
+        r"tf\.function\(jit_compile=True\) compiled in \d+\.\d\d s, ran on CPU:0; "
+        r"max difference to eager execution \S+",
+        entry["reason"],
+    )
+    xla = entry["xla"]
+    assert xla["compiled_with"] == "tf.function(jit_compile=True)"
+    assert xla["device"] == "/job:localhost/replica:0/task:0/device:CPU:0"
+    assert xla["max_difference"] <= xla["tolerance"] == 2e-3
+    # the first call traces and compiles: far slower than the compiled one after it
+    assert 0 < xla["steady_call_s"] < xla["first_call_s"] < 300
+    assert xla["compile_s"] > 10 * xla["steady_call_s"]
+    assert set(xla["ptxas"]) in ({"path", "version", "source", "xla_finds"}, {"path", "searched"})

@@ -375,6 +375,141 @@ def apply_environment(framework: str, config: dict[str, Any]) -> tuple[bool, dic
     return growth, applied
 
 
+# ---------------------------------------------------------------- XLA and ptxas
+
+# The XLA check's function: a float32 layer (matmul, bias, tanh) and a row
+# reduction, outputs in (-2, 2). Compiled and eager results differ by fusion
+# and algorithm choice only; TF32 matmuls (the GPU default in TensorFlow and
+# JAX) keep that below about 3e-4 at this size, so 2e-3 flags a wrong answer
+# without tripping over rounding.
+XLA_N = 256
+XLA_TOLERANCE = 2e-3
+PTXAS_FALLBACK_FLAG = "--xla_gpu_unsafe_fallback_to_driver_on_ptxas_not_found"
+CUDA_ROOT = "/usr/local/cuda"  # XLA's generic CUDA root, also with "-X.Y" appended
+
+
+class XlaUnavailable(Exception):
+    """The framework has no compiler to try here, for a reason worth a SKIP."""
+
+
+@dataclass(frozen=True)
+class XlaProgram:
+    """One small function, compiled and not, as an adapter prepares it.
+
+    ``compiled()`` and ``reference()`` each run the function once and wait for
+    the result; the first ``compiled()`` call includes the compilation.
+    """
+
+    what: str  # "tf.function(jit_compile=True)"
+    reference_what: str  # "eager execution"
+    compiled: Callable[[], Any]
+    reference: Callable[[], Any]
+    difference: Callable[[Any, Any], float]  # max |a - b|
+    device_of: Callable[[Any], str]
+
+
+def measure_xla(program: XlaProgram) -> dict[str, Any]:
+    """Time the first (compiling) and a second call, compare with the reference."""
+    start = time.perf_counter()
+    first = program.compiled()
+    first_s = time.perf_counter() - start
+    start = time.perf_counter()
+    program.compiled()
+    steady_s = time.perf_counter() - start
+    reference = program.reference()
+    return {
+        "function": f"tanh(x @ w + b), less its row mean; float32 {XLA_N}x{XLA_N}",
+        "compiled_with": program.what,
+        "reference": program.reference_what,
+        "device": program.device_of(first),
+        "first_call_s": round(first_s, 4),
+        "steady_call_s": round(steady_s, 6),
+        "compile_s": round(max(0.0, first_s - steady_s), 4),
+        "max_difference": program.difference(first, reference),
+        "tolerance": XLA_TOLERANCE,
+    }
+
+
+def _xla_flags() -> list[str]:
+    return os.environ.get("XLA_FLAGS", "").split()
+
+
+def ptxas_version(path: str) -> str | None:
+    """'12.2.140' from ``ptxas --version`` ("... release 12.2, V12.2.140"), or None."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    for word in out.stdout.replace(",", " ").split():
+        if word.startswith("V") and _parts(word[1:]):
+            return word[1:]
+    return None
+
+
+def ptxas_places(cuda: object = None) -> list[tuple[str, str, bool]]:
+    """(source, folder, XLA searches it) in the order XLA looks, then CUDA_HOME.
+
+    XLA (TensorFlow 2.15's and jaxlib's) takes ptxas from --xla_gpu_cuda_data_dir
+    in XLA_FLAGS, then PATH, then the CUDA roots: /usr/local/cuda-X.Y (the
+    toolkit it was built with), /usr/local/cuda and the nvidia-cuda-nvcc wheel
+    beside it in site-packages (nvidia/cuda_nvcc/bin; CUDA 13 wheels:
+    nvidia/cu13/bin). CUDA_HOME is listed last, as a place XLA does not search:
+    TensorFlow 2.15's XLA does not read it (newer XLA does).
+    """
+    places: list[tuple[str, str, bool]] = []
+    for flag in _xla_flags():
+        if flag.startswith("--xla_gpu_cuda_data_dir="):
+            places.append(("XLA_FLAGS", os.path.join(flag.split("=", 1)[1], "bin"), True))
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        if folder:
+            places.append(("PATH", folder, True))
+    release = ".".join(str(p) for p in _parts(cuda)[:2]) if cuda else ""
+    if release.count(".") == 1:
+        places.append(("CUDA toolkit", f"{CUDA_ROOT}-{release}/bin", True))
+    places.append(("CUDA toolkit", f"{CUDA_ROOT}/bin", True))
+    for entry in sys.path:
+        nvidia = os.path.join(entry or ".", "nvidia")
+        if not os.path.isdir(nvidia):
+            continue
+        for sub in sorted(os.listdir(nvidia)):
+            if sub == "cuda_nvcc" or sub.startswith("cu1"):
+                places.append(("nvidia-cuda-nvcc wheel", os.path.join(nvidia, sub, "bin"), True))
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if home:
+        places.append(("CUDA_HOME", os.path.join(home, "bin"), False))
+    return places
+
+
+def find_ptxas(cuda: object = None) -> dict[str, Any]:
+    """Where ptxas is: {'path', 'version', 'source', 'xla_finds'}, or {'path': None,
+    'searched': [...]} (the folders looked in, PATH's entries as one)."""
+    places = ptxas_places(cuda)
+    for source, folder, searched in places:
+        path = os.path.join(folder, "ptxas")
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return {
+                "path": path,
+                "version": ptxas_version(path),
+                "source": source,
+                "xla_finds": searched,
+            }
+    searched_in: list[str] = []
+    for source, folder, _ in places:
+        name = "PATH" if source == "PATH" else folder
+        if name not in searched_in:
+            searched_in.append(name)
+    return {"path": None, "searched": searched_in}
+
+
+def nvcc_wheel(cuda: object) -> str:
+    """The wheel that carries ptxas for a CUDA major: nvidia-cuda-nvcc-cu12 (the
+    name TensorFlow's [and-cuda] extra pins), nvidia-cuda-nvcc from CUDA 13 on."""
+    major = _parts(cuda)[:1]
+    if major and major[0] < 13:
+        return f"nvidia-cuda-nvcc-cu{major[0]}"
+    return "nvidia-cuda-nvcc"
+
+
 # ---------------------------------------------------------------- adapters
 
 
@@ -433,6 +568,16 @@ class Adapter:
     def matmul_timer(self, dtype: str, n: int, on_gpu: bool) -> tuple[Callable[[int], float], str]:
         """Return (run(k) -> seconds for k chained, synchronized products, math label)."""
         raise NotImplementedError
+
+    # XLA: a compile failure is a FAIL, unless the adapter says the compiler is
+    # an optional extra (torch.compile); a GPU compile that needs ptxas is not
+    # tried without it when trying would abort the process (TensorFlow).
+    xla_failure = FAIL
+    xla_needs_ptxas = False
+
+    def xla_program(self, on_gpu: bool) -> XlaProgram:
+        """The XLA check's function, compiled and not, on GPU 0 or the CPU."""
+        raise XlaUnavailable(f"{PRETTY[self.name]} has no XLA check")
 
 
 class TensorFlowAdapter(Adapter):
@@ -647,6 +792,45 @@ class TensorFlowAdapter(Adapter):
             math = "tf32"
         return run, math
 
+    xla_needs_ptxas = True  # without it XLA:GPU aborts the process (LOG(FATAL))
+
+    def xla_program(self, on_gpu: bool) -> XlaProgram:
+        tf = self.module
+        device = "/GPU:0" if on_gpu else "/CPU:0"
+        with tf.device(device):
+            x = tf.random.stateless_uniform([XLA_N, XLA_N], seed=[1, 2], minval=-1, maxval=1)
+            w = tf.random.stateless_uniform(
+                [XLA_N, XLA_N], seed=[3, 4], minval=-(XLA_N**-0.5), maxval=XLA_N**-0.5
+            )
+            b = tf.random.stateless_uniform([XLA_N], seed=[5, 6], minval=-0.1, maxval=0.1)
+
+        def layer(x: Any, w: Any, b: Any) -> Any:
+            y = tf.tanh(tf.matmul(x, w) + b)
+            return y - tf.reduce_mean(y, axis=1, keepdims=True)
+
+        compiled = tf.function(layer, jit_compile=True)
+
+        def run_compiled() -> Any:
+            with tf.device(device):
+                out = compiled(x, w, b)
+            out.numpy()  # to the host: waits for the device
+            return out
+
+        def run_eager() -> Any:
+            with tf.device(device):
+                out = layer(x, w, b)
+            out.numpy()
+            return out
+
+        return XlaProgram(
+            what="tf.function(jit_compile=True)",
+            reference_what="eager execution",
+            compiled=run_compiled,
+            reference=run_eager,
+            difference=lambda a, r: float(tf.reduce_max(tf.abs(a - r)).numpy()),
+            device_of=lambda out: str(out.device),
+        )
+
 
 class TorchAdapter(Adapter):
     name = "torch"
@@ -769,6 +953,49 @@ class TorchAdapter(Adapter):
         if dtype == "fp32" and on_gpu and torch.backends.cuda.matmul.allow_tf32:
             math = "tf32"
         return run, math
+
+    xla_failure = WARN  # torch.compile is an extra: it needs Triton (GPU) or a C++ compiler
+
+    def xla_program(self, on_gpu: bool) -> XlaProgram:
+        torch = self.module
+        if not callable(getattr(torch, "compile", None)):
+            raise XlaUnavailable(
+                f"PyTorch {torch.__version__} has no torch.compile (it came with 2.0)"
+            )
+        device = "cuda:0" if on_gpu else "cpu"
+        g = torch.Generator().manual_seed(1)
+        x = (torch.rand(XLA_N, XLA_N, generator=g) * 2 - 1).to(device)
+        w = ((torch.rand(XLA_N, XLA_N, generator=g) * 2 - 1) * XLA_N**-0.5).to(device)
+        b = ((torch.rand(XLA_N, generator=g) * 2 - 1) * 0.1).to(device)
+
+        def layer(x: Any, w: Any, b: Any) -> Any:
+            y = torch.tanh(x @ w + b)
+            return y - y.mean(dim=1, keepdim=True)
+
+        compiled = torch.compile(layer, fullgraph=True)  # a graph break is an error
+
+        def sync() -> None:
+            if on_gpu:
+                torch.cuda.synchronize()
+
+        def run_compiled() -> Any:
+            out = compiled(x, w, b)
+            sync()
+            return out
+
+        def run_eager() -> Any:
+            out = layer(x, w, b)
+            sync()
+            return out
+
+        return XlaProgram(
+            what="torch.compile (TorchInductor)",
+            reference_what="eager execution",
+            compiled=run_compiled,
+            reference=run_eager,
+            difference=lambda a, r: float((a - r).abs().max()),
+            device_of=lambda out: str(out.device),
+        )
 
 
 class JaxAdapter(Adapter):
@@ -922,6 +1149,42 @@ class JaxAdapter(Adapter):
             return time.perf_counter() - start
 
         return run, dtype
+
+    def xla_program(self, on_gpu: bool) -> XlaProgram:
+        jax = self.module
+        jnp = jax.numpy
+        dev = self._gpu_devices()[0] if on_gpu else jax.devices("cpu")[0]
+        kx, kw, kb = jax.random.split(jax.random.PRNGKey(1), 3)
+        bound = XLA_N**-0.5
+        x = jax.device_put(jax.random.uniform(kx, (XLA_N, XLA_N), jnp.float32, -1, 1), dev)
+        w = jax.device_put(jax.random.uniform(kw, (XLA_N, XLA_N), jnp.float32, -bound, bound), dev)
+        b = jax.device_put(jax.random.uniform(kb, (XLA_N,), jnp.float32, -0.1, 0.1), dev)
+
+        def layer(x: Any, w: Any, b: Any) -> Any:
+            y = jnp.tanh(x @ w + b)
+            return y - y.mean(axis=1, keepdims=True)
+
+        compiled = jax.jit(layer)
+
+        def run_compiled() -> Any:
+            return compiled(x, w, b).block_until_ready()
+
+        def run_eager() -> Any:
+            with jax.disable_jit():  # op by op, nothing fused
+                return layer(x, w, b).block_until_ready()
+
+        def device_of(out: Any) -> str:
+            devices = out.devices() if hasattr(out, "devices") else {out.device()}
+            return ",".join(str(d) for d in devices)
+
+        return XlaProgram(
+            what="jax.jit",
+            reference_what="the same function under jax.disable_jit()",
+            compiled=run_compiled,
+            reference=run_eager,
+            difference=lambda a, r: float(jnp.max(jnp.abs(a - r))),
+            device_of=device_of,
+        )
 
 
 ADAPTERS: dict[str, Callable[[], Adapter]] = {
@@ -1348,16 +1611,26 @@ def check_cudnn_runtime(ctx: Context) -> Verdict:
     )
 
 
-def check_op_on_gpu(ctx: Context) -> Verdict:
-    device, err = ctx.adapter.op_on_gpu()
+def on_gpu_zero(device: object) -> bool:
+    """Does a framework's device string name GPU 0?"""
     text = str(device).lower()
-    on_zero = (
+    return (
         ("gpu:0" in text)
         or ("cuda:0" in text)
         or text in ("cuda", "gpu")
         or "cudadevice(id=0)" in text
     )
-    if not on_zero:
+
+
+def short_device(device: object) -> str:
+    """'/job:localhost/replica:0/task:0/device:GPU:0' -> 'GPU:0'; others as they are."""
+    text = str(device)
+    return text.rsplit("/device:", 1)[-1] if "/device:" in text else text
+
+
+def check_op_on_gpu(ctx: Context) -> Verdict:
+    device, err = ctx.adapter.op_on_gpu()
+    if not on_gpu_zero(device):
         return Verdict(FAIL, f"a matmul placed on GPU 0 ran on {device}")
     if err > 1e-2:
         return Verdict(FAIL, f"a matmul on {device} differs from the CPU by {err:.3g}")
@@ -1382,6 +1655,98 @@ def check_memory_held(ctx: Context) -> Verdict | None:
         of = f" of {total} MB" if total else ""
         tail = f" ({ctx.pretty} holds {held:.0f} MB{of})"
     return Verdict(PASS, reason + tail)
+
+
+def _ptxas_note(ptxas: dict[str, Any]) -> str:
+    if not ptxas.get("path"):
+        return "no ptxas"
+    version = ptxas.get("version") or "of unknown version"
+    return "ptxas {} from {}".format(version, ptxas["source"])
+
+
+def _no_ptxas(ctx: Context, ptxas: dict[str, Any], what: str) -> Verdict:
+    """What a GPU without ptxas costs TensorFlow's XLA, and how to add it."""
+    cuda = ctx.expect.get("cuda") or ctx.build.get("cuda")
+    wheel = nvcc_wheel(cuda)
+    release = ".".join(str(p) for p in _parts(cuda)[:2])
+    pin = f"{wheel}=={release}.*" if "." in release and wheel.endswith(("cu11", "cu12")) else wheel
+    if ptxas.get("path"):
+        where = "ptxas is only at {} ({}), where XLA does not look".format(
+            ptxas["path"], ptxas["source"]
+        )
+    else:
+        where = "no ptxas on PATH, in /usr/local/cuda or an nvidia-cuda-nvcc wheel"
+    reason = (
+        f"{what} not run on the GPU: {where}; XLA would abort the process "
+        f"(\"Can't find ptxas binary\"). Add it: pip install {pin} and put its "
+        "nvidia/cuda_nvcc/bin on PATH (the [and-cuda] extra and envlock's pip "
+        "CUDA source do both)"
+    )
+    return Verdict(
+        WARN,
+        reason,
+        {
+            "xla": {"compiled_with": what, "device": None, "ptxas": ptxas},
+            "hint": (
+                f"{PTXAS_FALLBACK_FLAG} in XLA_FLAGS lets the driver compile the PTX instead "
+                "(XLA calls that unsafe: more memory, no parallel compilation)"
+            ),
+        },
+    )
+
+
+def check_xla(ctx: Context) -> Verdict:
+    """A small function compiled by the framework's compiler (XLA; torch.compile),
+    run on GPU 0 (on the CPU when no GPU is visible) and checked against the
+    uncompiled result; the compile time and where ptxas is are recorded."""
+    adapter, on_gpu = ctx.adapter, ctx.on_gpu
+    where = "GPU 0" if on_gpu else "the CPU"
+    ptxas = find_ptxas(ctx.build.get("cuda") or ctx.expect.get("cuda"))
+    fallback = any(f.split("=")[0] == PTXAS_FALLBACK_FLAG for f in _xla_flags())
+    try:
+        program = adapter.xla_program(on_gpu)
+    except XlaUnavailable as e:
+        return Verdict(SKIP, str(e), {"xla": {"ptxas": ptxas}})
+    usable = bool(ptxas.get("path")) and ptxas.get("xla_finds", False)
+    if on_gpu and adapter.xla_needs_ptxas and not usable and not fallback:
+        return _no_ptxas(ctx, ptxas, program.what)
+    try:
+        found = measure_xla(program)
+    except Exception as exc:  # noqa: BLE001 - the compiler's own error is the finding
+        status = adapter.xla_failure
+        return Verdict(
+            status,
+            f"{program.what} failed on {where}: {_error_text(exc)}",
+            {
+                "xla": {"compiled_with": program.what, "ptxas": ptxas},
+                "error": {"type": type(exc).__name__, "message": str(exc)[:2000]},
+            },
+        )
+    found["ptxas"] = ptxas
+    extra = {"xla": found}
+    device, err = short_device(found["device"]), found["max_difference"]
+    if on_gpu_zero(device) != on_gpu:
+        return Verdict(FAIL, f"{program.what} was asked for {where} and ran on {device}", extra)
+    if not err <= XLA_TOLERANCE:  # NaN fails too
+        return Verdict(
+            FAIL,
+            f"{program.what} on {device} differs from {program.reference_what} by "
+            f"{err:.3g} (tolerance {XLA_TOLERANCE:g})",
+            extra,
+        )
+    text = (
+        f"{program.what} compiled in {found['compile_s']:.2f} s, ran on {device}; "
+        f"max difference to {program.reference_what} {err:.2g}"
+    )
+    if not on_gpu:
+        return Verdict(PASS, text, extra)
+    if adapter.xla_needs_ptxas and not usable:
+        return Verdict(
+            WARN,
+            text + f"; no ptxas: the driver compiled the PTX ({PTXAS_FALLBACK_FLAG})",
+            extra,
+        )
+    return Verdict(PASS, f"{text} ({_ptxas_note(ptxas)})", extra)
 
 
 # ---------------------------------------------------------------- benchmark
@@ -1569,6 +1934,7 @@ def run_checks(ctx: Context) -> None:
     else:
         for name in ("compute_capability", "cudnn_runtime", "op_on_gpu"):
             ctx.add(name, SKIP, "no GPU visible")
+    run_check(ctx, "xla", check_xla)
     ctx.settings.update(_safe(ctx.adapter.settings) or {})
     if opts.benchmark:
         run_benchmark(ctx)
