@@ -33,3 +33,24 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     for row in rows:
         lines.append("  ".join(c.ljust(widths[i]) for i, c in enumerate(row)).rstrip())
     return "\n".join(lines) + "\n"
+
+
+REASON_WIDTH = 90
+
+
+def short(text: str, width: int = REASON_WIDTH) -> str:
+    """``text`` on one line for a table cell: at most ``width`` characters, cut at a word
+    with "..." when longer (the whole text stays in ``--json`` and in the files)."""
+    text = " ".join(str(text).split())
+    if len(text) <= width:
+        return text
+    cut = text[: width - 3]
+    space = cut.rfind(" ")
+    if space > width // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:(") + "..."
+
+
+def wrote(path: object, what: str) -> None:
+    """Say on stderr where a command wrote a file ("envlock: wrote the report to PATH")."""
+    sys.stderr.write(f"envlock: wrote {what} to {path}\n")

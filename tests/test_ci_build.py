@@ -41,19 +41,38 @@ import contextlib
 __version__ = "2.15.1"
 float32 = float16 = bfloat16 = "dtype"
 class _T:
+    device = "/job:localhost/replica:0/task:0/device:CPU:0"
     def __getitem__(self, index):
         return self
+    def __add__(self, other):
+        return self
+    __sub__ = __add__
     def numpy(self):
-        return {(0, 0): 0.0}
+        return _N(0.0)
+class _N(float):
+    def __getitem__(self, index):
+        return self
 def device(name):
     return contextlib.nullcontext()
 def cast(value, dtype):
     return _T()
 def matmul(a, b):
     return _T()
+def tanh(x):
+    return x
+def reduce_mean(x, **kwargs):
+    return x
+def reduce_max(x, **kwargs):
+    return x
+abs = tanh
+def function(f, jit_compile=False):
+    return f
 class random:
     @staticmethod
     def normal(shape, **kwargs):
+        return _T()
+    @staticmethod
+    def stateless_uniform(shape, **kwargs):
         return _T()
 class sysconfig:
     @staticmethod

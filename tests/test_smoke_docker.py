@@ -354,10 +354,10 @@ def test_a_hanging_harness_is_stopped(
 def test_harness_log_is_streamed_while_the_container_runs(
     broken_images: dict[str, str],
 ) -> None:
-    """envlock's stderr, read through a pipe, gets the harness's first line
-    before the harness pauses, not when the container has ended."""
+    """With --verbose, envlock's stderr, read through a pipe, gets the harness's
+    first line before the harness pauses, not when the container has ended."""
     cmd = [sys.executable, "-m", "envlock", "smoke", broken_images["chatty"]]
-    cmd += ["--framework", "tensorflow", "--gpus", "none", "--json"]
+    cmd += ["--framework", "tensorflow", "--gpus", "none", "--json", "--verbose"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None and proc.stdout is not None
     arrivals: list[tuple[float, str]] = []

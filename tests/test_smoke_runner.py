@@ -142,7 +142,7 @@ def test_a_harness_that_hangs_is_stopped(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_host_harness_log_is_streamed_while_it_runs(tmp_path: Path) -> None:
-    """`smoke --host` shows the harness's progress as it comes, not at the end."""
+    """`smoke --host --verbose` shows the harness's progress as it comes, not at the end."""
     import time
 
     chatty = (
@@ -154,7 +154,8 @@ def test_host_harness_log_is_streamed_while_it_runs(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(fake_module(tmp_path, chatty)))
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "envlock", "smoke", "--host", "--framework", "torch", "--json"],
+        [sys.executable, "-m", "envlock", "smoke", "--host", "--framework", "torch", "--json"]
+        + ["--verbose"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -172,6 +173,48 @@ def test_host_harness_log_is_streamed_while_it_runs(tmp_path: Path) -> None:
     assert sum(1 for _, line in seen if "fake-torch: loading" in line) == 1  # once
     assert doc["status"] == "FAILED"
     assert doc["checks"][0]["name"] == "import"
+
+
+def test_without_verbose_the_harness_log_goes_to_a_named_file(tmp_path: Path) -> None:
+    """The framework's noise and the harness's check lines stay off the terminal; the
+    file they went to is named first, and -o says where the result went."""
+    noisy = "import sys\nsys.stderr.write('fake-torch: C++ noise\\n')\nraise ImportError('no')\n"
+    env = dict(
+        os.environ, PYTHONPATH=str(fake_module(tmp_path, noisy)), XDG_STATE_HOME=str(tmp_path)
+    )
+    out = tmp_path / "result.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "envlock", "smoke", "--host", "--framework", "torch"]
+        + ["-o", str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode == 1
+    (log,) = (tmp_path / "envlock" / "logs").iterdir()
+    assert proc.stderr.splitlines() == [
+        f"envlock: running the smoke harness on this host; its log: {log} "
+        "(--verbose shows it here)",
+        f"envlock: wrote the result to {out}",
+    ]
+    text = log.read_text()
+    assert "fake-torch: C++ noise\n" in text and "envlock-smoke: FAIL import" in text
+    assert json.loads(out.read_text())["status"] == "FAILED"
+    assert proc.stdout.startswith("FAILED: torch")
+
+
+def test_table_reasons_are_short_and_json_keeps_them_whole() -> None:
+    from envlock.commands.smoke import describe
+    from envlock.output import REASON_WIDTH
+
+    reason = "the driver is too old for this build: " + "word " * 80
+    result = {"status": "FAILED", "checks": [{"name": "x", "status": "FAIL", "reason": reason}]}
+    row = describe(result).splitlines()[4]
+    status, check, text = row.split(None, 2)
+    assert (status, check) == ("FAIL", "x")
+    assert text.startswith("the driver is too old for this build: word")
+    assert text.endswith("word...") and len(text) <= REASON_WIDTH
+    assert result["checks"][0]["reason"] == reason
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--peaks", metavar="FILE", help="with --host: JSON list of GPU datasheet peaks")
     p.add_argument("--timeout", type=float, default=3600, help="seconds before the run is stopped")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show the harness's own log (its check lines and the framework's messages) on "
+        "stderr as it runs; without it the log goes to a file, named before the run",
+    )
     p.add_argument("--json", action="store_true", help="print the result document")
     p.add_argument(
         "-o", "--output", metavar="FILE", help="write the result (or signed report) here"
@@ -76,7 +85,6 @@ def host_python(given: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envlock.readers import read_json
     from envlock.smoke import runner
 
     if args.size is not None and args.size <= 0:
@@ -86,52 +94,15 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         _refuse_clobber(args)
     extra = ["--training"] if args.training else []
-    if args.host:
-        if args.image:
-            raise UsageError(
-                f"give an image or --host, not both ({args.image!r})",
-                hint="envlock smoke IMAGE, or envlock smoke --host",
-            )
-        if args.peaks:  # strict JSON (envlock.readers): a bad file is exit 2, not a FAILED run
-            read_json(args.peaks, "--peaks", hint="pass a JSON list of GPU peaks")
-        result = runner.run_on_host(
-            args.framework,
-            Path(args.expect) if args.expect else None,
-            args.allow_cpu,
-            size=args.size,
-            peaks_file=Path(args.peaks) if args.peaks else None,
-            python=host_python(args.python) if args.python else None,
-            extra=extra,
-            timeout=args.timeout,
-        )
-        image_id = image_ref = None
-    else:
-        if not args.image:
-            raise UsageError("no image given", hint="envlock smoke IMAGE, or envlock smoke --host")
-        if args.python:
-            raise UsageError(
-                "--python is for --host runs (an image carries its own interpreter)",
-                hint=f"envlock smoke --host --python {args.python}",
-            )
-        if args.expect or args.peaks:
-            raise UsageError(
-                "--expect and --peaks are for --host runs",
-                hint="an image carries its own /opt/envlock/expect.json",
-            )
-        result = runner.run_in_image(
-            args.image,
-            gpus=args.gpus,
-            allow_cpu=args.allow_cpu,
-            framework=args.framework,
-            size=args.size,
-            extra=extra,
-            timeout=args.timeout,
-        )
-        image_id = result.get("image", {}).get("id")
-        image_ref = result.get("image", {}).get("pinned")
+    _check(args)
+    with _harness_log(args) as log:
+        result = _run(args, runner, extra, log)
+    image_id = result.get("image", {}).get("id")
+    image_ref = result.get("image", {}).get("pinned")
 
     if args.output:
         from envlock.fsutil import atomic_write
+        from envlock.output import wrote
 
         out: dict[str, Any] = result
         if args.sign:
@@ -144,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
                 image_ref,
             )
         atomic_write(Path(args.output), json.dumps(out, indent=2) + "\n")
+        wrote(args.output, "the signed report" if args.sign else "the result")
     if args.json:
         from envlock.output import emit_json
 
@@ -151,6 +123,92 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(describe(result))
     return runner.exit_code_for(result)
+
+
+@contextlib.contextmanager
+def _harness_log(args: argparse.Namespace) -> Iterator[Any]:
+    """Where the harness's log goes: stderr with --verbose, else a log file named first."""
+    if args.verbose:
+        yield None
+        return
+    import os
+    import time
+
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    folder = Path(base) / "envlock" / "logs"
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    path = folder / f"smoke-{stamp}-{os.getpid()}.log"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(path, "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+    except OSError as e:  # no writable state folder: the log goes to stderr as before
+        sys.stderr.write(f"envlock: cannot write the harness log to {path} ({e.strerror})\n")
+        yield None
+        return
+    where = "on this host" if args.host else f"in {args.image}"
+    sys.stderr.write(
+        f"envlock: running the smoke harness {where}; its log: {path} (--verbose shows it here)\n"
+    )
+    with handle:
+        yield handle
+
+
+def _check(args: argparse.Namespace) -> None:
+    """The command line's mistakes (exit 2), before any log is opened or anything runs."""
+    from envlock.readers import read_json
+
+    if args.host:
+        if args.image:
+            raise UsageError(
+                f"give an image or --host, not both ({args.image!r})",
+                hint="envlock smoke IMAGE, or envlock smoke --host",
+            )
+        if args.peaks:  # strict JSON (envlock.readers): a bad file is exit 2, not a FAILED run
+            read_json(args.peaks, "--peaks", hint="pass a JSON list of GPU peaks")
+        if args.python:
+            host_python(args.python)
+        return
+    if not args.image:
+        raise UsageError("no image given", hint="envlock smoke IMAGE, or envlock smoke --host")
+    if args.python:
+        raise UsageError(
+            "--python is for --host runs (an image carries its own interpreter)",
+            hint=f"envlock smoke --host --python {args.python}",
+        )
+    if args.expect or args.peaks:
+        raise UsageError(
+            "--expect and --peaks are for --host runs",
+            hint="an image carries its own /opt/envlock/expect.json",
+        )
+
+
+def _run(args: argparse.Namespace, runner: Any, extra: list[str], log: Any) -> dict[str, Any]:
+    if args.host:
+        result: dict[str, Any] = runner.run_on_host(
+            args.framework,
+            Path(args.expect) if args.expect else None,
+            args.allow_cpu,
+            size=args.size,
+            peaks_file=Path(args.peaks) if args.peaks else None,
+            python=host_python(args.python) if args.python else None,
+            extra=extra,
+            timeout=args.timeout,
+            log=log,
+        )
+        return result
+    result = runner.run_in_image(
+        args.image,
+        gpus=args.gpus,
+        allow_cpu=args.allow_cpu,
+        framework=args.framework,
+        size=args.size,
+        extra=extra,
+        timeout=args.timeout,
+        log=log,
+    )
+    return result
 
 
 def _refuse_clobber(args: argparse.Namespace) -> None:
@@ -192,8 +250,9 @@ def _sign(
 
 
 def describe(result: dict[str, Any]) -> str:
-    """The readable report: a header, the checks table, the benchmark table."""
-    from envlock.output import table
+    """The readable report: a header, the checks table (short reasons: the whole
+    text is in --json and -o), the benchmark table."""
+    from envlock.output import short, table
 
     lines = []
     head = f"{result.get('status')}: {result.get('framework') or '?'}"
@@ -210,7 +269,7 @@ def describe(result: dict[str, Any]) -> str:
         )
     lines.append("")
     rows = [
-        [c.get("status", ""), c.get("name", ""), c.get("reason", "")]
+        [c.get("status", ""), c.get("name", ""), short(c.get("reason", ""))]
         for c in result.get("checks", [])
     ]
     lines.append(table(["status", "check", "reason"], rows).rstrip())

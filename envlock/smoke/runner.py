@@ -217,8 +217,14 @@ def run_on_host(
     python: str | None = None,
     extra: list[str] | None = None,
     timeout: float = 3600,
+    log: Any = None,
 ) -> dict[str, Any]:
-    """Run the harness with this interpreter (or ``python``) in a subprocess."""
+    """Run the harness with this interpreter (or ``python``) in a subprocess.
+
+    The harness's own log (its check lines and the framework's noise on stderr)
+    goes to ``log`` (anything with ``write`` and ``flush``) as it comes; None is
+    envlock's stderr.
+    """
     if framework is not None and framework not in FRAMEWORKS:
         raise UsageError(
             f"unknown framework {framework!r}", hint="use one of: " + ", ".join(FRAMEWORKS)
@@ -251,7 +257,7 @@ def run_on_host(
             tmp_peaks = Path(name)
             cmd += ["--peaks", name]
     try:
-        stdout, stderr, returncode = _run_teeing_stderr(cmd, timeout)
+        stdout, stderr, returncode = _run_teeing_stderr(cmd, timeout, log)
     except FileNotFoundError as e:
         raise UsageError(f"cannot start {cmd[0]}: {e.strerror}", hint="check --python") from e
     finally:
@@ -266,9 +272,11 @@ def run_on_host(
     return interpret(stdout, stderr, returncode, framework)
 
 
-def _run_teeing_stderr(cmd: list[str], timeout: float) -> tuple[str, str, int | None]:
+def _run_teeing_stderr(
+    cmd: list[str], timeout: float, log: Any = None
+) -> tuple[str, str, int | None]:
     """Run ``cmd``: its stdout collected, its stderr (the harness's progress
-    log) written to ours line by line as it comes, and collected too.
+    log) written to ``log`` (default: ours) line by line as it comes, and collected too.
     (stdout, stderr, exit status); the status is None when the command ran
     past ``timeout`` seconds and was killed."""
     proc = subprocess.Popen(
@@ -290,9 +298,10 @@ def _run_teeing_stderr(cmd: list[str], timeout: float) -> tuple[str, str, int | 
         for line in stream:
             err.append(line)
             try:
-                sys.stderr.write(line)
-                sys.stderr.flush()
-            except (OSError, ValueError):  # our stderr is gone: keep collecting
+                sink = log or sys.stderr
+                sink.write(line)
+                sink.flush()
+            except (OSError, ValueError):  # the log is gone: keep collecting
                 pass
 
     readers = [
@@ -426,8 +435,12 @@ def run_in_image(
     extra: list[str] | None = None,
     timeout: float = 3600,
     client: Any = None,
+    log: Any = None,
 ) -> dict[str, Any]:
     """Run the image's harness in a container without network; GPUs by device request.
+
+    The harness's log goes to ``log`` (``write``/``flush``) as it comes; None
+    is envlock's stderr.
 
     ``image`` is a local name or id, or ``REPO@sha256:<digest>``: that manifest,
     found locally by its RepoDigest or pulled by digest through the engine.
@@ -450,7 +463,7 @@ def run_in_image(
         requests = _device_requests(gpus)
         try:
             stdout, stderr, code = _run_container(
-                docker_client, img.id, command, payload, requests, timeout
+                docker_client, img.id, command, payload, requests, timeout, log
             )
         except APIError as e:
             if not requests or not _is_gpu_request_error(e):
@@ -465,7 +478,7 @@ def run_in_image(
             )
             sys.stderr.write(f"envlock: {reason}\n")
             stdout, stderr, code = _run_container(
-                docker_client, img.id, command, payload, [], timeout
+                docker_client, img.id, command, payload, [], timeout, log
             )
     if code is None:
         result = failed_result(
@@ -562,6 +575,7 @@ def _run_container(
     payload: bytes,
     device_requests: list[Any],
     timeout: float,
+    log: Any = None,
 ) -> tuple[str, str, int | None]:
     """Create, inject, start, wait; returns (stdout, stderr, exit code or None on timeout).
 
@@ -587,10 +601,10 @@ def _run_container(
             text = str(getattr(e, "explanation", "") or e)
             if "/bin/sh" in text and ("no such file" in text or "not found" in text):
                 stderr = f"envlock-smoke: no shell in the image ({text})\n"
-                sys.stderr.write(stderr)
+                (log or sys.stderr).write(stderr)
                 return "", stderr, EXIT_NO_SHELL
             raise
-        pump = _StderrPump(container, sys.stderr)
+        pump = _StderrPump(container, log or sys.stderr)
         pump.start()
         code: int | None
         try:
