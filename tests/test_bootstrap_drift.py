@@ -2,7 +2,9 @@
 host whose glibc is older than the locked wheels need.
 
 The bundle is rendered from a lock of the local fake index (framework "fakefw"):
-bootstrap.sh really makes the venv and installs with pip from that index.
+bootstrap.sh really makes the venv and installs with pip from that index. The
+same repair with real TensorFlow 2.15.1, with envlock doctor before and after,
+is in test_render_bootstrap.py (network, slow; it shares that module's venv).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.index.fakeindex import FakeIndex
+from packaging.utils import canonicalize_name
 from test_lock import FW_TAG, resolution
 
 from envlock.lock import lock
@@ -35,6 +38,7 @@ def index(make_module_index: Callable[..., FakeIndex]) -> FakeIndex:
     for v in ("1.0", "1.5"):
         idx.add_dist("dep-a", v)
     idx.add_dist("dep-c", "1.0")
+    idx.add_dist("dep-x", "1.0", requires=("dep-gone>=1",))  # not locked; its requirement unmet
     return idx
 
 
@@ -54,9 +58,12 @@ def write_bundle(folder: Path, locked: Lock) -> Path:
     return folder
 
 
-def bootstrap(bundle: Path, index_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+def bootstrap(bundle: Path, index_url: str | None, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run bundle/bootstrap.sh; ``index_url`` None: pip's own configuration."""
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    env.update(PIP_INDEX_URL=index_url, PIP_CONFIG_FILE=os.devnull, PIP_NO_INPUT="1")
+    env["PIP_NO_INPUT"] = "1"
+    if index_url is not None:
+        env.update(PIP_INDEX_URL=index_url, PIP_CONFIG_FILE=os.devnull)
     # python3.11 first on PATH: this test's interpreter
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
     return subprocess.run(
@@ -69,16 +76,20 @@ def bootstrap(bundle: Path, index_url: str, *args: str) -> subprocess.CompletedP
     )
 
 
-def installed(venv: Path) -> dict[str, str]:
+def installed(venv: Path, skip: tuple[str, ...] = ("pip", "setuptools")) -> dict[str, str]:
+    """{normalized name: version} of every distribution in ``venv`` but ``skip``."""
     code = (
         "import json, importlib.metadata as m; "
-        "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"
+        "print(json.dumps([[d.metadata['Name'], d.version] for d in m.distributions()]))"
     )
     out = subprocess.run(
         [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, check=True
     )
-    found: dict[str, str] = json.loads(out.stdout)
-    return {k: v for k, v in found.items() if k in ("fakefw", "dep-a", "dep-c")}
+    found: dict[str, str] = {}
+    for name, version in json.loads(out.stdout):
+        if name and canonicalize_name(name) not in skip:
+            found.setdefault(canonicalize_name(name), version)
+    return found
 
 
 def test_a_rerun_repairs_a_missing_and_a_moved_package(
@@ -148,3 +159,37 @@ def test_a_host_glibc_older_than_the_wheels_need_is_exit_3(locked: Lock, tmp_pat
         "glibc 2.99 or newer (manylinux_2_99): use the Dockerfile, or a newer host"
     )
     assert not venv.exists()
+
+
+def test_a_repair_that_leaves_a_failed_check_is_exit_1(
+    locked: Lock, index: FakeIndex, tmp_path: Path
+) -> None:
+    """The repair installs, then pip check fails (an unlocked package's requirement is
+    missing): a failed check, exit 1, not an environment failure."""
+    bundle = write_bundle(tmp_path / "env", locked)
+    venv = tmp_path / "venv"
+    first = bootstrap(bundle, index.url, "--no-smoke", "--venv", str(venv))
+    assert first.returncode == 0, first.stdout + first.stderr
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "uninstall", "-y", "dep-c"], check=True)
+    subprocess.run([*pip, "install", "--no-deps", "--index-url", index.url, "dep-x"], check=True)
+    second = bootstrap(bundle, index.url, "--no-smoke", "--venv", str(venv))
+    assert second.returncode == 1, second.stdout + second.stderr
+    assert "  dep-c 1.0: missing" in second.stdout.splitlines()
+    assert second.stderr.endswith(
+        f"bootstrap: error: pip check found broken requirements in {venv}\n"
+    )
+    assert installed(venv)["dep-c"] == "1.0"  # the repair itself happened
+
+
+def test_a_venv_folder_that_is_not_a_venv_is_exit_2(locked: Lock, tmp_path: Path) -> None:
+    bundle = write_bundle(tmp_path / "env", locked)
+    folder = tmp_path / "notavenv"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("mine\n", encoding="utf-8")
+    run = bootstrap(bundle, "http://127.0.0.1:9/simple", "--no-smoke", "--venv", str(folder))
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert run.stderr == (
+        f"bootstrap: error: {folder} exists and is not a venv; pick another --venv or remove it\n"
+    )
+    assert sorted(p.name for p in folder.iterdir()) == ["keep.txt"]

@@ -87,8 +87,10 @@ def test_capture_of_a_venv_locks_the_installed_versions(
     reqs = (out / "requirements.txt").read_text(encoding="utf-8")
     assert "dep-a==1.2 \\" in reqs and "tensorflow==2.15.1 \\" in reqs
     assert {"bootstrap.sh", "Dockerfile", "pylock.toml", "requirements.txt"} <= set(data["files"])
-    # the fake wheel has no module: build_info cannot be read, and capture says so
-    assert any("does not import" in n for n in data["notes"])
+    # the fake wheel's module has no tf.sysconfig: build_info cannot be read, and capture says so
+    assert f"tensorflow imports in {venv} but gives no build_info (AttributeError: " in "\n".join(
+        data["notes"]
+    )
 
 
 def test_a_version_the_index_no_longer_has_is_named_with_the_nearest(
@@ -149,4 +151,47 @@ def test_what_capture_leaves_out() -> None:
         "1 nvidia CUDA wheel(s) installed (nvidia-cudnn-cu12): locked with the pip CUDA "
         "source (tensorflow[and-cuda]'s own pins)",
         "left out, installed from a local folder (no index has them): mylib 0.1",
+    )
+
+
+def test_the_probe_says_how_each_was_installed_and_a_broken_import_is_a_note(
+    tmp_path: Path,
+) -> None:
+    """capture runs doctor's probe: the direct_url.json kinds reach captured_from, and a
+    TensorFlow whose import raises leaves the list whole and says why build_info is absent."""
+    from envlock.doctor.capture import build_info, capture_venv, probe_venv
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3.*/site-packages"))
+    kinds = {
+        "tensorflow": None,
+        "mylib": '{"url": "file:///src/mylib", "dir_info": {"editable": true}}',
+        "frozen": '{"url": "file:///src/frozen", "dir_info": {}}',
+        "fromgit": '{"url": "https://example.invalid/x.git", "vcs_info": {"vcs": "git"}}',
+    }
+    for name, direct in kinds.items():
+        info = site / f"{name}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        if direct:
+            (info / "direct_url.json").write_text(direct)
+    (site / "tensorflow").mkdir()
+    (site / "tensorflow" / "__init__.py").write_text("raise ImportError('libfoo.so.1: gone')\n")
+    python, dists = probe_venv(venv)
+    assert python.startswith("3.11.")
+    assert {d["name"]: d["direct"] for d in dists} == {
+        "tensorflow": None, "mylib": "editable", "frozen": "folder", "fromgit": "vcs",
+    }  # fmt: skip
+    assert build_info(venv) == (
+        {},
+        f"tensorflow does not import in {venv} (ImportError: libfoo.so.1: gone); "
+        "build_info not read",
+    )
+    got = capture_venv(venv)
+    assert (got.version, got.pins) == ("1.0", ("fromgit==1.0",))
+    assert got.notes == (
+        f"tensorflow does not import in {venv} (ImportError: libfoo.so.1: gone); "
+        "build_info not read",
+        "left out, installed from a local folder (no index has them): frozen 1.0, mylib 1.0",
     )

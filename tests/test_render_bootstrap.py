@@ -1,6 +1,8 @@
 """The rendered bootstrap.sh, run for real: TF 2.15 from the real index into a
-fresh venv on this CPU-only machine, twice, then without --allow-cpu; and the
-bundle's envlock_runtime.apply() against the TensorFlow it installed.
+fresh venv on this CPU-only machine, twice, then without --allow-cpu; the
+bundle's envlock_runtime.apply() against the TensorFlow it installed; and drift
+(numpy removed, protobuf moved) that envlock doctor names and a rerun repairs.
+The tests share one venv (bundle/venv): each makes it when run alone.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from report_support import run_cli
+from test_bootstrap_drift import installed
 
 from envlock.cli import main
 
@@ -106,11 +110,17 @@ def test_bootstrap_twice_then_without_allow_cpu(bundle: Path) -> None:
     assert snapshot(venv) == before
 
 
-def test_runtime_settings_apply_in_the_bootstrapped_venv(bundle: Path) -> None:
+def bootstrapped(bundle: Path) -> Path:
+    """bundle/venv, made by bootstrap.sh unless an earlier test made it."""
     venv = bundle / "venv"
     if not (venv / ".envlock-requirements.sha256").is_file():
         result = bootstrap(bundle, "--allow-cpu", "--no-smoke", "--venv", str(venv))
         assert result.returncode == 0, result.stdout + result.stderr
+    return venv
+
+
+def test_runtime_settings_apply_in_the_bootstrapped_venv(bundle: Path) -> None:
+    venv = bootstrapped(bundle)
     config = bundle / "mine.json"
     config.write_text(
         json.dumps(
@@ -162,3 +172,72 @@ def test_runtime_settings_apply_in_the_bootstrapped_venv(bundle: Path) -> None:
     assert active["gpus"] == []
     # the seed makes TensorFlow's random numbers repeat from one process to the next
     assert runs[0]["a"] == runs[1]["a"]
+
+
+def locked_versions(bundle: Path) -> dict[str, str]:
+    return {
+        line.split("==")[0]: line.split("==")[1].split()[0]
+        for line in (bundle / "requirements.txt").read_text(encoding="utf-8").splitlines()
+        if "==" in line and not line.startswith("#")
+    }
+
+
+def doctor(bundle: Path, venv: Path) -> tuple[int, dict[str, dict[str, str]]]:
+    """envlock doctor --lock BUNDLE --venv VENV --allow-cpu: (exit, findings by check)."""
+    code, out, err = run_cli(
+        "doctor", "--lock", str(bundle), "--venv", str(venv), "--allow-cpu", "--json"
+    )
+    assert "Traceback" not in err, err
+    return code, {f["check"]: f for f in json.loads(out)["findings"]}
+
+
+def test_drift_doctor_names_it_a_rerun_repairs_it_doctor_passes(bundle: Path) -> None:
+    """numpy removed and protobuf moved: doctor names both (exit 1); bootstrap.sh run
+    again reinstalls the locked versions (smoke test included); doctor passes (exit 0)."""
+    venv = bootstrapped(bundle)
+    locked = locked_versions(bundle)
+    assert installed(venv, skip=("pip",)) == locked
+    code, checks = doctor(bundle, venv)
+    assert checks["packages"]["status"] == "PASS" and code == 0, checks
+
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
+    other = "4.25.0" if locked["protobuf"] != "4.25.0" else "4.24.4"
+    subprocess.run([*pip, "uninstall", "-y", "numpy"], check=True, timeout=300)
+    subprocess.run([*pip, "install", "--no-deps", f"protobuf=={other}"], check=True, timeout=600)
+
+    code, checks = doctor(bundle, venv)
+    assert code == 1, checks
+    assert checks["package numpy"]["status"] == "FAIL"
+    assert checks["package numpy"]["cause"] == (
+        f"numpy {locked['numpy']} is locked but not installed"
+    )
+    assert checks["package protobuf"]["status"] == "FAIL"
+    assert checks["package protobuf"]["cause"] == (
+        f"protobuf {other} is installed; the lock has {locked['protobuf']}"
+    )
+    assert checks["tensorflow import"]["status"] == "FAIL"  # numpy is gone
+
+    repair = bootstrap(bundle, "--allow-cpu", "--venv", str(venv))
+    assert repair.returncode == 0, repair.stdout + repair.stderr
+    lines = repair.stdout.splitlines()
+    at = lines.index(
+        "bootstrap: the venv differs from the lock (2 packages); "
+        "installing the locked versions again:"
+    )
+    assert lines[at + 1 : at + 3] == [
+        f"  numpy {locked['numpy']}: missing",
+        f"  protobuf {locked['protobuf']}: {other} installed",
+    ]
+    assert "bootstrap: smoke test WARNED" in lines  # CPU only: no GPU is a warning
+    assert installed(venv, skip=("pip",)) == locked
+
+    code, checks = doctor(bundle, venv)
+    assert "package numpy" not in checks and "package protobuf" not in checks
+    assert checks["packages"] == {
+        "check": "packages",
+        "status": "PASS",
+        "cause": f"all {len(locked)} locked distributions at their versions",
+        "fix": "",
+    }
+    assert checks["tensorflow version"]["cause"] == "tensorflow 2.15.1 imports"
+    assert code == 0, checks

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.index.fakeindex import FakeIndex, FakeWheel, closed_port
+from test_bootstrap_drift import installed
 
 from envlock.cli import main
 from envlock.doctor.restore import find_python
@@ -81,18 +82,6 @@ def offline_args(bundle: Path, wh: Path, venv: Path) -> list[str]:
         "--index-url",
         dead,
     ]
-
-
-def dists(venv: Path) -> dict[str, str]:
-    code = (
-        "import importlib.metadata as m, json; "
-        "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"
-    )
-    out = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, check=True
-    )
-    found: dict[str, str] = json.loads(out.stdout)
-    return {k: v for k, v in found.items() if k not in ("pip", "setuptools")}
 
 
 # ------------------------------------------------------------------ wheelhouse
@@ -157,7 +146,7 @@ def test_offline_restore_from_a_wheelhouse_with_the_index_unreachable(
     assert main(offline_args(folder, wh, venv)) == 0
     out = capsys.readouterr().out
     assert venv.is_symlink() and os.readlink(venv) == "venv.envlock-1"
-    assert dists(venv) == {"tensorflow": "2.15.1", "dep-a": "1.5"}
+    assert installed(venv) == {"tensorflow": "2.15.1", "dep-a": "1.5"}
     assert out.startswith(f"{venv} -> venv.envlock-1: restored from {folder} (Python 3.11: ")
     assert "smoke PASSED" in out and "\nnew venv: " in out and " distributions\n" in out
 
@@ -177,7 +166,7 @@ def test_restore_repairs_drift_prints_it_and_cleans_the_previous_folder(
     assert doc["added"] == [["dep-a", "1.5"]] and doc["removed"] == [] and doc["changed"] == []
     assert doc["previous"] == str(tmp_path / "venv.envlock-1")
     assert os.readlink(venv) == "venv.envlock-2"
-    assert dists(venv) == {"tensorflow": "2.15.1", "dep-a": "1.5"}
+    assert installed(venv) == {"tensorflow": "2.15.1", "dep-a": "1.5"}
     assert main(offline_args(folder, wh, venv)) == 0
     out = capsys.readouterr().out
     assert "removed venv.envlock-1" in out and "no distribution changed" in out
@@ -352,7 +341,7 @@ def test_restore_of_real_tensorflow_repairs_numpy_removed_and_protobuf_moved(
     assert doc["added"] == [["numpy", locked["numpy"]]]
     assert doc["changed"] == [["protobuf", other, locked["protobuf"]]]
     assert doc["removed"] == [] and doc["smoke"] in ("PASSED", "WARNED")
-    got = dists(venv)
+    got = installed(venv)
     assert got["numpy"] == locked["numpy"] and got["protobuf"] == locked["protobuf"]
     ok = subprocess.run(
         [py, "-c", "import tensorflow as tf; print(tf.__version__)"],

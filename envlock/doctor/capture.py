@@ -1,9 +1,10 @@
 """Capture a working environment that was never locked.
 
-``capture_venv(venv)`` runs a small standard-library probe in the venv's own
-interpreter (every installed distribution and its version; TensorFlow's
-build_info in a second run, only when TensorFlow is installed, so a broken
-import cannot lose the list); ``capture_freeze(file)`` reads a ``pip freeze``.
+``capture_venv(venv)`` runs envlock doctor's probe (``envlock.doctor.probe``,
+standard library only) in the venv's own interpreter: every installed
+distribution, its version and how it was installed; then, only when TensorFlow
+is installed, a second run that imports it for build_info, so a broken import
+cannot lose the list. ``capture_freeze(file)`` reads a ``pip freeze``.
 Either gives a ``Captured``: the framework release, the Python, and every
 other distribution pinned at its installed version, which ``envlock capture``
 locks as ``envlock lock 'tensorflow==<installed>' --with <pins>`` would.
@@ -20,9 +21,7 @@ the target, each with the nearest versions it can (PEP 691 pages).
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -38,38 +37,6 @@ from envlock.lock.freeze import framework_names, is_cuda_wheel
 
 FRAMEWORK = "tensorflow"
 TOOLS = frozenset({"pip", "setuptools", "wheel"})
-
-# Runs in the captured venv's interpreter: standard library only, Python 3.8+.
-PROBE = r"""
-import json, sys
-from importlib import metadata
-out = []
-for d in metadata.distributions():
-    name = d.metadata["Name"]
-    if not name:
-        continue
-    try:
-        direct = json.loads(d.read_text("direct_url.json") or "null")
-    except ValueError:
-        direct = {"url": "?"}
-    kind = None
-    if isinstance(direct, dict):
-        if (direct.get("dir_info") or {}).get("editable"):
-            kind = "editable"
-        elif "dir_info" in direct:
-            kind = "folder"
-        elif direct.get("vcs_info"):
-            kind = "vcs"
-        else:
-            kind = "url"
-    out.append({"name": name, "version": d.version, "direct": kind})
-print(json.dumps({"python": "%d.%d.%d" % sys.version_info[:3], "distributions": out}))
-"""
-BUILD_INFO = r"""
-import json
-import tensorflow as tf
-print(json.dumps(dict(tf.sysconfig.get_build_info()), default=str))
-"""
 
 
 @dataclass(frozen=True)
@@ -113,61 +80,39 @@ def venv_python(venv: Path) -> Path:
     return python
 
 
-def _run(python: Path, code: str, what: str, timeout: float) -> tuple[int, str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    try:
-        done = subprocess.run(
-            [str(python), "-c", code],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            env=env,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        raise EnvironmentFailure(
-            f"{python}: {what} did not finish within {timeout:.0f} s", hint="try again"
-        ) from None
-    except OSError as e:
-        raise UsageError(f"{python}: cannot run it ({e.strerror})", hint="check --venv") from None
-    return done.returncode, done.stdout, done.stderr
+def _probe(venv: Path, tensorflow: str, timeout: float) -> dict[str, Any]:
+    """envlock doctor's probe, run in the venv's interpreter (PYTHONPATH and
+    PYTHONHOME left out: capture reads what the venv holds, nothing else)."""
+    from envlock.doctor.target import Target, run_probe
 
-
-def _last_json(stdout: str) -> Any:
-    lines = [ln for ln in stdout.splitlines() if ln.strip()]
-    return json.loads(lines[-1]) if lines else None
+    python = venv_python(venv)
+    where = Target(str(python), "--venv", f"--venv {venv}")
+    return run_probe(where, tensorflow=tensorflow, deep=False, timeout=timeout, isolated=True)
 
 
 def probe_venv(venv: Path, timeout: float = 120) -> tuple[str, list[dict[str, Any]]]:
-    """(the venv's Python version, its distributions as the probe lists them)."""
-    python = venv_python(venv)
-    code, out, err = _run(python, PROBE, "the probe", timeout)
-    try:
-        data = _last_json(out) if code == 0 else None
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
-        tail = (err.strip().splitlines() or ["no output"])[-1]
-        raise EnvironmentFailure(
-            f"{python}: the probe failed (exit {code}): {tail}",
-            hint="the venv's interpreter must run; recreate the venv if its Python was removed",
-        )
-    return str(data["python"]), list(data["distributions"])
+    """(the venv's Python version, its distributions as the probe lists them); the
+    probe does not import TensorFlow, so a broken import cannot lose the list."""
+    doc = _probe(venv, "no", timeout)
+    return str(doc["python"]["version"]), list(doc["distributions"])
 
 
 def build_info(venv: Path, timeout: float = 300) -> tuple[dict[str, Any], str | None]:
     """TensorFlow's build_info read in the venv; ({}, why) when it does not import."""
-    code, out, err = _run(venv_python(venv), BUILD_INFO, "reading build_info", timeout)
     try:
-        data = _last_json(out) if code == 0 else None
-    except ValueError:
-        data = None
-    if isinstance(data, dict):
-        return data, None
-    tail = (err.strip().splitlines() or [f"exit {code}"])[-1]
-    return {}, f"tensorflow does not import in {venv} ({tail}); build_info not read"
+        tf = _probe(venv, "yes", timeout).get("tensorflow") or {}
+    except EnvironmentFailure as e:  # the import took the interpreter down
+        return {}, f"tensorflow does not import in {venv} ({e.message}); build_info not read"
+    if not tf.get("imported"):
+        error = tf.get("error") or {}
+        lines = str(error.get("message", "")).strip().splitlines()
+        tail = f"{error.get('type', 'Error')}: {lines[-1] if lines else ''}".rstrip(": ")
+        return {}, f"tensorflow does not import in {venv} ({tail}); build_info not read"
+    info = tf.get("build_info")
+    if not isinstance(info, dict):
+        why = tf.get("build_info_error", "no build_info")
+        return {}, f"tensorflow imports in {venv} but gives no build_info ({why}); not read"
+    return info, None
 
 
 def _version(text: str, origin: str) -> Version:
@@ -232,7 +177,8 @@ def captured_from(
         )
     if local:
         said.append(
-            "left out, installed from a local folder (no index has them): " + ", ".join(local)
+            "left out, installed from a local folder (no index has them): "
+            + ", ".join(sorted(local))
         )
     return Captured(
         source=source,

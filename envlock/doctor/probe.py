@@ -5,7 +5,8 @@ points at (``python -c <this file> ARGS``) and prints one JSON document on
 stdout. It reports facts, never verdicts (``envlock.doctor.findings`` judges):
 
 - the interpreter (version, prefix, marker environment for Requires-Dist);
-- every installed distribution (name, version, Requires-Dist, where), and with
+- every installed distribution (name, version, Requires-Dist, where, and how it
+  was installed when direct_url.json says: editable, folder, vcs or url), and with
   ``--deep`` the files whose bytes no longer match their RECORD hash;
 - ``--tensorflow``: TensorFlow imported, its version, build_info, visible GPUs;
 - ``--library SONAME`` (repeated): whether that CUDA/cuDNN library loads, from
@@ -72,6 +73,25 @@ def _record_changes(dist: Any) -> list[dict[str, str]]:
     return changed
 
 
+def direct_kind(dist: Any) -> str | None:
+    """How ``dist`` was installed, from its direct_url.json (PEP 610): "editable",
+    "folder", "vcs" or "url"; None for an install from an index."""
+    try:
+        direct = json.loads(dist.read_text("direct_url.json") or "null")
+    except ValueError:
+        return "url"  # unreadable: not from an index either
+    if not isinstance(direct, dict):
+        return None
+    info = direct.get("dir_info")
+    if isinstance(info, dict) and info.get("editable"):
+        return "editable"
+    if "dir_info" in direct:
+        return "folder"
+    if direct.get("vcs_info"):
+        return "vcs"
+    return "url"
+
+
 def distributions(deep: bool) -> list[dict[str, Any]]:
     from importlib import metadata
 
@@ -85,6 +105,7 @@ def distributions(deep: bool) -> list[dict[str, Any]]:
             "version": dist.version,
             "requires": list(dist.requires or []),
             "location": str(dist.locate_file("")),
+            "direct": direct_kind(dist),
         }
         if deep:
             changed = _record_changes(dist)

@@ -41,15 +41,6 @@ _VERSIONED = re.compile(r"\.envlock-(\d+)$")
 INSTALL_TIMEOUT = 3600
 SMOKE_TIMEOUT = 1800
 
-_LIST_DISTS = (
-    "import importlib.metadata as m, json, re\n"
-    "out = {}\n"
-    "for d in m.distributions():\n"
-    "    name = d.metadata['Name']\n"
-    "    if name:\n"
-    "        out[re.sub(r'[-_.]+', '-', name).lower()] = d.version\n"
-    "print(json.dumps(out, sort_keys=True))\n"
-)
 _WHO = "import sys; print(sys.executable); print('%d.%d' % sys.version_info[:2])"
 
 
@@ -269,19 +260,26 @@ def _run(argv: list[str], doing: str, timeout: float, env: dict[str, str] | None
 
 
 def distributions(python: Path) -> dict[str, str] | None:
-    """{normalized name: version} installed for ``python``; None when it does not run."""
+    """{normalized name: version} installed for ``python`` (doctor's probe, without
+    PYTHONPATH); None when it does not run."""
+    from packaging.utils import canonicalize_name
+
+    from envlock.doctor.target import Target, run_probe
+
     try:
-        out = subprocess.run(
-            [str(python), "-c", _LIST_DISTS],
-            capture_output=True,
-            text=True,
+        doc = run_probe(
+            Target(str(python), "restore", f"the venv of {python}"),
+            tensorflow="no",
+            deep=False,
             timeout=120,
-            check=False,
+            isolated=True,
         )
-        data = json.loads(out.stdout) if out.returncode == 0 else None
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+    except EnvironmentFailure:
         return None
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else None
+    out: dict[str, str] = {}
+    for dist in doc.get("distributions") or []:
+        out.setdefault(canonicalize_name(str(dist["name"])), str(dist["version"]))
+    return out
 
 
 def compare(old: dict[str, str], new: dict[str, str]) -> Changes:

@@ -81,11 +81,13 @@ def run_probe(
     deep: bool,
     libraries: tuple[str, ...] = (),
     timeout: float = PROBE_TIMEOUT,
+    isolated: bool = False,
 ) -> dict[str, Any]:
     """Run the probe in ``target.python``; its JSON document. ``tensorflow``:
     "yes" (import it), "if-installed" (and list the libraries its build implies)
-    or "no". A probe that cannot
-    run (a broken interpreter) is an EnvironmentFailure, exit 3."""
+    or "no". ``isolated``: without PYTHONPATH and PYTHONHOME (what the venv holds,
+    not what this shell adds; doctor keeps them, they are part of what it inspects).
+    A probe that cannot run (a broken interpreter) is an EnvironmentFailure, exit 3."""
     from envlock.doctor.probe import MARK
 
     args = [target.python, "-c", probe_source()]
@@ -98,11 +100,21 @@ def run_probe(
     for soname in libraries:
         args += ["--library", soname]
     env = dict(os.environ)
+    if isolated:
+        env.pop("PYTHONPATH", None)
+        env.pop("PYTHONHOME", None)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # the probe reads facts, not TF's log noise
     with tempfile.TemporaryDirectory(prefix="envlock-doctor-") as cwd:  # nothing to shadow
         try:
             out = subprocess.run(
-                args, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env
+                args,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
             )
         except subprocess.TimeoutExpired:
             raise EnvironmentFailure(

@@ -18,11 +18,12 @@
 #
 # exit codes:
 #   0  the venv is ready and the smoke test passed (or was skipped)
-#   1  the smoke test failed
-#   2  bad usage
-#   3  this host cannot run the lock: not Linux x86_64, no Python 3.12 with venv,
-#      or a glibc older than the locked wheels need
-#   4  the venv could not be created, or the hashed install failed
+#   1  a check failed: after the install the venv still differs from the lock,
+#      pip check found broken requirements, or the smoke test failed
+#   2  bad usage, or --venv names a folder that is not a venv of Python 3.12
+#   3  the environment failed: not Linux x86_64, no Python 3.12 with venv, a glibc
+#      older than the locked wheels need, the venv could not be created, or the hashed
+#      install failed
 set -euo pipefail
 
 PYTHON_MINOR=3.12
@@ -48,8 +49,9 @@ usage: ./bootstrap.sh [--venv DIR] [--python PATH] [--recreate] [--allow-cpu] [-
   --recreate     delete the venv and build it again from scratch
   --allow-cpu    the smoke test passes without a GPU (CPU fallback)
   --no-smoke     do not run the smoke test
-exit codes: 0 ready, 1 smoke test failed, 2 bad usage, 3 host cannot run the lock,
-            4 venv or install failed
+exit codes: 0 ready, 1 a check failed (the venv still differs from the lock, pip check,
+            the smoke test), 2 bad usage, 3 the environment failed (host, Python, glibc,
+            venv creation, the hashed install)
 USAGE
 }
 
@@ -151,13 +153,13 @@ fi
 if [ -f "$venv/pyvenv.cfg" ] && [ -x "$venv/bin/python" ]; then
   have=$(minor_of "$venv/bin/python" || true)
   if [ "$have" != "$PYTHON_MINOR" ]; then
-    die 4 "$venv is Python ${have:-broken}, the lock needs $PYTHON_MINOR; run again with --recreate"
+    die 2 "$venv is Python ${have:-broken}, the lock needs $PYTHON_MINOR; run again with --recreate"
   fi
   say "using the existing venv $venv (Python $(full_version_of "$venv/bin/python"))"
 elif [ -e "$venv" ] && [ -n "$(ls -A "$venv" 2>/dev/null)" ]; then
-  die 4 "$venv exists and is not a venv; pick another --venv or remove it"
+  die 2 "$venv exists and is not a venv; pick another --venv or remove it"
 else
-  "$python" -m venv "$venv" || die 4 "could not create the venv $venv with $python"
+  "$python" -m venv "$venv" || die 3 "could not create the venv $venv with $python"
   say "created the venv $venv with $python (Python $(full_version_of "$python"))"
 fi
 vpython="$venv/bin/python"
@@ -165,7 +167,7 @@ vpython="$venv/bin/python"
 # 3. the locked packages, with hash checking
 stamp="$venv/.envlock-requirements.sha256"
 want=$("$vpython" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$here/requirements.txt") \
-  || die 4 "cannot read $here/requirements.txt"
+  || die 3 "cannot read $here/requirements.txt"
 drift() {
   "$vpython" - "$here/requirements.txt" <<'DRIFT'
 import re, sys
@@ -193,7 +195,7 @@ for name, want in sorted(locked.items()):
         print("%s %s: %s installed" % (name, want, have))
 DRIFT
 }
-differs=$(drift) || die 4 "cannot compare $venv with requirements.txt"
+differs=$(drift) || die 3 "cannot compare $venv with requirements.txt"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -z "$differs" ]; then
   say "requirements.txt unchanged since the last install (sha256 ${want:0:16}...) and every locked package installed as locked: nothing to install"
 else
@@ -206,12 +208,12 @@ else
   say "installing 49 locked packages: pip install --require-hashes --no-deps -r requirements.txt"
   "$vpython" -m pip install --disable-pip-version-check --no-cache-dir --require-hashes --no-deps \
     --only-binary :all: -r "$here/requirements.txt" \
-    || die 4 "the hashed install failed (see pip's message above); the venv was left as it is"
-  "$vpython" -m pip check || die 4 "pip check found broken requirements in $venv"
-  left=$(drift) || die 4 "cannot compare $venv with requirements.txt"
+    || die 3 "the hashed install failed (see pip's message above); the venv was left as it is"
+  "$vpython" -m pip check || die 1 "pip check found broken requirements in $venv"
+  left=$(drift) || die 3 "cannot compare $venv with requirements.txt"
   if [ -n "$left" ]; then
     printf '%s\n' "$left" | sed 's/^/  /' >&2
-    die 4 "after the install $venv still differs from the lock (above); run again with --recreate"
+    die 1 "after the install $venv still differs from the lock (above); run again with --recreate"
   fi
   printf '%s\n' "$want" >"$stamp"
   say "installed; recorded the requirements' sha256 in $stamp"
