@@ -20,9 +20,8 @@ from typing import Any
 
 import pytest
 
-from envlock.report import envelope_bytes, sign_result
+from envlock.report import envelope_bytes, sign_result, statement
 from envlock.report import page as pagemod
-from envlock.report import statement
 from tests.report_support import cli, make_bundle, make_keys, smoke_result
 
 XSS = '<script>document.title="pwned"</script><b>bold</b>'
