@@ -12,6 +12,7 @@ row of the matrix: it goes to the page's "not verified" section.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Sequence
@@ -351,16 +352,21 @@ def _cuda_source(smoke: dict[str, Any], lock_dir: Path | None) -> str:
     return "?"
 
 
-def _gpu_peaks(name: str | None, math: str) -> float | None:
-    """The datasheet peak for ``math`` on the GPU, from matrices/gpus.toml."""
-    if not name:
-        return None
-    try:
-        from envlock.matrix import load_gpus
+@functools.lru_cache(maxsize=1)
+def _gpu_matrix() -> Any:
+    """matrices/gpus.toml, read once per process (None when it cannot be read)."""
+    from envlock.matrix import load_gpus
 
-        model = load_gpus().find(name)
+    try:
+        return load_gpus()
     except EnvlockError:
         return None
+
+
+def _gpu_peaks(name: str | None, math: str) -> float | None:
+    """The datasheet peak for ``math`` on the GPU, from matrices/gpus.toml."""
+    matrix = _gpu_matrix() if name else None
+    model = matrix.find(name) if matrix is not None and name else None
     value = getattr(model, f"{math}_tflops", None) if model is not None else None
     return float(value) if isinstance(value, (int, float)) else None
 
