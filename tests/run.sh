@@ -19,12 +19,16 @@ if [ "$(id -u)" = 0 ] && ! command -v shellcheck >/dev/null 2>&1; then
   apt-get install -y --no-install-recommends shellcheck >/dev/null 2>&1 \
     || { apt-get update >/dev/null && apt-get install -y --no-install-recommends shellcheck >/dev/null; }
 fi
+if [ "$(id -u)" = 0 ] && [ -f tests/chromium/setup.sh ]; then
+  bash tests/chromium/setup.sh  # headless Chromium for tests/test_report_page.py
+fi
 if [ -f tests/docker/env.sh ]; then
   # shellcheck disable=SC1091
   . tests/docker/env.sh
 fi
 if [ "${CI:-}" = true ]; then
   export ENVLOCK_REQUIRE_DOCKER=1
+  export ENVLOCK_REQUIRE_CHROMIUM=1
 fi
 "$venv/bin/ruff" check envlock tests bench
 "$venv/bin/ruff" format --check envlock tests bench

@@ -482,6 +482,7 @@ def test_context_without_a_framework_says_so() -> None:
         "benchmark",
         "settings",
         "host",
+        "environment",
         "duration_s",
     ]
     assert (doc["status"], doc["framework"], doc["duration_s"]) == ("PASSED", None, 0.5)

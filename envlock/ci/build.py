@@ -406,6 +406,10 @@ def build_cells(
         jobs=options.jobs,
     )
     write_summary(summary)
+    if options.sign is not None:  # every signed report verified, as one page: DIR/report-page/
+        from envlock.report.page import write_ci_page
+
+        write_ci_page(directory, options.sign)
     return summary
 
 

@@ -1,4 +1,4 @@
-"""envlock report: sign a smoke result made elsewhere; show a report."""
+"""envlock report: sign a smoke result made elsewhere; show, attach a report; a page of many."""
 
 from __future__ import annotations
 
@@ -74,6 +74,53 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     w.add_argument("report", metavar="REPORT")
     w.add_argument("--json", action="store_true", help="print the decoded statement as JSON")
     w.set_defaults(func=run_show)
+
+    g = rsub.add_parser(
+        "page",
+        help="verify many reports and write them as one static HTML page",
+        description="Verify every REPORT (as 'envlock verify' does) against the trusted keys "
+        "and, where known, the image and lock it claims (ci build's summary.json, or "
+        "--image/--lock for every report); write DIR/index.html (one self-contained file) "
+        "and DIR/summary.json. A report that does not verify is listed as not verified, "
+        "never as a result. Exit 1 when some report did not verify (the page is written).",
+    )
+    g.add_argument("reports", metavar="REPORT", nargs="*", help="DSSE envelopes (.intoto.json)")
+    g.add_argument(
+        "--key",
+        action="append",
+        required=True,
+        metavar="PUB",
+        help="a trusted public key (repeatable)",
+    )
+    g.add_argument(
+        "--summary",
+        metavar="SUMMARY.json",
+        help="ci build's summary.json: each cell's "
+        "report, pushed image and folder (its lock); its reports when no REPORT is given",
+    )
+    g.add_argument("--lock", metavar="DIR", help="the bundle every report must match")
+    g.add_argument("--image", metavar="REF", help="the image every report must name")
+    g.add_argument("--title", default="envlock report page", help="the page's title")
+    g.add_argument("-o", "--output", required=True, metavar="DIR", help="write the page here")
+    g.add_argument("--json", action="store_true", help="print the page's summary as JSON")
+    g.set_defaults(func=run_page)
+
+
+def run_page(args: argparse.Namespace) -> int:
+    from envlock.errors import CheckFailed
+    from envlock.report import page
+
+    made = page.page_for(
+        args.reports, args.key, summary=args.summary, lock=args.lock, image=args.image
+    )
+    path = page.write_page(Path(args.output), made, title=args.title)
+    if args.json:
+        output.emit_json({"page": str(path), **made.to_dict()})
+    else:
+        sys.stdout.write(page.describe(made, path))
+    if made.unverified:
+        raise CheckFailed(f"{len(made.unverified)} report(s) did not verify (see {path})")
+    return 0
 
 
 def _read_result(path: str) -> dict[str, Any]:

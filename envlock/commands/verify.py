@@ -262,6 +262,8 @@ def _table(args: argparse.Namespace, v: Any, name: str) -> str:
             rows.append(["image", "not checked (no --image given)"])
         if not args.lock:
             rows.append(["lock", "not checked (no --lock given)"])
+        if v.statement is not None and not v.subject_checked and not v.drift:
+            rows.append(["subject", "not checked (nothing given to compare it with)"])
         for entry in v.checked:
             if entry["kind"] == "image":
                 rows.append(["image", f"{args.image}: {_STATUS[entry['status']]}"])

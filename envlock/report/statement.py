@@ -11,15 +11,17 @@
         "url": "...",                      # optional
         "passedTests": [...], "warnedTests": [...], "failedTests": [...],
         "envlock": {"schema": "envlock.report/v1",
-                    "subject_kind": "image-manifest" | "image" | "lock",
+                    "subject_kind": "image-manifest" | "image" | "lock" | "environment",
                     "created": "2025-01-31T12:00:00Z",   # when the report was made
                     "smoke": {...whole smoke JSON...}, "measurements": {...}}}}
 
 The subject is, for an image named by digest (``REF@sha256:...``), the
 repository and its manifest digest, as cosign names an image; for a local
 image named otherwise, its config digest (the image id); for a run on a
-host, the lock digest (sha256 of pylock.toml). ``docs/report-format.md``
-describes every field.
+host, the lock digest (sha256 of pylock.toml), or, for a host run without a
+lock, the environment itself (the sha256 of the sorted installed
+distributions the harness recorded). ``docs/report-format.md`` describes
+every field.
 """
 
 from __future__ import annotations
@@ -40,8 +42,10 @@ EXTENSION_SCHEMA = "envlock.report/v1"
 SMOKE_SCHEMA = "envlock.smoke/v1"
 RESULTS = ("PASSED", "WARNED", "FAILED")
 # what the subject names: a manifest in a registry repository (REF@sha256:...),
-# a local image's config digest, or a lock (a host run)
-SUBJECT_KINDS = ("image-manifest", "image", "lock")
+# a local image's config digest, a lock (a host run), or the environment itself
+# (a host run without a lock: its installed distributions, hashed)
+SUBJECT_KINDS = ("image-manifest", "image", "lock", "environment")
+ENVIRONMENT_NAME = "environment"
 # RFC 3339 in UTC with a Z, whole seconds: what ``created`` holds
 _RFC3339_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 # Every file of a bundle (``envlock.lock.folder.bundle_files``, plus the CA
@@ -156,6 +160,7 @@ _OPTIONAL_TYPES: dict[str, tuple[type, ...]] = {
     "settings": (dict,),
     "host": (dict,),
     "image": (dict,),
+    "environment": (dict,),
     "duration_s": (int, float),
 }
 _TYPE_NAMES = {str: "a string", dict: "an object", list: "a list", int: "a number"}
@@ -284,6 +289,7 @@ def build_statement(
         )
     if not config and seen_lock:
         config = {"pylock.toml": seen_lock}
+    environment = environment_digest(result) if "pylock.toml" not in config else None
 
     if image_ref is not None:
         subject = [manifest_subject(image_ref)]
@@ -299,11 +305,15 @@ def build_statement(
     elif "pylock.toml" in config:
         subject = [{"name": "pylock.toml", "digest": {"sha256": config["pylock.toml"]}}]
         kind = "lock"
+    elif environment is not None:
+        subject = [{"name": ENVIRONMENT_NAME, "digest": {"sha256": environment}}]
+        kind = "environment"
     else:
         raise UsageError(
             "nothing to name as the report's subject: no image, no lock, and the result "
-            "records no lock digest",
-            hint="pass --image REF for an image run or --lock DIR for a host run",
+            "records neither a lock digest nor its environment",
+            hint="pass --image REF for an image run or --lock DIR for a host run "
+            "(or run the current harness, which records the environment)",
         )
     predicate: dict[str, Any] = {
         "result": status,
@@ -327,6 +337,51 @@ def build_statement(
         "predicateType": PREDICATE_TYPE,
         "predicate": predicate,
     }
+
+
+def canonical_environment(distributions: list[str]) -> bytes:
+    """The bytes an environment subject's digest is taken over: the recorded
+    ``name==version`` lines, sorted, each ending in a newline, UTF-8."""
+    return "".join(line + "\n" for line in sorted(distributions)).encode("utf-8")
+
+
+def environment_digest(result: Mapping[str, Any]) -> str | None:
+    """sha256 of the environment the harness recorded (``environment.distributions``),
+    or None when the result records none. A recorded ``sha256`` that differs from
+    the list's is an edited result (DataError)."""
+    env = result.get("environment")
+    if not isinstance(env, dict) or "distributions" not in env:
+        return None
+    dists = env["distributions"]
+    if not _str_list(dists) or not dists:
+        raise DataError(
+            "result: environment.distributions: not a non-empty list of strings",
+            hint=_RESULT_HINT,
+        )
+    digest = sha256_bytes(canonical_environment(dists))
+    recorded = env.get("sha256")
+    if recorded is not None and recorded != digest:
+        raise DataError(
+            f"result: environment.sha256 {str(recorded)[:16]}... is not the digest of the "
+            f"recorded distributions ({digest[:16]}...)",
+            hint="the result was edited or is corrupt; run the smoke test again",
+        )
+    return digest
+
+
+def _environment_problems(doc: Mapping[str, Any], smoke: Any) -> list[str]:
+    """An environment subject must be the digest of the signed distributions list."""
+    if subject_kind(doc) != "environment":
+        return []
+    try:
+        digest = environment_digest(smoke) if isinstance(smoke, dict) else None
+    except DataError as e:
+        return [f"predicate {EXTENSION}.smoke: {e.message.removeprefix('result: ')}"]
+    if digest is None:
+        return [f"the subject is an environment but predicate {EXTENSION}.smoke records none"]
+    if digest not in subject_digests(doc):
+        return [f"the subject is not the digest of the signed environment ({digest[:16]}...)"]
+    return []
 
 
 def _str_list(value: Any) -> bool:
@@ -389,7 +444,10 @@ def statement_problems(doc: Any) -> list[str]:
         problems.append(f"predicate result is {result} but failedTests lists {failed}")
     if result == "PASSED" and warned:
         problems.append(f"predicate result is PASSED but warnedTests lists {warned}")
-    return problems + _extension_problems(predicate, lists)
+    problems += _extension_problems(predicate, lists)
+    ext = predicate.get(EXTENSION)
+    smoke = ext.get("smoke") if isinstance(ext, dict) else None
+    return problems or _environment_problems(doc, smoke)
 
 
 def _configuration_problems(config: Any) -> list[str]:

@@ -35,6 +35,15 @@ class Verification:
     uncovered: list[str] = field(default_factory=list)  # asked for, not in the report
     valid_signatures: int = 0  # distinct valid signatures by the key (malleated copies once)
 
+    @property
+    def subject_checked(self) -> bool:
+        """Whether the subject was compared with something (an image, a lock) and
+        matched; False for a report verified without --image/--lock, and always for
+        an environment subject (a host run without a lock), which nothing names."""
+        return any(
+            e["kind"] in ("image", "subject") and e["status"] == "matches" for e in self.checked
+        )
+
     def reasons(self) -> list[str]:
         """Why it did not verify, one phrase each."""
         return (

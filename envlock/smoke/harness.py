@@ -323,6 +323,24 @@ def host_info() -> dict[str, Any]:
     return info
 
 
+def installed_environment() -> dict[str, Any]:
+    """The interpreter's installed distributions: sorted ``name==version`` lines
+    (names normalized as PEP 503 does) and the sha256 of those lines, each ending
+    in a newline, UTF-8: what a host run without a lock is signed as."""
+    import hashlib
+    import re
+    from importlib import metadata
+
+    lines = set()
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if name:
+            lines.add("{}=={}".format(re.sub(r"[-_.]+", "-", str(name)).lower(), dist.version))
+    ordered = sorted(lines)
+    text = "".join(line + "\n" for line in ordered)
+    return {"distributions": ordered, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+
+
 # ---------------------------------------------------------------- runtime settings
 
 
@@ -1393,6 +1411,7 @@ class Context:
             "benchmark": self.benchmark,
             "settings": self.settings,
             "host": self.host,
+            "environment": _safe(installed_environment),
             "duration_s": duration_s,
         }
 

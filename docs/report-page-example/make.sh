@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Make the example report page from a folder of signed reports:
+#
+#   bash docs/report-page-example/make.sh [REPORTS_DIR] [PUB...]
+#
+# REPORTS_DIR (default: docs/report-page-example/reports) holds *.intoto.json;
+# each PUB is a trusted public key (default: every *.pub.pem beside this
+# script). Writes index.html + summary.json here and a 1280x900 screenshot
+# (screenshot.png) with headless Chromium when it is installed. Add the H200
+# reports to REPORTS_DIR and their signer's public key here, then re-run.
+#
+# The CPU reports committed here came from (a throwaway key; only its public
+# half is kept):
+#   envlock keygen -o /tmp/example
+#   envlock smoke --host --python VENV --framework jax --allow-cpu --json -o r.json
+#   envlock report sign r.json --key /tmp/example.pem -o reports/NAME.intoto.json
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+envlock=${ENVLOCK:-$root/.venv/bin/envlock}
+reports=$(realpath --relative-to="$here" "${1:-$here/reports}")
+shift || true
+keys=()
+for k in "$@"; do keys+=("$(realpath "$k")"); done
+cd "$here"  # paths on the page are relative to it
+if [ ${#keys[@]} = 0 ]; then
+  keys=(*.pub.pem)
+fi
+args=()
+for k in "${keys[@]}"; do args+=(--key "$k"); done
+rc=0
+"$envlock" report page "$reports"/*.intoto.json "${args[@]}" \
+  --title "envlock report page: example" -o "$here" || rc=$?
+if command -v chromium >/dev/null 2>&1; then
+  chromium --headless --no-sandbox --disable-gpu --hide-scrollbars \
+    --screenshot="$here/screenshot.png" --window-size=1280,900 \
+    "file://$here/index.html" >/dev/null 2>&1
+fi
+exit "$rc"
