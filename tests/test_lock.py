@@ -822,13 +822,24 @@ def test_check_names_a_hand_edited_dockerfile(
     assert [r["path"] for r in report["files"] if r["state"] != "same"] == ["Dockerfile"]
     assert state(bundle) == before  # the edit is still there: --check writes nothing
 
+    (row,) = [r for r in report["files"] if r["state"] != "same"]
+    assert row["diff"].startswith(f"--- {dockerfile}\n+++ {dockerfile} (lock writes)\n@@ ")
+    assert row["diff"].endswith("-RUN echo edited by hand\n")
+    assert report["fix"] == f"envlock render {bundle}"
+
     assert main(["lock", "--check", str(bundle)]) == 1
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[:2] == [
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[:3] == [
         f"{bundle}: `envlock lock` would change the bundle:",
         "  ! Dockerfile would be rewritten",
+        "",
     ]
-    assert lines[2].startswith("  regenerate: envlock lock tensorflow==2.15 ")
+    assert row["diff"] in out  # the unified diff, whole
+    assert lines[-2] == (
+        f"the lock is current; only rendered files differ: envlock render {bundle}"
+    )
+    assert lines[-1].startswith("(a full re-lock: envlock lock tensorflow==2.15 ")
     assert state(bundle) == before
 
 

@@ -262,6 +262,7 @@ def _print_check(args: argparse.Namespace, result: CheckResult) -> None:
                 "files": list(result.files),
                 "notes": list(result.notes),
                 "regenerate": result.regenerate,
+                "fix": result.fix,
             }
         )
         return
@@ -277,4 +278,13 @@ def _print_check(args: argparse.Namespace, result: CheckResult) -> None:
     sys.stdout.write(f"{folder}: `envlock lock` would change the bundle:\n")
     for line in result.changes:
         sys.stdout.write(f"  {line}\n")
-    sys.stdout.write(f"  regenerate: {result.regenerate}\n")
+    for row in result.files:
+        if row.get("diff"):
+            sys.stdout.write("\n" + row["diff"])
+    if result.rendered_only:
+        sys.stdout.write(
+            f"\nthe lock is current; only rendered files differ: {result.fix}\n"
+            f"(a full re-lock: {result.regenerate})\n"
+        )
+    else:
+        sys.stdout.write(f"\nregenerate: {result.regenerate}\n")

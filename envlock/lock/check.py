@@ -8,6 +8,7 @@ Nothing is written.
 
 from __future__ import annotations
 
+import difflib
 import os
 import shlex
 from collections.abc import Callable
@@ -19,8 +20,11 @@ from envlock.lock.core import lock
 from envlock.lock.folder import Progress, bundle_files, recorded_options
 from envlock.lock.manifest import recover_bundle
 from envlock.lock.pylock import PYLOCK, read_lock, regenerate_command
+from envlock.lock.requirements import REQUIREMENTS
 from envlock.model import Lock, LockInput, Resolution
 from envlock.render import EXECUTABLE, RenderOptions
+
+LOCK_FILES = frozenset((PYLOCK, REQUIREMENTS))  # what only a lock writes; render writes the rest
 
 # What a file that is not "same" adds to the changes.
 _STATE_LINES = {
@@ -54,6 +58,24 @@ class CheckResult:
     @property
     def ok(self) -> bool:
         return not self.changes
+
+    @property
+    def rendered_only(self) -> bool:
+        """The lock is current and only files `envlock render` writes differ: re-render,
+        no re-lock needed."""
+        return (
+            bool(self.changes)
+            and all(r["state"] == "same" or r["path"] not in LOCK_FILES for r in self.files)
+            and all(line.startswith("! ") for line in self.changes)
+        )
+
+    @property
+    def fix(self) -> str:
+        """The command that brings DIR in line: `envlock render DIR` when only rendered
+        files differ, else the full `envlock lock ...` again."""
+        if self.rendered_only:
+            return f"envlock render {shlex.quote(str(self.folder))}"
+        return self.regenerate
 
 
 def diff_locks(old: Lock, new: Lock) -> list[str]:
@@ -99,16 +121,31 @@ def compare_files(folder: Path, files: dict[str, bytes]) -> list[dict[str, str]]
             current = path.read_bytes()
         except OSError:
             current = None
+        row = {"path": name}
         if current is None:
-            state = "missing"
+            row["state"] = "missing"
         elif current != data:
-            state = "differs"
+            row["state"] = "differs"
+            row["diff"] = unified_diff(folder, name, current, data)
         elif name in EXECUTABLE and not os.stat(path).st_mode & 0o111:
-            state = "not executable"
+            row["state"] = "not executable"
         else:
-            state = "same"
-        rows.append({"path": name, "state": state})
+            row["state"] = "same"
+        rows.append(row)
     return rows
+
+
+def unified_diff(folder: Path, name: str, current: bytes, wanted: bytes) -> str:
+    """``diff -u`` of DIR's file against what lock would write (a note for binary data)."""
+    try:
+        a = current.decode("utf-8").splitlines(keepends=True)
+        b = wanted.decode("utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError:
+        return f"Binary files {folder / name} and (what lock writes) differ\n"
+    lines = difflib.unified_diff(a, b, f"{folder / name}", f"{folder / name} (lock writes)")
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
 
 
 def _render_flags(options: RenderOptions) -> list[str]:
