@@ -270,6 +270,9 @@ def test_two_cells_one_fails_pushed_smoked_signed_and_pulled_back_by_digest(
         assert f"[{good.name}] build step 1/" in err
         assert f"[{good.name}] pushed {REPO}@{digest}" in err
         assert f"[{good.name}] smoke WARNED" in err
+        assert f"[{good.name}] smoke log: {good.name}/smoke.log" in err
+        assert "envlock-smoke: PASS import" in (good / "smoke.log").read_text()
+        assert "envlock-smoke:" not in err  # the harness's lines stay in the cell's log
         assert f"[{good.name}] signed {good.name}/report.intoto.json" in err
         assert f"[broken] FAILED: {bad['reason']}" in err
         assert "[broken] build step 4/7 RUN echo this cell fails on purpose && exit 1\n" in err

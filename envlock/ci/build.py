@@ -28,6 +28,7 @@ SCHEMA = "envlock.ci-build/v1"
 LOCAL_REPOSITORY = "envlock-ci"
 REPORT_NAME = "report.intoto.json"  # beside the bundle's files, as `smoke --sign -o` suggests
 SMOKE_NAME = "smoke.json"
+SMOKE_LOG_NAME = "smoke.log"
 SUMMARY_NAME = "summary.json"
 _CELL_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")  # a valid image tag
 
@@ -310,12 +311,16 @@ def run_cell(
         from envlock.fsutil import atomic_write
         from envlock.smoke import runner
 
-        smoke = runner.run_in_image(
-            outcome.pinned or outcome.tag,  # a pushed cell runs, and is reported, by digest
-            gpus=options.gpus,
-            allow_cpu=options.allow_cpu,
-            timeout=options.smoke_timeout,
-        )
+        # the harness's own log goes to the cell's folder, not between other cells' lines
+        with open(folder / SMOKE_LOG_NAME, "w", encoding="utf-8", errors="replace") as log:
+            say(f"smoke log: {cell}/{SMOKE_LOG_NAME}")
+            smoke = runner.run_in_image(
+                outcome.pinned or outcome.tag,  # a pushed cell runs, and is reported, by digest
+                gpus=options.gpus,
+                allow_cpu=options.allow_cpu,
+                timeout=options.smoke_timeout,
+                log=log,
+            )
         outcome.smoke = str(smoke.get("status"))
         atomic_write(folder / SMOKE_NAME, json.dumps(smoke, indent=2) + "\n")
         say(f"smoke {outcome.smoke}")
@@ -429,6 +434,8 @@ def write_summary(summary: CiBuildSummary) -> Path:
 
 def summary_rows(summary: CiBuildSummary) -> list[list[str]]:
     """The summary table's rows: cell, build, push digest, smoke, report, seconds, reason."""
+    from envlock.output import short
+
     rows = []
     for c in summary.cells:
         digest = c.digest[:19] + "..." if c.digest else "-"
@@ -440,7 +447,7 @@ def summary_rows(summary: CiBuildSummary) -> list[list[str]]:
                 c.smoke or "-",
                 c.report or "-",
                 f"{c.seconds:.1f}",
-                (c.reason or "")[:100],
+                short(c.reason or ""),
             ]
         )
     return rows
