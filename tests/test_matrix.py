@@ -152,16 +152,30 @@ def test_show(capsys: pytest.CaptureFixture[str]) -> None:
         "cudnn",
         "newest",
         "cc",
+        "uploaded",
         "cuda",
         "from",
+        "remark",
     ]
     # and-cuda python: the minors --cuda-source pip can install; "-" when none
     # (2.13 has no [and-cuda] extra; 2.15.0's pins a tensorrt that is only an sdist)
-    assert "2.13.1        3.8-3.11   -                11.8    8.6    compute_80  build_info" in out
-    assert "2.14.0        3.9-3.11   3.9-3.10         11.8    8.7    compute_80  build_info" in out
-    assert "2.15.0        3.9-3.11   -                12.2    8.9    compute_80  build_info" in out
-    assert "2.15.1        3.9-3.11   3.9-3.11         12.2    8.9    compute_80  build_info" in out
-    assert len(lines) == 2 + 71 + 3
+    assert (
+        "2.13.1        3.8-3.11   -                11.8    8.6    compute_80  2023-09-26  build_info"
+        in out
+    )
+    assert (
+        "2.14.0        3.9-3.11   3.9-3.10         11.8    8.7    compute_80  2023-09-26  build_info"
+        in out
+    )
+    assert (
+        "2.15.0        3.9-3.11   -                12.2    8.9    compute_80  2023-11-14  build_info"
+        in out
+    )
+    assert (
+        "2.15.1        3.9-3.11   3.9-3.11         12.2    8.9    compute_80  2024-03-08  build_info"
+        in out
+    )
+    assert len(lines) == 2 + 71 + 4
     assert max(len(line) for line in lines) <= 120
     assert main(["matrix", "show", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)

@@ -216,15 +216,18 @@ def run_show(args: argparse.Namespace) -> int:
                 r.cuda if r.cuda_build else f"({r.cuda})",
                 r.cudnn,
                 newest_cc,
+                r.uploaded[:10] or "-",
                 r.cuda_from,
-                "yanked" if r.yanked else ("note" if r.note else ""),
+                "yanked" if r.yanked else ("see note" if r.note else "-"),
             ]
         )
     headers = ["tensorflow", "python", "and-cuda python", "cuda", "cudnn", "newest cc"]
-    sys.stdout.write(output.table([*headers, "cuda from", ""], rows))
+    headers += ["uploaded", "cuda from", "remark"]
+    sys.stdout.write(output.table(headers, rows))
     sys.stdout.write(
         f"{len(matrix.releases)} releases, data version {matrix.data_version}\n"
         "  and-cuda python: the Pythons --cuda-source pip can install ([and-cuda] wheels)\n"
         "  (cuda): CPU-only wheel; the tested-configurations table's CUDA for the series\n"
+        "  uploaded: the first wheel's upload date (UTC); remark: yanked, or a note in --json\n"
     )
     return EXIT_OK
