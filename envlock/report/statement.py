@@ -353,9 +353,9 @@ def environment_digest(result: Mapping[str, Any]) -> str | None:
     if not isinstance(env, dict) or "distributions" not in env:
         return None
     dists = env["distributions"]
-    if not _str_list(dists) or not dists:
+    if not _str_list(dists):  # empty is an environment too: a bare interpreter
         raise DataError(
-            "result: environment.distributions: not a non-empty list of strings",
+            "result: environment.distributions: not a list of strings",
             hint=_RESULT_HINT,
         )
     digest = sha256_bytes(canonical_environment(dists))
