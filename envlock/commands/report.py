@@ -330,7 +330,9 @@ def run_show(args: argparse.Namespace) -> int:
                     rows.append(
                         [
                             f"check {check.get('name')}",
-                            f"{check.get('status')}: {check.get('reason', '')}".rstrip(": "),
+                            output.short(
+                                f"{check.get('status')}: {check.get('reason', '')}"
+                            ).rstrip(": "),
                         ]
                     )
         for name, value in _flatten(_get(ext, "measurements"))[:24]:
