@@ -19,7 +19,6 @@ from envlock.resolve.explain import (
     image_warnings,
     nearest,
     no_match,
-    python_ranges,
 )
 from envlock.resolve.placement import Placement
 from envlock.resolve.spec import FRAMEWORK
@@ -106,21 +105,7 @@ def _resolution(
             why = distinct_text(why for _, why in newer)
             reasons.append(f"newer {describe(releases)} excluded by {name}: {why}")
     python = placement.python
-    if checked.python:
-        reasons.append(
-            f"Python {python} as asked (--python); wheels exist for {python_ranges(release.python)}"
-        )
-    elif placement.source == "pip" and release.and_cuda_python != release.python:
-        reasons.append(
-            f"Python {python}: the newest of {python_ranges(release.and_cuda_python)} for which "
-            f"every tensorflow[and-cuda] requirement has a Linux x86_64 wheel "
-            f"({release.and_cuda_python_note}); tensorflow itself has wheels for "
-            f"{python_ranges(release.python)}"
-        )
-    else:
-        reasons.append(
-            f"Python {python}: the newest of {python_ranges(release.python)} with a wheel"
-        )
+    reasons.append(placement.python_reason)
     cuda_row = cuda_matrix.release(release.cuda)
     driver_min = cuda_row.driver_min if cuda_row else ""
     reasons.append(
