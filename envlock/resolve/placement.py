@@ -20,7 +20,7 @@ Ubuntu release, Python), or why it has no place.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from packaging.version import Version
@@ -182,6 +182,7 @@ def place_system(
     os: str | None,
     python: str | None,
     driver_cuda: str | None = None,
+    runs: Callable[[ImageRelease], bool] = lambda image: True,
 ) -> Placement | NoPlacement:
     """The system source: a cudnn runtime image that fits the build."""
     cuda_major, cuda_minor = _split_minor(release.cuda)
@@ -220,7 +221,7 @@ def place_system(
         if notes:
             reason += " (" + "; ".join(notes) + ")"
         return NoPlacement(reason)
-    ranked.sort(key=lambda item: (item[0], _newest_patch_first(item[1])))
+    ranked.sort(key=lambda item: (not runs(item[1]), item[0], _newest_patch_first(item[1])))
     os_misses: list[str] = []
     for _rank, image, known in ranked:
         picked = _pick_os(cuda_matrix, image, os, python, release.python)
@@ -244,17 +245,6 @@ def place_system(
                 f"{cudnn_major}.x >= {release.cudnn}; CUDA {image.version} runs a CUDA "
                 f"{release.cuda} build by minor-version compatibility and has {cudnn_text}"
             )
-            if _host_supports(driver_cuda, image.cuda):
-                reasons.append(
-                    f"the host driver supports CUDA {driver_cuda}, so the image's "
-                    f"NVIDIA_REQUIRE_CUDA (CUDA {image.cuda}) is met"
-                )
-            else:
-                warnings.append(
-                    f"the image's CUDA {image.cuda} is newer than the {release.cuda} TensorFlow "
-                    f"was built with: the container runtime asks for a driver that supports "
-                    f"CUDA {image.cuda} unless NVIDIA_DISABLE_REQUIRE=1 is set"
-                )
         reasons.extend(notes)
         if not known:
             warnings.append(
@@ -290,6 +280,7 @@ def place_pip(
     os: str | None,
     python: str | None,
     driver_cuda: str | None = None,
+    runs: Callable[[ImageRelease], bool] = lambda image: True,
 ) -> Placement | NoPlacement:
     """The pip source on the -base image; ``python`` None: the newest minor every
     and-cuda requirement has wheels for (``and_cuda_python``)."""
@@ -315,7 +306,7 @@ def place_pip(
         major, minor = _split_minor(image.cuda)
         if major == cuda_major and minor >= cuda_minor:
             ranked.append((minor - cuda_minor, image))
-    ranked.sort(key=lambda item: (item[0], _newest_patch_first(item[1])))
+    ranked.sort(key=lambda item: (not runs(item[1]), item[0], _newest_patch_first(item[1])))
     misses: list[str] = []
     for _distance, image in ranked:
         picked = _pick_os(cuda_matrix, image, os, python, release.and_cuda_python)
@@ -340,15 +331,6 @@ def place_pip(
             f"OS {os_reason}",
         ]
         warnings: tuple[str, ...] = ()
-        if _split_minor(image.cuda)[1] != cuda_minor and not _host_supports(
-            driver_cuda, image.cuda
-        ):
-            warnings = (
-                f"the image's CUDA {image.cuda} is newer than the {release.cuda} TensorFlow was "
-                f"built with (no CUDA {release.cuda} image for {ubuntu.name}): the container "
-                f"runtime asks for a driver that supports CUDA {image.cuda} unless "
-                f"NVIDIA_DISABLE_REQUIRE=1 is set",
-            )
         return Placement(
             "pip", image, ubuntu, tag, tuple(reasons), warnings, chosen, python_reason
         )
@@ -367,16 +349,17 @@ def place(
     os: str | None,
     python: str | None,
     driver_cuda: str | None,
+    runs: Callable[[ImageRelease], bool] = lambda image: True,
 ) -> Placement | NoPlacement:
     """Place ``release`` with the source asked for, or system falling back to pip.
     Python as asked, else the newest with a wheel (for the pip source: the
     newest every and-cuda requirement has wheels for)."""
     if source == "pip":
-        return place_pip(release, cuda_matrix, os, python, driver_cuda)
-    system = place_system(release, cuda_matrix, os, python, driver_cuda)
+        return place_pip(release, cuda_matrix, os, python, driver_cuda, runs)
+    system = place_system(release, cuda_matrix, os, python, driver_cuda, runs)
     if isinstance(system, Placement) or source == "system":
         return system
-    pip = place_pip(release, cuda_matrix, os, python, driver_cuda)
+    pip = place_pip(release, cuda_matrix, os, python, driver_cuda, runs)
     if isinstance(pip, NoPlacement):
         return NoPlacement(f"{system.reason}; the pip source does not fit either: {pip.reason}")
     return Placement(

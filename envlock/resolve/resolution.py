@@ -20,6 +20,7 @@ from envlock.resolve.explain import (
     nearest,
     no_match,
 )
+from envlock.resolve.floors import floors
 from envlock.resolve.placement import Placement
 from envlock.resolve.spec import FRAMEWORK
 from envlock.resolve.stages import Stage, stages_for
@@ -32,7 +33,7 @@ def resolve(constraints: Constraints, matrix: Matrix | None = None) -> Resolutio
     cuda_matrix: CudaMatrix | None = matrix.cuda
     if cuda_matrix is None:
         raise DataError("matrices/cuda.toml: not available", hint="reinstall envlock")
-    checked = check(constraints, cuda_matrix)
+    checked = check(constraints, cuda_matrix, gpu_matrix=matrix.gpus)
     newest_first = sorted(matrix.tensorflow.releases, key=lambda r: r.version, reverse=True)
 
     # 1. the SPEC itself; yanked releases only when pinned exactly (PEP 592)
@@ -106,27 +107,28 @@ def _resolution(
             reasons.append(f"newer {describe(releases)} excluded by {name}: {why}")
     python = placement.python
     reasons.append(placement.python_reason)
-    cuda_row = cuda_matrix.release(release.cuda)
-    driver_min = cuda_row.driver_min if cuda_row else ""
     reasons.append(
         f"built with CUDA {release.cuda_full} ({release.cuda_from}) "
         f"and cuDNN {release.cudnn} ({release.cudnn_from})"
     )
-    if cuda_row:
-        major = release.cuda.split(".")[0]
-        rule = (
-            f"any CUDA {major}.x runs on it (minor-version compatibility)"
-            if int(major) >= 11
-            else f"CUDA {release.cuda}'s own minimum"
-        )
-        text = f"driver >= {driver_min}: {rule}"
-        if checked.driver is not None:
-            origin = f" (read by {constraints.driver_from})" if constraints.driver_from else ""
-            text += f"; driver {constraints.driver}{origin} is new enough"
-        reasons.append(text)
+    floor = floors(
+        release,
+        placement.image,
+        placement.tag,
+        cuda_matrix,
+        matrix.gpus,
+        checked.gpus,
+        checked.driver,
+        str(constraints.driver),
+        constraints.driver_from,
+        constraints.driver_cuda,
+    )
+    driver_min = floor.driver_min
     reasons.extend(placement.reasons)
+    reasons.extend(floor.reasons)
 
     warnings: list[str] = list(placement.warnings)
+    warnings.extend(floor.warnings)
     warnings.extend(image_warnings(cuda_matrix, placement))
     if release.yanked:
         warnings.append(
