@@ -100,8 +100,8 @@ def _named_gpus(gpus: tuple[Gpu, ...], gpu_matrix: GpuMatrix | None) -> tuple[Gp
                 near = gpu_matrix.nearest(gpu.name) if gpu_matrix is not None else []
                 raise UsageError(
                     f"--gpu {quoted(gpu.name)} is not a GPU envlock knows (matrices/gpus.toml)",
-                    hint=(f"did you mean {' or '.join(near)}? " if near else "")
-                    + "or give its compute capability, e.g. --gpu 8.6, or --gpu auto",
+                    hint=(f"did you mean {' or '.join(near)}? or give" if near else "give")
+                    + " its compute capability, e.g. --gpu 8.6 or --gpu sm_86, or --gpu auto",
                 )
             out.append(Gpu(gpu.name, entry.compute_capability, gpu.market or entry.market))
         elif entry is not None and gpu.market is None:

@@ -299,13 +299,16 @@ def _market_cases(
 
 
 def _jit_names(release: TFRelease, gpu_matrix: GpuMatrix | None) -> str:
-    """The known GPU names that only PTX serves in ``release``: "A100, H100, ...";
-    else the compute capabilities."""
+    """The GPUs only PTX serves in ``release``, in short: "compute capability 8.0
+    and up, e.g. A100, A10G, L4, H100"."""
     if gpu_matrix is None or not gpu_matrix.names:
         return ""
-    names = [
-        n.name
-        for n in sorted(gpu_matrix.names, key=lambda n: _cc_number(n.compute_capability))
-        if needs_jit(release, n.compute_capability)
-    ]
-    return ", ".join(names)
+    jit = sorted(
+        (n for n in gpu_matrix.names if needs_jit(release, n.compute_capability)),
+        key=lambda n: (_cc_number(n.compute_capability), n.market != "datacenter"),
+    )
+    if not jit:
+        return ""
+    examples = [n.name for n in jit if n.market == "datacenter"][:4] or [jit[0].name]
+    lowest = jit[0].compute_capability
+    return f"compute capability {lowest} and up, e.g. {', '.join(examples)}"

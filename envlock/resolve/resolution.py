@@ -124,8 +124,9 @@ def _resolution(
         constraints.driver_cuda,
     )
     driver_min = floor.driver_min
+    reasons.extend(floor.reasons[:1])  # the minor-version floor, then where it runs
     reasons.extend(placement.reasons)
-    reasons.extend(floor.reasons)
+    reasons.extend(floor.reasons[1:])
 
     warnings: list[str] = list(placement.warnings)
     warnings.extend(floor.warnings)

@@ -19,10 +19,9 @@ from envlock.resolve.explain import (
     describe,
     distinct_versions,
     first_distinct,
-    python_ranges,
     source_alternatives,
 )
-from envlock.resolve.placement import NoPlacement, Placement, place, series
+from envlock.resolve.placement import NoPlacement, Placement, place, python_ranges, series
 
 
 @dataclass(frozen=True)
