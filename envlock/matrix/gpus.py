@@ -183,8 +183,17 @@ def parse(doc: Mapping[str, Any], filename: str) -> GpuMatrix:
         _name(c, raw, f"names[{i}]") for i, raw in enumerate(c.rows(doc, "names", required=False))
     ]
     # every spelling names one entry: "A100" cannot mean two compute capabilities
-    spellings = [(i, s) for i, n in enumerate(names) for s in (n.name, *n.aliases)]
-    c.distinct("names", "name", [s for _, s in spellings], key=lambda s: "".join(name_words(s)))
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(names):
+        for spelling in (entry.name, *entry.aliases):
+            key = "".join(name_words(spelling))
+            if key in seen:
+                raise c.fail(
+                    f"names[{i}]",
+                    f'"{spelling}" names names[{seen[key]}] too (names compare without case, '
+                    f"spaces, dashes and the words NVIDIA, Tesla, GeForce)",
+                )
+            seen[key] = i
     return GpuMatrix(
         schema_version=schema,
         data_version=data_version,
