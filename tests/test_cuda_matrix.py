@@ -205,3 +205,97 @@ def test_digests_are_read_when_present(doc: dict[str, Any]) -> None:
     image = next(im for im in parsed.images if im.version == "12.2.2")
     assert image.digest("12.2.2-cudnn8-runtime-ubuntu22.04") == digest
     assert image.digest("12.2.2-cudnn8-runtime-ubuntu20.04") is None
+
+
+# ---------------------------------------------------------------- driver floors (issue 14)
+
+# The Linux driver of each toolkit's GA release, as NVIDIA's CUDA Toolkit release
+# notes list it (table "CUDA Toolkit and Corresponding Driver Versions"; the source
+# toolkit-driver-table of cuda.toml).
+TOOLKIT_DRIVERS = {
+    "10.0": "410.48", "10.1": "418.39", "10.2": "440.33", "11.0": "450.36.06",
+    "11.1": "455.23", "11.2": "460.27.03", "11.3": "465.19.01", "11.4": "470.42.01",
+    "11.5": "495.29.05", "11.6": "510.39.01", "11.7": "515.43.04", "11.8": "520.61.05",
+    "12.0": "525.60.13", "12.1": "530.30.02", "12.2": "535.54.03", "12.3": "545.23.06",
+    "12.4": "550.54.14", "12.5": "555.42.02", "12.6": "560.28.03", "12.8": "570.26",
+    "12.9": "575.51.03", "13.0": "580.65.06",
+}  # fmt: skip
+
+# NVIDIA_REQUIRE_CUDA exactly as the cited copies of NVIDIA's Dockerfiles carry it
+# (require-12-6-3: dist/12.6.3/ubuntu2404/base; require-12-2-2: the 12.2.2 image).
+_DC = "unknown grid tesla nvidia quadro quadrortx nvidiartx vapps vpc vcs vws cloudgaming"
+_OLD = "tesla unknown nvidia nvidiartx geforce geforcertx quadro quadrortx titan titanrtx"
+REQUIRE_12_6_3 = "cuda>=12.6 " + " ".join(
+    f"brand={b},driver>={n},driver<{n + 1}" for n in (470, 535, 550) for b in _DC.split()
+)
+REQUIRE_12_2_2 = "cuda>=12.2 " + " ".join(
+    f"brand={b},driver>={n},driver<{n + 1}" for n in (470, 525) for b in _OLD.split()
+)
+
+
+def test_toolkit_drivers_match_the_release_notes_and_each_other(cm: cuda.CudaMatrix) -> None:
+    assert {r.version: r.toolkit_driver for r in cm.cuda} == TOOLKIT_DRIVERS
+    rows = list(cm.cuda)
+    for row in rows:
+        assert row.toolkit_driver_from == "toolkit-driver-table"
+        # minor-version compatibility asks no more than the toolkit's own driver, except
+        # for 11.0, whose GA driver (450.36.06) predates the 11.x floor (450.80.02)
+        if row.version != "11.0":
+            assert Version(row.driver_min) <= Version(row.toolkit_driver)
+        if row.driver_branch:  # R535 for 12.2: the toolkit shipped with that branch
+            assert Version(row.toolkit_driver).major == int(row.driver_branch[1:])
+    for older, newer in zip(rows, rows[1:], strict=False):
+        assert Version(older.toolkit_driver) < Version(newer.toolkit_driver)
+    # a CUDA major's minimum is on the branch of its first toolkit's driver
+    for row in rows:
+        first = next(r for r in rows if r.version.split(".")[0] == row.version.split(".")[0])
+        if Version(row.version) >= Version("11.0"):
+            assert Version(row.driver_min).major == Version(first.toolkit_driver).major
+
+
+def test_images_require_cuda_against_their_sources_and_the_toolkit_table(
+    cm: cuda.CudaMatrix,
+) -> None:
+    from envlock.matrix.require import MARKET_BRANDS, parse_require
+
+    recorded = {im.version: im for im in cm.images if im.require_cuda}
+    assert set(recorded) == {"11.8.0", "12.0.0", "12.2.2", "12.3.2", "12.6.3", "12.8.0"}
+    assert recorded["12.6.3"].require_cuda == REQUIRE_12_6_3
+    assert recorded["12.2.2"].require_cuda == REQUIRE_12_2_2
+    sources = dict(cm.sources)
+    for version, image in recorded.items():
+        assert image.require_cuda_from == "require-" + version.replace(".", "-")
+        assert version in sources[image.require_cuda_from]
+        require = parse_require(image.require_cuda)
+        assert require.cuda == image.cuda
+        toolkit = cm.release(image.cuda)
+        assert toolkit is not None
+        # every excepted branch is older than the image's own toolkit driver (else the
+        # exception would be pointless) and not older than 450 (forward compatibility)
+        branches = require.branches(MARKET_BRANDS["datacenter"] | MARKET_BRANDS["geforce"])
+        assert branches and all(450 <= b < Version(toolkit.toolkit_driver).major for b in branches)
+        # data-center GPUs get every exception GeForce gets
+        assert set(require.branches(MARKET_BRANDS["geforce"])) <= set(
+            require.branches(MARKET_BRANDS["datacenter"])
+        )
+    # the images from 12.6 on dropped GeForce from the exceptions
+    assert recorded["12.6.3"].require_cuda.count("geforce") == 0
+    assert recorded["12.2.2"].require_cuda.count("brand=geforce,") == 2
+
+
+def test_require_cuda_is_validated(doc: dict[str, Any]) -> None:
+    damaged = copy.deepcopy(doc)
+    image = next(im for im in damaged["images"] if im["version"] == "12.6.3")
+    image["require_cuda"] = "cuda>=12.5 brand=tesla,driver>=535,driver<536"
+    with pytest.raises(DataError, match=r"require_cuda: asks for CUDA 12.5, not 12.6"):
+        cuda.parse(damaged, FILE)
+    image["require_cuda"] = "cuda>=12.6 brand=tesla;driver>=535"
+    with pytest.raises(DataError, match=r"require_cuda: 'brand=tesla;driver>=535' is not a cond"):
+        cuda.parse(damaged, FILE)
+    image["require_cuda"] = REQUIRE_12_6_3
+    image["require_cuda_from"] = "nowhere"
+    with pytest.raises(DataError, match=r"require_cuda_from: \"nowhere\" is not a key of"):
+        cuda.parse(damaged, FILE)
+    del image["require_cuda_from"]
+    with pytest.raises(DataError, match=r"require_cuda_from: missing"):
+        cuda.parse(damaged, FILE)

@@ -89,3 +89,61 @@ def test_missing_required_peak(doc: dict[str, Any]) -> None:
     del damaged["gpus"][5]["memory_bandwidth_tbs"]
     with pytest.raises(DataError, match=r"gpus\[5\]\.memory_bandwidth_tbs: missing"):
         gpus.parse(damaged, FILE)
+
+
+# ---------------------------------------------------------------- names (issue 14)
+
+
+@pytest.mark.parametrize(
+    ("given", "name", "capability", "market"),
+    [
+        ("T4", "T4", "7.5", "datacenter"),
+        ("Tesla T4", "T4", "7.5", "datacenter"),
+        ("l4", "L4", "8.9", "datacenter"),
+        ("A10G", "A10G", "8.6", "datacenter"),
+        ("NVIDIA A10", "A10", "8.6", "datacenter"),
+        ("A100", "A100", "8.0", "datacenter"),
+        ("NVIDIA A100-SXM4-40GB", "A100", "8.0", "datacenter"),  # both sizes: one capability
+        ("nvidia a100-pcie-80gb", "A100", "8.0", "datacenter"),
+        ("H100", "H100", "9.0", "datacenter"),
+        ("NVIDIA H100 80GB HBM3", "H100", "9.0", "datacenter"),
+        ("h200", "H200", "9.0", "datacenter"),
+        ("B200", "B200", "10.0", "datacenter"),
+        ("V100", "V100", "7.0", "datacenter"),
+        ("Tesla V100-SXM2-16GB", "V100", "7.0", "datacenter"),
+        ("P100", "P100", "6.0", "datacenter"),
+        ("RTX 4090", "RTX 4090", "8.9", "geforce"),
+        ("rtx4090", "RTX 4090", "8.9", "geforce"),
+        ("NVIDIA GeForce RTX 4090", "RTX 4090", "8.9", "geforce"),
+        ("GeForce RTX 3090", "RTX 3090", "8.6", "geforce"),
+        ("NVIDIA RTX 6000 Ada Generation", "RTX 6000 Ada", "8.9", "workstation"),
+    ],
+)
+def test_lookup_short_and_reported_names(
+    gm: gpus.GpuMatrix, given: str, name: str, capability: str, market: str
+) -> None:
+    found = gm.lookup(given)
+    assert found is not None
+    assert (found.name, found.compute_capability, found.market) == (name, capability, market)
+
+
+@pytest.mark.parametrize("given", ["auto", "A1000", "NVIDIA", "L40X", "", "9.x"])
+def test_lookup_refuses_what_is_not_a_known_gpu(gm: gpus.GpuMatrix, given: str) -> None:
+    assert gm.lookup(given) is None
+
+
+def test_nearest_names_for_an_unknown_one(gm: gpus.GpuMatrix) -> None:
+    assert gm.nearest("A1000")[:2] == ["A100", "A10"]
+    assert gm.nearest("H1OO") == ["H100"]
+    assert gm.nearest("zzz") == []
+
+
+def test_a_spelling_may_name_one_entry_only(doc: dict[str, Any]) -> None:
+    damaged = copy.deepcopy(doc)
+    damaged["names"][0]["aliases"] = ["Tesla A-100"]  # the same words as A100, once normalized
+    with pytest.raises(DataError, match=r'names\[6\]: "A100" names names\[0\] too'):
+        gpus.parse(damaged, FILE)
+    damaged = copy.deepcopy(doc)
+    damaged["names"][0]["market"] = "consumer"
+    with pytest.raises(DataError, match=r"names\[0\]\.market: expected one of"):
+        gpus.parse(damaged, FILE)

@@ -13,28 +13,29 @@ from envlock.errors import DataError, NoResolution, UsageError
 from envlock.matrix import Matrix, load, tensorflow
 from envlock.resolve import Constraints, Gpu, resolve
 
-# minor -> (release, python, cuda, cudnn, cuda_source, base image)
+# minor -> (release, python, cuda, cudnn, cuda_source, base image); Python: the newest
+# the release has wheels for that the image's Ubuntu ships as python3 (issue 14)
 EXPECTED = {
     "2.2": ("2.2.3", "3.8", "10.1", "7.6", "system", "10.1-cudnn7-runtime-ubuntu18.04"),
     "2.3": ("2.3.4", "3.8", "10.1", "7.6", "system", "10.1-cudnn7-runtime-ubuntu18.04"),
     "2.4": ("2.4.4", "3.8", "11.0", "8.0", "system", "11.0.3-cudnn8-runtime-ubuntu20.04"),
-    "2.5": ("2.5.3", "3.9", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
-    "2.6": ("2.6.5", "3.9", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
-    "2.7": ("2.7.4", "3.9", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
-    "2.8": ("2.8.4", "3.10", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
-    "2.9": ("2.9.3", "3.10", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
-    "2.10": ("2.10.1", "3.10", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
-    "2.11": ("2.11.1", "3.10", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
-    "2.12": ("2.12.1", "3.11", "11.8", "8.6", "system", "11.8.0-cudnn8-runtime-ubuntu22.04"),
-    "2.13": ("2.13.1", "3.11", "11.8", "8.6", "system", "11.8.0-cudnn8-runtime-ubuntu22.04"),
-    "2.14": ("2.14.1", "3.11", "11.8", "8.7", "system", "11.8.0-cudnn8-runtime-ubuntu22.04"),
-    "2.15": ("2.15.1", "3.11", "12.2", "8.9", "system", "12.2.2-cudnn8-runtime-ubuntu22.04"),
-    "2.16": ("2.16.2", "3.12", "12.3", "8.9", "pip", "12.3.2-base-ubuntu22.04"),
-    "2.17": ("2.17.1", "3.12", "12.3", "8.9", "pip", "12.3.2-base-ubuntu22.04"),
+    "2.5": ("2.5.3", "3.8", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
+    "2.6": ("2.6.5", "3.8", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
+    "2.7": ("2.7.4", "3.8", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
+    "2.8": ("2.8.4", "3.8", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
+    "2.9": ("2.9.3", "3.8", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
+    "2.10": ("2.10.1", "3.8", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
+    "2.11": ("2.11.1", "3.8", "11.2", "8.1", "system", "11.2.2-cudnn8-runtime-ubuntu20.04"),
+    "2.12": ("2.12.1", "3.10", "11.8", "8.6", "system", "11.8.0-cudnn8-runtime-ubuntu22.04"),
+    "2.13": ("2.13.1", "3.10", "11.8", "8.6", "system", "11.8.0-cudnn8-runtime-ubuntu22.04"),
+    "2.14": ("2.14.1", "3.10", "11.8", "8.7", "system", "11.8.0-cudnn8-runtime-ubuntu22.04"),
+    "2.15": ("2.15.1", "3.10", "12.2", "8.9", "system", "12.2.2-cudnn8-runtime-ubuntu22.04"),
+    "2.16": ("2.16.2", "3.10", "12.3", "8.9", "pip", "12.3.2-base-ubuntu22.04"),
+    "2.17": ("2.17.1", "3.10", "12.3", "8.9", "pip", "12.3.2-base-ubuntu22.04"),
     "2.18": ("2.18.1", "3.12", "12.5", "9.3", "system", "12.6.3-cudnn-runtime-ubuntu24.04"),
     "2.19": ("2.19.1", "3.12", "12.5", "9.3", "system", "12.6.3-cudnn-runtime-ubuntu24.04"),
-    "2.20": ("2.20.0", "3.13", "12.5", "9.3", "system", "12.6.3-cudnn-runtime-ubuntu24.04"),
-    "2.21": ("2.21.0", "3.13", "12.5", "9.3", "system", "12.6.3-cudnn-runtime-ubuntu24.04"),
+    "2.20": ("2.20.0", "3.12", "12.5", "9.3", "system", "12.6.3-cudnn-runtime-ubuntu24.04"),
+    "2.21": ("2.21.0", "3.12", "12.5", "9.3", "system", "12.6.3-cudnn-runtime-ubuntu24.04"),
 }
 
 
@@ -65,7 +66,9 @@ def test_each_minor(matrix: Matrix, minor: str) -> None:
     rel = matrix.tensorflow.get(version)
     assert rel is not None
     assert res.python_supported == rel.python
-    assert res.python == rel.python[-1]
+    # the Ubuntu's own python3 when the release has a wheel for it, else the newest wheel
+    shipped = res.os_python in rel.python and Version(res.os_python or "0") >= Version("3.8")
+    assert res.python == (res.os_python if shipped else rel.python[-1])
     assert res.compute_capabilities == rel.compute_capabilities
     assert res.and_cuda == rel.and_cuda
     assert res.requires_python == rel.requires_python
@@ -109,7 +112,9 @@ def test_newer_cudnn_minor_needed_skips_the_same_cuda_minor_image(matrix: Matrix
     text = "\n".join(res.reasons)
     assert "12.5.1-cudnn carries cuDNN 9.2.1.18, older than the 9.3" in text
     assert "minor-version compatibility" in text
-    assert any("NVIDIA_DISABLE_REQUIRE" in w for w in res.warnings)
+    # without --driver nothing is judged, but the image's own requirement is said
+    assert "NVIDIA_REQUIRE_CUDA asks for a driver that supports CUDA 12.6 (>= 560.28.03)" in text
+    assert not any("NVIDIA_DISABLE_REQUIRE" in w for w in res.warnings)
 
 
 def test_2_16_system_source_fails_with_the_alternatives(matrix: Matrix) -> None:
@@ -305,9 +310,11 @@ def test_gpu_warnings(matrix: Matrix) -> None:
     kepler = Gpu(name="", compute_capability="3.0")
     res = resolve(Constraints(spec="tensorflow==2.21", gpus=(kepler,)), matrix)
     assert any("a GPU (compute capability 3.0) is not supported" in w for w in res.warnings)
-    unknown = Gpu(name="NVIDIA GeForce RTX 4090")
-    res = resolve(Constraints(spec="tensorflow==2.21", gpus=(unknown,)), matrix)
-    assert any("compute capability unknown" in w for w in res.warnings)
+    ada = Gpu(name="NVIDIA GeForce RTX 4090")  # 8.9: sm_89 kernels from 2.17 on
+    res = resolve(Constraints(spec="tensorflow==2.21", gpus=(ada,)), matrix)
+    assert not any("RTX 4090" in w for w in res.warnings)
+    with pytest.raises(UsageError, match="'NVIDIA Quadro X9' is not a GPU envlock knows"):
+        resolve(Constraints(spec="tensorflow==2.21", gpus=(Gpu(name="NVIDIA Quadro X9"),)), matrix)
 
 
 @pytest.mark.parametrize(
@@ -375,7 +382,11 @@ def test_detected_driver_cuda_removes_the_require_warning(matrix: Matrix) -> Non
         Constraints(spec="tensorflow==2.18", driver="580.159.04", driver_cuda="13.0"), matrix
     )
     assert not any("NVIDIA_DISABLE_REQUIRE" in w for w in new.warnings)
-    assert any("the host driver supports CUDA 13.0" in r for r in new.reasons)
+    assert any(
+        r.startswith("driver 580.159.04, which supports CUDA 13.0: host venv: runs; container")
+        and "refused" not in r
+        for r in new.reasons
+    )
     old = resolve(
         Constraints(spec="tensorflow==2.18", driver="555.42.06", driver_cuda="12.5"), matrix
     )
@@ -406,9 +417,11 @@ def test_2_14_pip_source_takes_the_newest_python_the_and_cuda_extra_installs_on(
         assert res.base_image == "nvidia/cuda:11.8.0-base-ubuntu22.04"
         assert res.os_python == "3.10"  # ubuntu22.04's own python3 now fits
         assert (
-            "Python 3.10: the newest of 3.9-3.10 for which every tensorflow[and-cuda] "
-            "requirement has a Linux x86_64 wheel (tensorrt==8.5.3.1: no cp311 wheel); "
-            "tensorflow itself has wheels for 3.9-3.11"
+            "Python 3.10: the newest of 3.9-3.10 (the release's wheels) that an Ubuntu of the "
+            "image ships as its own python3 (ubuntu22.04), so no standalone CPython is needed; "
+            "ubuntu20.04 ships 3.8, ubuntu18.04 ships 3.6, which the release has no wheel for; "
+            "every tensorflow[and-cuda] requirement has Linux x86_64 wheels for 3.9-3.10 "
+            "(tensorrt==8.5.3.1: no cp311 wheel); tensorflow itself has wheels for 3.9-3.11"
         ) in res.reasons
     # an explicit Python the extra does install on is kept
     res = resolve(Constraints(spec="tensorflow==2.14", cuda_source="pip", python="3.9"), matrix)
@@ -447,7 +460,8 @@ def test_system_source_is_unaffected_by_the_and_cuda_extra(matrix: Matrix) -> No
     ):
         res = resolve(c, matrix)
         assert (res.python, res.cuda_source) == ("3.11", "system")
-    assert resolve(Constraints(spec="tensorflow==2.14"), matrix).python == "3.11"
+    # by default: ubuntu22.04's own python3 (issue 14), not the newest wheel
+    assert resolve(Constraints(spec="tensorflow==2.14"), matrix).python == "3.10"
 
 
 def test_a_release_whose_and_cuda_extra_installs_nowhere(matrix: Matrix) -> None:
@@ -461,7 +475,7 @@ def test_a_release_whose_and_cuda_extra_installs_nowhere(matrix: Matrix) -> None
     )
     # the series still resolves with the pip source: 2.15.1 has no tensorrt pin
     res = resolve(Constraints(spec="tensorflow==2.15", cuda_source="pip"), matrix)
-    assert (res.version, res.python) == ("2.15.1", "3.11")
+    assert (res.version, res.python) == ("2.15.1", "3.10")
 
 
 def test_pip_fallback_python_follows_the_and_cuda_extra(matrix: Matrix) -> None:
@@ -471,8 +485,8 @@ def test_pip_fallback_python_follows_the_and_cuda_extra(matrix: Matrix) -> None:
         releases=tuple(
             replace(
                 r,
-                and_cuda_python=r.and_cuda_python[:-1],
-                and_cuda_python_note="tensorrt==1: no cp312 wheel",
+                and_cuda_python=tuple(p for p in r.and_cuda_python if p not in ("3.10", "3.12")),
+                and_cuda_python_note="tensorrt==1: no cp310 or cp312 wheel",
             )
             if str(r.version) == "2.16.2"
             else r
@@ -481,5 +495,6 @@ def test_pip_fallback_python_follows_the_and_cuda_extra(matrix: Matrix) -> None:
     )
     m = replace(matrix, tensorflow=grown)
     res = resolve(Constraints(spec="tensorflow==2.16.2"), m)
+    # ubuntu22.04's 3.10 has no and-cuda wheels here: a standalone 3.11
     assert (res.cuda_source, res.python) == ("pip", "3.11")
     assert res.python_supported[-1] == "3.12"

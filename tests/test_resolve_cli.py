@@ -56,7 +56,7 @@ def test_readable_summary(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[0].split() == ["release", "tensorflow", "2.15.1"]
-    assert "python       3.11  (wheels for 3.9, 3.10, 3.11)" in lines
+    assert "python       3.10  (wheels for 3.9, 3.10, 3.11)" in lines  # ubuntu22.04's own
     assert "cuda         12.2  (cuDNN 8.9)" in lines
     assert "driver       >= 525.60.13" in lines
     assert "base image   nvidia/cuda:12.2.2-cudnn8-runtime-ubuntu22.04" in lines

@@ -106,7 +106,15 @@ def test_driver_auto_feeds_driver_and_gpus_into_resolve(tmp_path: Path) -> None:
     assert [g.name for g in c.gpus] == ["NVIDIA A100-PCIE-40GB"]
     res = resolve(c, load())
     assert (res.version, res.cuda) == ("2.14.1", "11.8")  # 12.x builds need >= 525.60.13
-    assert any("driver 470.82.01 (read by nvidia-smi) is new enough" in r for r in res.reasons)
+    # 470 is too old for CUDA 11.8's PTX on a host venv; in the 11.8.0 image the data-center
+    # exception for branch 470 lets the forward-compatibility libraries JIT it
+    assert (
+        "driver 470.82.01 (read by nvidia-smi), which supports CUDA 11.4: host venv: too old "
+        "for the PTX JIT of NVIDIA A100-PCIE-40GB (8.0) (needs >= 520.61.05); container on "
+        "NVIDIA A100-PCIE-40GB (8.0), data-center: starts, and the image's "
+        "forward-compatibility libraries JIT-compile the PTX (branch 470 is excepted)"
+    ) in res.reasons
+    assert res.driver_min == "520.61.05"
     # 2.14.1 ships sm_35..sm_75 and compute_80 PTX: an A100 JIT-compiles from that PTX
     assert res.compute_capabilities[-1] == "compute_80"
     assert any(
@@ -148,7 +156,10 @@ def test_driver_auto_passes_the_drivers_cuda_version() -> None:
     assert (c.driver, c.driver_cuda, c.driver_from) == ("580.159.04", "13.0", "NVML")
     res = resolve(c, load())
     assert not any("NVIDIA_DISABLE_REQUIRE" in w for w in res.warnings)
-    assert any("driver 580.159.04 (read by NVML) is new enough" in r for r in res.reasons)
+    assert any(
+        r.startswith("driver 580.159.04 (read by NVML), which supports CUDA 13.0: host venv: runs")
+        for r in res.reasons
+    )
     assert any("GPU NVIDIA H200 (compute capability 9.0)" in w for w in res.warnings)
 
 

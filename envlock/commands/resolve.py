@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from envlock.model import CUDA_SOURCES, Resolution
 from envlock.output import emit_json
 from envlock.resolve import Constraints, Gpu, resolve
-from envlock.resolve.constraints import CAPABILITY
+from envlock.resolve.constraints import capability_of
 
 if TYPE_CHECKING:
     from envlock.driver import HostInfo  # imports subprocess: only for --driver auto
@@ -53,11 +53,13 @@ def add_resolve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--gpu",
-        metavar="NAME|X.Y",
+        metavar="NAME|X.Y|auto",
         action="append",
         default=[],
-        help="a GPU to check the compiled kernels against: a name from matrices/gpus.toml "
-        "or a compute capability (repeatable; --driver auto adds the host's GPUs)",
+        help="a GPU to check the compiled kernels and driver floors against: a name "
+        "(T4, A10G, A100, H100, 'RTX 4090', ...), a compute capability (8.0, sm_80) or "
+        "'auto' (this machine's GPUs, through NVML); repeatable; --driver auto adds the "
+        "host's GPUs too",
     )
     parser.add_argument(
         "--exclude-newer",
@@ -76,22 +78,56 @@ def constraints_from_args(
     driver_from = ""
     driver_cuda: str | None = None
     gpus: list[Gpu] = []
+    host: HostInfo | None = None
+
+    def read_host() -> HostInfo:
+        nonlocal host, detect
+        if host is None:
+            if detect is None:
+                from envlock.driver import detect as detect_host
+
+                detect = detect_host
+            host = detect()
+        return host
+
+    def host_gpus() -> list[Gpu]:
+        return [
+            Gpu(name=g.name, compute_capability=g.compute_capability) for g in read_host().gpus
+        ]
+
+    gpu_auto = False
     for value in args.gpu:
         value = value.strip()
-        if CAPABILITY.fullmatch(value):
-            gpus.append(Gpu(name="", compute_capability=value))
+        capability = capability_of(value)
+        if value.lower() == "auto":
+            gpu_auto = True
+        elif capability is not None:
+            gpus.append(Gpu(name="", compute_capability=capability))
         else:
             gpus.append(Gpu(name=value))
-    if driver is not None and driver.strip().lower() == "auto":
-        if detect is None:
-            from envlock.driver import detect as detect_host
+    driver_auto = driver is not None and driver.strip().lower() == "auto"
+    if gpu_auto and not driver_auto:
+        from envlock.errors import EnvironmentFailure, UsageError
 
-            detect = detect_host
-        host = detect()
-        driver = host.driver
-        driver_from = host.source
-        driver_cuda = host.cuda_driver
-        gpus.extend(Gpu(name=g.name, compute_capability=g.compute_capability) for g in host.gpus)
+        try:
+            found = host_gpus()
+        except UsageError as e:  # no driver here: the machine, not the flag, is the problem
+            raise EnvironmentFailure(
+                f"--gpu auto: {e.message.removeprefix('--driver auto: ')}",
+                hint="name the GPU instead, e.g. --gpu A100 or --gpu 8.0",
+            ) from None
+        if not found:
+            raise EnvironmentFailure(
+                "--gpu auto: the NVIDIA driver lists no GPU on this machine",
+                hint="name the GPU instead, e.g. --gpu A100 or --gpu 8.0",
+            )
+        gpus.extend(found)
+    if driver_auto:
+        info = read_host()
+        driver = info.driver
+        driver_from = info.source
+        driver_cuda = info.cuda_driver
+        gpus.extend(host_gpus())
     return Constraints(
         spec=args.spec,
         python=args.python,

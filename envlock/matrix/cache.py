@@ -27,7 +27,7 @@ from packaging.version import Version
 import envlock
 from envlock.matrix import Matrix, TFMatrix, TFRelease, load
 from envlock.matrix.cuda import CudaMatrix, CudaRelease, DriverBranch, ImageRelease, UbuntuRelease
-from envlock.matrix.gpus import GpuMatrix, GpuModel
+from envlock.matrix.gpus import GpuMatrix, GpuModel, GpuName
 
 MATRIX_FILES = ("tensorflow.toml", "cuda.toml", "gpus.toml")
 # the modules whose code decides what a cached Matrix holds
@@ -47,6 +47,7 @@ CLASSES: dict[str, type] = {
         UbuntuRelease,
         GpuMatrix,
         GpuModel,
+        GpuName,
     )
 }
 

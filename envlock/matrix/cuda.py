@@ -64,6 +64,8 @@ class CudaRelease:
     images_from: str = ""
     driver_branch: str = ""  # data-center driver branch it shipped with, "R535"
     driver_branch_from: str = ""
+    toolkit_driver: str = ""  # Linux driver of the toolkit's GA release, "535.54.03"
+    toolkit_driver_from: str = ""
 
     @property
     def key(self) -> Version:
@@ -108,6 +110,8 @@ class ImageRelease:
     cudnn_from: str
     source: str
     digests: tuple[tuple[str, str], ...] = ()  # (tag, "sha256:...") when known
+    require_cuda: str = ""  # the image's NVIDIA_REQUIRE_CUDA, "" when not recorded
+    require_cuda_from: str = ""
 
     @property
     def key(self) -> Version:
@@ -183,6 +187,8 @@ _CUDA_FIELDS = (
     "images_from",
     "driver_branch",
     "driver_branch_from",
+    "toolkit_driver",
+    "toolkit_driver_from",
 )
 _IMAGE_FIELDS = (
     "version",
@@ -195,6 +201,8 @@ _IMAGE_FIELDS = (
     "cudnn_from",
     "from",
     "digests",
+    "require_cuda",
+    "require_cuda_from",
 )
 
 
@@ -208,6 +216,7 @@ def _cuda_row(c: Checker, raw: Any, path: str) -> CudaRelease:
     if (note or images_from) and not images:
         raise c.fail(f"{path}.images", "missing (images_note/images_from need it)")
     branch = c.string(row, "driver_branch", path, _BRANCH, required=False)
+    toolkit = c.string(row, "toolkit_driver", path, _DRIVER, required=False)
     return CudaRelease(
         version=c.string(row, "version", path, MINOR),
         driver_min=c.string(row, "driver_min", path, _DRIVER),
@@ -217,6 +226,8 @@ def _cuda_row(c: Checker, raw: Any, path: str) -> CudaRelease:
         images_from=images_from,
         driver_branch=branch,
         driver_branch_from=c.source(row, "driver_branch_from", path, required=bool(branch)),
+        toolkit_driver=toolkit,
+        toolkit_driver_from=c.source(row, "toolkit_driver_from", path, required=bool(toolkit)),
     )
 
 
@@ -249,6 +260,16 @@ def _image_row(c: Checker, raw: Any, path: str) -> ImageRelease:
         if not isinstance(digest, str) or not re.fullmatch(_DIGEST, digest):
             raise c.fail(f"{path}.digests.{tag}", f'expected "sha256:<64 hex>", got {show(digest)}')
         digests.append((tag, digest))
+    require = c.string(row, "require_cuda", path, required=False)
+    if require:
+        from envlock.matrix.require import RequireError, parse_require
+
+        try:
+            parsed = parse_require(require)
+        except RequireError as e:
+            raise c.fail(f"{path}.require_cuda", str(e)) from None
+        if parsed.cuda != cuda:
+            raise c.fail(f"{path}.require_cuda", f"asks for CUDA {parsed.cuda}, not {cuda}")
     return ImageRelease(
         version=version,
         cuda=cuda,
@@ -260,6 +281,8 @@ def _image_row(c: Checker, raw: Any, path: str) -> ImageRelease:
         cudnn_from=c.source(row, "cudnn_from", path, required=bool(cudnn)),
         source=c.source(row, "from", path),
         digests=tuple(sorted(digests)),
+        require_cuda=require,
+        require_cuda_from=c.source(row, "require_cuda_from", path, required=bool(require)),
     )
 
 

@@ -15,6 +15,7 @@ from packaging.version import Version
 
 from envlock.errors import NoResolution, UsageError
 from envlock.matrix.cuda import CudaMatrix
+from envlock.matrix.gpus import GpuMatrix
 from envlock.model import CUDA_SOURCES, OLDEST_PYTHON
 from envlock.readers import quoted
 from envlock.resolve.spec import FRAMEWORK, Spec, parse_spec
@@ -32,6 +33,19 @@ class Gpu:
 
     name: str
     compute_capability: str | None = None  # "9.0"; None: look the name up in gpus.toml
+    market: str | None = None  # "datacenter", "geforce", "workstation"; None: unknown
+
+
+SM = re.compile(r"^(?:sm|compute)_([0-9]{1,2})([0-9])[a-z]?$")
+
+
+def capability_of(value: str) -> str | None:
+    """A compute capability as given to --gpu: "8.0", "sm_80", "compute_90a", "sm_100"."""
+    value = value.strip().lower()
+    if CAPABILITY.fullmatch(value):
+        return value
+    m = SM.fullmatch(value)
+    return f"{int(m.group(1))}.{m.group(2)}" if m else None
 
 
 @dataclass(frozen=True)
@@ -78,7 +92,31 @@ def _check_value(
     return value
 
 
-def check(constraints: Constraints, cuda_matrix: CudaMatrix) -> Checked:
+def _named_gpus(gpus: tuple[Gpu, ...], gpu_matrix: GpuMatrix | None) -> tuple[Gpu, ...]:
+    """Each GPU with its compute capability and market from gpus.toml's names;
+    a name given without a capability that gpus.toml does not know is a UsageError."""
+    out: list[Gpu] = []
+    for gpu in gpus:
+        entry = gpu_matrix.lookup(gpu.name) if gpu_matrix is not None and gpu.name else None
+        if gpu.compute_capability is None:
+            if entry is None:
+                near = gpu_matrix.nearest(gpu.name) if gpu_matrix is not None else []
+                raise UsageError(
+                    f"--gpu {quoted(gpu.name)} is not a GPU envlock knows (matrices/gpus.toml)",
+                    hint=(f"did you mean {' or '.join(near)}? or give" if near else "give")
+                    + " its compute capability, e.g. --gpu 8.6 or --gpu sm_86, or --gpu auto",
+                )
+            out.append(Gpu(gpu.name, entry.compute_capability, gpu.market or entry.market))
+        elif entry is not None and gpu.market is None:
+            out.append(Gpu(gpu.name, gpu.compute_capability, entry.market))
+        else:
+            out.append(gpu)
+    return tuple(out)
+
+
+def check(
+    constraints: Constraints, cuda_matrix: CudaMatrix, *, gpu_matrix: GpuMatrix | None = None
+) -> Checked:
     """The constraints checked, or the first bad value as a ``UsageError``."""
     c = constraints
     spec = parse_spec(c.spec)
@@ -118,7 +156,7 @@ def check(constraints: Constraints, cuda_matrix: CudaMatrix) -> Checked:
             raise UsageError(
                 f"GPU {gpu.name or '(--gpu)'}: compute capability "
                 f"{quoted(gpu.compute_capability)} is not X.Y",
-                hint="e.g. --gpu 9.0 or --gpu 'NVIDIA H100 PCIe'",
+                hint="e.g. --gpu 9.0, --gpu sm_90 or --gpu H100",
             )
     if python is not None and Version(python) < Version(OLDEST_PYTHON):
         raise NoResolution(
@@ -135,5 +173,5 @@ def check(constraints: Constraints, cuda_matrix: CudaMatrix) -> Checked:
         driver=Version(driver) if driver else None,
         os=os,
         source=source,
-        gpus=tuple(c.gpus),
+        gpus=_named_gpus(tuple(c.gpus), gpu_matrix),
     )

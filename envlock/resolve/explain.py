@@ -15,28 +15,10 @@ from envlock.matrix.gpus import GpuMatrix
 from envlock.model import CUDA_SOURCES
 from envlock.readers import quoted
 from envlock.resolve.constraints import Checked, Gpu
-from envlock.resolve.placement import Placement, place_pip, place_system, series
+from envlock.resolve.placement import Placement, place_pip, place_system, python_ranges, series
 from envlock.resolve.spec import Spec
 
 # ---------------------------------------------------------------- short forms
-
-
-def python_ranges(versions: Iterable[str]) -> str:
-    """["3.9", "3.10", "3.11", "3.13"] -> "3.9-3.11, 3.13"."""
-    minors = sorted({int(v.split(".")[1]) for v in versions})
-    parts: list[str] = []
-    start = prev = None
-    for minor in minors:
-        if start is None:
-            start = prev = minor
-        elif prev is not None and minor == prev + 1:
-            prev = minor
-        else:
-            parts.append(f"3.{start}" if start == prev else f"3.{start}-3.{prev}")
-            start = prev = minor
-    if start is not None:
-        parts.append(f"3.{start}" if start == prev else f"3.{start}-3.{prev}")
-    return ", ".join(parts)
 
 
 def describe(releases: Sequence[TFRelease]) -> str:
@@ -214,7 +196,7 @@ def source_alternatives(checked: Checked, release: TFRelease, cuda_matrix: CudaM
         if source == "pip":
             placed = place_pip(release, cuda_matrix, os, checked.python)
         else:
-            placed = place_system(release, cuda_matrix, os, checked.python or release.python[-1])
+            placed = place_system(release, cuda_matrix, os, checked.python)
         return placed if isinstance(placed, Placement) else None
 
     out: list[str] = []

@@ -20,12 +20,14 @@ Ubuntu release, Python), or why it has no place.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from packaging.version import Version
 
 from envlock.matrix import TFRelease
 from envlock.matrix.cuda import CudaMatrix, ImageRelease, UbuntuRelease
+from envlock.model import OLDEST_PYTHON
 
 _CP_TAG = re.compile(r"\bcp3[0-9]+\b")
 
@@ -41,6 +43,7 @@ class Placement:
     reasons: tuple[str, ...]
     warnings: tuple[str, ...]
     python: str  # the CPython minor it runs with
+    python_reason: str = ""  # why that Python (the release's wheels, the image's Ubuntu)
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,24 @@ class NoPlacement:
     """Why a release has no base image under the constraints."""
 
     reason: str
+
+
+def python_ranges(versions: Iterable[str]) -> str:
+    """["3.9", "3.10", "3.11", "3.13"] -> "3.9-3.11, 3.13"."""
+    minors = sorted({int(v.split(".")[1]) for v in versions})
+    parts: list[str] = []
+    start = prev = None
+    for minor in minors:
+        if start is None:
+            start = prev = minor
+        elif prev is not None and minor == prev + 1:
+            prev = minor
+        else:
+            parts.append(f"3.{start}" if start == prev else f"3.{start}-3.{prev}")
+            start = prev = minor
+    if start is not None:
+        parts.append(f"3.{start}" if start == prev else f"3.{start}-3.{prev}")
+    return ", ".join(parts)
 
 
 def series(release: TFRelease) -> str:
@@ -61,24 +82,83 @@ def _split_minor(text: str) -> tuple[int, int]:
 
 
 def _pick_os(
-    cuda_matrix: CudaMatrix, image: ImageRelease, want_os: str | None, python: str
-) -> tuple[UbuntuRelease, str] | None:
-    """Choose the Ubuntu release of an image; None when ``want_os`` is not there."""
+    cuda_matrix: CudaMatrix,
+    image: ImageRelease,
+    want_os: str | None,
+    python: str | None,
+    pythons: Sequence[str] = (),
+) -> tuple[UbuntuRelease, str, str, str] | None:
+    """Choose the Ubuntu release of an image and the Python: (Ubuntu, Python,
+    why this OS, why this Python); None when ``want_os`` is not there.
+
+    ``python`` None: the newest of ``pythons`` (the minors the release can be
+    installed on) that an Ubuntu of the image ships as its own python3, on the
+    newest such Ubuntu; when none does, the newest of ``pythons`` as a
+    standalone CPython on the newest Ubuntu."""
     releases = [u for u in (cuda_matrix.ubuntu_release(o) for o in image.os) if u is not None]
-    if want_os is not None:
-        for ubuntu in releases:
-            if ubuntu.name == want_os:
-                return ubuntu, f"{ubuntu.name} as asked (--os)"
-        return None
+    candidates = [p for p in pythons if Version(p) >= Version(OLDEST_PYTHON)]
     newest_first = sorted(releases, key=lambda u: Version(u.release), reverse=True)
+    if want_os is not None:
+        newest_first = [u for u in newest_first if u.name == want_os]
+        if not newest_first:
+            return None
+    shown = python_ranges(candidates)
+    if python is None:
+        shipped = [u for u in newest_first if u.python in candidates]
+        if shipped:
+            best = max(shipped, key=lambda u: (Version(u.python), Version(u.release)))
+            others = [u for u in newest_first if u.python not in candidates]
+            python_why = (
+                f"Python {best.python}: the newest of {shown} (the release's wheels) that "
+                f"{'the asked ' if want_os else 'an '}Ubuntu of the image ships as its own "
+                f"python3 ({best.name}), so no standalone CPython is needed"
+            )
+            if not want_os and others:
+                python_why += (
+                    "; "
+                    + ", ".join(f"{u.name} ships {u.python}" for u in others)
+                    + ", which the release has no wheel for"
+                )
+            os_why = f"{best.name} as asked (--os)" if want_os else (
+                f"{best.name}: its own python3 is {best.python}, the chosen Python"
+            )
+            return best, best.python, os_why, python_why
+        python = candidates[-1] if candidates else (pythons[-1] if pythons else "")
+        ships = ", ".join(f"{u.name}: {u.python}" for u in newest_first)
+        python_why = (
+            f"Python {python}: the newest of {shown} (the release's wheels); no Ubuntu of "
+            f"the image ships one of them as python3 ({ships}), so a standalone CPython "
+            f"{python} is installed (uv python install)"
+        )
+        newest = newest_first[0]
+        os_why = f"{newest.name} as asked (--os)" if want_os else (
+            f"{newest.name}: the newest Ubuntu with this image; no Ubuntu it exists for has "
+            f"python3 {python} (Python comes from a standalone build)"
+        )
+        return newest, python, os_why, python_why
+    python_why = f"Python {python} as asked (--python); wheels exist for {shown}"
+    if want_os is not None:
+        ubuntu = newest_first[0]
+        if ubuntu.python != python:
+            python_why += (
+                f"; {ubuntu.name} ships python3 {ubuntu.python}, so a standalone CPython "
+                f"{python} is installed (uv python install)"
+            )
+        return ubuntu, python, f"{ubuntu.name} as asked (--os)", python_why
     for ubuntu in newest_first:
         if ubuntu.python == python:
-            return ubuntu, f"{ubuntu.name}: its own python3 is {python}, the chosen Python"
+            return ubuntu, python, (
+                f"{ubuntu.name}: its own python3 is {python}, the chosen Python"
+            ), python_why
     newest = newest_first[0]
-    return newest, (
+    python_why += (
+        f"; no Ubuntu of the image ships python3 {python}, so a standalone CPython is "
+        f"installed (uv python install)"
+    )
+    return newest, python, (
         f"{newest.name}: the newest Ubuntu with this image; no Ubuntu it exists for has "
         f"python3 {python} (Python comes from a standalone build)"
-    )
+    ), python_why
 
 
 def _host_supports(driver_cuda: str | None, cuda: str) -> bool:
@@ -100,8 +180,9 @@ def place_system(
     release: TFRelease,
     cuda_matrix: CudaMatrix,
     os: str | None,
-    python: str,
+    python: str | None,
     driver_cuda: str | None = None,
+    runs: Callable[[ImageRelease], bool] = lambda image: True,
 ) -> Placement | NoPlacement:
     """The system source: a cudnn runtime image that fits the build."""
     cuda_major, cuda_minor = _split_minor(release.cuda)
@@ -140,14 +221,14 @@ def place_system(
         if notes:
             reason += " (" + "; ".join(notes) + ")"
         return NoPlacement(reason)
-    ranked.sort(key=lambda item: (item[0], _newest_patch_first(item[1])))
+    ranked.sort(key=lambda item: (not runs(item[1]), item[0], _newest_patch_first(item[1])))
     os_misses: list[str] = []
     for _rank, image, known in ranked:
-        picked = _pick_os(cuda_matrix, image, os, python)
+        picked = _pick_os(cuda_matrix, image, os, python, release.python)
         if picked is None:
             os_misses.append(f"{image.version} ({_os_list(image)})")
             continue
-        ubuntu, os_reason = picked
+        ubuntu, chosen, os_reason, python_reason = picked
         tag = image.tag("runtime", ubuntu.release, cudnn=True)
         reasons: list[str] = []
         warnings: list[str] = []
@@ -164,17 +245,6 @@ def place_system(
                 f"{cudnn_major}.x >= {release.cudnn}; CUDA {image.version} runs a CUDA "
                 f"{release.cuda} build by minor-version compatibility and has {cudnn_text}"
             )
-            if _host_supports(driver_cuda, image.cuda):
-                reasons.append(
-                    f"the host driver supports CUDA {driver_cuda}, so the image's "
-                    f"NVIDIA_REQUIRE_CUDA (CUDA {image.cuda}) is met"
-                )
-            else:
-                warnings.append(
-                    f"the image's CUDA {image.cuda} is newer than the {release.cuda} TensorFlow "
-                    f"was built with: the container runtime asks for a driver that supports "
-                    f"CUDA {image.cuda} unless NVIDIA_DISABLE_REQUIRE=1 is set"
-                )
         reasons.extend(notes)
         if not known:
             warnings.append(
@@ -183,7 +253,9 @@ def place_system(
                 f"{release.cudnn}): check NV_CUDNN_VERSION in the image"
             )
         reasons.append(f"OS {os_reason}")
-        return Placement("system", image, ubuntu, tag, tuple(reasons), tuple(warnings), python)
+        return Placement(
+            "system", image, ubuntu, tag, tuple(reasons), tuple(warnings), chosen, python_reason
+        )
     return NoPlacement(
         f"no fitting nvidia/cuda cudnn image exists for {os}: " + ", ".join(os_misses)
     )
@@ -208,6 +280,7 @@ def place_pip(
     os: str | None,
     python: str | None,
     driver_cuda: str | None = None,
+    runs: Callable[[ImageRelease], bool] = lambda image: True,
 ) -> Placement | NoPlacement:
     """The pip source on the -base image; ``python`` None: the newest minor every
     and-cuda requirement has wheels for (``and_cuda_python``)."""
@@ -222,7 +295,6 @@ def place_pip(
                 f"the and-cuda extra cannot be installed on any Python "
                 f"({release.and_cuda_python_note or 'no wheels for its requirements'})"
             )
-        python = release.and_cuda_python[-1]
     elif python not in release.and_cuda_python:
         return NoPlacement(
             f"the and-cuda extra cannot be installed on Python {python} "
@@ -234,14 +306,20 @@ def place_pip(
         major, minor = _split_minor(image.cuda)
         if major == cuda_major and minor >= cuda_minor:
             ranked.append((minor - cuda_minor, image))
-    ranked.sort(key=lambda item: (item[0], _newest_patch_first(item[1])))
+    ranked.sort(key=lambda item: (not runs(item[1]), item[0], _newest_patch_first(item[1])))
     misses: list[str] = []
     for _distance, image in ranked:
-        picked = _pick_os(cuda_matrix, image, os, python)
+        picked = _pick_os(cuda_matrix, image, os, python, release.and_cuda_python)
         if picked is None:
             misses.append(f"{image.version} ({_os_list(image)})")
             continue
-        ubuntu, os_reason = picked
+        ubuntu, chosen, os_reason, python_reason = picked
+        if python is None and release.and_cuda_python != release.python:
+            python_reason += (
+                f"; every tensorflow[and-cuda] requirement has Linux x86_64 wheels for "
+                f"{python_ranges(release.and_cuda_python)} ({release.and_cuda_python_note}); "
+                f"tensorflow itself has wheels for {python_ranges(release.python)}"
+            )
         tag = image.tag("base", ubuntu.release, cudnn=False)
         cudnn_requirement = next(
             (r for r in release.and_cuda if r.lower().startswith("nvidia-cudnn")), ""
@@ -253,16 +331,9 @@ def place_pip(
             f"OS {os_reason}",
         ]
         warnings: tuple[str, ...] = ()
-        if _split_minor(image.cuda)[1] != cuda_minor and not _host_supports(
-            driver_cuda, image.cuda
-        ):
-            warnings = (
-                f"the image's CUDA {image.cuda} is newer than the {release.cuda} TensorFlow was "
-                f"built with (no CUDA {release.cuda} image for {ubuntu.name}): the container "
-                f"runtime asks for a driver that supports CUDA {image.cuda} unless "
-                f"NVIDIA_DISABLE_REQUIRE=1 is set",
-            )
-        return Placement("pip", image, ubuntu, tag, tuple(reasons), warnings, python)
+        return Placement(
+            "pip", image, ubuntu, tag, tuple(reasons), warnings, chosen, python_reason
+        )
     if misses:
         return NoPlacement(
             f"no nvidia/cuda CUDA {cuda_major}.x base image exists for {os}: " + ", ".join(misses)
@@ -278,16 +349,17 @@ def place(
     os: str | None,
     python: str | None,
     driver_cuda: str | None,
+    runs: Callable[[ImageRelease], bool] = lambda image: True,
 ) -> Placement | NoPlacement:
     """Place ``release`` with the source asked for, or system falling back to pip.
     Python as asked, else the newest with a wheel (for the pip source: the
     newest every and-cuda requirement has wheels for)."""
     if source == "pip":
-        return place_pip(release, cuda_matrix, os, python, driver_cuda)
-    system = place_system(release, cuda_matrix, os, python or release.python[-1], driver_cuda)
+        return place_pip(release, cuda_matrix, os, python, driver_cuda, runs)
+    system = place_system(release, cuda_matrix, os, python, driver_cuda, runs)
     if isinstance(system, Placement) or source == "system":
         return system
-    pip = place_pip(release, cuda_matrix, os, python, driver_cuda)
+    pip = place_pip(release, cuda_matrix, os, python, driver_cuda, runs)
     if isinstance(pip, NoPlacement):
         return NoPlacement(f"{system.reason}; the pip source does not fit either: {pip.reason}")
     return Placement(
@@ -302,4 +374,5 @@ def place(
             *pip.warnings,
         ),
         pip.python,
+        pip.python_reason,
     )

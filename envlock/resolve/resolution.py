@@ -19,8 +19,8 @@ from envlock.resolve.explain import (
     image_warnings,
     nearest,
     no_match,
-    python_ranges,
 )
+from envlock.resolve.floors import floors
 from envlock.resolve.placement import Placement
 from envlock.resolve.spec import FRAMEWORK
 from envlock.resolve.stages import Stage, stages_for
@@ -33,7 +33,7 @@ def resolve(constraints: Constraints, matrix: Matrix | None = None) -> Resolutio
     cuda_matrix: CudaMatrix | None = matrix.cuda
     if cuda_matrix is None:
         raise DataError("matrices/cuda.toml: not available", hint="reinstall envlock")
-    checked = check(constraints, cuda_matrix)
+    checked = check(constraints, cuda_matrix, gpu_matrix=matrix.gpus)
     newest_first = sorted(matrix.tensorflow.releases, key=lambda r: r.version, reverse=True)
 
     # 1. the SPEC itself; yanked releases only when pinned exactly (PEP 592)
@@ -106,42 +106,30 @@ def _resolution(
             why = distinct_text(why for _, why in newer)
             reasons.append(f"newer {describe(releases)} excluded by {name}: {why}")
     python = placement.python
-    if checked.python:
-        reasons.append(
-            f"Python {python} as asked (--python); wheels exist for {python_ranges(release.python)}"
-        )
-    elif placement.source == "pip" and release.and_cuda_python != release.python:
-        reasons.append(
-            f"Python {python}: the newest of {python_ranges(release.and_cuda_python)} for which "
-            f"every tensorflow[and-cuda] requirement has a Linux x86_64 wheel "
-            f"({release.and_cuda_python_note}); tensorflow itself has wheels for "
-            f"{python_ranges(release.python)}"
-        )
-    else:
-        reasons.append(
-            f"Python {python}: the newest of {python_ranges(release.python)} with a wheel"
-        )
-    cuda_row = cuda_matrix.release(release.cuda)
-    driver_min = cuda_row.driver_min if cuda_row else ""
+    reasons.append(placement.python_reason)
     reasons.append(
         f"built with CUDA {release.cuda_full} ({release.cuda_from}) "
         f"and cuDNN {release.cudnn} ({release.cudnn_from})"
     )
-    if cuda_row:
-        major = release.cuda.split(".")[0]
-        rule = (
-            f"any CUDA {major}.x runs on it (minor-version compatibility)"
-            if int(major) >= 11
-            else f"CUDA {release.cuda}'s own minimum"
-        )
-        text = f"driver >= {driver_min}: {rule}"
-        if checked.driver is not None:
-            origin = f" (read by {constraints.driver_from})" if constraints.driver_from else ""
-            text += f"; driver {constraints.driver}{origin} is new enough"
-        reasons.append(text)
+    floor = floors(
+        release,
+        placement.image,
+        placement.tag,
+        cuda_matrix,
+        matrix.gpus,
+        checked.gpus,
+        checked.driver,
+        str(constraints.driver),
+        constraints.driver_from,
+        constraints.driver_cuda,
+    )
+    driver_min = floor.driver_min
+    reasons.extend(floor.reasons[:1])  # the minor-version floor, then where it runs
     reasons.extend(placement.reasons)
+    reasons.extend(floor.reasons[1:])
 
     warnings: list[str] = list(placement.warnings)
+    warnings.extend(floor.warnings)
     warnings.extend(image_warnings(cuda_matrix, placement))
     if release.yanked:
         warnings.append(

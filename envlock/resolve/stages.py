@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from envlock.matrix import TFRelease
-from envlock.matrix.cuda import CudaMatrix
+from envlock.matrix.cuda import CudaMatrix, ImageRelease
 from envlock.model import OLDEST_PYTHON
 from envlock.resolve.constraints import Checked, Constraints
 from envlock.resolve.explain import (
@@ -19,10 +19,9 @@ from envlock.resolve.explain import (
     describe,
     distinct_versions,
     first_distinct,
-    python_ranges,
     source_alternatives,
 )
-from envlock.resolve.placement import NoPlacement, Placement, place, series
+from envlock.resolve.placement import NoPlacement, Placement, place, python_ranges, series
 
 
 @dataclass(frozen=True)
@@ -276,6 +275,19 @@ class BaseImage(Stage):
             os=self.checked.os,
             python=self.checked.python,
             driver_cuda=self.driver_cuda,
+            runs=self._runs,
+        )
+
+    def _runs(self, image: ImageRelease) -> bool:
+        """With --driver: whether the container runtime starts ``image`` there
+        (for the GPUs asked about), so that such an image is preferred."""
+        if self.checked.driver is None:
+            return True
+        from envlock.resolve.floors import admits_image, driver_cuda_of
+
+        cuda = self.driver_cuda or driver_cuda_of(self.cuda_matrix, self.checked.driver)
+        return admits_image(
+            image, self.checked.driver, cuda, [g.market for g in self.checked.gpus]
         )
 
     def why_not(self, release: TFRelease) -> str | None:
