@@ -576,9 +576,7 @@ def check_push_reference(ref: str, what: str = "--tag") -> Any:
     return parsed
 
 
-def push_image(
-    ref: str, *, client: Any = None, out: Callable[[str], None] | None = None
-) -> str:
+def push_image(ref: str, *, client: Any = None, out: Callable[[str], None] | None = None) -> str:
     """Push the local tag ``ref`` to its registry; return the manifest digest ("sha256:<hex>").
 
     Progress (one line per layer as it finishes, then the digest) goes to ``out``.

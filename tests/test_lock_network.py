@@ -213,9 +213,7 @@ def test_exclude_newer_locks_only_files_published_before_the_date(
     from envlock.pep691 import project_files
 
     out = tmp_path / "asof"
-    data = lock_json(
-        capsys, "--exclude-newer", "2024-03-10", "tensorflow==2.15", "-o", str(out)
-    )
+    data = lock_json(capsys, "--exclude-newer", "2024-03-10", "tensorflow==2.15", "-o", str(out))
     assert data["input"]["exclude_newer"] == "2024-03-10T00:00:00Z"
     assert data["resolution"]["version"] == "2.15.1"  # uploaded 2024-03-08
     lk = read_lock(out)

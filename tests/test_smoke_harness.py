@@ -644,7 +644,7 @@ def test_xla_without_ptxas_is_not_tried_where_xla_would_abort(
     assert entry["status"] == "WARN"
     assert entry["reason"] == (
         "fake.compile not run on the GPU: no ptxas on PATH, in /usr/local/cuda or an "
-        "nvidia-cuda-nvcc wheel; XLA would abort the process (\"Can't find ptxas binary\"). "
+        'nvidia-cuda-nvcc wheel; XLA would abort the process ("Can\'t find ptxas binary"). '
         "Add it: pip install nvidia-cuda-nvcc-cu12==12.2.* and put its nvidia/cuda_nvcc/bin "
         "on PATH (the [and-cuda] extra and envlock's pip CUDA source do both)"
     )

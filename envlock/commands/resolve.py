@@ -91,9 +91,7 @@ def constraints_from_args(
         return host
 
     def host_gpus() -> list[Gpu]:
-        return [
-            Gpu(name=g.name, compute_capability=g.compute_capability) for g in read_host().gpus
-        ]
+        return [Gpu(name=g.name, compute_capability=g.compute_capability) for g in read_host().gpus]
 
     gpu_auto = False
     for value in args.gpu:

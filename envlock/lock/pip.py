@@ -264,9 +264,7 @@ def dependency_graph(
             if dep not in names or dep == parent:
                 continue
             extras = [""] + sorted(asked.get(parent, ()))
-            if r.marker is None or any(
-                r.marker.evaluate({**env, "extra": e}) for e in extras
-            ):
+            if r.marker is None or any(r.marker.evaluate({**env, "extra": e}) for e in extras):
                 kids.add(dep)
         out[parent] = tuple(sorted(kids))
     return out

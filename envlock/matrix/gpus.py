@@ -116,9 +116,7 @@ class GpuMatrix:
         """Known names closest to ``given`` (for "unknown GPU" messages)."""
         import difflib
 
-        spellings = {
-            "".join(name_words(s)): s for e in self.names for s in (e.name, *e.aliases)
-        }
+        spellings = {"".join(name_words(s)): s for e in self.names for s in (e.name, *e.aliases)}
         close = difflib.get_close_matches(
             "".join(name_words(given)), list(spellings), n=limit, cutoff=0.5
         )

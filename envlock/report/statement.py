@@ -482,9 +482,7 @@ def _extension_problems(predicate: Mapping[str, Any], lists: dict[str, list[str]
     if ext.get("subject_kind") not in SUBJECT_KINDS:
         problems.append(f"predicate {EXTENSION}.subject_kind is {ext.get('subject_kind')!r}")
     created = ext.get("created")  # absent in reports made before issue 13
-    if created is not None and not (
-        isinstance(created, str) and _RFC3339_UTC.fullmatch(created)
-    ):
+    if created is not None and not (isinstance(created, str) and _RFC3339_UTC.fullmatch(created)):
         problems.append(
             f"predicate {EXTENSION}.created is {created!r}, not an RFC 3339 UTC time "
             "(YYYY-MM-DDTHH:MM:SSZ)"

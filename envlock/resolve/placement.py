@@ -119,8 +119,10 @@ def _pick_os(
                     + ", ".join(f"{u.name} ships {u.python}" for u in others)
                     + ", which the release has no wheel for"
                 )
-            os_why = f"{best.name} as asked (--os)" if want_os else (
-                f"{best.name}: its own python3 is {best.python}, the chosen Python"
+            os_why = (
+                f"{best.name} as asked (--os)"
+                if want_os
+                else (f"{best.name}: its own python3 is {best.python}, the chosen Python")
             )
             return best, best.python, os_why, python_why
         python = candidates[-1] if candidates else (pythons[-1] if pythons else "")
@@ -131,9 +133,13 @@ def _pick_os(
             f"{python} is installed (uv python install)"
         )
         newest = newest_first[0]
-        os_why = f"{newest.name} as asked (--os)" if want_os else (
-            f"{newest.name}: the newest Ubuntu with this image; no Ubuntu it exists for has "
-            f"python3 {python} (Python comes from a standalone build)"
+        os_why = (
+            f"{newest.name} as asked (--os)"
+            if want_os
+            else (
+                f"{newest.name}: the newest Ubuntu with this image; no Ubuntu it exists for has "
+                f"python3 {python} (Python comes from a standalone build)"
+            )
         )
         return newest, python, os_why, python_why
     python_why = f"Python {python} as asked (--python); wheels exist for {shown}"
@@ -147,18 +153,26 @@ def _pick_os(
         return ubuntu, python, f"{ubuntu.name} as asked (--os)", python_why
     for ubuntu in newest_first:
         if ubuntu.python == python:
-            return ubuntu, python, (
-                f"{ubuntu.name}: its own python3 is {python}, the chosen Python"
-            ), python_why
+            return (
+                ubuntu,
+                python,
+                (f"{ubuntu.name}: its own python3 is {python}, the chosen Python"),
+                python_why,
+            )
     newest = newest_first[0]
     python_why += (
         f"; no Ubuntu of the image ships python3 {python}, so a standalone CPython is "
         f"installed (uv python install)"
     )
-    return newest, python, (
-        f"{newest.name}: the newest Ubuntu with this image; no Ubuntu it exists for has "
-        f"python3 {python} (Python comes from a standalone build)"
-    ), python_why
+    return (
+        newest,
+        python,
+        (
+            f"{newest.name}: the newest Ubuntu with this image; no Ubuntu it exists for has "
+            f"python3 {python} (Python comes from a standalone build)"
+        ),
+        python_why,
+    )
 
 
 def _host_supports(driver_cuda: str | None, cuda: str) -> bool:
@@ -331,9 +345,7 @@ def place_pip(
             f"OS {os_reason}",
         ]
         warnings: tuple[str, ...] = ()
-        return Placement(
-            "pip", image, ubuntu, tag, tuple(reasons), warnings, chosen, python_reason
-        )
+        return Placement("pip", image, ubuntu, tag, tuple(reasons), warnings, chosen, python_reason)
     if misses:
         return NoPlacement(
             f"no nvidia/cuda CUDA {cuda_major}.x base image exists for {os}: " + ", ".join(misses)

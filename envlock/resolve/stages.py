@@ -286,9 +286,7 @@ class BaseImage(Stage):
         from envlock.resolve.floors import admits_image, driver_cuda_of
 
         cuda = self.driver_cuda or driver_cuda_of(self.cuda_matrix, self.checked.driver)
-        return admits_image(
-            image, self.checked.driver, cuda, [g.market for g in self.checked.gpus]
-        )
+        return admits_image(image, self.checked.driver, cuda, [g.market for g in self.checked.gpus])
 
     def why_not(self, release: TFRelease) -> str | None:
         placed = self.place(release)

@@ -1697,7 +1697,7 @@ def _no_ptxas(ctx: Context, ptxas: dict[str, Any], what: str) -> Verdict:
         where = "no ptxas on PATH, in /usr/local/cuda or an nvidia-cuda-nvcc wheel"
     reason = (
         f"{what} not run on the GPU: {where}; XLA would abort the process "
-        f"(\"Can't find ptxas binary\"). Add it: pip install {pin} and put its "
+        f'("Can\'t find ptxas binary"). Add it: pip install {pin} and put its '
         "nvidia/cuda_nvcc/bin on PATH (the [and-cuda] extra and envlock's pip "
         "CUDA source do both)"
     )
