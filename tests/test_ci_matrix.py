@@ -29,10 +29,12 @@ def test_range_gives_the_newest_patch_of_each_minor(capsys: pytest.CaptureFixtur
     assert code == 0, err
     cells = json.loads(out)
     assert [c["version"] for c in cells] == ["2.14.1", "2.15.1", "2.16.2"]
+    # resolve's default Python: the newest the release has wheels for that the image's
+    # Ubuntu ships as python3 (22.04: 3.10), issue 14
     assert [c["id"] for c in cells] == [
-        "tf2.14.1-py3.11-cuda11.8",
-        "tf2.15.1-py3.11-cuda12.2",
-        "tf2.16.2-py3.12-cuda12.3-pip",
+        "tf2.14.1-py3.10-cuda11.8",
+        "tf2.15.1-py3.10-cuda12.2",
+        "tf2.16.2-py3.10-cuda12.3-pip",
     ]
     for cell in cells:
         assert tuple(cell) == CELL_FIELDS
@@ -167,7 +169,7 @@ def test_bake_format(capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(out)
     targets = doc["target"]
     assert doc["group"] == {"default": {"targets": list(targets)}}
-    ids = ["tf2.14.1-py3.11-cuda11.8", "tf2.15.1-py3.11-cuda12.2", "tf2.16.2-py3.12-cuda12.3-pip"]
+    ids = ["tf2.14.1-py3.10-cuda11.8", "tf2.15.1-py3.10-cuda12.2", "tf2.16.2-py3.10-cuda12.3-pip"]
     assert list(targets) == [bake_target(i) for i in ids]
     for cid in ids:
         t = targets[bake_target(cid)]
