@@ -266,3 +266,39 @@ def test_render_command_failures_leave_the_bundle_as_it_was(
     empty.mkdir()
     assert main(["render", str(empty)]) == 2
     assert "pylock.toml: no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "mirror", ["http://mirror.invalid/ubuntu", "http://mirror.invalid/ubuntu/", ""]
+)
+def test_apt_mirror_build_argument_rewrites_the_ubuntu_archive(tmp_path: Path, mirror: str) -> None:
+    """The Dockerfile's APT_MIRROR step, run by sh over copies of Ubuntu's two source
+    layouts (22.04's sources.list, 24.04's deb822 ubuntu.sources): the archive and
+    security hosts become the mirror; without APT_MIRROR nothing changes."""
+    import subprocess
+
+    text = (GOLDEN / "tf2.18-system" / "expected" / "Dockerfile").read_text()
+    start = text.index("RUN for f in /etc/apt/") + len("RUN ")
+    step = text[start : text.index(" && apt-get update", start)].replace("\\\n", "\n")
+    etc = tmp_path / "etc" / "apt"
+    (etc / "sources.list.d").mkdir(parents=True)
+    jammy = (
+        "deb http://archive.ubuntu.com/ubuntu/ jammy main restricted\n"
+        "deb http://security.ubuntu.com/ubuntu/ jammy-security main\n"
+    )
+    noble = "Types: deb\nURIs: http://archive.ubuntu.com/ubuntu/\nSuites: noble noble-updates\n"
+    (etc / "sources.list").write_text(jammy)
+    (etc / "sources.list.d" / "ubuntu.sources").write_text(noble)
+    env = {"PATH": os.environ["PATH"], "APT_MIRROR": mirror}
+    subprocess.run(["sh", "-ec", step.replace("/etc/apt", str(etc))], env=env, check=True)
+    if not mirror:
+        assert (etc / "sources.list").read_text() == jammy
+        assert (etc / "sources.list.d" / "ubuntu.sources").read_text() == noble
+        return
+    assert (etc / "sources.list").read_text() == (
+        "deb http://mirror.invalid/ubuntu/ jammy main restricted\n"
+        "deb http://mirror.invalid/ubuntu/ jammy-security main\n"
+    )
+    assert (etc / "sources.list.d" / "ubuntu.sources").read_text() == (
+        "Types: deb\nURIs: http://mirror.invalid/ubuntu/\nSuites: noble noble-updates\n"
+    )
