@@ -151,6 +151,15 @@ def test_uv_gets_the_instant_as_its_flag_not_a_bare_date() -> None:
         del os.environ["UV_EXCLUDE_NEWER"]
 
 
+def test_uv_never_downloads_an_interpreter_for_a_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lock targets --python-version with wheels only: uv must not fetch a managed
+    Python for it, even when the user's environment allows downloads."""
+    from envlock.lock.uv import uv_env
+
+    monkeypatch.setenv("UV_PYTHON_DOWNLOADS", "automatic")
+    assert uv_env()["UV_PYTHON_DOWNLOADS"] == "never"
+
+
 # ------------------------------------------------------------ lock --exclude-newer
 
 

@@ -130,6 +130,11 @@ def uv_env(cache_dir: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _UV_STRIP}
     env["NO_COLOR"] = "1"
     env["UV_NO_PROGRESS"] = "1"
+    # A lock is wheels only (--only-binary) for a target Python given by
+    # --python-version: no interpreter of that version is needed, and without this
+    # uv tries to download one (seconds of retries where nothing can be reached).
+    # restore names its interpreter itself.
+    env["UV_PYTHON_DOWNLOADS"] = "never"
     http = HttpSettings.from_env()  # a bad value is exit 2 here, before uv runs
     if os.environ.get("ENVLOCK_HTTP_TIMEOUT"):
         env["UV_HTTP_TIMEOUT"] = str(max(1, math.ceil(http.timeout[1])))
