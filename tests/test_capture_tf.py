@@ -74,9 +74,19 @@ def test_lock_r_of_the_venvs_pip_freeze(tf_venv: Path, tmp_path: Path) -> None:
     freeze.write_text(frozen, encoding="utf-8")
     assert "tensorflow==2.15.1" in frozen.splitlines()
     out = tmp_path / "env"
+    # a freeze does not say which Python it came from: give the venv's, as the hint of
+    # a lock at resolve's default Python says when a pin needs a newer one
+    ask = "import sys; print('%d.%d' % sys.version_info[:2])"
+    minor = subprocess.run(
+        [str(tf_venv / "bin" / "python"), "-c", ask],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     code, stdout, err = run_cli(
-        "lock", "tensorflow==2.15.1", "-r", str(freeze), "-o", str(out), "--json"
-    )
+        "lock", "tensorflow==2.15.1", "-r", str(freeze), "-o", str(out), "--json",
+        "--python", minor,
+    )  # fmt: skip
     assert code == 0, err
     assert "tensorflow==2.15.1 agrees with SPEC (tensorflow 2.15.1)" in err
     locked = {p["name"]: p["version"] for p in json.loads(stdout)["packages"]}

@@ -285,6 +285,27 @@ def test_conflict_through_pip_names_the_same(index: FakeIndex) -> None:
     assert "you asked for dep-a>=2, but fakefw 2.15.1 requires dep-a<2,>=1" in err.value.message
 
 
+@pytest.mark.parametrize("resolver", ["uv", "pip"])
+def test_a_pin_that_needs_a_newer_python_says_so_and_which(
+    index: FakeIndex, cache: str, resolver: str
+) -> None:
+    # a pip freeze made in a newer Python than the lock's names such a release
+    index.add_dist("dep-c", "1.0")
+    index.add_dist("dep-c", "2.0", requires_python=">=3.12")
+    with pytest.raises(NoResolution) as err:
+        _lock(index, cache, with_=("dep-c==2.0",), resolver=resolver)
+    msg = err.value.message
+    assert msg.startswith(
+        "the lock is for CPython 3.11, Linux x86_64, manylinux_2_35_x86_64, and your pins "
+        "need another Python: dep-c==2.0 needs Python >=3.12\n"
+    ), msg
+    assert err.value.hint == (
+        "pass --python 3.12 (a pip freeze does not record the Python it came from; "
+        "'envlock capture --venv' does), or relax the pin on dep-c"
+    )
+    assert err.value.exit_code == 2
+
+
 def test_pin_of_a_missing_version(index: FakeIndex, cache: str) -> None:
     with pytest.raises(NoResolution) as err:
         _lock(index, cache, with_=("dep-b==9.9",))

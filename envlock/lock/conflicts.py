@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from envlock.errors import NoResolution
@@ -52,6 +53,14 @@ _UV_NO_USABLE = re.compile(
 _UV_WHEELS_REQUIRED = re.compile(
     r"Wheels are required for `(?P<name>[^`]+)` because building from source is disabled"
 )
+# uv: "markdown==3.11.3 depends on Python>=3.11"; pip: "Ignored the following versions
+# that require a different python version: 3.11.3 Requires-Python >=3.11; ..."
+_UV_NEEDS_PYTHON = re.compile(
+    r"(?P<req>[A-Za-z0-9][A-Za-z0-9._-]*(?:==|===)[^\s,]+) depends on "
+    r"Python(?P<spec>[<>=!~][^\s,]*(?:,[<>=!~][^\s,]*)*)"
+)
+_PIP_IGNORED = re.compile(r"require a different python version: (?P<body>[^\n]+)")
+_PIP_IGNORED_ONE = re.compile(r"(?P<ver>\S+) Requires-Python (?P<spec>[^;]+)")
 _OTHER_PYTHON = (
     "choose another --python ('envlock resolve' lists the Pythons the release has wheels "
     "for, and with --cuda-source pip those its and-cuda extra has wheels for), "
@@ -66,6 +75,41 @@ def _name_of(text: str) -> str | None:
 
 def _clean(req: str) -> str:
     return req.rstrip(".,;:")
+
+
+def _python_mismatch(output: str, pins: dict[str, str]) -> dict[str, str]:
+    """{pin as the user wrote it: the Python it needs} for pins the target Python excludes."""
+    found: dict[str, str] = {}
+    for m in _UV_NEEDS_PYTHON.finditer(output):
+        name = _name_of(m.group("req"))
+        if name in pins:
+            found.setdefault(pins[name], m.group("spec").rstrip(".,;:"))
+    ignored: dict[str, str] = {}
+    for m in _PIP_IGNORED.finditer(output):
+        for one in _PIP_IGNORED_ONE.finditer(m.group("body")):
+            ignored.setdefault(one.group("ver"), one.group("spec").strip())
+    if ignored:
+        for name, line in pins.items():
+            try:
+                req = Requirement(line)
+            except InvalidRequirement:
+                continue
+            pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
+            if name and pinned and pinned[0] in ignored:
+                found.setdefault(line, ignored[pinned[0]])
+    return found
+
+
+def _first_minor(spec: str) -> str | None:
+    """The lowest Python 3 minor that ``spec`` allows (3.8 to 3.14), if any."""
+    try:
+        allowed = SpecifierSet(spec.replace(" ", ""))
+    except InvalidSpecifier:
+        return None
+    for minor in range(8, 15):
+        if allowed.contains(f"3.{minor}", prereleases=True):
+            return f"3.{minor}"
+    return None
 
 
 def pip_no_versions(output: str) -> list[str]:
@@ -182,6 +226,24 @@ def explain(
     ]
     fw_needs = framework_requires(output, framework)
     fw_label = f"{framework} {framework_version}"
+
+    wrong_python = _python_mismatch(output, pins)
+    if wrong_python:
+        parts = [f"{line} needs Python {spec}" for line, spec in wrong_python.items()]
+        names = ", ".join(n for line in wrong_python if (n := _name_of(line)))
+        minors = [m for spec in wrong_python.values() if (m := _first_minor(spec))]
+        which = (
+            f"--python {max(minors, key=lambda v: int(v.split('.')[1]))}"
+            if minors
+            else ("another --python")
+        )
+        return NoResolution(
+            f"the lock is for {target}, and your pins need another Python: "
+            + "; ".join(parts)
+            + f"\n  {resolver} said:\n{detail}",
+            hint=f"pass {which} (a pip freeze does not record the Python it came from; "
+            f"'envlock capture --venv' does), or relax the pin on {names}",
+        )
 
     missing = [_clean(m.group("req") or m.group("req2")) for m in _NO_VERSION.finditer(output)]
     missing += [_clean(m.group("req")) for m in _PIP_NO_MATCH.finditer(output)]
