@@ -154,7 +154,17 @@ def floors(
         g for g in gpus if g.compute_capability and needs_jit(release, g.compute_capability)
     ]
     driver_min = minor_min
-    reasons.append(f"driver >= {minor_min}: {rule}")
+    jit_names = _jit_names(release, gpu_matrix) if toolkit and not gpus else ""
+    if toolkit and jit_gpus:
+        # the table shows the JIT floor: this line must not read as the answer
+        reasons.append(
+            f"minor-version compatibility: CUDA {release.cuda} runs on driver >= {minor_min} "
+            f"for GPUs with compiled kernels, which is not enough for the PTX JIT below"
+        )
+    elif jit_names:
+        reasons.append(f"driver >= {minor_min}: {rule}, on GPUs with compiled kernels")
+    else:
+        reasons.append(f"driver >= {minor_min}: {rule}")
     if toolkit:
         compat = (
             f"in the container, a data-center GPU on driver branch {_list(dc_branches)} gets a "
@@ -172,16 +182,14 @@ def floors(
                 f"compatibility does not cover PTX JIT); on a host venv nothing lowers that; "
                 + compat
             )
-        elif not gpus:
-            jit_names = _jit_names(release, gpu_matrix)
-            if jit_names:
-                reasons.append(
-                    f"GPUs without compiled kernels in tensorflow {release.version} "
-                    f"({jit_names}) JIT-compile PTX from CUDA {release.cuda} and need driver >= "
-                    f"{toolkit} (the CUDA {release.cuda} toolkit's) on a host venv; "
-                    + compat
-                    + "; name the GPU with --gpu for one answer"
-                )
+        elif jit_names:
+            reasons.append(
+                f"GPUs without compiled kernels in tensorflow {release.version} "
+                f"({jit_names}) JIT-compile PTX from CUDA {release.cuda} and need driver >= "
+                f"{toolkit} (the CUDA {release.cuda} toolkit's) on a host venv; "
+                + compat
+                + "; name the GPU with --gpu for one answer"
+            )
 
     # --- the image's NVIDIA_REQUIRE_CUDA
     where = "" if recorded else " (not recorded in matrices/cuda.toml: assumed to be this alone)"

@@ -13,7 +13,7 @@ from packaging.version import Version
 from envlock.matrix import TFRelease
 from envlock.matrix.cuda import CudaMatrix, ImageRelease
 from envlock.model import OLDEST_PYTHON
-from envlock.resolve.constraints import Checked, Constraints
+from envlock.resolve.constraints import Checked, Constraints, Gpu
 from envlock.resolve.explain import (
     and_cuda_python_hint,
     describe,
@@ -214,11 +214,13 @@ class CudnnBuild(Stage):
 
 @dataclass(frozen=True)
 class DriverMinimum(Stage):
-    """--driver VERSION: the build's CUDA runs on that driver."""
+    """--driver VERSION: the build's CUDA runs on that driver, and so does the PTX JIT
+    of the GPUs asked about that have no compiled kernel in the release."""
 
     driver: Version
     shown: str  # as given
     cuda_matrix: CudaMatrix
+    gpus: tuple[Gpu, ...] = ()
 
     @property
     def name(self) -> str:
@@ -228,19 +230,59 @@ class DriverMinimum(Stage):
         row = self.cuda_matrix.release(release.cuda)
         return row.driver_min if row is not None else None
 
+    def _jit_short(self, release: TFRelease) -> tuple[list[Gpu], str]:
+        """The GPUs whose PTX JIT this driver cannot serve for ``release`` anywhere, and
+        the toolkit driver they need. A data-center GPU is served in the container when
+        the driver's branch is one that the forward-compatibility libraries of an image
+        for the release's CUDA cover (floors says which image and how)."""
+        from envlock.matrix.require import MARKET_BRANDS
+        from envlock.resolve.floors import image_require, needs_jit
+
+        row = self.cuda_matrix.release(release.cuda)
+        toolkit = row.toolkit_driver if row is not None else ""
+        if not toolkit or self.driver >= Version(toolkit):
+            return [], toolkit
+        jit = [
+            g
+            for g in self.gpus
+            if g.compute_capability and needs_jit(release, g.compute_capability)
+        ]
+        if not jit:
+            return [], toolkit
+        build = Version(release.cuda)
+        forward = {
+            branch
+            for im in self.cuda_matrix.images
+            if Version(im.cuda).major == build.major and Version(im.cuda) >= build
+            for branch in image_require(im)[0].branches(MARKET_BRANDS["datacenter"])
+        }
+        short = [g for g in jit if not (g.market == "datacenter" and self.driver.major in forward)]
+        return short, toolkit
+
     def why_not(self, release: TFRelease) -> str | None:
         need = self.driver_min(release)
         if need is None:
             return f"matrices/cuda.toml has no CUDA {release.cuda} row"
-        if self.driver >= Version(need):
-            return None
-        major = release.cuda.split(".")[0]
-        builds = f"CUDA {major}.x builds" if int(major) >= 11 else f"CUDA {release.cuda} builds"
-        return f"{builds} need driver >= {need}"
+        if self.driver < Version(need):
+            major = release.cuda.split(".")[0]
+            builds = f"CUDA {major}.x builds" if int(major) >= 11 else f"CUDA {release.cuda} builds"
+            return f"{builds} need driver >= {need}"
+        short, toolkit = self._jit_short(release)
+        if short:
+            names = ", ".join(g.name or f"compute capability {g.compute_capability}" for g in short)
+            return (
+                f"the PTX JIT of CUDA {release.cuda} builds for {names} (no compiled kernel) "
+                f"needs driver >= {toolkit}"
+            )
+        return None
 
     def explain(self, blocked: Sequence[TFRelease], nearest: str | None) -> Failure:
         hints = [f"with driver {self.shown} use {nearest}"] if nearest else []
-        need = self.driver_min(blocked[0])
+        needs = [self.driver_min(blocked[0]) or ""]
+        short, toolkit = self._jit_short(blocked[0])
+        if short:
+            needs.append(toolkit)
+        need = max((n for n in needs if n), key=Version, default="")
         hints.append(f"upgrade the driver to >= {need}" if need else "upgrade the driver")
         return Failure(
             f"{describe(blocked)}: "
@@ -319,7 +361,9 @@ def stages_for(
     if checked.cudnn:
         stages.append(CudnnBuild(checked.cudnn))
     if checked.driver is not None:
-        stages.append(DriverMinimum(checked.driver, str(constraints.driver), cuda_matrix))
+        stages.append(
+            DriverMinimum(checked.driver, str(constraints.driver), cuda_matrix, checked.gpus)
+        )
     image = BaseImage(checked, constraints.driver_cuda, cuda_matrix)
     stages.append(image)
     return stages, image
