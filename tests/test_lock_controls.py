@@ -198,6 +198,53 @@ def test_pip_resolver_with_exclude_newer(index: FakeIndex, tmp_path: Path) -> No
         assert versions(lk)["dep-a"] == "1.0"
 
 
+@pytest.fixture(scope="module")
+def pip_with_uploaded_prior_to(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An interpreter whose pip has --uploaded-prior-to (26.0+), from the configured index:
+    a Python's bundled pip is older."""
+    import subprocess
+    import sys
+
+    venv = tmp_path_factory.mktemp("pip26") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", "pip>=26.0"],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    return python
+
+
+@pytest.mark.network
+def test_pip_26_resolver_locks_only_files_uploaded_before_the_instant(
+    index: FakeIndex,
+    tmp_path: Path,
+    pip_with_uploaded_prior_to: str,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
+    import sys
+
+    from packaging.version import Version
+
+    # envlock runs pip as "sys.executable -m pip": make that the pip 26 interpreter
+    monkeypatch.setattr(sys, "executable", pip_with_uploaded_prior_to)
+    pip_version.cache_clear()  # read once per process; this test changes the pip
+    request.addfinalizer(pip_version.cache_clear)
+    assert Version(pip_version()) >= Version("26.0")
+    assert versions(_lock(index, tmp_path, resolver="pip"))["dep-a"] == "1.9"
+    early = _lock(index, tmp_path, resolver="pip", before="2024-03-01T00:00:00Z")
+    assert versions(early) == {"dep-a": "1.5", "dep-c": "1.0", "fakefw": "2.15.1"}
+    lk = _lock(index, tmp_path, resolver="pip", before="2024-02-01T00:00:00Z")
+    assert versions(lk) == {"dep-a": "1.0", "dep-c": "1.0", "fakefw": "2.15.1"}
+    assert lk.input.exclude_newer == "2024-02-01T00:00:00Z"
+    assert lk.resolver == "pip" and Version(lk.resolver_version) >= Version("26.0")
+    # the same answer as uv's for the same instant
+    assert versions(lk) == versions(_lock(index, tmp_path, before="2024-02-01T00:00:00Z"))
+
+
 # ------------------------------------------------------------ --upgrade-package
 
 
