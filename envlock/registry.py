@@ -23,8 +23,10 @@ plain HTTP; the two calls needed are simpler written out.
 Plain HTTP is used only for a loopback registry (``127.0.0.0/8``, ``::1``,
 ``localhost``), as Docker itself allows, or when the caller asks for it
 (``insecure=True``: ``--insecure-registry``); everything else is HTTPS.
-Registries that ask for credentials are not supported yet: a 401 is exit 3
-with a hint. Every registry failure is ``EnvironmentFailure`` (exit 3).
+A registry that answers 401 gets Docker's own credentials (``docker login``),
+as its challenge asks: Basic, or a Bearer token from its token service
+(``envlock.registry_auth``). Every registry failure is ``EnvironmentFailure``
+(exit 3).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ PREDICATE_TYPE_ANNOTATION = "predicateType"
 ATTESTATION_SUFFIX = "att"
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 MAX_BLOB_BYTES = 17 * 1024 * 1024  # the envelope bound of envlock.report.strict
-_HINT = "check that the registry runs and accepts pushes without credentials"
+_HINT = "check that the registry runs and accepts pushes"
 
 
 def attestation_tag(digest: str) -> str:
@@ -97,19 +99,37 @@ def base_url(ref: imageref.ImageRef, insecure: bool = False) -> str:
 
 
 class _Registry:
-    """One repository of one registry, over one requests session."""
+    """One repository of one registry, over one requests session. ``actions``: what
+    the token asked for on a Bearer challenge without a scope covers ("pull,push")."""
 
-    def __init__(self, ref: imageref.ImageRef, insecure: bool) -> None:
+    def __init__(self, ref: imageref.ImageRef, insecure: bool, actions: str = "pull") -> None:
         from envlock import http
 
         self.ref = ref
         self.url = base_url(ref, insecure)
+        self.insecure = insecure
+        self.actions = actions
         self.sess: requests.Session = http.session()
+        self.authorization: str | None = None
+        self.sent_credentials = False
+        self._answered: set[tuple[str, str]] = set()  # challenges already answered
 
     def close(self) -> None:
         self.sess.close()
 
     def request(self, method: str, url: str, doing: str, **kwargs: Any) -> requests.Response:
+        """The response; a 401 is answered once per challenge (scheme and scope) with
+        Docker's credentials, then the request is sent again."""
+        headers = dict(kwargs.pop("headers", None) or {})
+        while True:
+            if self.authorization:
+                headers["Authorization"] = self.authorization
+            resp = self._send(method, url, doing, headers=headers, **kwargs)
+            if resp.status_code != 401 or not self._authenticate(resp):
+                return resp
+            resp.close()
+
+    def _send(self, method: str, url: str, doing: str, **kwargs: Any) -> requests.Response:
         import requests
 
         from envlock import http
@@ -122,13 +142,53 @@ class _Registry:
                 hint=_HINT,
             ) from e
 
+    def _authenticate(self, resp: requests.Response) -> bool:
+        """Set ``authorization`` for the 401's challenge; False when there is nothing
+        (more) to send: no usable challenge, no credentials, or this one answered."""
+        from envlock import registry_auth
+
+        challenge = registry_auth.parse_challenge(resp.headers.get("WWW-Authenticate", ""))
+        if challenge is None:
+            return False
+        scope = challenge.scope or f"repository:{self.ref.path}:{self.actions}"
+        key = (challenge.scheme, scope)
+        if key in self._answered:
+            return False
+        self._answered.add(key)
+        registry = self.ref.registry or ""
+        creds = registry_auth.docker_credentials(registry)
+        if challenge.scheme == "basic":
+            if creds is None or not creds.username or not self._may_send():
+                return False
+            self.authorization = registry_auth.basic(creds)
+            self.sent_credentials = True
+            return True
+        token = registry_auth.bearer_token(
+            self.sess, challenge, scope, creds, registry=registry, insecure=self.insecure
+        )
+        self.authorization = f"Bearer {token}"
+        self.sent_credentials = self.sent_credentials or creds is not None
+        return True
+
+    def _may_send(self) -> bool:
+        from envlock import registry_auth
+
+        return registry_auth.may_send(self.url, self.insecure)
+
     def fail(self, resp: requests.Response, doing: str) -> EnvironmentFailure:
         said = _registry_said(resp)
         hint = _HINT
-        if resp.status_code in (401, 403):
+        host = self.ref.registry
+        if resp.status_code == 401 and not self.sent_credentials:
             hint = (
-                "this registry asks for credentials, which envlock does not send yet; "
-                "attach with `cosign attach attestation`, or use a registry without auth"
+                f"this registry asks for credentials: `docker login {host}` "
+                "(envlock sends the ones Docker stores)"
+            )
+        elif resp.status_code in (401, 403):
+            need = "write to" if "push" in self.actions else "read"
+            hint = (
+                f"the credentials `docker login {host}` stored may not {need} "
+                f"{self.ref.repository}: log in with an account or token that can"
             )
         return EnvironmentFailure(
             f"the registry {self.ref.registry} refused {doing}: HTTP {resp.status_code}{said}",
@@ -292,7 +352,7 @@ def attach_attestation(
     ref = pinned(pinned_ref)
     assert ref.digest is not None
     tag = attestation_tag(ref.digest)
-    reg = _Registry(ref, insecure)
+    reg = _Registry(ref, insecure, actions="pull,push")
     try:
         existing = reg.get_manifest(tag)
         layers: list[dict[str, Any]] = []
