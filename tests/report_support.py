@@ -81,6 +81,21 @@ def cli(capsys: Any, *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
+def signed_report(
+    capsys: Any, tmp: Path, image: str, result: dict[str, Any] | None = None
+) -> tuple[Path, Path]:
+    """(report, public key): ``result`` (default: a PASSED smoke result) signed with
+    ``envlock report sign --image IMAGE`` and a fresh key."""
+    priv, pub = make_keys(tmp)
+    source = tmp / "result.json"
+    source.write_text(json.dumps(result or smoke_result()), encoding="utf-8")
+    report = tmp / "report.intoto.json"
+    argv = ["report", "sign", str(source), "--key", str(priv), "--image", image]
+    code, _, err = cli(capsys, *argv, "-o", str(report))
+    assert code == 0, err
+    return report, pub
+
+
 # -- fuzzing (tests/test_report_fuzz.py and bench/fuzz_reports.py) -------------
 #
 # Documents are built as Python values and written with json.dumps; the tokens

@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from report_support import cli, make_keys, smoke_result
+from report_support import cli, signed_report
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -276,33 +276,10 @@ def pushed(
     return pinned
 
 
-def _signed_report(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], pinned: str
-) -> tuple[Path, Path]:
-    priv, pub = make_keys(tmp_path)
-    result = tmp_path / "result.json"
-    result.write_text(json.dumps(smoke_result()), encoding="utf-8")
-    report = tmp_path / "report.intoto.json"
-    code, _, err = cli(
-        capsys,
-        "report",
-        "sign",
-        str(result),
-        "--key",
-        str(priv),
-        "--image",
-        pinned,
-        "-o",
-        str(report),
-    )
-    assert code == 0, err
-    return report, pub
-
-
 def test_push_attach_and_verify_with_docker_logins_credentials(
     registry: Registry, pushed: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    report, pub = _signed_report(tmp_path, capsys, pushed)
+    report, pub = signed_report(capsys, tmp_path, pushed)
     code, out, err = cli(capsys, "report", "attach", str(report), "--image", pushed)
     assert code == 0, err
     repo, _, digest = pushed.partition("@")
@@ -326,7 +303,7 @@ def test_without_credentials_exit_3_names_docker_login(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    report, pub = _signed_report(tmp_path, capsys, pushed)
+    report, pub = signed_report(capsys, tmp_path, pushed)
     empty = tmp_path / "no-login"
     empty.mkdir()
     monkeypatch.setenv("DOCKER_CONFIG", str(empty))
@@ -348,7 +325,7 @@ def test_wrong_password_exit_3(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    report, _ = _signed_report(tmp_path, capsys, pushed)
+    report, _ = signed_report(capsys, tmp_path, pushed)
     stale = tmp_path / "stale-login"
     stale.mkdir()
     auth = base64.b64encode(f"{USER}:not-the-password".encode()).decode()
