@@ -22,10 +22,10 @@ from envlock.pep691 import IndexFile
 def doc() -> dict[str, Any]:
     from pathlib import Path
 
-    import tomllib
+    from envlock.readers import parse_toml
 
     path = Path(__file__).parent.parent / "matrices" / "tensorflow.toml"
-    return tomllib.loads(path.read_text(encoding="utf-8"))
+    return parse_toml(path.read_text(encoding="utf-8"), str(path))
 
 
 def test_every_shipped_release_has_its_upload_time(doc: dict[str, Any]) -> None:

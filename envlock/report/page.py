@@ -335,14 +335,15 @@ def _fill(row: Row, v: Any, lock_dir: Path | None) -> None:
 def _cuda_source(smoke: dict[str, Any], lock_dir: Path | None) -> str:
     """ "pip"/"system" from the checked lock; else inferred from the recorded environment."""
     if lock_dir is not None:
-        import tomllib
+        from envlock.readers import parse_toml
 
         try:
-            doc = tomllib.loads((lock_dir / "pylock.toml").read_text(encoding="utf-8"))
+            path = lock_dir / "pylock.toml"
+            doc = parse_toml(path.read_text(encoding="utf-8"), str(path))
             source = doc["tool"]["envlock"]["resolution"]["cuda_source"]
             if isinstance(source, str):
                 return source
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, EnvlockError):
             pass
     env = smoke.get("environment")
     dists = env.get("distributions") if isinstance(env, dict) else None
