@@ -229,47 +229,6 @@ def test_cells_run_at_once_and_one_failure_does_not_stop_the_others(tmp_path: Pa
     assert len(lines) == 5 and any(re.search(r"\[\d/4\] tf2\.15\.1.*FAILED", x) for x in lines)
 
 
-def test_cells_with_the_same_nvidia_wheels_lock_one_after_the_other(tmp_path: Path) -> None:
-    cells = expand("tensorflow>=2.14,<2.18").cells
-    by_version = {c.version: c for c in cells}
-    pip_cells = [by_version["2.16.2"], by_version["2.17.1"]]
-    assert all(c.cuda_source == "pip" for c in pip_cells)
-    assert pip_cells[0].resolution.and_cuda == pip_cells[1].resolution.and_cuda
-    events: list[str] = []
-    guard = threading.Lock()
-    together = threading.Barrier(3, timeout=20)  # 2.14, 2.15 and 2.16 run at once
-    follower_started = threading.Event()
-    leader_saw_follower: list[bool] = []
-
-    def fake_lock(request: LockRequest, resolution: Any, progress: Any) -> LockedFolder:
-        with guard:
-            events.append(f"start {resolution.version}")
-        if resolution.version == "2.17.1":
-            follower_started.set()
-        else:
-            together.wait()
-        if resolution.version == "2.16.2":
-            # a free worker is there for 2.17.1; it must not start while 2.16.2 runs
-            leader_saw_follower.append(follower_started.wait(timeout=3))
-            with guard:
-                events.append("end 2.16.2")
-            raise EnvironmentFailure("the index broke off", hint="again")  # still releases
-        fake: Any = _FakeLock()
-        return LockedFolder(lock=fake, folder=request.output, files=(), digest="ab")
-
-    results = lock_cells(
-        cells,
-        tmp_path,
-        LockRequest(spec="", output=tmp_path, index_url="http://127.0.0.1:9/simple"),
-        jobs=4,
-        lock_one=fake_lock,
-    )
-    assert leader_saw_follower == [False]
-    assert events.index("start 2.17.1") > events.index("end 2.16.2")
-    assert [r.cell.id for r in results] == [c.id for c in cells]  # in cell order
-    assert [r.ok for r in results] == [c.version != "2.16.2" for c in cells]
-
-
 class _FakeLock:
     packages = ("a", "b")
 

@@ -112,40 +112,9 @@ def lock_cells(
         say(f"ci lock: [{count}/{len(cells)}] {cell.id}: {state} ({result.seconds:.1f} s)")
         return result
 
-    # Cells that install the same nvidia-* wheels (pip CUDA source, the same and-cuda
-    # requirements) share most of what uv reads from the index: the first of them
-    # locks alone and the others follow it, reading the shared uv cache it filled.
-    # Measured (BENCHMARKS.md, ci lock): two such locks at once through the index
-    # take longer than one after the other, the index's throughput being shared.
-    gate: dict[str, threading.Event] = {}  # leader's id -> set when it is done
-    follows: dict[str, threading.Event] = {}  # follower's id -> its leader's gate
-    first: dict[tuple[str, ...], threading.Event] = {}
-    for cell in cells:
-        if cell.cuda_source != "pip" or not cell.resolution.and_cuda:
-            continue
-        key = tuple(sorted(cell.resolution.and_cuda))
-        if key in first:
-            follows[cell.id] = first[key]
-        else:
-            first[key] = gate[cell.id] = threading.Event()
-
-    def scheduled(cell: Cell) -> CellResult:
-        after = follows.get(cell.id)
-        if after is not None:
-            after.wait()  # its leader was submitted first, so it runs or has run
-        try:
-            return one(cell)
-        finally:
-            if cell.id in gate:
-                gate[cell.id].set()
-
-    # leaders and independent cells first, followers after: a worker that waits
-    # never waits on a cell that no worker has taken yet
-    order = [c for c in cells if c.id not in follows] + [c for c in cells if c.id in follows]
     say(f"ci lock: {len(cells)} cells into {output}, {max(1, jobs)} at once")
     with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(cells) or 1))) as pool:
-        done_by_id = {c.id: r for c, r in zip(order, pool.map(scheduled, order), strict=True)}
-    return [done_by_id[c.id] for c in cells]
+        return list(pool.map(one, cells))
 
 
 def _rebased(resolution: Resolution, base_image: str) -> Resolution:
