@@ -51,6 +51,7 @@ ATTESTATION_SUFFIX = "att"
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 MAX_BLOB_BYTES = 17 * 1024 * 1024  # the envelope bound of envlock.report.strict
 _HINT = "check that the registry runs and accepts pushes"
+_MAX_CHALLENGES = 3  # 401s answered for one request (a new scope each), then its answer stands
 
 
 def attestation_tag(digest: str) -> str:
@@ -120,13 +121,23 @@ class _Registry:
     def request(self, method: str, url: str, doing: str, **kwargs: Any) -> requests.Response:
         """The response; a 401 is answered once per challenge (scheme and scope) with
         Docker's credentials, then the request is sent again."""
+        from urllib.parse import urlsplit
+
         headers = dict(kwargs.pop("headers", None) or {})
+        same_host = urlsplit(url).netloc == urlsplit(self.url).netloc  # no token elsewhere
+        answered = 0
         while True:
-            if self.authorization:
+            if self.authorization and same_host:
                 headers["Authorization"] = self.authorization
             resp = self._send(method, url, doing, headers=headers, **kwargs)
-            if resp.status_code != 401 or not self._authenticate(resp):
+            if (
+                resp.status_code != 401
+                or not same_host
+                or answered == _MAX_CHALLENGES
+                or not self._authenticate(resp)
+            ):
                 return resp
+            answered += 1
             resp.close()
 
     def _send(self, method: str, url: str, doing: str, **kwargs: Any) -> requests.Response:

@@ -72,7 +72,12 @@ class TokenService:
                     "Basic " + base64.b64encode(f"{USER}:{service.password}".encode()).decode()
                 )
                 service.asked.append(
-                    {"scope": scope, "account": query.get("account", [""])[0], "auth": given[:5]}
+                    {
+                        "scope": scope,
+                        "account": query.get("account", [""])[0],
+                        "auth": given[:5],
+                        "agent": self.headers.get("User-Agent", ""),
+                    }
                 )
                 if given and given != expected:
                     self._answer(401, {"details": "wrong user name or password"})
@@ -288,12 +293,17 @@ def test_push_attach_and_verify_with_docker_logins_credentials(
     code, out, err = cli(capsys, "verify", "--from-registry", "--image", pushed, "--key", str(pub))
     assert code == 0, err
     assert "VERIFIED: signed by the given key, smoke result PASSED" in out
-    if registry.tokens is not None:  # tokens were asked for with the login's account
-        asked = registry.tokens.asked
-        assert any(
-            a["account"] == USER and a["auth"] == "Basic" and a["scope"].endswith(":pull,push")
-            for a in asked
-        ), asked
+    if registry.tokens is not None:  # envlock asked for a push token with the login's account
+        pushing = [
+            a
+            for a in registry.tokens.asked
+            if a["agent"].startswith("envlock/")
+            and a["scope"].startswith(f"repository:team/auth-{registry.kind}:")
+            # the registry names the actions in either order (a Go map)
+            and set(a["scope"].rsplit(":", 1)[1].split(",")) == {"pull", "push"}
+        ]
+        assert pushing, registry.tokens.asked
+        assert all(a["account"] == USER and a["auth"] == "Basic" for a in pushing)
 
 
 def test_without_credentials_exit_3_names_docker_login(
