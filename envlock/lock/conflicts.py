@@ -232,11 +232,8 @@ def explain(
         parts = [f"{line} needs Python {spec}" for line, spec in wrong_python.items()]
         names = ", ".join(n for line in wrong_python if (n := _name_of(line)))
         minors = [m for spec in wrong_python.values() if (m := _first_minor(spec))]
-        which = (
-            f"--python {max(minors, key=lambda v: int(v.split('.')[1]))}"
-            if minors
-            else ("another --python")
-        )
+        newest = max(minors, key=lambda v: int(v.split(".")[1])) if minors else None
+        which = f"--python {newest}" if newest else "another --python"
         return NoResolution(
             f"the lock is for {target}, and your pins need another Python: "
             + "; ".join(parts)
