@@ -15,6 +15,28 @@ from dataclasses import dataclass
 from envlock.errors import EnvironmentFailure, UsageError
 
 NVML_LIBRARY = "libnvidia-ml.so.1"
+# nvmlBrandType_t by value (nvml.h), as the token the container runtime compares with
+# an image's NVIDIA_REQUIRE_CUDA "brand=" (nvidia-container-toolkit,
+# internal/modifier: brandTypeToRequirementString); 0 is NVML_BRAND_UNKNOWN
+NVML_BRANDS = (
+    "",
+    "quadro",
+    "tesla",
+    "nvs",
+    "grid",
+    "geforce",
+    "titan",
+    "nvidiavapps",
+    "nvidiavpc",
+    "nvidiavcs",
+    "nvidiavws",
+    "nvidiacloudgaming",
+    "quadrortx",
+    "nvidiartx",
+    "nvidia",
+    "geforcertx",
+    "titanrtx",
+)
 SMI_FIELDS = "driver_version,name,compute_cap"
 _NOT_FOUND_HINT = "pass the driver version instead, e.g. --driver 535.104.05"
 
@@ -23,6 +45,7 @@ _NOT_FOUND_HINT = "pass the driver version instead, e.g. --driver 535.104.05"
 class HostGpu:
     name: str  # as NVML / nvidia-smi report it, "NVIDIA H200"
     compute_capability: str | None  # "9.0"; None when the tool cannot say
+    brand: str | None = None  # NVML's brand as the container runtime names it, "nvidia"
 
 
 @dataclass(frozen=True)
@@ -95,8 +118,17 @@ def _nvml(library: str = NVML_LIBRARY) -> HostInfo:
             get_cc = getattr(lib, "nvmlDeviceGetCudaComputeCapability", None)
             if get_cc is not None and get_cc(handle, ctypes.byref(major), ctypes.byref(minor)) == 0:
                 cc = f"{major.value}.{minor.value}"
+            brand: str | None = None
+            kind = ctypes.c_int(0)
+            get_brand = getattr(lib, "nvmlDeviceGetBrand", None)
+            if get_brand is not None and get_brand(handle, ctypes.byref(kind)) == 0:
+                brand = NVML_BRANDS[kind.value] if 0 < kind.value < len(NVML_BRANDS) else None
             gpus.append(
-                HostGpu(name=name.value.decode(errors="replace").strip(), compute_capability=cc)
+                HostGpu(
+                    name=name.value.decode(errors="replace").strip(),
+                    compute_capability=cc,
+                    brand=brand,
+                )
             )
     finally:
         lib.nvmlShutdown()

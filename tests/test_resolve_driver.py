@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from envlock.commands.resolve import add_resolve_arguments, constraints_from_args
-from envlock.driver import HostGpu, HostInfo, detect, parse_smi
+from envlock.driver import NVML_BRANDS, HostGpu, HostInfo, detect, parse_smi
 from envlock.errors import EnvironmentFailure, UsageError
 from envlock.matrix import load
 from envlock.resolve import resolve
@@ -145,7 +145,11 @@ def test_real_host_driver_matches_nvidia_smi() -> None:
     ).stdout
     driver, gpus = parse_smi(out)
     assert info.driver == driver
-    assert info.gpus == gpus
+    # nvidia-smi's query has no brand; NVML's is the container runtime's token
+    assert [(g.name, g.compute_capability) for g in info.gpus] == [
+        (g.name, g.compute_capability) for g in gpus
+    ]
+    assert all(g.brand in NVML_BRANDS[1:] for g in info.gpus), info.gpus
     assert info.cuda_driver is not None
     assert detect(library=MISSING_NVML) == HostInfo(driver, None, gpus, "nvidia-smi")
 
@@ -180,6 +184,7 @@ int nvmlDeviceGetName(void *h, char *buf, unsigned n) { strncpy(buf, "NVIDIA H20
 int nvmlDeviceGetCudaComputeCapability(void *h, int *major, int *minor) {
   *major = 9; *minor = 0; return 0;
 }
+int nvmlDeviceGetBrand(void *h, int *brand) { *brand = 14; return 0; } /* NVML_BRAND_NVIDIA */
 """
 
 
@@ -199,9 +204,28 @@ def test_nvml_through_ctypes(tmp_path: Path) -> None:
     assert info == HostInfo(
         driver="580.159.04",
         cuda_driver="13.0",
-        gpus=(HostGpu("NVIDIA H200", "9.0"), HostGpu("NVIDIA H200", "9.0")),
+        gpus=(HostGpu("NVIDIA H200", "9.0", "nvidia"), HostGpu("NVIDIA H200", "9.0", "nvidia")),
         source="NVML",
     )
+
+
+def test_gpu_auto_takes_the_market_from_nvmls_brand() -> None:
+    # a GPU matrices/gpus.toml does not name: NVML's brand says what the container
+    # runtime will compare with the image's NVIDIA_REQUIRE_CUDA
+    host = HostInfo(
+        "535.104.05", "12.2", (HostGpu("NVIDIA GeForce RTX 4090 D", "8.9", "geforce"),), "NVML"
+    )
+    c = constraints_from_args(_args("tensorflow==2.18", "--driver", "auto"), detect=lambda: host)
+    assert [(g.name, g.market) for g in c.gpus] == [("NVIDIA GeForce RTX 4090 D", "geforce")]
+    res = resolve(c, load())
+    verdict = next(r for r in res.reasons if r.startswith("driver 535.104.05 (read by NVML)"))
+    assert "container on NVIDIA GeForce RTX 4090 D (8.9), GeForce: refused" in verdict, verdict
+    # the same GPU with a data-center brand: branch 535 is excepted there
+    host = HostInfo("535.104.05", "12.2", (HostGpu("NVIDIA L40S-X", "8.9", "nvidia"),), "NVML")
+    c = constraints_from_args(_args("tensorflow==2.18", "--driver", "auto"), detect=lambda: host)
+    res = resolve(c, load())
+    verdict = next(r for r in res.reasons if r.startswith("driver 535.104.05 (read by NVML)"))
+    assert "container on NVIDIA L40S-X (8.9), data-center: starts" in verdict, verdict
 
 
 def test_nvml_without_a_loaded_driver_falls_through(

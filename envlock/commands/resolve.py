@@ -91,7 +91,14 @@ def constraints_from_args(
         return host
 
     def host_gpus() -> list[Gpu]:
-        return [Gpu(name=g.name, compute_capability=g.compute_capability) for g in read_host().gpus]
+        # the market from NVML's brand, which the container runtime checks (a GPU that
+        # gpus.toml does not name still gets one); without a brand, gpus.toml's
+        from envlock.matrix.require import market_of_brand
+
+        return [
+            Gpu(g.name, compute_capability=g.compute_capability, market=market_of_brand(g.brand))
+            for g in read_host().gpus
+        ]
 
     gpu_auto = False
     for value in args.gpu:

@@ -28,6 +28,15 @@ MARKET_BRANDS: dict[str, frozenset[str]] = {
 }
 
 
+def market_of_brand(brand: str | None) -> str | None:
+    """The market of a brand NVML reported (data-center first: "nvidia" is the brand
+    of A100/H100-class GPUs); None for the virtual-GPU and other brands."""
+    for market in ("datacenter", "geforce", "workstation"):
+        if brand and brand in MARKET_BRANDS[market]:
+            return market
+    return None
+
+
 class RequireError(ValueError):
     """The text is not an NVIDIA_REQUIRE_CUDA value."""
 
