@@ -145,7 +145,7 @@ def test_real_host_driver_matches_nvidia_smi() -> None:
     ).stdout
     driver, gpus = parse_smi(out)
     assert info.driver == driver
-    # nvidia-smi's query has no brand; NVML's is the container runtime's token
+    # envlock reads no brand from nvidia-smi; NVML's is the container runtime's token
     assert [(g.name, g.compute_capability) for g in info.gpus] == [
         (g.name, g.compute_capability) for g in gpus
     ]
