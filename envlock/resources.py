@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 if sys.version_info >= (3, 11):
     from importlib.resources.abc import Traversable
@@ -28,3 +29,26 @@ def data_dir(name: str) -> Traversable:
 
 def read_bytes(folder: str, filename: str) -> bytes:
     return (data_dir(folder) / filename).read_bytes()
+
+
+def template_environment(**options: Any) -> Any:
+    """A Jinja2 environment over ``templates/``: undefined names are errors, block
+    tags leave no blank lines; ``options`` add to or override those (autoescape,
+    delimiters, keep_trailing_newline)."""
+    import jinja2
+
+    folder = data_dir("templates")
+
+    def load(name: str) -> str:
+        path = folder / name
+        if not path.is_file():
+            raise jinja2.TemplateNotFound(name)
+        return path.read_text(encoding="utf-8")
+
+    settings: dict[str, Any] = {
+        "undefined": jinja2.StrictUndefined,
+        "trim_blocks": True,
+        "lstrip_blocks": True,
+        **options,
+    }
+    return jinja2.Environment(loader=jinja2.FunctionLoader(load), **settings)

@@ -56,25 +56,11 @@ def _ghexpr(value: object) -> str:
 
 
 def _environment() -> Any:
-    import jinja2
+    from envlock.resources import template_environment
 
-    from envlock.resources import data_dir
-
-    folder = data_dir("templates")
-
-    def load(name: str) -> str:
-        path = folder / name
-        if not path.is_file():
-            raise jinja2.TemplateNotFound(name)
-        return path.read_text(encoding="utf-8")
-
-    env = jinja2.Environment(
-        loader=jinja2.FunctionLoader(load),
-        undefined=jinja2.StrictUndefined,
+    env = template_environment(
         autoescape=False,
         keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
         variable_start_string="[[",
         variable_end_string="]]",
     )

@@ -75,26 +75,9 @@ def _json_string(value: object) -> str:
 @functools.lru_cache(maxsize=1)
 def _environment() -> Any:
     """One Jinja2 environment per process; templates are compiled once."""
-    import jinja2
+    from envlock.resources import template_environment
 
-    from envlock.resources import data_dir
-
-    folder = data_dir("templates")
-
-    def load(name: str) -> str:
-        path = folder / name
-        if not path.is_file():
-            raise jinja2.TemplateNotFound(name)
-        return path.read_text(encoding="utf-8")
-
-    env = jinja2.Environment(
-        loader=jinja2.FunctionLoader(load),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    env = template_environment(autoescape=False, keep_trailing_newline=True)
     # Quoting for the language of each file: shquote for a shell word (bootstrap.sh,
     # shell-form RUN), indquotes inside a double-quoted word, dquote for a
     # double-quoted Dockerfile value (LABEL), json for a JSON-array element.

@@ -485,7 +485,7 @@ def render_page(page: Page, *, title: str = "envlock report page") -> str:
     """The page as one self-contained HTML document (no external assets)."""
     from envlock.report.statement import now_rfc3339
 
-    env = _cached_environment()
+    env = _environment()
     return str(
         env.get_template(TEMPLATE).render(
             page=page,
@@ -508,38 +508,16 @@ _STATUS_CLASS = {
 }
 
 
-def _make_environment() -> Any:
-    import jinja2
+@functools.lru_cache(maxsize=1)
+def _environment() -> Any:
+    """One Jinja2 environment per process; the template is compiled once."""
+    from envlock.resources import template_environment
 
-    from envlock.resources import data_dir
-
-    folder = data_dir("templates")
-
-    def load(name: str) -> str:
-        path = folder / name
-        if not path.is_file():
-            raise jinja2.TemplateNotFound(name)
-        return path.read_text(encoding="utf-8")
-
-    env = jinja2.Environment(
-        loader=jinja2.FunctionLoader(load),
-        undefined=jinja2.StrictUndefined,
-        autoescape=True,  # every reason, name and version is text, never markup
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    # every reason, name and version is text, never markup
+    env = template_environment(autoescape=True)
     env.filters["pct"] = lambda f: "-" if f is None else f"{100 * f:.0f}%"
     env.filters["short"] = lambda s, n=16: s if len(s) <= n else s[:n] + "\u2026"
     return env
-
-
-_ENV: list[Any] = []
-
-
-def _cached_environment() -> Any:
-    if not _ENV:
-        _ENV.append(_make_environment())
-    return _ENV[0]
 
 
 def write_page(out_dir: Path, page: Page, *, title: str = "envlock report page") -> Path:
