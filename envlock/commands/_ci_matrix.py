@@ -43,6 +43,7 @@ def _cell_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def register(ci_sub: Any) -> None:
+    from envlock.commands.lock import add_pin_arguments
     from envlock.commands.render import add_force_argument, add_render_arguments
 
     m = ci_sub.add_parser(
@@ -82,23 +83,7 @@ def register(ci_sub: Any) -> None:
     _cell_arguments(lk)
     lk.add_argument("-o", "--output", metavar="DIR", required=True, help="folder of the bundles")
     lk.add_argument("--jobs", type=int, default=4, metavar="N", help="cells locked at once (4)")
-    lk.add_argument(
-        "--with",
-        dest="with_requirements",
-        action="append",
-        default=[],
-        metavar="REQ",
-        help="also pin this requirement in every cell (repeatable)",
-    )
-    lk.add_argument(
-        "-r",
-        "--requirement",
-        dest="requirement_files",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="also pin the requirements listed in FILE in every cell",
-    )
+    add_pin_arguments(lk, " in every cell")
     lk.add_argument("--resolver", choices=("uv", "pip"), default="uv", help="resolver engine")
     lk.add_argument("--index-url", metavar="URL", help="simple-API index (default: pip/uv's)")
     lk.add_argument("--offline", action="store_true", help="use only uv's cached metadata")

@@ -35,23 +35,7 @@ def register(sub: Any) -> None:
     )
     add_resolve_arguments(p)
     _optional_spec(p)
-    p.add_argument(
-        "--with",
-        dest="with_requirements",
-        action="append",
-        default=[],
-        metavar="REQ",
-        help="also pin this requirement (repeatable), e.g. --with numpy==1.26.4",
-    )
-    p.add_argument(
-        "-r",
-        "--requirement",
-        dest="requirement_files",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="also pin the requirements listed in FILE (one per line)",
-    )
+    add_pin_arguments(p)
     p.add_argument(
         "--resolver",
         choices=("uv", "pip"),
@@ -90,6 +74,28 @@ def register(sub: Any) -> None:
     add_render_arguments(p)
     add_force_argument(p)
     p.set_defaults(func=run)
+
+
+def add_pin_arguments(parser: argparse.ArgumentParser, where: str = "") -> None:
+    """--with REQ and -r FILE: requirements pinned beside the framework (``where``:
+    " in every cell" for ci lock)."""
+    parser.add_argument(
+        "--with",
+        dest="with_requirements",
+        action="append",
+        default=[],
+        metavar="REQ",
+        help=f"also pin this requirement{where} (repeatable), e.g. --with numpy==1.26.4",
+    )
+    parser.add_argument(
+        "-r",
+        "--requirement",
+        dest="requirement_files",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help=f"also pin the requirements listed in FILE{where} (one per line)",
+    )
 
 
 def _optional_spec(parser: argparse.ArgumentParser) -> None:
