@@ -10,10 +10,7 @@ docker-py is imported inside the functions that use it.
 
 from __future__ import annotations
 
-import datetime
-import os
 import re
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -22,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
+from envlock.image_labels import OCI, base_labels, created_label, source_labels
 
 PROGRESS = ("auto", "plain", "steps", "quiet")
 _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
@@ -30,7 +28,6 @@ _FROM = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.MULTILINE | re.
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 _BUILD_ARG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 LOG_TAIL = 12
-OCI = "org.opencontainers.image."
 # build arguments whose value names an image: checked as image references
 IMAGE_ARGS = ("BASE_IMAGE", "UV_IMAGE")
 
@@ -280,89 +277,6 @@ def check_build_args(
             imageref.parse(value, f"--build-arg {name}")
 
 
-# ---------------------------------------------------------------- labels
-
-
-def created_label(now: float | None = None) -> str:
-    """RFC 3339 UTC time of the build: SOURCE_DATE_EPOCH when set, else now."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if epoch is not None and epoch.strip():
-        if not epoch.strip().isdigit():
-            raise UsageError(
-                f"SOURCE_DATE_EPOCH={epoch!r} is not a number of seconds since 1970",
-                hint="set it to an integer, e.g. SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)",
-            )
-        seconds = float(int(epoch.strip()))
-    else:
-        seconds = time.time() if now is None else now
-    moment = datetime.datetime.fromtimestamp(int(seconds), tz=datetime.timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _git(directory: Path, *argv: str) -> str | None:
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(directory), *argv],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    out = done.stdout.strip()
-    return out if done.returncode == 0 and out else None
-
-
-def source_labels(directory: Path) -> dict[str, str]:
-    """org.opencontainers.image.source / .revision: the git repository of ``directory``,
-    else GitHub Actions' GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_SHA; else none."""
-    from envlock.door import redact
-
-    labels: dict[str, str] = {}
-    revision = _git(directory, "rev-parse", "--verify", "HEAD")
-    if revision:
-        labels[OCI + "revision"] = revision
-        remote = _git(directory, "config", "--get", "remote.origin.url")
-        if remote:
-            labels[OCI + "source"] = redact(remote)
-        return labels
-    server, repository = os.environ.get("GITHUB_SERVER_URL"), os.environ.get("GITHUB_REPOSITORY")
-    if server and repository:
-        labels[OCI + "source"] = f"{server.rstrip('/')}/{repository}"
-    sha = os.environ.get("GITHUB_SHA")
-    if sha:
-        labels[OCI + "revision"] = sha
-    return labels
-
-
-def base_labels(client: Any, base: str | None) -> dict[str, str]:
-    """.base.name, and .base.digest where the reference pins one or the local image has a
-    RepoDigest of the same repository."""
-    from envlock import imageref
-
-    if not base:
-        return {}
-    ref = imageref.match(base)
-    if ref is None:
-        return {}
-    labels = {OCI + "base.name": base}
-    digest = ref.digest
-    if digest is None:
-        try:
-            attrs = client.images.get(base).attrs or {}
-        except Exception:  # noqa: BLE001 - not local: the FROM step pulls it or says why
-            attrs = {}
-        for repo_digest in attrs.get("RepoDigests") or ():
-            known = imageref.match(str(repo_digest))
-            if known is not None and known.repository == ref.repository and known.digest:
-                digest = known.digest
-                break
-    if digest:
-        labels[OCI + "base.digest"] = digest
-    return labels
-
-
 def final_base(text: str, args: Mapping[str, str]) -> str | None:
     """The image the last stage starts from (None when it starts from an earlier stage)."""
     froms = _FROM.findall(text)
@@ -535,114 +449,6 @@ def _stream_build(
     if not tracker.image_id:
         raise _step_failure(tracker, "the engine reported no image id")
     return tracker, time.perf_counter() - started
-
-
-# ---------------------------------------------------------------- push
-
-
-@dataclass(frozen=True)
-class Pushed:
-    """A pushed tag and the manifest digest the registry answered with."""
-
-    ref: str  # "127.0.0.1:5000/envlock/tf:2.15.1"
-    digest: str  # "sha256:<64 hex>"
-
-    @property
-    def pinned(self) -> str:
-        from envlock import imageref
-
-        return f"{imageref.parse(self.ref).repository}@{self.digest}"
-
-    def to_dict(self) -> dict[str, str]:
-        return {"ref": self.ref, "digest": self.digest, "pinned": self.pinned}
-
-
-def check_push_reference(ref: str, what: str = "--tag") -> Any:
-    """The ImageRef to push: a registry host and a tag (or UsageError, exit 2)."""
-    from envlock import imageref
-
-    parsed = imageref.parse(ref, what)
-    if parsed.registry is None:
-        raise UsageError(
-            f"{what} {ref!r} names no registry host, so there is nowhere to push it",
-            hint="tag it HOST[:PORT]/NAME:TAG, e.g. --tag ghcr.io/OWNER/tf:2.15.1 "
-            "or 127.0.0.1:5000/envlock/tf:2.15.1",
-        )
-    if parsed.digest is not None:
-        raise UsageError(
-            f"{what} {ref!r} carries a digest; a push needs a tag",
-            hint="push HOST/NAME:TAG; the registry answers with the digest",
-        )
-    return parsed
-
-
-def push_image(ref: str, *, client: Any = None, out: Callable[[str], None] | None = None) -> str:
-    """Push the local tag ``ref`` to its registry; return the manifest digest ("sha256:<hex>").
-
-    Progress (one line per layer as it finishes, then the digest) goes to ``out``.
-    A registry that refuses or cannot be reached is EnvironmentFailure (exit 3);
-    a reference without a registry host, or a tag that is not local, is UsageError.
-    """
-    from envlock import engine
-
-    parsed = check_push_reference(ref, "image")
-    tag = parsed.tag or "latest"
-    emit = out or (lambda s: None)
-    digest: str | None = None
-    doing = f"while pushing {ref}"
-    with engine.session(doing, timeout=3600, client=client, hint=_PUSH_HINT) as docker_client:
-        from docker.errors import APIError
-
-        try:
-            stream = docker_client.api.push(parsed.repository, tag=tag, stream=True, decode=True)
-            for chunk in stream:
-                if not isinstance(chunk, dict):
-                    continue
-                if "error" in chunk or "errorDetail" in chunk:
-                    detail = chunk.get("errorDetail") or {}
-                    message = str(chunk.get("error") or detail.get("message") or "unknown error")
-                    raise _push_failure(ref, parsed.registry, message.strip())
-                aux = chunk.get("aux")
-                if isinstance(aux, dict) and aux.get("Digest"):
-                    digest = str(aux["Digest"])
-                status = str(chunk.get("status") or "")
-                if status in _PUSH_DONE or status.startswith("Mounted from"):
-                    emit(f"push {chunk.get('id', '')} {status}".replace("  ", " ") + "\n")
-        except APIError as e:
-            explanation = str(getattr(e, "explanation", "") or e)
-            raise _push_failure(ref, parsed.registry, explanation) from e
-    if not digest or not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
-        raise EnvironmentFailure(
-            f"the registry {parsed.registry} answered the push of {ref} without a manifest digest",
-            hint=_PUSH_HINT,
-        )
-    emit(f"pushed {parsed.repository}@{digest}\n")
-    return digest
-
-
-_PUSH_DONE = ("Pushed", "Layer already exists")
-_PUSH_HINT = "check that the registry is running and reachable from the Docker Engine"
-
-
-def _push_failure(ref: str, registry: str | None, message: str) -> EnvlockError:
-    text = message.lower()
-    if "does not exist locally" in text or "no such image" in text:
-        return UsageError(
-            f"cannot push {ref}: {message}",
-            hint="build it first with `envlock build DIR --tag " + ref + "`",
-        )
-    hint = _PUSH_HINT
-    if "http response to https client" in text or "x509" in text or "tls" in text:
-        hint = (
-            f"the registry {registry} does not speak TLS the engine trusts: serve it with TLS, or "
-            f'list it in the daemon\'s /etc/docker/daemon.json as "insecure-registries": '
-            f'["{registry}"] and restart dockerd (127.0.0.0/8 is insecure by default)'
-        )
-    elif "denied" in text or "unauthorized" in text or "authentication required" in text:
-        hint = f"log in first (`docker login {registry}`) and check that you may push there"
-    elif "connection refused" in text or "no such host" in text or "timeout" in text:
-        hint = f"nothing answers at {registry}: start the registry or fix the host name"
-    return EnvironmentFailure(f"the registry refused the push of {ref}: {message}", hint=hint)
 
 
 def _tail(lines: list[str], n: int = LOG_TAIL) -> str:

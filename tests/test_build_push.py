@@ -17,17 +17,11 @@ from typing import Any
 
 import pytest
 
-from envlock.build import (
-    _push_failure,
-    build_image,
-    created_label,
-    declared_args,
-    parse_build_args,
-    push_image,
-    step_line,
-)
+from envlock.build import build_image, declared_args, parse_build_args, step_line
 from envlock.cli import main
 from envlock.errors import EnvironmentFailure, UsageError
+from envlock.image_labels import created_label
+from envlock.push import _push_failure, push_image
 
 REGISTRY = "127.0.0.1:5000"
 REPO = f"{REGISTRY}/envlock-push/build"

@@ -275,7 +275,8 @@ def run_cell(
     cell: str, folder: Path, options: CiBuildOptions, outcome: CellOutcome, progress: Progress
 ) -> CellOutcome:
     """Build, push, smoke-test and sign one cell; failures are recorded, never raised."""
-    from envlock.build import build_image, push_image
+    from envlock.build import build_image
+    from envlock.push import push_image
 
     started = time.perf_counter()
     outcome.started = started

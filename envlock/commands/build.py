@@ -59,15 +59,10 @@ def _stderr(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envlock.build import (
-        Pushed,
-        build_image,
-        check_push_reference,
-        parse_build_args,
-        push_image,
-    )
+    from envlock.build import build_image, parse_build_args
     from envlock.errors import UsageError
     from envlock.lock.manifest import recover_bundle
+    from envlock.push import Pushed, check_push_reference, push_image
 
     build_args = parse_build_args(args.build_arg)
     if args.push:

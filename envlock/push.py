@@ -1,0 +1,120 @@
+"""Push a built image's tag to its registry through the Docker Engine API (docker-py)
+and return the manifest digest the registry answered with.
+
+The engine sends the credentials ``docker login`` stored (docker-py reads them);
+docker-py is imported inside the functions that use it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """A pushed tag and the manifest digest the registry answered with."""
+
+    ref: str  # "127.0.0.1:5000/envlock/tf:2.15.1"
+    digest: str  # "sha256:<64 hex>"
+
+    @property
+    def pinned(self) -> str:
+        from envlock import imageref
+
+        return f"{imageref.parse(self.ref).repository}@{self.digest}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"ref": self.ref, "digest": self.digest, "pinned": self.pinned}
+
+
+def check_push_reference(ref: str, what: str = "--tag") -> Any:
+    """The ImageRef to push: a registry host and a tag (or UsageError, exit 2)."""
+    from envlock import imageref
+
+    parsed = imageref.parse(ref, what)
+    if parsed.registry is None:
+        raise UsageError(
+            f"{what} {ref!r} names no registry host, so there is nowhere to push it",
+            hint="tag it HOST[:PORT]/NAME:TAG, e.g. --tag ghcr.io/OWNER/tf:2.15.1 "
+            "or 127.0.0.1:5000/envlock/tf:2.15.1",
+        )
+    if parsed.digest is not None:
+        raise UsageError(
+            f"{what} {ref!r} carries a digest; a push needs a tag",
+            hint="push HOST/NAME:TAG; the registry answers with the digest",
+        )
+    return parsed
+
+
+def push_image(ref: str, *, client: Any = None, out: Callable[[str], None] | None = None) -> str:
+    """Push the local tag ``ref`` to its registry; return the manifest digest ("sha256:<hex>").
+
+    Progress (one line per layer as it finishes, then the digest) goes to ``out``.
+    A registry that refuses or cannot be reached is EnvironmentFailure (exit 3);
+    a reference without a registry host, or a tag that is not local, is UsageError.
+    """
+    from envlock import engine
+
+    parsed = check_push_reference(ref, "image")
+    tag = parsed.tag or "latest"
+    emit = out or (lambda s: None)
+    digest: str | None = None
+    doing = f"while pushing {ref}"
+    with engine.session(doing, timeout=3600, client=client, hint=_PUSH_HINT) as docker_client:
+        from docker.errors import APIError
+
+        try:
+            stream = docker_client.api.push(parsed.repository, tag=tag, stream=True, decode=True)
+            for chunk in stream:
+                if not isinstance(chunk, dict):
+                    continue
+                if "error" in chunk or "errorDetail" in chunk:
+                    detail = chunk.get("errorDetail") or {}
+                    message = str(chunk.get("error") or detail.get("message") or "unknown error")
+                    raise _push_failure(ref, parsed.registry, message.strip())
+                aux = chunk.get("aux")
+                if isinstance(aux, dict) and aux.get("Digest"):
+                    digest = str(aux["Digest"])
+                status = str(chunk.get("status") or "")
+                if status in _PUSH_DONE or status.startswith("Mounted from"):
+                    emit(f"push {chunk.get('id', '')} {status}".replace("  ", " ") + "\n")
+        except APIError as e:
+            explanation = str(getattr(e, "explanation", "") or e)
+            raise _push_failure(ref, parsed.registry, explanation) from e
+    if not digest or not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+        raise EnvironmentFailure(
+            f"the registry {parsed.registry} answered the push of {ref} without a manifest digest",
+            hint=_PUSH_HINT,
+        )
+    emit(f"pushed {parsed.repository}@{digest}\n")
+    return digest
+
+
+_PUSH_DONE = ("Pushed", "Layer already exists")
+_PUSH_HINT = "check that the registry is running and reachable from the Docker Engine"
+
+
+def _push_failure(ref: str, registry: str | None, message: str) -> EnvlockError:
+    text = message.lower()
+    if "does not exist locally" in text or "no such image" in text:
+        return UsageError(
+            f"cannot push {ref}: {message}",
+            hint="build it first with `envlock build DIR --tag " + ref + "`",
+        )
+    hint = _PUSH_HINT
+    if "http response to https client" in text or "x509" in text or "tls" in text:
+        hint = (
+            f"the registry {registry} does not speak TLS the engine trusts: serve it with TLS, or "
+            f'list it in the daemon\'s /etc/docker/daemon.json as "insecure-registries": '
+            f'["{registry}"] and restart dockerd (127.0.0.0/8 is insecure by default)'
+        )
+    elif "denied" in text or "unauthorized" in text or "authentication required" in text:
+        hint = f"log in first (`docker login {registry}`) and check that you may push there"
+    elif "connection refused" in text or "no such host" in text or "timeout" in text:
+        hint = f"nothing answers at {registry}: start the registry or fix the host name"
+    return EnvironmentFailure(f"the registry refused the push of {ref}: {message}", hint=hint)
