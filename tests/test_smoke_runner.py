@@ -14,7 +14,7 @@ import pytest
 
 from envlock.cli import main
 from envlock.errors import UsageError
-from envlock.smoke import HARNESS_PATH, runner
+from envlock.smoke import HARNESS_PATH, container, runner
 
 FAKE_TORCH_CPU = """
 __version__ = "2.9.0+cpu"
@@ -255,13 +255,13 @@ def test_recompute_status_and_exit_codes() -> None:
 
 @pytest.mark.parametrize("value", ["all", "none", "1", "4"])
 def test_gpus_values(value: str) -> None:
-    assert runner.parse_gpus(value) == value
+    assert container.parse_gpus(value) == value
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "some", "", "1.5"])
 def test_bad_gpus_values(value: str) -> None:
     with pytest.raises(UsageError, match="--gpus"):
-        runner.parse_gpus(value)
+        container.parse_gpus(value)
 
 
 def test_injected_files_carry_this_harness_and_the_gpus_matrix() -> None:
@@ -269,7 +269,7 @@ def test_injected_files_carry_this_harness_and_the_gpus_matrix() -> None:
     assert peaks is not None
     h200 = next(p for p in peaks if p["name"] == "NVIDIA H200")
     assert h200["tflops"]["bf16"] == 989.0
-    with tarfile.open(fileobj=io.BytesIO(runner._injected_files(peaks))) as tar:
+    with tarfile.open(fileobj=io.BytesIO(container._injected_files(peaks))) as tar:
         names = sorted(tar.getnames())
         assert names == [
             ".envlock-smoke",
@@ -355,7 +355,7 @@ def test_stderr_pump_writes_the_rest_of_a_broken_stream_once() -> None:
     full = "envlock-smoke: one\nenvlock-smoke: café\nenvlock-smoke: three".encode()
     cut = full.index("é".encode()) + 1  # the stream breaks inside a UTF-8 sequence
     sink = io.StringIO()
-    pump = runner._StderrPump(_BrokenLogStream([full[:10], full[10:cut]]), sink)
+    pump = container._StderrPump(_BrokenLogStream([full[:10], full[10:cut]]), sink)
     pump.start()
     pump.finish(full)
     assert sink.getvalue() == full.decode() + "\n"
@@ -363,7 +363,7 @@ def test_stderr_pump_writes_the_rest_of_a_broken_stream_once() -> None:
 
 def test_stderr_pump_with_nothing_to_say_writes_nothing() -> None:
     sink = io.StringIO()
-    pump = runner._StderrPump(_BrokenLogStream([]), sink)
+    pump = container._StderrPump(_BrokenLogStream([]), sink)
     pump.start()
     pump.finish(b"")
     assert sink.getvalue() == ""

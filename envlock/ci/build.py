@@ -310,12 +310,12 @@ def run_cell(
         outcome.stage = "smoke"
         say("smoke started")
         from envlock.fsutil import atomic_write
-        from envlock.smoke import runner
+        from envlock.smoke import container, runner
 
         # the harness's own log goes to the cell's folder, not between other cells' lines
         with open(folder / SMOKE_LOG_NAME, "w", encoding="utf-8", errors="replace") as log:
             say(f"smoke log: {cell}/{SMOKE_LOG_NAME}")
-            smoke = runner.run_in_image(
+            smoke = container.run_in_image(
                 outcome.pinned or outcome.tag,  # a pushed cell runs, and is reported, by digest
                 gpus=options.gpus,
                 allow_cpu=options.allow_cpu,

@@ -198,7 +198,9 @@ def _run(args: argparse.Namespace, runner: Any, extra: list[str], log: Any) -> d
             log=log,
         )
         return result
-    result = runner.run_in_image(
+    from envlock.smoke.container import run_in_image
+
+    result = run_in_image(
         args.image,
         gpus=args.gpus,
         allow_cpu=args.allow_cpu,
