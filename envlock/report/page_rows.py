@@ -1,0 +1,366 @@
+"""The rows of the report page: the inputs (trusted keys, ci build's summary.json)
+and each report verified with ``verify_envelope`` (the code ``envlock verify`` runs)
+and read into a ``Row``: its checks, benchmark against the GPU's peaks, GPU, driver,
+date and signer, or why it did not verify."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from envlock.errors import DataError, EnvlockError, UsageError
+
+BENCH_DTYPES = ("fp32", "bf16", "fp16")  # shown: fp32 and the best half precision
+SUBJECT_NOT_CHECKED = "subject not checked"
+
+
+@dataclass(frozen=True)
+class TrustedKey:
+    path: str
+    public_key: Any
+    keyid: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a report is known to be the report of (from ci build's summary or flags)."""
+
+    cell: str | None = None
+    lock_dir: Path | None = None
+    image_ref: str | None = None  # REPO@sha256:<manifest digest>: no engine needed
+    image_id: str | None = None  # a local image's config digest
+    image_name: str | None = None  # --image as given, resolved lazily through the engine
+
+
+@dataclass
+class Row:
+    """One report on the page: a verified cell, or a report that did not verify."""
+
+    report: str
+    verified: bool
+    reasons: list[str] = field(default_factory=list)  # why not verified
+    cell: str | None = None
+    result: str | None = None
+    framework: str = "?"
+    version: str = "?"
+    python: str = "?"
+    cuda: str = "?"
+    cuda_source: str = "?"
+    gpu: str = "?"
+    driver: str = "?"
+    created: str | None = None
+    keyid: str = ""
+    signer: str = ""  # the trusted key file that verified it
+    subject: str = ""
+    subject_kind: str | None = None
+    subject_note: str = SUBJECT_NOT_CHECKED
+    subject_checked: bool = False
+    checks: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> status, reason
+    bench: list[dict[str, Any]] = field(default_factory=list)
+    sort: dict[str, int] = field(default_factory=dict)  # column -> rank (filled by the page)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "report": self.report,
+            "verified": self.verified,
+            "reasons": self.reasons,
+            "cell": self.cell,
+            "result": self.result,
+            "framework": self.framework,
+            "version": self.version,
+            "python": self.python,
+            "cuda": self.cuda,
+            "cuda_source": self.cuda_source,
+            "gpu": self.gpu,
+            "driver": self.driver,
+            "created": self.created,
+            "keyid": self.keyid,
+            "signer": self.signer,
+            "subject": self.subject,
+            "subject_kind": self.subject_kind,
+            "subject_checked": self.subject_checked,
+            "subject_note": self.subject_note,
+            "checks": [{"name": k, **v} for k, v in self.checks.items()],
+            "benchmark": self.bench,
+        }
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def load_keys(paths: Sequence[str]) -> list[TrustedKey]:
+    """The trusted public keys (exit 2 for one that is missing or not a public key)."""
+    from envlock.report import keys as keymod
+
+    out = []
+    for path in paths:
+        pub = keymod.load_public(Path(path))
+        out.append(TrustedKey(str(path), pub, keymod.keyid(pub)))
+    if not out:
+        raise UsageError("no --key given", hint="give the signers' public keys: --key NAME.pub.pem")
+    return out
+
+
+def read_summary(path: Path) -> tuple[dict[Path, Claim], list[dict[str, str]]]:
+    """ci build's summary.json: {report path: what it claims}, and cells without a report.
+
+    Report paths in the summary are relative to the summary's folder; each
+    cell's folder is its lock, its ``pinned`` ref (or image id) its image.
+    """
+    from envlock.ci.build import SCHEMA as CI_SCHEMA
+    from envlock.fsutil import read_input
+    from envlock.readers import parse_json
+
+    hint = "give the summary.json 'envlock ci build' wrote"
+    data = read_input(path, "summary", hint=hint)
+    doc = parse_json(data, str(path), hint=hint, error=DataError)
+    if not isinstance(doc, dict) or doc.get("schema") != CI_SCHEMA:
+        raise DataError(
+            f"{path}: not a ci build summary (schema {CI_SCHEMA!r})",
+            hint="give the summary.json 'envlock ci build' wrote",
+        )
+    base = path.parent
+    claims: dict[Path, Claim] = {}
+    missing: list[dict[str, str]] = []
+    for i, cell in enumerate(doc.get("cells") or []):
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell"), str):
+            raise DataError(f"{path}: cells[{i}]: not a cell", hint="re-run 'envlock ci build'")
+        name = cell["cell"]
+        report = cell.get("report")
+        if not isinstance(report, str) or not report:
+            reason = cell.get("reason") or cell.get("stage") or "no report"
+            missing.append({"cell": name, "reason": str(reason)})
+            continue
+        folder = base / name
+        pinned, image_id = cell.get("pinned"), cell.get("image_id")
+        claims[(base / report).resolve()] = Claim(
+            cell=name,
+            lock_dir=folder if (folder / "pylock.toml").is_file() else None,
+            image_ref=pinned if isinstance(pinned, str) and pinned else None,
+            image_id=image_id if isinstance(image_id, str) and not pinned else None,
+        )
+    return claims, missing
+
+
+# ---------------------------------------------------------------- one report
+
+
+def _text(value: Any, default: str = "?") -> str:
+    return str(value) if isinstance(value, (str, int, float)) and str(value) else default
+
+
+def _peek(env: Any) -> dict[str, Any]:
+    """The payload as the report claims it (unverified): only to pick comparisons."""
+    from envlock.report import dsse
+
+    try:
+        doc = dsse.strict_json(env.payload, "the signed payload")
+    except dsse.EnvelopeError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+class ImageIds:
+    """Local image ids of --image names, looked up once through the engine."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, str] = {}
+
+    def get(self, name: str) -> str:
+        from envlock.report.image import local_image_id
+
+        if name not in self._ids:
+            self._ids[name] = local_image_id(name)
+        return self._ids[name]
+
+
+def _comparisons(
+    claim: Claim, env: Any, ids: ImageIds
+) -> tuple[Path | None, str | None, str | None]:
+    """(lock_dir, image_id, image_ref) to hand verify_envelope, as `envlock verify` picks them."""
+    from envlock.report import statement
+
+    image_ref, image_id = claim.image_ref, claim.image_id
+    if claim.image_name is not None:
+        from envlock import imageref
+
+        ref = imageref.match(claim.image_name)
+        kind = statement.subject_kind(_peek(env))
+        if ref is not None and ref.digest is not None and kind == "image-manifest":
+            image_ref = ref.pinned
+        elif statement.HEX64.fullmatch(claim.image_name.removeprefix("sha256:")):
+            image_id = claim.image_name
+        else:
+            image_id = ids.get(claim.image_name)
+    return claim.lock_dir, image_id, image_ref
+
+
+def _why_no_signature(env: Any, keys: Sequence[TrustedKey]) -> str:
+    hints = [s.keyid for s in env.signatures if s.keyid]
+    known = {k.keyid for k in keys}
+    named = [h for h in hints if h in known]
+    if named:
+        return (
+            f"the signature by key {named[0][:16]}... does not verify: the report was "
+            "changed after it was signed, or the signature is damaged"
+        )
+    shown = ", ".join(h[:16] + "..." for h in hints) or "none named"
+    return (
+        f"signed by an unknown key (keyid {shown}): no signature is valid for any of the "
+        f"{len(keys)} trusted key{'s' if len(keys) != 1 else ''}"
+    )
+
+
+def check_report(path: str, keys: Sequence[TrustedKey], claim: Claim, ids: ImageIds) -> Row:
+    """Verify one report file against every trusted key; the row it makes."""
+    from envlock.fsutil import read_input
+    from envlock.report import dsse, verify_envelope
+
+    data = read_input(path, "report", hint="give the files 'envlock report sign' wrote")
+    row = Row(report=path, verified=False, cell=claim.cell)
+    try:
+        env = dsse.parse_envelope(data)
+    except dsse.EnvelopeError as e:
+        row.reasons.append(f"not a DSSE envelope: {e}")
+        return row
+    lock_dir, image_id, image_ref = _comparisons(claim, env, ids)
+    chosen = None
+    for key in keys:
+        v = verify_envelope(
+            env, key.public_key, lock_dir=lock_dir, image_id=image_id, image_ref=image_ref
+        )
+        if v.signature_ok:
+            chosen = (key, v)
+            break
+    if chosen is None:
+        row.reasons.append(_why_no_signature(env, keys))
+        return row
+    key, v = chosen
+    row.keyid, row.signer = v.keyid, key.path
+    if not v.ok:
+        row.reasons.extend(v.reasons())
+        if v.drift:
+            row.reasons.extend(
+                f"{f}: the report says {want}, the claimed one is {have}"
+                for f, want, have in v.drift
+            )
+        return row
+    assert v.statement is not None
+    row.verified = True
+    _fill(row, v, lock_dir)
+    return row
+
+
+def _fill(row: Row, v: Any, lock_dir: Path | None) -> None:
+    """The row's columns, from the verified statement only."""
+    from envlock.report import statement
+
+    doc = v.statement
+    smoke = doc["predicate"][statement.EXTENSION]["smoke"]
+    row.result = v.result
+    row.created = statement.created_at(doc)
+    row.subject_kind = statement.subject_kind(doc)
+    row.subject = "; ".join(
+        f"{s.get('name', '?')} sha256:{str(s['digest'].get('sha256', '?'))[:12]}" for s in v.subject
+    )
+    row.subject_checked = v.subject_checked
+    if v.subject_checked:
+        what = [e["name"] for e in v.checked if e["status"] == "matches" and e["kind"] != "file"]
+        row.subject_note = "subject matches " + ", ".join(what)
+    row.framework = _text(smoke.get("framework"))
+    row.version = _text(smoke.get("version"))
+    expected = smoke.get("expected") if isinstance(smoke.get("expected"), dict) else {}
+    host = smoke.get("host") if isinstance(smoke.get("host"), dict) else {}
+    build = smoke.get("build_info") if isinstance(smoke.get("build_info"), dict) else {}
+    row.python = _text(host.get("python") or expected.get("python"))
+    row.cuda = _text(expected.get("cuda") or build.get("cuda_version") or build.get("cuda"))
+    row.cuda_source = _cuda_source(smoke, lock_dir if v.subject_checked else None)
+    gpus = [g for g in smoke.get("gpus") or [] if isinstance(g, dict)]
+    row.gpu = _text(gpus[0].get("name")) if gpus else "CPU only"
+    row.driver = _text((gpus[0].get("driver") if gpus else None) or host.get("driver"), "-")
+    for check in smoke.get("checks") or []:
+        reason = check.get("reason")
+        row.checks[check["name"]] = {
+            "status": str(check["status"]).upper(),
+            "reason": reason if isinstance(reason, str) else "",
+        }
+    row.bench = _bench(smoke, gpus[0].get("name") if gpus else None)
+
+
+def _cuda_source(smoke: dict[str, Any], lock_dir: Path | None) -> str:
+    """ "pip"/"system" from the checked lock; else inferred from the recorded environment."""
+    if lock_dir is not None:
+        from envlock.readers import parse_toml
+
+        try:
+            path = lock_dir / "pylock.toml"
+            doc = parse_toml(path.read_text(encoding="utf-8"), str(path))
+            source = doc["tool"]["envlock"]["resolution"]["cuda_source"]
+            if isinstance(source, str):
+                return source
+        except (OSError, ValueError, KeyError, TypeError, EnvlockError):
+            pass
+    env = smoke.get("environment")
+    dists = env.get("distributions") if isinstance(env, dict) else None
+    if isinstance(dists, list) and dists:
+        wheels = any(isinstance(d, str) and d.startswith("nvidia-cu") for d in dists)
+        return "pip (seen)" if wheels else "system (seen)"
+    return "?"
+
+
+@functools.lru_cache(maxsize=1)
+def _gpu_matrix() -> Any:
+    """matrices/gpus.toml, read once per process (None when it cannot be read)."""
+    from envlock.matrix import load_gpus
+
+    try:
+        return load_gpus()
+    except EnvlockError:
+        return None
+
+
+def _gpu_peaks(name: str | None, math: str) -> float | None:
+    """The datasheet peak for ``math`` on the GPU, from matrices/gpus.toml."""
+    matrix = _gpu_matrix() if name else None
+    model = matrix.find(name) if matrix is not None and name else None
+    value = getattr(model, f"{math}_tflops", None) if model is not None else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _bench(smoke: dict[str, Any], gpu: str | None) -> list[dict[str, Any]]:
+    """fp32 and the best half precision matmul: TFLOP/s, peak and its fraction."""
+    bench = smoke.get("benchmark")
+    results = bench.get("results") if isinstance(bench, dict) else None
+    by_dtype: dict[str, dict[str, Any]] = {}
+    for r in results if isinstance(results, list) else []:
+        if (
+            isinstance(r, dict)
+            and r.get("dtype") in BENCH_DTYPES
+            and isinstance(r.get("tflops"), (int, float))
+        ):
+            by_dtype.setdefault(str(r["dtype"]), r)
+    half = by_dtype.get("bf16") or by_dtype.get("fp16")
+    out = []
+    for r in [by_dtype.get("fp32"), half]:
+        if r is None:
+            continue
+        math = str(r.get("math") or r["dtype"])
+        peak = r.get("peak_tflops")
+        if not isinstance(peak, (int, float)) or peak <= 0:
+            peak = _gpu_peaks(gpu, math) if r.get("device", "gpu") != "cpu" else None
+        tflops = float(r["tflops"])
+        fraction = tflops / float(peak) if peak else None
+        out.append(
+            {
+                "dtype": str(r["dtype"]),
+                "math": math,
+                "tflops": tflops,
+                "peak_tflops": float(peak) if peak else None,
+                "fraction_of_peak": round(fraction, 4) if fraction is not None else None,
+                "device": str(r.get("device", "?")),
+            }
+        )
+    return out
