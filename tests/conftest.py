@@ -68,9 +68,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("docker"):
         problem = docker_problem()
         if problem:
-            if os.environ.get("ENVLOCK_REQUIRE_DOCKER") == "1":
-                pytest.fail(f"Docker is required here (ENVLOCK_REQUIRE_DOCKER=1): {problem}")
-            pytest.skip(problem)
+            from docker_support import docker_unavailable
+
+            docker_unavailable(problem)
     if item.get_closest_marker("gpu"):
         problem = gpu_problem()
         if problem:

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from docker_support import docker_unavailable
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -63,22 +64,14 @@ def _ours(root: str, first: int) -> list[int]:
     return sorted(found)
 
 
-def _skip(reason: str) -> None:
-    """Skip saying why; under CI (ENVLOCK_REQUIRE_DOCKER=1) a Docker test that
-    cannot run is a failure, as conftest.py makes it for the `docker` marker."""
-    if os.environ.get("ENVLOCK_REQUIRE_DOCKER") == "1":
-        pytest.fail(f"Docker is required here (ENVLOCK_REQUIRE_DOCKER=1): {reason}")
-    pytest.skip(reason)
-
-
 @pytest.fixture
 def own_dockerd(base_image: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """A dockerd of this test only: (DOCKER_HOST value, its process)."""
     if os.geteuid() != 0:
-        _skip("starting a dockerd of the test's own needs root")
+        docker_unavailable("starting a dockerd of the test's own needs root")
     dockerd, docker = shutil.which("dockerd"), shutil.which("docker")
     if not dockerd or not docker:
-        _skip("dockerd or the docker CLI is not installed")
+        docker_unavailable("dockerd or the docker CLI is not installed")
     root = f"/tmp/envlock-fault-{os.getpid()}"
     host = f"unix://{root}-docker.sock"
     log = open(f"{root}-dockerd.log", "wb")  # noqa: SIM115 - closed in the teardown
@@ -105,13 +98,15 @@ def own_dockerd(base_image: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]
     try:
         for _ in range(120):
             if proc.poll() is not None:
-                _skip(f"the test's own dockerd exited ({proc.returncode}); see {log.name}")
+                why = f"the test's own dockerd exited ({proc.returncode}); see {log.name}"
+                docker_unavailable(why)
             ok = subprocess.run([docker, "info"], env=env, capture_output=True, check=False)
             if ok.returncode == 0:
                 break
             time.sleep(0.5)
         else:
-            _skip(f"the test's own dockerd did not answer within a minute; see {log.name}")
+            why = f"the test's own dockerd did not answer within a minute; see {log.name}"
+            docker_unavailable(why)
         save = subprocess.Popen([docker, "save", base_image], stdout=subprocess.PIPE)
         load = subprocess.run(
             [docker, "load"], env=env, stdin=save.stdout, capture_output=True, check=False

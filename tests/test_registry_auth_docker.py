@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from docker_support import docker_unavailable
 from report_support import cli, signed_report
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -166,12 +167,6 @@ class Registry:
     tokens: TokenService | None
 
 
-def _require(what: str) -> None:
-    if os.environ.get("ENVLOCK_REQUIRE_DOCKER") == "1":
-        pytest.fail(what)
-    pytest.skip(what)
-
-
 @pytest.fixture(scope="module", params=["basic", "token"])
 def registry(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -180,8 +175,7 @@ def registry(
 
     exe = shutil.which("docker-registry")
     if exe is None:
-        _require("no docker-registry here (tests/docker/setup.sh installs Debian's)")
-    assert exe is not None
+        docker_unavailable("no docker-registry here (tests/docker/setup.sh installs Debian's)")
     kind = str(request.param)
     root = tmp_path_factory.mktemp(f"registry-{kind}")
     password = uuid.uuid4().hex
@@ -237,7 +231,7 @@ def registry(
 def logged_in(registry: Registry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A DOCKER_CONFIG holding what a real `docker login` stored for the registry."""
     if shutil.which("docker") is None:
-        _require("no docker client here")
+        docker_unavailable("no docker client here")
     config = tmp_path / "docker-config"
     config.mkdir()
     env = {**os.environ, "DOCKER_CONFIG": str(config)}

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from docker_support import docker_unavailable
 from report_support import cli, decode, make_keys
 
 from envlock import registry
@@ -43,10 +44,7 @@ def registry_up() -> str:
     except requests.RequestException:
         ok = False
     if not ok:
-        why = f"no registry answers at {REGISTRY} (tests/docker/setup.sh starts one)"
-        if os.environ.get("ENVLOCK_REQUIRE_DOCKER") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
+        docker_unavailable(f"no registry answers at {REGISTRY} (tests/docker/setup.sh starts one)")
     return REGISTRY
 
 
