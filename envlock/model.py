@@ -7,6 +7,7 @@ shape (the ``--json`` output and the ``[tool.envlock]`` table of pylock.toml).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from collections.abc import Mapping
 from typing import Any
 
 CUDA_SOURCES = ("system", "pip")
@@ -84,37 +85,184 @@ class LockedPackage:
 
 
 @dataclass(frozen=True)
-class LockInput:
-    """What the user asked for, recorded so the lock can be recomputed."""
+class Gpu:
+    """A GPU the result should serve: from the host, or named with --gpu."""
 
-    spec: str  # "tensorflow==2.15"
-    with_requirements: tuple[str, ...] = ()  # --with and -r lines, in order
-    python: str | None = None
-    cuda: str | None = None
-    cudnn: str | None = None
-    driver: str | None = None
-    os: str | None = None
-    cuda_source: str = "system"
-    index_url: str | None = None  # only when given on the command line
-    # --exclude-newer as an RFC 3339 UTC instant ("2024-03-10T00:00:00Z"): files
-    # uploaded at or after it were not considered
+    name: str
+    compute_capability: str | None = None  # "9.0"; None: look the name up in gpus.toml
+    market: str | None = None  # "datacenter", "geforce", "workstation"; None: unknown
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """What the user asked resolve for (checked by ``envlock.resolve``): made once by
+    the command line, recorded in the lock's input and read back for ``--check``."""
+
+    spec: str = "tensorflow"
+    python: str | None = None  # "3.11"
+    cuda: str | None = None  # "12.2" or "12": the CUDA TensorFlow was built with
+    cudnn: str | None = None  # "8.9" or "8": the cuDNN TensorFlow was built with
+    driver: str | None = None  # the host driver, "535.104.05" (never "auto" here)
+    driver_from: str = ""  # where the driver came from: "", "NVML", "nvidia-smi"
+    driver_cuda: str | None = None  # newest CUDA the detected driver supports, "13.0"
+    os: str | None = None  # "ubuntu22.04"
+    cuda_source: str | None = None  # None: system, falling back to pip; or as given
+    gpus: tuple[Gpu, ...] = ()
+    # --exclude-newer as a UTC instant (RFC 3339, checked by envlock.lock.instant):
+    # releases and files uploaded at or after it are left out
     exclude_newer: str | None = None
 
+
+# The version of the lock's recorded input ([tool.envlock.input]). 1 (no
+# schema_version key): envlock before the request was recorded whole: no GPUs,
+# and a CUDA source or Python resolve chose written as if asked. 2: the
+# constraints as asked, GPUs included.
+INPUT_SCHEMA = 2
+
+
+class InputError(ValueError):
+    """A recorded input that does not have the shape of one (the reader names the file)."""
+
+
+def _optional_str(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"input.{key} is a {type(value).__name__}, not a string")
+    return value
+
+
+def _gpu_from_dict(data: object, i: int) -> Gpu:
+    if not isinstance(data, dict):
+        raise InputError(f"input.gpus[{i}] is not a table")
+    name = data.get("name", "")
+    if not isinstance(name, str):
+        raise InputError(f"input.gpus[{i}].name is not a string")
+    cc, market = data.get("compute_capability"), data.get("market")
+    for key, value in (("compute_capability", cc), ("market", market)):
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"input.gpus[{i}].{key} is not a string")
+    return Gpu(name, cc, market)
+
+
+@dataclass(frozen=True)
+class LockInput:
+    """What the user asked for, recorded so the lock can be recomputed (--check):
+    resolve's constraints as asked, and the pins (--with and -r lines, in order).
+    Values resolve chose (the Python, a pip CUDA fallback) are not in here: they
+    are in the Resolution, with their reasons, and are chosen again on --check."""
+
+    constraints: Constraints = field(default_factory=Constraints)
+    with_requirements: tuple[str, ...] = ()  # --with and -r lines, in order
+    index_url: str | None = None  # only when given on the command line
+    # a schema-1 input as it was read: written back as it stands (pylock.toml and
+    # the Regenerate line keep their bytes), so `lock --check` of a bundle made
+    # before schema 2 compares what the lock is, not how its input was recorded
+    legacy: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+
+    @property
+    def spec(self) -> str:
+        return self.constraints.spec
+
+    @property
+    def exclude_newer(self) -> str | None:
+        return self.constraints.exclude_newer
+
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None:
-                continue
-            out[f.name] = list(value) if isinstance(value, tuple) else value
+        """The recorded form: flat keys in schema 1's order, values not given left out."""
+        if self.legacy is not None:
+            return dict(self.legacy)
+        c = self.constraints
+        out: dict[str, Any] = {"spec": c.spec, "with_requirements": list(self.with_requirements)}
+        for key in ("python", "cuda", "cudnn", "driver", "driver_from", "driver_cuda", "os"):
+            value = getattr(c, key)
+            if value:
+                out[key] = value
+        if c.cuda_source is not None:
+            out["cuda_source"] = c.cuda_source
+        if c.gpus:
+            out["gpus"] = [
+                {
+                    k: v
+                    for k, v in (
+                        ("name", g.name),
+                        ("compute_capability", g.compute_capability),
+                        ("market", g.market),
+                    )
+                    if v is not None
+                }
+                for g in c.gpus
+            ]
+        if self.index_url is not None:
+            out["index_url"] = self.index_url
+        if c.exclude_newer is not None:
+            out["exclude_newer"] = c.exclude_newer
+        out["schema_version"] = INPUT_SCHEMA
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LockInput:
-        kwargs = {f.name: data[f.name] for f in fields(cls) if f.name in data}
-        if "with_requirements" in kwargs:
-            kwargs["with_requirements"] = tuple(kwargs["with_requirements"])
-        return cls(**kwargs)
+    def from_dict(cls, data: dict[str, Any], resolution: Resolution | None = None) -> LockInput:
+        """The recorded input; ``InputError`` when a value has the wrong type.
+
+        Schema 1 (no ``schema_version``) recorded a pip CUDA fallback as
+        ``cuda_source = "pip"`` and a ``ci lock`` cell's default Python as
+        ``python``: with the ``resolution`` recorded beside it (whose reasons
+        say which values were asked for), those are read as not asked."""
+        schema = data.get("schema_version", 1)
+        if schema not in (1, INPUT_SCHEMA):
+            raise InputError(
+                f"input.schema_version {schema!r} is not one this envlock reads "
+                f"(1 or {INPUT_SCHEMA}): the lock was made by a newer envlock"
+            )
+        spec = data.get("spec")
+        if not isinstance(spec, str):
+            raise InputError("input.spec is missing or not a string")
+        pins = data.get("with_requirements", [])
+        if not isinstance(pins, (list, tuple)) or not all(isinstance(p, str) for p in pins):
+            raise InputError("input.with_requirements is not a list of strings")
+        gpus = data.get("gpus", [])
+        if not isinstance(gpus, (list, tuple)):
+            raise InputError("input.gpus is not a list")
+        strings = {
+            key: _optional_str(data, key)
+            for key in (
+                "python",
+                "cuda",
+                "cudnn",
+                "driver",
+                "driver_from",
+                "driver_cuda",
+                "os",
+                "cuda_source",
+                "exclude_newer",
+                "index_url",
+            )
+        }
+        python, source = strings["python"], strings["cuda_source"]
+        if schema == 1 and resolution is not None:
+            reasons, warnings = resolution.reasons, resolution.warnings
+            if python is not None and not any("as asked (--python)" in r for r in reasons):
+                python = None  # a ci lock cell's default Python
+            if (
+                source == "pip"
+                and "[and-cuda]" not in spec.replace(" ", "")
+                and any(w.startswith("CUDA source pip, not system") for w in warnings)
+            ):
+                source = None  # resolve's fallback, not asked for
+        constraints = Constraints(
+            spec=spec,
+            python=python,
+            cuda=strings["cuda"],
+            cudnn=strings["cudnn"],
+            driver=strings["driver"],
+            driver_from=strings["driver_from"] or "",
+            driver_cuda=strings["driver_cuda"],
+            os=strings["os"],
+            cuda_source=source,
+            gpus=tuple(_gpu_from_dict(g, i) for i, g in enumerate(gpus)),
+            exclude_newer=strings["exclude_newer"],
+        )
+        legacy = dict(data) if schema == 1 else None
+        return cls(constraints, tuple(pins), strings["index_url"], legacy)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from test_lock import FW_TAG, resolution
 
 from envlock.lock import lock
 from envlock.lock.folder import bundle_files
-from envlock.model import Lock, LockInput
+from envlock.model import Constraints, Lock, LockInput
 from envlock.render import EXECUTABLE, RenderOptions
 from envlock.render.context import glibc_floor
 
@@ -45,7 +45,7 @@ def index(make_module_index: Callable[..., FakeIndex]) -> FakeIndex:
 @pytest.fixture(scope="module")
 def locked(index: FakeIndex, tmp_path_factory: pytest.TempPathFactory) -> Lock:
     cache = tmp_path_factory.mktemp("uv")
-    given = LockInput(spec="fakefw==2.15.1", cuda_source="system")
+    given = LockInput(Constraints(spec="fakefw==2.15.1", cuda_source="system"))
     return lock(resolution("system"), given, index_url=index.url, cache_dir=str(cache))
 
 

@@ -236,8 +236,8 @@ def test_lock_check_build_and_verify_finish_an_interrupted_write_first(
 
             monkeypatch.setattr("envlock.lock.check.lock", fake_check_lock)
             monkeypatch.setattr(
-                "envlock.commands.lock._resolve_input",
-                lambda _input: read_lock(bundle_214).resolution,
+                "envlock.lock.check.resolve",
+                lambda _constraints: read_lock(bundle_214).resolution,
             )
             code = main(["lock", "--check", str(bundle_214)])
             assert seen and code in (0, 1)

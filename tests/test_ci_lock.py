@@ -21,6 +21,7 @@ from envlock.ci.lockcells import lock_cells
 from envlock.cli import main
 from envlock.errors import EnvironmentFailure
 from envlock.lock.folder import LockedFolder, LockRequest
+from envlock.model import Constraints
 
 SPEC = "tensorflow>=2.14,<2.16"
 IDS = [
@@ -173,7 +174,7 @@ def test_a_cell_is_the_bundle_envlock_lock_writes(
     assert code == 0
     single = tmp_path / "single"
     code = main(
-        ["lock", "tensorflow==2.14.1", "--python", "3.11", "--cuda-source", "system"]
+        ["lock", "tensorflow==2.14.1", "--python", "3.11"]  # listed: asked; the source: not
         + ["--index-url", tf_index.url, "-o", str(single), "--json"]
     )
     files = json.loads(capsys.readouterr().out)["files"]
@@ -205,7 +206,8 @@ def test_cells_run_at_once_and_one_failure_does_not_stop_the_others(tmp_path: Pa
         barrier.wait()
         assert request.output == tmp_path / cell_id(resolution)
         assert request.spec == f"tensorflow=={resolution.version}"
-        assert request.python == resolution.python
+        # cells from resolve's defaults ask for no Python or CUDA source (resolve chooses)
+        assert request.constraints.python is None and request.constraints.cuda_source is None
         if resolution.version == "2.15.1":
             raise EnvironmentFailure("the index could not be reached", hint="check the network")
         done.append(resolution.version)
@@ -216,7 +218,7 @@ def test_cells_run_at_once_and_one_failure_does_not_stop_the_others(tmp_path: Pa
     results = lock_cells(
         cells,
         tmp_path,
-        LockRequest(spec="", output=tmp_path, index_url="http://127.0.0.1:9/simple"),
+        LockRequest(Constraints(), output=tmp_path, index_url="http://127.0.0.1:9/simple"),
         jobs=4,
         progress=lines.append,
         lock_one=fake_lock,

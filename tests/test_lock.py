@@ -37,7 +37,7 @@ from envlock.lock import (
 from envlock.lock.conflicts import explain, merge_one_of
 from envlock.lock.folder import without_credentials
 from envlock.lock.pylock import pylock_document
-from envlock.model import Lock, LockedPackage, LockedWheel, LockInput, Resolution
+from envlock.model import Constraints, Lock, LockedPackage, LockedWheel, LockInput, Resolution
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -114,7 +114,7 @@ def _lock(
 ) -> Lock:
     return lock(
         resolution(source),
-        LockInput(spec="fakefw==2.15", with_requirements=with_, cuda_source=source),
+        LockInput(Constraints(spec="fakefw==2.15", cuda_source=source), with_requirements=with_),
         resolver=resolver,
         index_url=idx.url,
         offline=offline,
@@ -234,7 +234,12 @@ def test_pylock_is_valid_pep751_and_reads_back(index: FakeIndex, cache: str) -> 
     tool = doc["tool"]["envlock"]
     assert tool["resolution"]["matrix_version"] == "2026-11-30"
     assert tool["resolution"]["matrix_digest"] == "0" * 64
-    assert tool["input"] == {"spec": "fakefw==2.15", "with_requirements": [], "cuda_source": "pip"}
+    assert tool["input"] == {
+        "spec": "fakefw==2.15",
+        "with_requirements": [],
+        "cuda_source": "pip",
+        "schema_version": 2,
+    }
     assert tool["resolver"] == "uv" and tool["resolver_version"] == lk.resolver_version
 
 
@@ -353,7 +358,7 @@ def test_unreachable_index_is_exit_3() -> None:
     with pytest.raises(EnvironmentFailure) as err:
         lock(
             resolution(),
-            LockInput(spec="fakefw==2.15"),
+            LockInput(Constraints(spec="fakefw==2.15")),
             index_url="http://127.0.0.1:9/simple",
         )
     assert err.value.exit_code == 3
@@ -436,10 +441,8 @@ def _fixed_lock() -> Lock:
     return Lock(
         resolution=resolution("pip", framework="tensorflow"),
         input=LockInput(
-            spec="tensorflow==2.15",
+            Constraints(spec="tensorflow==2.15", python="3.11", cuda_source="pip"),
             with_requirements=("numpy==1.26.4",),
-            python="3.11",
-            cuda_source="pip",
         ),
         packages=(
             LockedPackage(
@@ -506,7 +509,7 @@ def _lock_with_text(text: str) -> Lock:
         resolution=Resolution.from_dict(
             {**base.resolution.to_dict(), "reasons": [f"reason {text}"], "warnings": [text]}
         ),
-        input=LockInput(spec=f"tensorflow==2.15{text}", with_requirements=(text,)),
+        input=LockInput(Constraints(spec=f"tensorflow==2.15{text}"), with_requirements=(text,)),
         packages=tuple(
             LockedPackage(
                 p.name,
@@ -727,7 +730,7 @@ def test_real_resolvers_without_a_wheel_for_the_python_suggest_another_python(
     with pytest.raises(NoResolution) as err:
         lock(
             resolution("pip"),  # Python 3.11
-            LockInput(spec="fakefw==2.15", cuda_source="pip"),
+            LockInput(Constraints(spec="fakefw==2.15", cuda_source="pip")),
             resolver=resolver,
             index_url=cp310_only_index.url,
             cache_dir=str(tmp_path / "uv-cache"),

@@ -85,7 +85,7 @@ def _lock(
 ) -> Lock:
     return lock(
         resolution(),
-        LockInput(spec="fakefw==2.15", exclude_newer=before),
+        LockInput(Constraints(spec="fakefw==2.15", exclude_newer=before)),
         resolver=resolver,
         index_url=idx.url,
         cache_dir=str(tmp_path / "uv-cache"),
@@ -281,7 +281,9 @@ def test_upgrade_package_names_a_locked_package(index: FakeIndex, tmp_path: Path
 
 def test_upgrade_package_without_a_lock_in_dir_is_exit_2(index: FakeIndex, tmp_path: Path) -> None:
     out = tmp_path / "bundle"
-    request = LockRequest(spec="fakefw==2.15", output=out, index_url=index.url, upgrade=("dep-a",))
+    request = LockRequest(
+        Constraints(spec="fakefw==2.15"), output=out, index_url=index.url, upgrade=("dep-a",)
+    )
     with pytest.raises(UsageError) as e:
         lock_folder(request, resolution())
     assert e.value.exit_code == 2

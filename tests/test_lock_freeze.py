@@ -16,6 +16,7 @@ from envlock.errors import UsageError
 from envlock.lock import lock
 from envlock.lock.folder import LockRequest, lock_input
 from envlock.lock.freeze import is_cuda_wheel, split_frozen
+from envlock.model import Constraints
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,9 @@ def _freeze(tmp_path: Path, *lines: str) -> Path:
 
 def _request(tmp_path: Path, freeze: Path) -> LockRequest:
     return LockRequest(
-        spec="fakefw==2.15.1", output=tmp_path / "env", requirement_files=(str(freeze),)
+        Constraints(spec="fakefw==2.15.1"),
+        output=tmp_path / "env",
+        requirement_files=(str(freeze),),
     )
 
 

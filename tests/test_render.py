@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from envlock import render
 from envlock.bundle import envlock_runtime
 from envlock.errors import DataError, UsageError
-from envlock.model import Lock, LockedPackage, LockedWheel, LockInput, Resolution
+from envlock.model import Constraints, Lock, LockedPackage, LockedWheel, LockInput, Resolution
 from envlock.render import RenderOptions, bundle_context, render_bundle
 
 REPO = Path(__file__).resolve().parent.parent
@@ -81,7 +81,7 @@ def make_lock(
         )
         for n in sorted(packages)
     )
-    return Lock(res, LockInput(spec="tensorflow==2.15.1"), pkgs, "uv", "0.0")
+    return Lock(res, LockInput(Constraints(spec="tensorflow==2.15.1")), pkgs, "uv", "0.0")
 
 
 def stages(dockerfile: str) -> dict[str, str]:

@@ -24,7 +24,7 @@ from report_support import cli
 from envlock import fsutil
 from envlock.build import build_image
 from envlock.lock import pylock_text, requirements_text
-from envlock.model import Lock, LockInput, Resolution
+from envlock.model import Constraints, Lock, LockInput, Resolution
 from envlock.render import RenderOptions, render_bundle
 
 TAG = "envlock-test/report-nokey:1"
@@ -53,7 +53,7 @@ def tiny_lock(base_image: str) -> Lock:
         matrix_version="2026-11-30",
         matrix_digest="0" * 64,
     )
-    return Lock(res, LockInput(spec="tensorflow==2.15.1"), (), "uv", "0.0")
+    return Lock(res, LockInput(Constraints(spec="tensorflow==2.15.1")), (), "uv", "0.0")
 
 
 def write_bundle(bundle: Path, base_image: str) -> None:

@@ -4,8 +4,9 @@
 SPEC admits (the newest patch of each minor: resolve is asked for the newest
 release, then again below that minor, until nothing is left), the Python and
 CUDA source each release gets by default, and each cell itself. A cell is
-therefore exactly what ``envlock lock <cell spec> --python X --cuda-source Y``
-resolves, and the resolve rules live in one place.
+therefore exactly what ``envlock lock <cell spec>`` resolves, with
+``--python X`` and ``--cuda-source Y`` where those were listed, and the
+resolve rules live in one place.
 
 The cell id, ``tf<version>-py<python>-cuda<cuda>`` with ``-pip`` appended for
 the pip CUDA source (``tf2.15.1-py3.11-cuda12.2``, ``tf2.16.2-py3.12-cuda12.3-pip``),
@@ -55,6 +56,14 @@ class Cell:
     spec: str  # "tensorflow==2.15.1"
     resolution: Resolution
     image_tag: str  # "REPO:<id>"
+    # what the cell asked resolve for: the Python and CUDA source only where the
+    # command line listed them (resolve's defaults are left to resolve, so the
+    # cell's lock is `envlock lock <spec> -o D` and checks as current)
+    constraints: Constraints | None = None
+
+    @property
+    def asked(self) -> Constraints:
+        return self.constraints if self.constraints is not None else Constraints(spec=self.spec)
 
     @property
     def version(self) -> str:
@@ -226,7 +235,7 @@ def expand(
                 cid = cell_id(r)
                 if any(c.id == cid for c in cells):
                     continue
-                cells.append(Cell(cid, exact, r, f"{repository}:{cid}"))
+                cells.append(Cell(cid, exact, r, f"{repository}:{cid}", constraints))
     if impossible:
         raise NoResolution(
             "impossible cells: " + "; ".join(impossible),

@@ -3,12 +3,13 @@
 Each cell is ``envlock.lock.folder.lock_folder`` (what ``envlock lock`` calls)
 with the cell's resolution and a ``LockRequest`` made from the template the
 command line gave, the output folder being ``DIR/<cell-id>``: the same
-bundle ``envlock lock <cell spec> --python X --cuda-source Y -o DIR/<cell-id>``
-writes, through the same atomic, manifest-backed write. Cells run in a
-thread pool (the resolver is a child process, so threads overlap the waits);
-a cell that fails is recorded with its reason and the others go on. When all
-are done, ``DIR/cells.json`` (every cell, its status and lock digest) and
-``DIR/docker-bake.json`` (the cells that locked) are written atomically.
+bundle ``envlock lock <cell spec> -o DIR/<cell-id>`` writes (with ``--python X``
+and ``--cuda-source Y`` where the command line listed them), through the same
+atomic, manifest-backed write. Cells run in a thread pool (the resolver is a
+child process, so threads overlap the waits); a cell that fails is recorded
+with its reason and the others go on. When all are done, ``DIR/cells.json``
+(every cell, its status and lock digest) and ``DIR/docker-bake.json`` (the
+cells that locked) are written atomically.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def lock_cells(
     """Lock every cell into ``output/<cell-id>`` (``jobs`` at once); results in cell order.
 
     ``template`` holds the options every cell shares (index, resolver, --with,
-    render options, --force); its spec, output and python are replaced per cell."""
+    render options, --force); its constraints and output are the cell's."""
     lock = threading.Lock()
     done = [0]
 
@@ -91,7 +92,7 @@ def lock_cells(
 
     def one(cell: Cell) -> CellResult:
         folder = output / cell.id
-        request = replace(template, spec=cell.spec, output=folder, python=cell.python)
+        request = replace(template, constraints=cell.asked, output=folder)
         start = time.perf_counter()
         try:
             written = lock_one(request, cell.resolution, None)

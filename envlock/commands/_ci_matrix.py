@@ -162,6 +162,7 @@ def run_lock(args: argparse.Namespace) -> int:
     from envlock.commands.render import render_options
     from envlock.lock.folder import LockRequest
     from envlock.lock.guard import check_output_folder
+    from envlock.model import Constraints
     from envlock.output import emit_json, table
 
     if args.jobs < 1:
@@ -170,7 +171,7 @@ def run_lock(args: argparse.Namespace) -> int:
     check_output_folder(output, "-o")
     cells = _expand(args).cells
     template = LockRequest(
-        spec="",
+        constraints=Constraints(),
         output=output,
         with_requirements=tuple(args.with_requirements),
         requirement_files=tuple(args.requirement_files),

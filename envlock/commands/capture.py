@@ -100,11 +100,11 @@ def run(args: argparse.Namespace) -> int:
     spec = f"{captured.framework}=={captured.version}"
     python = args.python or captured.python_minor
     cuda_source = args.cuda_source or captured.cuda_source
-    resolution = resolve(Constraints(spec=spec, python=python, cuda_source=cuda_source))
+    constraints = Constraints(spec=spec, python=python, cuda_source=cuda_source)
+    resolution = resolve(constraints)
     request = LockRequest(
-        spec=spec,
+        constraints=constraints,
         output=out,
-        python=python,
         with_requirements=captured.pins,
         resolver=args.resolver,
         index_url=args.index_url,

@@ -19,7 +19,7 @@ from envlock.errors import UsageError
 if TYPE_CHECKING:
     from envlock.lock.check import CheckResult
     from envlock.lock.folder import LockedFolder
-    from envlock.model import LockedPackage, LockInput, Resolution
+    from envlock.model import LockedPackage
 
 
 def register(sub: Any) -> None:
@@ -107,18 +107,6 @@ def _optional_spec(parser: argparse.ArgumentParser) -> None:
             action.default = None
 
 
-def _resolve_input(lock_input: LockInput) -> Resolution:
-    """Resolve again from a recorded LockInput (for --check)."""
-    from envlock.commands.resolve import add_resolve_arguments, constraints_from_args
-    from envlock.lock.pylock import resolve_argv
-    from envlock.resolve import resolve
-
-    parser = argparse.ArgumentParser(add_help=False)
-    add_resolve_arguments(parser)
-    args, _ = parser.parse_known_args(resolve_argv(lock_input))
-    return resolve(constraints_from_args(args))
-
-
 def _progress(message: str) -> None:
     from envlock.output import stderr_is_tty
 
@@ -158,13 +146,8 @@ def run(args: argparse.Namespace) -> int:
     constraints = constraints_from_args(args)
     resolution = resolve(constraints)
     request = LockRequest(
-        spec=args.spec,
+        constraints=constraints,
         output=Path(args.output),
-        python=constraints.python or None,
-        cuda=constraints.cuda or None,
-        cudnn=constraints.cudnn or None,
-        driver=constraints.driver or None,
-        os=constraints.os or None,
         with_requirements=tuple(args.with_requirements),
         requirement_files=tuple(args.requirement_files),
         resolver=args.resolver or "uv",
@@ -172,7 +155,6 @@ def run(args: argparse.Namespace) -> int:
         offline=args.offline,
         render=render_options(args, os=args.os),
         force=args.force,
-        exclude_newer=constraints.exclude_newer,
         upgrade=tuple(args.upgrade_package),
     )
     written = lock_folder(request, resolution, _progress)
@@ -248,7 +230,7 @@ def check(args: argparse.Namespace) -> int:
         offline=args.offline,
         render=render_options(args),
     )
-    result = check_folder(request, _resolve_input, _progress)
+    result = check_folder(request, _progress)
     for note in result.recovered:
         sys.stderr.write(f"envlock: note: {note}\n")
     _print_check(args, result)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import os
 import shlex
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -21,8 +20,9 @@ from envlock.lock.folder import Progress, bundle_files, recorded_options
 from envlock.lock.manifest import recover_bundle
 from envlock.lock.pylock import PYLOCK, read_lock, regenerate_command
 from envlock.lock.requirements import REQUIREMENTS
-from envlock.model import Lock, LockInput, Resolution
+from envlock.model import Lock
 from envlock.render import EXECUTABLE, RenderOptions
+from envlock.resolve import resolve
 
 LOCK_FILES = frozenset((PYLOCK, REQUIREMENTS))  # what only a lock writes; render writes the rest
 
@@ -161,23 +161,16 @@ def _render_flags(options: RenderOptions) -> list[str]:
     return flags
 
 
-def check_folder(
-    request: CheckRequest,
-    resolve_input: Callable[[LockInput], Resolution],
-    progress: Progress | None = None,
-) -> CheckResult:
-    """Recompute DIR's lock and bundle and compare them with DIR's files.
-
-    ``resolve_input`` resolves again from the recorded input (the command line
-    owns how recorded flags become constraints).
-    """
+def check_folder(request: CheckRequest, progress: Progress | None = None) -> CheckResult:
+    """Recompute DIR's lock and bundle and compare them with DIR's files: resolve
+    again from the constraints the lock records, then lock as ``envlock lock`` does."""
     folder = request.folder
     recovered = recover_bundle(folder)  # an interrupted write is finished or undone first
     old = read_lock(folder)
     options, note = recorded_options(folder, request.render)
     notes = [note] if note else []
     if note is not None and options.os is None:
-        options = replace(options, os=old.input.os)  # lock renders with its --os
+        options = replace(options, os=old.input.constraints.os)  # lock renders with its --os
     ca_cert = options.ca_cert
     if ca_cert and request.render.ca_cert is None and not Path(ca_cert).expanduser().is_file():
         raise UsageError(
@@ -185,7 +178,7 @@ def check_folder(
             hint=f"give the CA file again: envlock lock --check {folder} --ca-cert FILE",
         )
     resolver = request.resolver or old.resolver or "uv"
-    resolution = resolve_input(old.input)
+    resolution = resolve(old.input.constraints)
     if progress:
         progress(f"recomputing {folder / PYLOCK} and its bundle with {resolver} ...")
     new = lock(

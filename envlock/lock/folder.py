@@ -31,7 +31,7 @@ from envlock.lock.manifest import (
 )
 from envlock.lock.pylock import PYLOCK, pylock_text, read_lock
 from envlock.lock.requirements import REQUIREMENTS, requirements_text
-from envlock.model import Lock, LockInput, Resolution
+from envlock.model import Constraints, Lock, LockInput, Resolution
 from envlock.readers import read_text
 from envlock.render import (
     EXECUTABLE,
@@ -50,16 +50,11 @@ RUNTIME = "runtime.json"  # kept by lock and render: an input of both
 
 @dataclass(frozen=True)
 class LockRequest:
-    """``envlock lock SPEC -o DIR`` as plain values."""
+    """``envlock lock SPEC -o DIR`` as typed values: resolve's constraints as asked
+    (recorded whole in the lock's input), the pins, and how to lock and write."""
 
-    spec: str
+    constraints: Constraints
     output: Path
-    # the resolve options as given (after --driver auto), recorded in the lock's input
-    python: str | None = None
-    cuda: str | None = None
-    cudnn: str | None = None
-    driver: str | None = None
-    os: str | None = None
     with_requirements: tuple[str, ...] = ()  # --with REQ
     requirement_files: tuple[str, ...] = ()  # -r FILE
     resolver: str = "uv"
@@ -67,8 +62,11 @@ class LockRequest:
     offline: bool = False
     render: RenderOptions = field(default_factory=RenderOptions)  # runtime: read from DIR
     force: bool = False  # overwrite files in DIR that envlock did not write
-    exclude_newer: str | None = None  # --exclude-newer, a UTC instant (envlock.lock.instant)
     upgrade: tuple[str, ...] = ()  # --upgrade-package NAME: the lock in DIR is kept but for these
+
+    @property
+    def spec(self) -> str:
+        return self.constraints.spec
 
 
 @dataclass(frozen=True)
@@ -137,16 +135,9 @@ def lock_input(
         if notes is not None:
             notes += frozen.notes
     return LockInput(
-        spec=request.spec,
+        constraints=request.constraints,
         with_requirements=tuple(reqs),
-        python=request.python,
-        cuda=request.cuda,
-        cudnn=request.cudnn,
-        driver=request.driver,
-        os=request.os,
-        cuda_source=resolution.cuda_source,
         index_url=without_credentials(request.index_url) if request.index_url else None,
-        exclude_newer=request.exclude_newer,
     )
 
 

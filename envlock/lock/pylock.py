@@ -22,7 +22,7 @@ import tomli_w
 from envlock.door import bad_character, redact, shown
 from envlock.errors import DataError
 from envlock.lock.target import Target
-from envlock.model import Lock, LockedPackage, LockedWheel, LockInput, Resolution
+from envlock.model import InputError, Lock, LockedPackage, LockedWheel, LockInput, Resolution
 
 PYLOCK = "pylock.toml"
 
@@ -43,19 +43,43 @@ def target_of(lock: Lock) -> Target:
 
 
 def resolve_argv(inp: LockInput) -> list[str]:
-    """The recorded spec and resolve options as ``envlock resolve`` arguments."""
-    args = [inp.spec]
+    """The recorded constraints as ``envlock resolve`` arguments, for the Regenerate
+    line people read and paste (``--check`` reads the recorded input itself). A GPU
+    is named as it was given: by name, else by compute capability (host GPUs from
+    ``--driver auto``/``--gpu auto`` keep their recorded brand only in the lock)."""
+    if inp.legacy is not None:  # schema 1: its line as it was written
+        args = [str(inp.legacy.get("spec", ""))]
+        for flag, key in (
+            ("--python", "python"),
+            ("--cuda", "cuda"),
+            ("--cudnn", "cudnn"),
+            ("--driver", "driver"),
+            ("--os", "os"),
+            ("--cuda-source", "cuda_source"),
+            ("--exclude-newer", "exclude_newer"),
+        ):
+            if inp.legacy.get(key):
+                args += [flag, str(inp.legacy[key])]
+        return args
+    c = inp.constraints
+    args = [c.spec]
     for flag, value in (
-        ("--python", inp.python),
-        ("--cuda", inp.cuda),
-        ("--cudnn", inp.cudnn),
-        ("--driver", inp.driver),
-        ("--os", inp.os),
-        ("--cuda-source", inp.cuda_source),
-        ("--exclude-newer", inp.exclude_newer),
+        ("--python", c.python),
+        ("--cuda", c.cuda),
+        ("--cudnn", c.cudnn),
+        ("--driver", c.driver),
+        ("--os", c.os),
+        ("--cuda-source", c.cuda_source),
     ):
         if value:
             args += [flag, value]
+    for gpu in c.gpus:
+        if gpu.name and gpu.compute_capability is None:
+            args += ["--gpu", gpu.name]
+        elif gpu.compute_capability:
+            args += ["--gpu", gpu.compute_capability]
+    if c.exclude_newer:
+        args += ["--exclude-newer", c.exclude_newer]
     return args
 
 
@@ -118,7 +142,7 @@ def pylock_document(lock: Lock) -> dict[str, Any]:
         "platform": target.manylinux,
         "top_requirements": list(lock.top_requirements),
         "resolution": _without_none(lock.resolution.to_dict()),
-        "input": _without_none(lock.input.to_dict()),
+        "input": lock.input.to_dict(),
     }
     return {
         "lock-version": "1.0",
@@ -189,6 +213,10 @@ _SHAPES: Mapping[str, tuple[re.Pattern[str], str]] = {
     "resolver": (re.compile(r"^(?:uv|pip)$"), "uv or pip"),
     "resolver_version": (_VERSION, "a version"),
     "input.index_url": (re.compile(r"^(?:https?|file)://\S+$"), "an http(s) or file URL"),
+    "input.cuda_source": (re.compile(r"^(?:system|pip)$"), "system or pip"),
+    "input.gpus.compute_capability": (re.compile(r"^[0-9]{1,2}\.[0-9]$"), "a compute capability"),
+    "input.gpus.market": (_WORD, "a plain name"),
+    "input.driver_from": (_WORD, "a plain name"),
     "input.exclude_newer": (
         re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?Z$"),
         "an RFC 3339 instant in UTC",
@@ -223,17 +251,22 @@ def _check_value(value: object, field: str, shape: str, where: str, hint: str = 
 def check_lock(lock: Lock, where: str, hint: str = _DAMAGED) -> None:
     """Every string of ``lock`` checked for its kind: the lock is read, not trusted,
     and envlock never writes a lock its own reader would refuse."""
-    for group, record in (("resolution", lock.resolution), ("input", lock.input)):
-        for f in fields(record):
-            value = getattr(record, f.name)
-            name = f"[tool.envlock] {group}.{f.name}"
+    recorded = lock.input.to_dict()
+    recorded.pop("schema_version", None)
+    for group, record in (("resolution", lock.resolution.to_dict()), ("input", recorded)):
+        for key, value in record.items():
+            name = f"[tool.envlock] {group}.{key}"
             if value is None:
                 continue
-            if isinstance(value, tuple):
+            if isinstance(value, list):
                 for i, item in enumerate(value):
-                    _check_value(item, f"{name}[{i}]", f"{group}.{f.name}", where, hint=hint)
+                    if isinstance(item, dict):  # a GPU: name, compute_capability, market
+                        for k, v in item.items():
+                            _check_value(v, f"{name}[{i}].{k}", f"{group}.{key}.{k}", where, hint)
+                    else:
+                        _check_value(item, f"{name}[{i}]", f"{group}.{key}", where, hint=hint)
             else:
-                _check_value(value, name, f"{group}.{f.name}", where, hint=hint)
+                _check_value(value, name, f"{group}.{key}", where, hint=hint)
     _check_value(lock.resolver, "[tool.envlock] resolver", "resolver", where, hint=hint)
     if lock.resolver_version:
         _check_value(
@@ -284,7 +317,9 @@ def parse_pylock(text: str, where: str) -> Lock:
         )
     try:
         resolution = _resolution(tool.get("resolution") or {}, where)
-        lock_input = LockInput.from_dict(tool.get("input") or {})
+        lock_input = LockInput.from_dict(tool.get("input") or {}, resolution)
+    except InputError as e:
+        raise DataError(f"{where}: [tool.envlock] {e}", hint=_DAMAGED) from None
     except TypeError as e:
         raise DataError(f"{where}: [tool.envlock] is incomplete ({e})") from None
     packages: list[LockedPackage] = []

@@ -32,7 +32,7 @@ with pip CUDA gets 3.10); the placement rules are in ``placement``.
 from __future__ import annotations
 
 from envlock.matrix.cache import load_matrix
-from envlock.resolve.constraints import Constraints, Gpu
+from envlock.model import Constraints, Gpu
 from envlock.resolve.resolution import resolve
 from envlock.resolve.spec import FRAMEWORK
 

@@ -16,24 +16,15 @@ from packaging.version import Version
 from envlock.errors import NoResolution, UsageError
 from envlock.matrix.cuda import CudaMatrix
 from envlock.matrix.gpus import GpuMatrix
-from envlock.model import CUDA_SOURCES, OLDEST_PYTHON
+from envlock.model import CUDA_SOURCES, OLDEST_PYTHON, Constraints, Gpu
 from envlock.readers import quoted
-from envlock.resolve.spec import FRAMEWORK, Spec, parse_spec
+from envlock.resolve.spec import Spec, parse_spec
 
 PYTHON_MINOR = re.compile(r"^3\.[0-9]{1,2}$")
 MAJOR_MINOR = re.compile(r"^[0-9]{1,2}(\.[0-9]{1,2})?$")
 DRIVER = re.compile(r"^[0-9]{3}(\.[0-9]{1,3}){0,2}$")
 UBUNTU = re.compile(r"^ubuntu[0-9]{2}\.[0-9]{2}$")
 CAPABILITY = re.compile(r"^[0-9]{1,2}\.[0-9]$")
-
-
-@dataclass(frozen=True)
-class Gpu:
-    """A GPU the result should serve: from the host, or named with --gpu."""
-
-    name: str
-    compute_capability: str | None = None  # "9.0"; None: look the name up in gpus.toml
-    market: str | None = None  # "datacenter", "geforce", "workstation"; None: unknown
 
 
 SM = re.compile(r"^(?:sm|compute)_([0-9]{1,2})([0-9])[a-z]?$")
@@ -46,25 +37,6 @@ def capability_of(value: str) -> str | None:
         return value
     m = SM.fullmatch(value)
     return f"{int(m.group(1))}.{m.group(2)}" if m else None
-
-
-@dataclass(frozen=True)
-class Constraints:
-    """What the user asked for. Checked by ``resolve``."""
-
-    spec: str = FRAMEWORK
-    python: str | None = None  # "3.11"
-    cuda: str | None = None  # "12.2" or "12": the CUDA TensorFlow was built with
-    cudnn: str | None = None  # "8.9" or "8": the cuDNN TensorFlow was built with
-    driver: str | None = None  # the host driver, "535.104.05" (never "auto" here)
-    driver_from: str = ""  # where the driver came from: "", "NVML", "nvidia-smi"
-    driver_cuda: str | None = None  # newest CUDA the detected driver supports, "13.0"
-    os: str | None = None  # "ubuntu22.04"
-    cuda_source: str | None = None  # None: system, falling back to pip; or as given
-    gpus: tuple[Gpu, ...] = ()
-    # --exclude-newer as a UTC instant (RFC 3339, checked by envlock.lock.instant):
-    # releases uploaded at or after it are left out
-    exclude_newer: str | None = None
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from envlock.errors import NoResolution
 from envlock.matrix import TFRelease
 from envlock.matrix.cuda import CudaMatrix
 from envlock.matrix.gpus import GpuMatrix
-from envlock.model import CUDA_SOURCES
+from envlock.model import CUDA_SOURCES, Gpu
 from envlock.readers import quoted
-from envlock.resolve.constraints import Checked, Gpu
+from envlock.resolve.constraints import Checked
 from envlock.resolve.placement import Placement, place_pip, place_system, python_ranges, series
 from envlock.resolve.spec import Spec
 

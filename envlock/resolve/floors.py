@@ -29,7 +29,7 @@ from envlock.matrix import TFRelease
 from envlock.matrix.cuda import CudaMatrix, ImageRelease
 from envlock.matrix.gpus import GpuMatrix
 from envlock.matrix.require import MARKET_BRANDS, Require, parse_require
-from envlock.resolve.constraints import Gpu
+from envlock.model import Gpu
 
 MARKET_WORDS = {"datacenter": "data-center", "geforce": "GeForce", "workstation": "workstation"}
 

@@ -9,9 +9,9 @@ from envlock.errors import DataError, NoResolution
 from envlock.matrix import Matrix, TFRelease
 from envlock.matrix.cache import load_matrix
 from envlock.matrix.cuda import CudaMatrix
-from envlock.model import Resolution
+from envlock.model import Constraints, Resolution
 from envlock.readers import quoted
-from envlock.resolve.constraints import Checked, Constraints, check
+from envlock.resolve.constraints import Checked, check
 from envlock.resolve.explain import (
     compute_warnings,
     describe,

@@ -12,8 +12,8 @@ from packaging.version import Version
 
 from envlock.matrix import TFRelease
 from envlock.matrix.cuda import CudaMatrix, ImageRelease
-from envlock.model import OLDEST_PYTHON
-from envlock.resolve.constraints import Checked, Constraints, Gpu
+from envlock.model import OLDEST_PYTHON, Constraints, Gpu
+from envlock.resolve.constraints import Checked
 from envlock.resolve.explain import (
     and_cuda_python_hint,
     describe,
