@@ -270,3 +270,75 @@ def test_an_old_format_bundle_reads_and_checks_as_current(
     assert code == 0, out
     assert "the lock is current" in out
     assert {p.name: p.read_bytes() for p in bundle.iterdir()} == before  # nothing written
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+    import json
+
+    code = main(list(argv))
+    data: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return code, data
+
+
+@pytest.fixture(scope="module")
+def uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("UV_CACHE_DIR", str(tmp_path_factory.mktemp("uv-cache")))
+        yield
+
+
+@pytest.mark.network
+@pytest.mark.usefixtures("uv_cache")
+@pytest.mark.parametrize(
+    ("argv", "version", "in_line", "not_in_line"),
+    [
+        # --gpu narrows what the driver can serve (the PTX JIT floor): recorded, so the
+        # check does not drift to a release the GPU cannot run
+        (
+            ["tensorflow", "--driver", "470.82.01", "--gpu", "RTX 3090"],
+            "2.11.1",
+            "--driver 470.82.01 --gpu 'RTX 3090'",
+            "--python",
+        ),
+        # no system image fits 2.16.2: resolve falls back to pip, with a warning
+        (["tensorflow==2.16.2"], "2.16.2", "envlock lock tensorflow==2.16.2 -o", "--cuda-source"),
+    ],
+)
+def test_a_fresh_lock_checks_as_current(
+    argv: list[str],
+    version: str,
+    in_line: str,
+    not_in_line: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "D"
+    code, locked = _json(capsys, "lock", *argv, "-o", str(out), "--json")
+    assert code == 0 and locked["resolution"]["version"] == version
+    code, checked = _json(capsys, "lock", "--check", str(out), "--json")
+    assert code == 0 and checked["ok"] and checked["changes"] == [], checked["changes"]
+    assert in_line in checked["regenerate"] and not_in_line not in checked["regenerate"]
+    lk = read_lock(out)
+    if version == "2.16.2":
+        assert lk.resolution.cuda_source == "pip" and lk.input.constraints.cuda_source is None
+        assert any(w.startswith("CUDA source pip, not system") for w in lk.resolution.warnings)
+    else:
+        assert [g.name for g in lk.input.constraints.gpus] == ["RTX 3090"]
+    header = (out / "requirements.txt").read_text(encoding="utf-8")
+    assert checked["regenerate"].replace(str(out), ".") in header
+
+
+@pytest.mark.network
+@pytest.mark.usefixtures("uv_cache")
+def test_every_fresh_ci_lock_cell_checks_as_current(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "cells"
+    code, result = _json(capsys, "ci", "lock", "tensorflow>=2.14,<2.17", "-o", str(out), "--json")
+    assert code == 0 and len(result["cells"]) == 3
+    for cell in result["cells"]:
+        folder = out / cell["id"]
+        code, checked = _json(capsys, "lock", "--check", str(folder), "--json")
+        assert code == 0 and checked["changes"] == [], (cell["id"], checked["changes"])
+        # a default cell is `envlock lock <cell spec> -o D`
+        assert checked["regenerate"] == f"envlock lock {cell['spec']} -o {folder}"
