@@ -6,8 +6,8 @@ shape (the ``--json`` output and the ``[tool.envlock]`` table of pylock.toml).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
 from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 CUDA_SOURCES = ("system", "pip")
@@ -108,7 +108,7 @@ class Constraints:
     os: str | None = None  # "ubuntu22.04"
     cuda_source: str | None = None  # None: system, falling back to pip; or as given
     gpus: tuple[Gpu, ...] = ()
-    # --exclude-newer as a UTC instant (RFC 3339, checked by envlock.lock.instant):
+    # --exclude-newer as a UTC instant (RFC 3339, checked by envlock.instant):
     # releases and files uploaded at or after it are left out
     exclude_newer: str | None = None
 

@@ -34,7 +34,7 @@ from envlock.cli import main
 from envlock.errors import EnvironmentFailure
 from envlock.lock import pip as pip_engine
 from envlock.lock import uv as uv_engine
-from envlock.lock.target import Target
+from envlock.target import Target
 
 PAGE = "/simple/dep-a/"
 TRANSIENT = ["stall", "reset", "truncate", 503]

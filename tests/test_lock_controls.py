@@ -18,9 +18,9 @@ import pytest
 from fixtures.index.fakeindex import FakeIndex, make_dist
 
 from envlock.errors import NoResolution, UsageError
+from envlock.instant import exclude_newer, uploaded_before
 from envlock.lock import lock, parse_pylock, pylock_text, requirements_text
 from envlock.lock.folder import LockRequest, lock_folder
-from envlock.lock.instant import exclude_newer, uploaded_before
 from envlock.lock.pip import check_exclude_newer, pip_version
 from envlock.lock.pylock import regenerate_command, resolve_argv
 from envlock.lock.uv import compile_command, dependencies_of, parse_annotated
@@ -132,8 +132,8 @@ def test_upload_times_are_compared_strictly_and_unknown_is_not_before() -> None:
 
 
 def test_uv_gets_the_instant_as_its_flag_not_a_bare_date() -> None:
-    from envlock.lock.target import Target
     from envlock.lock.uv import uv_env
+    from envlock.target import Target
 
     cmd = compile_command(
         "r.in", "out.toml", Target.for_lock("3.11", None), "http://x/simple",

@@ -129,7 +129,7 @@ def _explained(
         return error
     from envlock.doctor.capture import unavailable
     from envlock.index import index_url
-    from envlock.lock.target import Target
+    from envlock.target import Target
 
     target = Target.for_lock(resolution.python, resolution.os)
     missing = unavailable(captured.pins, target, index_url(args.index_url))

@@ -149,11 +149,11 @@ def constraints_from_args(
 
 
 def _exclude_newer(args: argparse.Namespace) -> str | None:
-    """--exclude-newer as a UTC instant (envlock.lock.instant), or None."""
+    """--exclude-newer as a UTC instant (envlock.instant), or None."""
     value: str | None = getattr(args, "exclude_newer", None)
     if value is None:
         return None
-    from envlock.lock.instant import exclude_newer
+    from envlock.instant import exclude_newer
 
     return exclude_newer(value)
 

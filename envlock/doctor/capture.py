@@ -244,7 +244,7 @@ class Unavailable:
 
 def unavailable(pins: Sequence[str], target: Any, index: str) -> list[Unavailable]:
     """The pins whose version the index has no wheel of for ``target`` (an
-    ``envlock.lock.target.Target``), with the nearest versions it has."""
+    ``envlock.target.Target``), with the nearest versions it has."""
     from envlock import http, pep691
 
     sess = http.session()

@@ -11,9 +11,9 @@ from packaging.utils import canonicalize_name
 from envlock.errors import UsageError
 from envlock.index import index_url as configured_index
 from envlock.lock.conflicts import explain
-from envlock.lock.target import Target
 from envlock.lock.uv import ResolverFailed
 from envlock.model import CUDA_SOURCES, Lock, LockInput, Resolution
+from envlock.target import Target
 
 RESOLVERS = ("uv", "pip")
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")

@@ -48,7 +48,6 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from envlock.errors import DataError, EnvironmentFailure, UsageError
-from envlock.lock.target import newest_linux
 from envlock.matrix.and_cuda import and_cuda_python
 from envlock.matrix.tensorflow import (
     GENERATED_BY,
@@ -60,6 +59,7 @@ from envlock.matrix.tensorflow import (
 from envlock.matrix.tested import TestedConfig, TestedConfigs
 from envlock.matrix.wheel_members import read_members
 from envlock.pep691 import IndexFile
+from envlock.target import newest_linux
 
 if TYPE_CHECKING:
     import requests
@@ -399,7 +399,7 @@ def first_upload(files: Iterable[IndexFile]) -> str:
     A release is on the index from its first Linux x86_64 wheel on: what
     ``--exclude-newer`` compares with (envlock.resolve's UploadedBefore stage).
     """
-    from envlock.lock.instant import format_utc, upload_instant
+    from envlock.instant import format_utc, upload_instant
 
     times = [t for t in (upload_instant(f.upload_time) for f in files) if t is not None]
     return format_utc(min(times)) if times else ""

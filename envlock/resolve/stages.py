@@ -98,7 +98,7 @@ class UploadedBefore(Stage):
         return f"--exclude-newer {self.given}"
 
     def why_not(self, release: TFRelease) -> str | None:
-        from envlock.lock.instant import uploaded_before
+        from envlock.instant import uploaded_before
 
         if not release.uploaded:
             return "its upload time is not in the matrix (run envlock matrix refresh)"
