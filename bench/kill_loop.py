@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fixtures.index.fakeindex import FakeIndex  # noqa: E402
 
-from envlock.lock.manifest import (  # noqa: E402
+from envlock.bundle.manifest import (  # noqa: E402
     JOURNAL,
     bundle_problems,
     leftovers,

@@ -51,7 +51,7 @@ def read_input(
 
 
 def _temp_for(path: Path, data: bytes, mode: int | None) -> Path:
-    # the suffix envlock.lock.manifest knows: a killed run's leftovers are removed there
+    # the suffix envlock.bundle.manifest knows: a killed run's leftovers are removed there
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".envlock-tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:

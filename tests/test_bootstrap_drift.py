@@ -22,8 +22,8 @@ from fixtures.index.fakeindex import FakeIndex
 from packaging.utils import canonicalize_name
 from test_lock import FW_TAG, resolution
 
+from envlock.bundle.folder import bundle_files
 from envlock.lock import lock
-from envlock.lock.folder import bundle_files
 from envlock.model import Constraints, Lock, LockInput
 from envlock.render import EXECUTABLE, RenderOptions
 from envlock.render.context import glibc_floor

@@ -1,4 +1,4 @@
-"""All-or-nothing bundles (envlock.lock.manifest): a failing or killed write,
+"""All-or-nothing bundles (envlock.bundle.manifest): a failing or killed write,
 concurrent writers, -o refusals, files envlock did not write, and atomic_write
 onto links and streams.
 
@@ -22,13 +22,10 @@ from typing import Any
 
 import pytest
 
-import envlock.lock.folder as folder_module
+import envlock.bundle.folder as folder_module
 from envlock import fsutil
-from envlock.cli import main
-from envlock.errors import EnvironmentFailure
-from envlock.lock import guard, read_lock
-from envlock.lock.guard import LOCKFILE
-from envlock.lock.manifest import (
+from envlock.bundle.guard import LOCKFILE
+from envlock.bundle.manifest import (
     JOURNAL,
     MANIFEST,
     bundle_problems,
@@ -36,6 +33,9 @@ from envlock.lock.manifest import (
     read_manifest,
     recover_bundle,
 )
+from envlock.cli import main
+from envlock.errors import EnvironmentFailure
+from envlock.lock import guard, read_lock
 from envlock.model import Lock
 
 REPO = Path(__file__).resolve().parent.parent
@@ -234,9 +234,9 @@ def test_lock_check_build_and_verify_finish_an_interrupted_write_first(
                 assert bundle_problems(bundle_214) == []  # already whole when it starts
                 return read_lock(bundle_214)
 
-            monkeypatch.setattr("envlock.lock.check.lock", fake_check_lock)
+            monkeypatch.setattr("envlock.bundle.check.lock", fake_check_lock)
             monkeypatch.setattr(
-                "envlock.lock.check.resolve",
+                "envlock.bundle.check.resolve",
                 lambda _constraints: read_lock(bundle_214).resolution,
             )
             code = main(["lock", "--check", str(bundle_214)])

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from fixtures.index.fakeindex import FakeIndex
 
+from envlock.bundle.folder import LockedFolder, LockRequest
 from envlock.ci.cells import bake_target, cell_id, expand
 from envlock.ci.lockcells import lock_cells
 from envlock.cli import main
 from envlock.errors import EnvironmentFailure
-from envlock.lock.folder import LockedFolder, LockRequest
 from envlock.model import Constraints
 
 SPEC = "tensorflow>=2.14,<2.16"

@@ -23,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.pylock import Pylock
 
+from envlock.bundle.folder import without_credentials
 from envlock.cli import main
 from envlock.errors import DataError, EnvironmentFailure, NoResolution, UsageError
 from envlock.lock import (
@@ -35,7 +36,6 @@ from envlock.lock import (
     requirements_text,
 )
 from envlock.lock.conflicts import explain, merge_one_of
-from envlock.lock.folder import without_credentials
 from envlock.lock.pylock import pylock_document
 from envlock.model import Constraints, Lock, LockedPackage, LockedWheel, LockInput, Resolution
 

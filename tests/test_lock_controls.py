@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from fixtures.index.fakeindex import FakeIndex, make_dist
 
+from envlock.bundle.folder import LockRequest, lock_folder
 from envlock.errors import NoResolution, UsageError
 from envlock.instant import exclude_newer, uploaded_before
 from envlock.lock import lock, parse_pylock, pylock_text, requirements_text
-from envlock.lock.folder import LockRequest, lock_folder
 from envlock.lock.pip import check_exclude_newer, pip_version
 from envlock.lock.pylock import regenerate_command, resolve_argv
 from envlock.lock.uv import compile_command, dependencies_of, parse_annotated

@@ -12,9 +12,9 @@ import pytest
 from fixtures.index.fakeindex import FakeIndex
 from test_lock import FW_TAG, resolution
 
+from envlock.bundle.folder import LockRequest, lock_input
 from envlock.errors import UsageError
 from envlock.lock import lock
-from envlock.lock.folder import LockRequest, lock_input
 from envlock.lock.freeze import is_cuda_wheel, split_frozen
 from envlock.model import Constraints
 

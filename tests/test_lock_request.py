@@ -23,13 +23,13 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from envlock.bundle.folder import LockedFolder, LockRequest, lock_input
 from envlock.ci.cells import expand
 from envlock.ci.lockcells import lock_cells
 from envlock.cli import build_parser, main
 from envlock.commands.resolve import constraints_from_args
 from envlock.lock import read_lock
 from envlock.lock.core import check_requirements
-from envlock.lock.folder import LockedFolder, LockRequest, lock_input
 from envlock.lock.pylock import parse_pylock, pylock_text, regenerate_command, resolve_argv
 from envlock.model import Constraints, Lock, LockInput, Resolution
 from envlock.readers import parse_toml

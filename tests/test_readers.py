@@ -243,7 +243,7 @@ def test_matrix_file_that_is_a_fifo_is_refused_not_waited_on(
 def test_requirement_file_with_latin1_bytes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from envlock.lock.folder import read_requirement_file
+    from envlock.bundle.folder import read_requirement_file
 
     req = tmp_path / "req.txt"
     req.write_bytes(b"numpy==1.26.4\n# Sch\xf6n\n")

@@ -531,7 +531,7 @@ def test_render_json_records_the_options_as_given() -> None:
 
 
 def test_recorded_options_stand_in_for_those_not_given(tmp_path: Path) -> None:
-    from envlock.lock.folder import recorded_options
+    from envlock.bundle.folder import recorded_options
 
     recorded = RenderOptions(base_image="envlock-test/bookworm-python:1", python_from="uv")
     files = render_bundle(make_lock(), recorded, LOCK_FILES)

@@ -426,7 +426,7 @@ def test_bundle_files_are_all_known_to_the_report() -> None:
     """Every file envlock lock writes is one a report records (BUNDLE_FILES)."""
     from test_render import make_lock
 
-    from envlock.lock.folder import bundle_files
+    from envlock.bundle.folder import bundle_files
     from envlock.render import RenderOptions
     from envlock.report.statement import BUNDLE_FILES
 

@@ -1,1 +1,9 @@
-"""Files copied verbatim into every bundle (standard library only, Python 3.8+)."""
+"""The bundle folder: every file ``envlock lock`` writes into DIR, as one transaction.
+
+``folder`` makes and writes the bundle (``envlock lock -o DIR``, ``envlock
+render DIR``), ``manifest`` switches its files in all or nothing,
+``guard`` refuses an output folder that would overwrite an input, and
+``check`` is ``envlock lock --check DIR``. The files copied verbatim into
+every bundle (standard library only, Python 3.8+) live here too
+(``envlock_runtime.py``).
+"""

@@ -1,6 +1,6 @@
 """``envlock ci lock``: one bundle per cell, several at once, all-or-nothing per cell.
 
-Each cell is ``envlock.lock.folder.lock_folder`` (what ``envlock lock`` calls)
+Each cell is ``envlock.bundle.folder.lock_folder`` (what ``envlock lock`` calls)
 with the cell's resolution and a ``LockRequest`` made from the template the
 command line gave, the output folder being ``DIR/<cell-id>``: the same
 bundle ``envlock lock <cell spec> -o DIR/<cell-id>`` writes (with ``--python X``
@@ -23,11 +23,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from envlock.bundle.folder import LockedFolder, LockRequest, lock_folder
 from envlock.ci.cells import Cell
 from envlock.ci.formats import bake_file
 from envlock.errors import EnvlockError
 from envlock.fsutil import atomic_write
-from envlock.lock.folder import LockedFolder, LockRequest, lock_folder
 from envlock.model import Resolution
 
 CELLS_JSON = "cells.json"

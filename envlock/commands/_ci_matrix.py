@@ -158,10 +158,10 @@ def _progress(message: str) -> None:
 
 
 def run_lock(args: argparse.Namespace) -> int:
+    from envlock.bundle.folder import LockRequest
+    from envlock.bundle.guard import check_output_folder
     from envlock.ci.lockcells import lock_cells, write_index
     from envlock.commands.render import render_options
-    from envlock.lock.folder import LockRequest
-    from envlock.lock.guard import check_output_folder
     from envlock.model import Constraints
     from envlock.output import emit_json, table
 

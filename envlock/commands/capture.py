@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from envlock.errors import NoResolution, UsageError
 
 if TYPE_CHECKING:
+    from envlock.bundle.folder import LockedFolder
     from envlock.doctor.capture import Captured
-    from envlock.lock.folder import LockedFolder
     from envlock.model import Resolution
 
 
@@ -80,8 +80,8 @@ def _build_notes(captured: Captured, resolution: Resolution) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from envlock.bundle.guard import check_output_folder
     from envlock.doctor.capture import capture_freeze, capture_venv
-    from envlock.lock.guard import check_output_folder
 
     out = Path(args.output)
     check_output_folder(out, "-o")
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
             )
     else:
         captured = capture_freeze(args.freeze)
-    from envlock.lock.folder import LockRequest, lock_folder
+    from envlock.bundle.folder import LockRequest, lock_folder
     from envlock.resolve import Constraints, resolve
 
     spec = f"{captured.framework}=={captured.version}"

@@ -1,8 +1,8 @@
 """envlock lock: flags, the call into the lock package, printing.
 
-``envlock lock SPEC -o DIR`` resolves SPEC, then ``envlock.lock.folder.lock_folder``
+``envlock lock SPEC -o DIR`` resolves SPEC, then ``envlock.bundle.folder.lock_folder``
 writes pylock.toml, requirements.txt and the rendered bundle in one step;
-``envlock lock --check DIR`` is ``envlock.lock.check.check_folder``: exit 1
+``envlock lock --check DIR`` is ``envlock.bundle.check.check_folder``: exit 1
 when any file lock writes into DIR would change.
 """
 
@@ -17,8 +17,8 @@ from envlock.commands.render import add_force_argument, add_render_arguments, re
 from envlock.errors import UsageError
 
 if TYPE_CHECKING:
-    from envlock.lock.check import CheckResult
-    from envlock.lock.folder import LockedFolder
+    from envlock.bundle.check import CheckResult
+    from envlock.bundle.folder import LockedFolder
     from envlock.model import LockedPackage
 
 
@@ -136,9 +136,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("what to lock is missing", hint="envlock lock 'tensorflow==2.15' -o DIR")
     if not args.output:
         raise UsageError("no output folder", hint=f"envlock lock '{args.spec}' -o DIR")
+    from envlock.bundle.folder import LockRequest, lock_folder
+    from envlock.bundle.guard import check_output_folder
     from envlock.commands.resolve import constraints_from_args
-    from envlock.lock.folder import LockRequest, lock_folder
-    from envlock.lock.guard import check_output_folder
 
     check_output_folder(Path(args.output), "-o")  # before any resolving: a bad -o fails fast
     from envlock.resolve import resolve
@@ -215,7 +215,7 @@ def _package_json(p: LockedPackage) -> dict[str, Any]:
 
 
 def check(args: argparse.Namespace) -> int:
-    from envlock.lock.check import CheckRequest, check_folder
+    from envlock.bundle.check import CheckRequest, check_folder
 
     folder = Path(args.check)
     if args.spec:

@@ -81,7 +81,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envlock.lock.folder import render_folder
+    from envlock.bundle.folder import render_folder
 
     directory = Path(args.dir)
     rendered = render_folder(directory, render_options(args, os=args.os), force=args.force)

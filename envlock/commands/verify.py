@@ -133,8 +133,8 @@ def _check_one(
 
 
 def run(args: argparse.Namespace) -> int:
+    from envlock.bundle.manifest import recover_bundle
     from envlock.errors import UsageError
-    from envlock.lock.manifest import recover_bundle
     from envlock.report import keys
 
     if args.from_registry:

@@ -207,7 +207,7 @@ def capture_venv(venv: Path, *, timeout: float = 300) -> Captured:
 
 def capture_freeze(path: str) -> Captured:
     """A ``pip freeze`` file (name==version lines) -> Captured."""
-    from envlock.lock.folder import read_requirement_file
+    from envlock.bundle.folder import read_requirement_file
 
     rows: list[tuple[str, str, str | None]] = []
     for line in read_requirement_file(path):

@@ -5,7 +5,7 @@ the target (Linux x86_64 manylinux, the resolved CPython minor) and returns a
 ``Lock``; ``pylock_text`` and ``requirements_text`` write it;
 ``read_lock(DIR)`` reads it back from ``DIR/pylock.toml``. The bundle folder
 (``envlock lock -o DIR``, ``envlock render DIR``) is written by
-``envlock.lock.folder``; ``envlock lock --check DIR`` is ``envlock.lock.check``.
+``envlock.bundle.folder``; ``envlock lock --check DIR`` is ``envlock.bundle.check``.
 """
 
 from __future__ import annotations

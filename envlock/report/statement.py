@@ -48,7 +48,7 @@ SUBJECT_KINDS = ("image-manifest", "image", "lock", "environment")
 ENVIRONMENT_NAME = "environment"
 # RFC 3339 in UTC with a Z, whole seconds: what ``created`` holds
 _RFC3339_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
-# Every file of a bundle (``envlock.lock.folder.bundle_files``, plus the CA
+# Every file of a bundle (``envlock.bundle.folder.bundle_files``, plus the CA
 # file render copies in with --ca-cert), in the order a report lists them; the
 # first three were the only ones recorded before issue #11.
 BUNDLE_FILES = (

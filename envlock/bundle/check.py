@@ -14,10 +14,10 @@ import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from envlock.bundle.folder import Progress, bundle_files, recorded_options
+from envlock.bundle.manifest import recover_bundle
 from envlock.errors import UsageError
 from envlock.lock.core import lock
-from envlock.lock.folder import Progress, bundle_files, recorded_options
-from envlock.lock.manifest import recover_bundle
 from envlock.lock.pylock import PYLOCK, read_lock, regenerate_command
 from envlock.lock.requirements import REQUIREMENTS
 from envlock.model import Lock

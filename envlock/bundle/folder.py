@@ -5,7 +5,7 @@ lock, then pylock.toml, requirements.txt and the rendered bundle in one
 all-or-nothing write. ``render_folder`` is ``envlock render DIR``: the
 rendered files again from DIR's lock, DIR's render.json standing in for the
 options not given. ``bundle_files`` is what ``lock`` writes and what
-``lock --check`` (envlock.lock.check) compares.
+``lock --check`` (envlock.bundle.check) compares.
 """
 
 from __future__ import annotations
@@ -17,18 +17,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from envlock.door import redact
-from envlock.errors import UsageError
-from envlock.fsutil import sha256_bytes
-from envlock.lock.core import check_requirements, lock
-from envlock.lock.freeze import split_frozen
-from envlock.lock.guard import check_output_folder
-from envlock.lock.manifest import (
+from envlock.bundle.guard import check_output_folder
+from envlock.bundle.manifest import (
     commit,
     locked_bundle,
     recover_bundle,
     refuse_foreign,
 )
+from envlock.door import redact
+from envlock.errors import UsageError
+from envlock.fsutil import sha256_bytes
+from envlock.lock.core import check_requirements, lock
+from envlock.lock.freeze import split_frozen
 from envlock.lock.pylock import PYLOCK, pylock_text, read_lock
 from envlock.lock.requirements import REQUIREMENTS, requirements_text
 from envlock.model import Constraints, Lock, LockInput, Resolution
@@ -184,7 +184,7 @@ def lock_folder(
     request: LockRequest, resolution: Resolution, progress: Progress | None = None
 ) -> LockedFolder:
     """Lock ``resolution`` (+ the request's pins) and write the whole bundle into
-    ``request.output`` in one switch (envlock.lock.manifest); an existing
+    ``request.output`` in one switch (envlock.bundle.manifest); an existing
     runtime.json there is kept. An interrupted earlier write into DIR is
     finished or rolled back first."""
     out = request.output

@@ -43,8 +43,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from envlock.bundle.guard import BundleLock, check_output_folder
 from envlock.errors import EnvironmentFailure, UsageError
-from envlock.lock.guard import BundleLock, check_output_folder
 
 MANIFEST = "envlock-manifest.json"
 JOURNAL = ".envlock-journal.json"

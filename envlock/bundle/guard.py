@@ -5,7 +5,7 @@ that makes writers of one folder take turns.
 folder (exit 2). ``BundleLock`` is ``fcntl.flock`` on ``DIR/.envlock-lock``: a
 second envlock waits for the first (the locked part of a write lasts
 milliseconds) and gives up with exit 3, naming the holder's pid, after
-``LOCK_TIMEOUT_S``. ``envlock.lock.manifest`` writes and recovers bundles
+``LOCK_TIMEOUT_S``. ``envlock.bundle.manifest`` writes and recovers bundles
 under it.
 """
 
