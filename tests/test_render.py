@@ -18,10 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from envlock import render
-from envlock.bundle import envlock_runtime
 from envlock.errors import DataError, UsageError
 from envlock.model import Constraints, Lock, LockedPackage, LockedWheel, LockInput, Resolution
-from envlock.render import RenderOptions, bundle_context, render_bundle
+from envlock.render import RenderOptions, bundle_context, envlock_runtime, render_bundle
 
 REPO = Path(__file__).resolve().parent.parent
 LOCK_FILES = {"pylock.toml": b"lock-version = '1.0'\n", "requirements.txt": b"x==1\n"}

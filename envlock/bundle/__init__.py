@@ -3,7 +3,7 @@
 ``folder`` makes and writes the bundle (``envlock lock -o DIR``, ``envlock
 render DIR``), ``manifest`` switches its files in all or nothing,
 ``guard`` refuses an output folder that would overwrite an input, and
-``check`` is ``envlock lock --check DIR``. The files copied verbatim into
-every bundle (standard library only, Python 3.8+) live here too
-(``envlock_runtime.py``).
+``check`` is ``envlock lock --check DIR``. What goes into the files is
+render's (envlock.render, which also holds ``envlock_runtime.py``, copied
+verbatim into every bundle).
 """

@@ -50,7 +50,7 @@ def _harness() -> bytes:
 def _runtime_module() -> bytes:
     from importlib import resources
 
-    return (resources.files("envlock") / "bundle" / "envlock_runtime.py").read_bytes()
+    return (resources.files("envlock") / "render" / "envlock_runtime.py").read_bytes()
 
 
 def _in_dquotes(value: object) -> str:

@@ -92,7 +92,7 @@ def read_render_options(directory: Path) -> dict[str, str | None] | None:
 
 def runtime_settings(existing: Mapping[str, Any] | None) -> dict[str, Any]:
     """The runtime.json document: the defaults, or ``existing`` checked."""
-    from envlock.bundle import envlock_runtime
+    from envlock.render import envlock_runtime
 
     if existing is None:
         return dict(envlock_runtime.DEFAULTS)
