@@ -391,7 +391,7 @@ def test_bundle_files_and_copies() -> None:
         "envlock_smoke.py",
     }
     assert files["envlock_smoke.py"] == (REPO / "envlock/smoke/harness.py").read_bytes()
-    assert files["envlock_runtime.py"] == (REPO / "envlock/bundle/envlock_runtime.py").read_bytes()
+    assert files["envlock_runtime.py"] == (REPO / "envlock/render/envlock_runtime.py").read_bytes()
     assert "bootstrap.sh" in render.EXECUTABLE and len(render.EXECUTABLE) == 1
     ignored = str(files[".dockerignore"]).splitlines()
     copied = set()
