@@ -335,8 +335,29 @@ def test_transient_503_answers_are_retried(index: FakeIndex, cache: str) -> None
     lk = _lock(index, cache)
     assert {p.name for p in lk.packages} == {"dep-a", "dep-b", "fakefw"}
     assert index.faults["/simple/dep-a/"] == []  # both 503s were served
-    # uv asked again after each 503, and once more in its second run (the pylock pass)
-    assert index.client_hits["uv", "/simple/dep-a/"] - before == 4
+    # uv asked again after each 503; its second run (the pylock pass) reads uv's cache
+    assert index.client_hits["uv", "/simple/dep-a/"] - before == 3
+
+
+def test_uv_asks_for_each_page_once_per_lock(index: FakeIndex, cache: str) -> None:
+    before = dict(index.client_hits)
+    lk = _lock(index, cache, source="pip")
+    asked = {
+        path: n - before.get((agent, path), 0)
+        for (agent, path), n in index.client_hits.items()
+        if agent == "uv" and path.startswith("/simple/") and n > before.get((agent, path), 0)
+    }
+    assert asked == {f"/simple/{p.name}/": 1 for p in lk.packages}
+
+
+def test_without_uv_cache_the_pylock_pass_asks_the_index(
+    index: FakeIndex, cache: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with_cache = _lock(index, cache, source="pip")
+    monkeypatch.setenv("UV_NO_CACHE", "1")
+    before = index.client_hits["uv", "/simple/dep-a/"]
+    assert _lock(index, cache, source="pip") == with_cache
+    assert index.client_hits["uv", "/simple/dep-a/"] - before == 2  # both runs asked
 
 
 def test_transient_503_answers_are_retried_by_the_pip_engine_listing(

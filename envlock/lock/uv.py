@@ -312,12 +312,19 @@ def compile_lock(
 ) -> tuple[LockedPackage, ...]:
     """Resolve ``requirements`` for ``target``; raise ResolverFailed on no solution.
 
-    Two runs of ``uv pip compile``: the first writes requirements.txt with
-    ``# via`` annotations (the versions and the dependency graph; with
-    ``preferences``, the earlier lock's pins are already in that file, the way
-    uv and pip-compile keep an existing output file, and ``upgrade`` names the
-    packages freed from them); the second writes pylock.toml (url, size and
-    sha256 of every file) for exactly those versions, given as constraints.
+    One resolution over the network and one read of uv's cache. uv writes the
+    dependency graph (``# via``) only in requirements.txt form and url and size
+    of the files only in pylock.toml form, so ``uv pip compile`` runs twice:
+    the first run resolves and writes requirements.txt with ``# via``
+    annotations (the versions and the graph; with ``preferences``, the earlier
+    lock's pins are already in that file, the way uv and pip-compile keep an
+    existing output file, and ``upgrade`` names the packages freed from them);
+    the second writes pylock.toml (url, size and sha256 of every file) for
+    exactly those versions, given as constraints, ``--offline``: every index
+    page it needs is in uv's cache from the first run, so it asks the index
+    nothing (the index's pages are revalidated on every online run, and
+    the second run would cost as much as the first). Where that cache is not
+    kept (UV_NO_CACHE), the second run goes to the index.
     """
     env = uv_env(cache_dir)
     with tempfile.TemporaryDirectory(prefix="envlock-uv-") as tmp:
@@ -345,16 +352,25 @@ def compile_lock(
             encoding="utf-8",
         )
         out = str(Path(tmp, "pylock.toml"))
-        cmd = compile_command(
-            REQUIREMENTS_IN,
-            out,
-            target,
-            index,
-            offline=offline,
-            exclude_newer=exclude_newer,
-            constraints=pins.name,
-        )
-        _compile(cmd, env, tmp, index, offline)
+
+        def pylock_pass(from_cache: bool) -> None:
+            cmd = compile_command(
+                REQUIREMENTS_IN,
+                out,
+                target,
+                index,
+                offline=from_cache,
+                exclude_newer=exclude_newer,
+                constraints=pins.name,
+            )
+            _compile(cmd, env, tmp, index, from_cache)
+
+        try:
+            pylock_pass(from_cache=True)
+        except (EnvironmentFailure, ResolverFailed):
+            if offline:
+                raise
+            pylock_pass(from_cache=False)
         try:
             data = tomllib.loads(Path(out).read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as e:
