@@ -24,13 +24,40 @@ _LINE_BREAKING = frozenset(("Cc", "Zl", "Zp", "Cs"))
 
 # scheme://user[:password]@ -- the userinfo of a URL anywhere in a text
 _USERINFO_RE = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#\s]*)@")
-# ?token=... / &X-Amz-Signature=... -- a secret-bearing query parameter of a URL in a text
-# (signed-URL and token-in-query styles of private indexes and object stores)
+# a URL's query or fragment, up to the end of the URL (whitespace or a quote)
+_URL_TAIL_RE = re.compile(
+    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s?#'\"<>]*)(?P<tail>[?#][^\s'\"<>]*)"
+)
+# ?token=... / &X-Amz-Signature=... outside a URL envlock can see whole
 _SECRET_QUERY_RE = re.compile(
-    r"(?P<name>[?&](?:[A-Za-z0-9_.-]*[_.-])?"
-    r"(?:token|key|secret|password|passwd|pwd|sig|signature|credential|auth)=)"
-    r"(?P<value>[^&#\s'\"]+)",
+    r"(?P<name>[?&#;](?:[A-Za-z0-9_.-]*[_.-])?"
+    r"(?:token|key|secret|password|passwd|pwd|sig|signature|credential|auth|jwt|session"
+    r"|sessionid|apikey|access)[A-Za-z0-9_.-]*=)"
+    r"(?P<value>[^&#;\s'\"]+)",
     re.IGNORECASE,
+)
+# Query and fragment parameters whose values are kept: hashes in wheel URLs
+# (PEP 503 fragments), a registry's pagination (?n=, &last=) and a token
+# service's service and scope (the OCI distribution and Docker token specs):
+# names that never carry a credential. Every other value is shown as ***.
+HARMLESS_PARAMETERS = frozenset(
+    (
+        "sha256",
+        "sha384",
+        "sha512",
+        "sha224",
+        "sha1",
+        "md5",
+        "egg",
+        "subdirectory",
+        "n",
+        "last",
+        "service",
+        "scope",
+        "format",
+        "page",
+        "per_page",
+    )
 )
 
 
@@ -42,19 +69,60 @@ def bad_character(text: str) -> str | None:
     return None
 
 
-def redact(text: str) -> str:
-    """``text`` with the user and password of every URL in it removed.
+def _params(part: str, *, bare: bool = False) -> str:
+    """A query or fragment with every value but the harmless ones shown as ***
+    (``bare``: a word without ``=`` is kept, as a page anchor is)."""
+    if bare and "=" not in part:
+        return part
+    out = []
+    for item in re.split(r"([&;])", part):
+        if item in ("&", ";") or not item:
+            out.append(item)
+            continue
+        name, eq, _value = item.partition("=")
+        if not eq:  # a bare word: a value without a name is a value too
+            out.append(item if name.lower() in HARMLESS_PARAMETERS else "***")
+        elif name.lower() in HARMLESS_PARAMETERS:
+            out.append(item)
+        else:
+            out.append(f"{name}=***")
+    return "".join(out)
 
-    ``https://user:secret@host/simple`` becomes ``https://host/simple``, and the
-    value of a secret-bearing query parameter (``?token=``, ``&X-Amz-Signature=``,
-    ``?api_key=``) becomes ``***``; text without credentials comes back
-    unchanged. The one function through which an index URL reaches a message,
-    a log or a file.
+
+def _url_tail(m: re.Match[str]) -> str:
+    tail = m.group("tail")
+    query, hashmark, fragment = tail.partition("#")
+    if query.startswith("?"):
+        query = "?" + _params(query[1:])
+    elif query:  # the tail starts with '#'
+        query, fragment, hashmark = "", tail[1:], "#"
+    return m.group("head") + query + (hashmark + _params(fragment, bare=True) if hashmark else "")
+
+
+def redact(text: str) -> str:
+    """``text`` with the credentials of every URL in it removed.
+
+    The user and password go (``https://user:secret@host/simple`` becomes
+    ``https://host/simple``), and every value in a URL's query and fragment
+    becomes ``***`` unless its name is in ``HARMLESS_PARAMETERS``
+    (``?apikey=s3cr3t`` -> ``?apikey=***``, ``#token=x`` -> ``#token=***``,
+    ``#sha256=<hex>`` kept). Outside a URL, secret-looking parameters
+    (``&token=``) lose their values too. Text without credentials comes back
+    unchanged. The one function through which a URL reaches a message, a log
+    or a file.
     """
     text = _USERINFO_RE.sub(lambda m: m.group("scheme"), text)
+    if "?" in text or "#" in text:
+        text = _URL_TAIL_RE.sub(_url_tail, text)
     if "=" in text:
         text = _SECRET_QUERY_RE.sub(lambda m: m.group("name") + "***", text)
     return text
+
+
+def carries_secret(url: str) -> bool:
+    """Whether ``redact`` takes anything but the user and password out of ``url``:
+    then the redacted URL would not work where it is pasted."""
+    return redact(url) != _USERINFO_RE.sub(lambda m: m.group("scheme"), url)
 
 
 def shown(text: str, limit: int = 120) -> str:

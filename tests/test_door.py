@@ -14,13 +14,14 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envlock.cli import main
-from envlock.door import bad_character, redact
+from envlock.door import bad_character, carries_secret, redact
 from envlock.errors import DataError, EnvironmentFailure, UsageError
 from envlock.index import index_url
 from envlock.lock import read_lock
@@ -270,7 +271,8 @@ def test_redact_removes_user_and_password_of_every_url() -> None:
         "https://a.invalid/x and http://b.invalid/"
     )
     assert redact(f"https://u:p@{SECRET}@a.invalid/simple") == "https://a.invalid/simple"
-    assert redact("http://127.0.0.1:9/simple?x=a@b") == "http://127.0.0.1:9/simple?x=a@b"
+    # an @ in the query is not userinfo: the host stays (the value goes: not a harmless name)
+    assert redact("http://127.0.0.1:9/simple?x=a@b") == "http://127.0.0.1:9/simple?x=***"
     assert redact("mail me: a@b.invalid") == "mail me: a@b.invalid"
 
 
@@ -418,5 +420,89 @@ def test_redact_hides_secret_query_parameters() -> None:
     )
     assert redact(f"'https://a.invalid/x?api_key={SECRET}'") == "'https://a.invalid/x?api_key=***'"
     assert redact("https://a.invalid/simple?page=2&monkey=1") == (
-        "https://a.invalid/simple?page=2&monkey=1"
+        "https://a.invalid/simple?page=2&monkey=***"
     )
+
+
+# The forms the third hardening round found printed and written (issue #21), and
+# those credentials providers put into URLs: presigned object-store URLs (AWS,
+# Google Cloud, Azure SAS), token-in-query indexes (GitLab, Artifactory), JWTs,
+# session ids, OAuth fragments. Every value goes but the allow-listed names'.
+SECRET_URLS = [
+    (f"https://i.invalid/simple?apikey={SECRET}", "https://i.invalid/simple?apikey=***"),
+    (f"https://i.invalid/simple/?jwt={SECRET}", "https://i.invalid/simple/?jwt=***"),
+    (f"https://i.invalid/s?sessionid={SECRET}", "https://i.invalid/s?sessionid=***"),
+    (f"https://i.invalid/simple#token={SECRET}", "https://i.invalid/simple#token=***"),
+    (
+        f"https://i.invalid/s#access_token={SECRET}&x=1",
+        "https://i.invalid/s#access_token=***&x=***",
+    ),
+    (
+        f"https://b.invalid/w.whl?X-Amz-Algorithm=AWS4&X-Amz-Credential={SECRET}"
+        f"&X-Amz-Security-Token={SECRET}&X-Amz-Signature={SECRET}",
+        "https://b.invalid/w.whl?X-Amz-Algorithm=***&X-Amz-Credential=***"
+        "&X-Amz-Security-Token=***&X-Amz-Signature=***",
+    ),
+    (
+        f"https://g.invalid/w.whl?X-Goog-Credential={SECRET}&X-Goog-Signature={SECRET}",
+        "https://g.invalid/w.whl?X-Goog-Credential=***&X-Goog-Signature=***",
+    ),
+    (
+        f"https://a.invalid/c/w.whl?sv=2022-11-02&se=2026&sp=r&sig={SECRET}",
+        "https://a.invalid/c/w.whl?sv=***&se=***&sp=***&sig=***",
+    ),
+    (
+        f"https://gl.invalid/api/simple?private_token={SECRET}",
+        "https://gl.invalid/api/simple?private_token=***",
+    ),
+    (f"https://i.invalid/simple?{SECRET}", "https://i.invalid/simple?***"),
+    (f"https://i.invalid/s?a={SECRET};b={SECRET}", "https://i.invalid/s?a=***;b=***"),
+    (f"https://u:{SECRET}@i.invalid/simple?code={SECRET}", "https://i.invalid/simple?code=***"),
+]
+
+
+@pytest.mark.parametrize(("url", "shown_as"), SECRET_URLS)
+def test_one_redaction_rule_for_every_url(url: str, shown_as: str) -> None:
+    assert redact(url) == shown_as
+    assert redact(f"error: GET {url} failed (403)") == f"error: GET {shown_as} failed (403)"
+    assert SECRET not in redact(repr(url))
+    assert carries_secret(url)
+
+
+def test_harmless_parameters_and_anchors_are_kept() -> None:
+    kept = [
+        "https://f.invalid/tensorflow-2.15.1-cp311.whl#sha256=" + "ab" * 32,
+        "https://r.invalid/v2/team/tf/tags/list?n=100&last=tf2.15",
+        "https://auth.invalid/token?scope=repository:team/tf:pull,push&service=registry",
+        "https://github.invalid/tensorflow/issues/62075#issuecomment-1808652131",
+        "https://i.invalid/simple/",
+    ]
+    for url in kept:
+        assert redact(url) == url and not carries_secret(url)
+    assert not carries_secret(f"https://u:{SECRET}@i.invalid/simple")  # userinfo alone
+
+
+def test_an_index_url_with_a_query_secret_is_neither_printed_nor_recorded(
+    make_index: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """`lock --index-url 'http://.../simple?apikey=S'`: the lock works, nothing it
+    prints or writes holds S, the lock records no index (its URL would not work
+    without S), and the Regenerate line is a command that works when pasted."""
+    idx = make_index()
+    idx.add_dist("tensorflow", "2.15.1", tag="cp310-cp310-manylinux_2_17_x86_64")
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv"))
+    out = tmp_path / "b"
+    url = f"{idx.url}?apikey={SECRET}"
+    assert main(["lock", "tensorflow==2.15", "--index-url", url, "-o", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert SECRET not in printed.out + printed.err
+    assert "carries a credential in its query or fragment" in printed.err
+    for path in out.iterdir():
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path.name
+    lock = read_lock(out)
+    assert lock.input.index_url is None
+    header = (out / "requirements.txt").read_text(encoding="utf-8")
+    assert "--index-url" not in header and "***" not in header
+    assert main(["lock", "--check", str(out), "--index-url", url]) == 0
+    assert SECRET not in capsys.readouterr().out

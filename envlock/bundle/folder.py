@@ -24,7 +24,7 @@ from envlock.bundle.manifest import (
     recover_bundle,
     refuse_foreign,
 )
-from envlock.door import redact
+from envlock.door import carries_secret, redact
 from envlock.errors import UsageError
 from envlock.fsutil import sha256_bytes
 from envlock.lock.core import check_requirements, lock
@@ -137,8 +137,25 @@ def lock_input(
     return LockInput(
         constraints=request.constraints,
         with_requirements=tuple(reqs),
-        index_url=without_credentials(request.index_url) if request.index_url else None,
+        index_url=_recorded_index(request.index_url, notes),
     )
+
+
+def _recorded_index(url: str | None, notes: list[str] | None) -> str | None:
+    """The --index-url as the lock records it: without user and password; not at all
+    when its query or fragment carries a credential (the URL would not work without it,
+    and the Regenerate line must be a command that works when pasted)."""
+    if not url:
+        return None
+    if carries_secret(url):
+        if notes is not None:
+            notes.append(
+                f"--index-url {redact(url)} carries a credential in its query or fragment: "
+                "the lock does not record it; `envlock lock --check` and the Regenerate line "
+                "use your pip/uv configuration (give --index-url again to use it)"
+            )
+        return None
+    return without_credentials(url)
 
 
 def bundle_files(locked: Lock, options: RenderOptions) -> dict[str, bytes]:

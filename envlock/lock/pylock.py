@@ -19,7 +19,7 @@ from typing import Any
 
 import tomli_w
 
-from envlock.door import bad_character, redact, shown
+from envlock.door import bad_character, carries_secret, redact, shown
 from envlock.errors import DataError
 from envlock.model import InputError, Lock, LockedPackage, LockedWheel, LockInput, Resolution
 from envlock.target import Target
@@ -160,8 +160,18 @@ def pylock_text(lock: Lock) -> str:
         f"PEP 751 lock made by envlock: {describe(lock)}.",
         f"Resolved with {lock.resolver} {lock.resolver_version} from: "
         + " ".join(lock.top_requirements),
-        "Install into a fresh venv: uv pip install -r pylock.toml",
-        "  (or: pip install --require-hashes --no-deps -r requirements.txt)",
+        *(
+            [
+                "Install into a fresh venv, through your configured index (the wheel URLs",
+                "  carried credentials and are recorded without them):",
+                "  pip install --require-hashes --no-deps -r requirements.txt",
+            ]
+            if any(carries_secret(w.url) for p in lock.packages for w in p.wheels)
+            else [
+                "Install into a fresh venv: uv pip install -r pylock.toml",
+                "  (or: pip install --require-hashes --no-deps -r requirements.txt)",
+            ]
+        ),
         f"Regenerate (in this folder): {regenerate_command(lock)}",
         "Check it is current:         envlock lock --check .",
     ]
