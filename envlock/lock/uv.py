@@ -161,7 +161,9 @@ def compile_command(
     annotations (the dependency graph). ``exclude_newer``: an RFC 3339 UTC
     instant, given as the flag (UV_EXCLUDE_NEWER stays stripped). ``upgrade``:
     ``--upgrade-package`` names; the pins already in ``output`` are uv's
-    preferences for every other package."""
+    preferences for every other package. The target is ``--python-version`` and
+    ``--python-platform``; ``--python`` (this interpreter) only spares uv its
+    interpreter search."""
     cmd = [
         uv_bin(),
         "pip",
@@ -174,6 +176,11 @@ def compile_command(
         target.python,
         "--python-platform",
         target.uv_platform,
+        # uv needs an interpreter only to build source distributions, which a lock
+        # never does (--only-binary): naming envlock's own spares uv a search of
+        # PATH in every run (a pyenv shim on PATH costs ~0.1 s a query)
+        "--python",
+        sys.executable,
         "--only-binary",
         ":all:",
         "--no-header",
