@@ -488,7 +488,7 @@ def kind_resolve_flags(ws: Workspace, argv: list[str]) -> Outcome:
 @contextlib.contextmanager
 def fake_resolver() -> Iterator[None]:
     """``envlock lock`` with the resolver replaced: a recorded lock for any resolution."""
-    from envlock.lock import folder
+    from envlock.bundle import folder
     from envlock.lock.pylock import read_lock
 
     recorded = read_lock(GOLDEN_BUNDLE)

@@ -24,6 +24,7 @@ import pytest
 
 import envlock.bundle.folder as folder_module
 from envlock import fsutil
+from envlock.bundle import guard
 from envlock.bundle.guard import LOCKFILE
 from envlock.bundle.manifest import (
     JOURNAL,
@@ -35,7 +36,7 @@ from envlock.bundle.manifest import (
 )
 from envlock.cli import main
 from envlock.errors import EnvironmentFailure
-from envlock.lock import guard, read_lock
+from envlock.lock import read_lock
 from envlock.model import Lock
 
 REPO = Path(__file__).resolve().parent.parent
