@@ -26,15 +26,21 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def print_error(err: EnvlockError) -> None:
-    sys.stderr.write(f"envlock: error: {err.message}\n")
+    from envlock.output import escaped
+
+    sys.stderr.write(f"envlock: error: {escaped(err.message)}\n")
     if err.hint:
-        sys.stderr.write(f"  hint: {err.hint}\n")
+        sys.stderr.write(f"  hint: {escaped(err.hint)}\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
     args = build_parser(argv).parse_args(argv)
+    from envlock.output import EscapingWriter
+
+    stdout = sys.stdout
+    sys.stdout = EscapingWriter(stdout)
     try:
         code = args.func(args)
     except EnvlockError as err:
@@ -45,4 +51,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        sys.stdout = stdout
     return int(code or 0)
