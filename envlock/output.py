@@ -25,6 +25,12 @@ def escaped(text: str, *, newlines: bool = False) -> str:
 _CELL = re.compile(_CONTROLS.pattern[:1] + "\t\n" + _CONTROLS.pattern[1:])
 
 
+def first_control(text: str) -> str | None:
+    """The first character of ``text`` a terminal would act on, as ``U+XXXX``; else None."""
+    m = _CONTROLS.search(text)
+    return f"U+{ord(m.group()):04X}" if m else None
+
+
 def _escape(m: re.Match[str]) -> str:
     code = ord(m.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

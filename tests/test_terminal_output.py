@@ -59,3 +59,20 @@ def test_a_hostile_reason_is_shown_escaped(
     assert "\x1b" not in shown and "\x9b" not in shown and "\u202e" not in shown
     assert "\r" not in shown and "\x07" not in shown
     assert "\\x1b[2K" in shown, shown
+
+
+def test_report_sign_refuses_a_reason_with_terminal_controls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from report_support import make_keys, smoke_result
+
+    priv, _pub = make_keys(tmp_path)
+    result = smoke_result()
+    result["checks"][3]["reason"] = HOSTILE
+    source = tmp_path / "result.json"
+    source.write_text(json.dumps(result), encoding="utf-8")
+    out = tmp_path / "r.json"
+    code, _, err = cli(capsys, "report", "sign", str(source), "--key", str(priv), "-o", str(out))
+    assert code == 2 and not out.exists()
+    assert "checks[3].reason holds the terminal control U+001B" in err
+    assert "\x1b" not in err

@@ -41,6 +41,7 @@ def sign_result(
         strict.check_value(result, max_depth=strict.MAX_RESULT_DEPTH)
     except strict.JSONDefect as e:
         raise DataError(f"result: {e}", hint="sign the JSON the smoke harness printed") from e
+    _refuse_controls(result)
     private_key = keymod.load_private(key)
     # results of run_in_image carry {"id", "ref"}: name the subject by the ref
     image = result.get("image")
@@ -75,6 +76,23 @@ def sign_result(
 
 
 _HINT = "sign the JSON the smoke harness printed, unedited"
+
+
+def _refuse_controls(result: dict[str, Any]) -> None:
+    """A check reason that would act on a reader's terminal (ESC, OSC, C1, bidi
+    overrides) is never signed: every reader would have to trust it not to."""
+    from envlock.output import first_control
+
+    checks = result.get("checks")
+    for i, check in enumerate(checks if isinstance(checks, list) else ()):
+        for key in ("name", "reason"):
+            value = check.get(key) if isinstance(check, dict) else None
+            control = first_control(value) if isinstance(value, str) else None
+            if control is not None:
+                raise DataError(
+                    f"result: checks[{i}].{key} holds the terminal control {control}",
+                    hint=_HINT,
+                )
 
 
 def envelope_bytes(envelope: dict[str, Any]) -> bytes:
