@@ -46,6 +46,15 @@ class NoResolution(UsageError):
     """Nothing satisfies the constraints. Exit 2."""
 
 
+class PinsNeedPython(NoResolution):
+    """The pins exclude the lock's Python: ``needs`` maps each pin, as written, to
+    the Requires-Python that excludes it (``{"markdown==3.11.3": ">=3.11"}``)."""
+
+    def __init__(self, message: str, hint: str | None = None, *, needs: dict[str, str]) -> None:
+        super().__init__(message, hint=hint)
+        self.needs = dict(needs)
+
+
 class CheckFailed(EnvlockError):
     """A check failed (smoke, verify, doctor, lock --check). Exit 1."""
 

@@ -109,3 +109,50 @@ def test_framework_aliases_and_extras() -> None:
             origin="-r f",
         )
     assert is_cuda_wheel("nvidia_cublas_cu11") and not is_cuda_wheel("nvidia-ml-py")
+
+
+@pytest.fixture()
+def tf_index(make_index: Callable[..., FakeIndex]) -> FakeIndex:
+    """tensorflow 2.15.1 (cp39-cp311 wheels), and a pin whose newest release needs 3.11."""
+    idx = make_index()
+    for py in ("39", "310", "311"):
+        idx.add_dist("tensorflow", "2.15.1", tag=f"cp{py}-cp{py}-manylinux_2_17_x86_64")
+    idx.add_dist("markdown", "3.5.2")
+    idx.add_dist("markdown", "3.11.3", requires_python=">=3.11")
+    return idx
+
+
+def test_a_freeze_of_a_newer_python_locks_for_the_python_its_pins_need(
+    tf_index: FakeIndex,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A freeze made under Python 3.11 locks as it stands: resolve's default for
+    2.15 is 3.10, the pins need 3.11, so the lock is for 3.11 and says why; the
+    lock checks as current; an explicit --python still wins."""
+    import json
+
+    from envlock.cli import main
+    from envlock.lock import read_lock
+
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv"))
+    freeze = _freeze(tmp_path, "Markdown==3.11.3", "tensorflow==2.15.1")
+    out = tmp_path / "env"
+    argv = ["lock", "tensorflow==2.15.1", "-r", str(freeze), "--index-url", tf_index.url]
+    assert main([*argv, "-o", str(out), "--json"]) == 0
+    locked = json.loads(capsys.readouterr().out)
+    assert locked["resolution"]["python"] == "3.11"
+    why = [r for r in locked["resolution"]["reasons"] if r.startswith("Python 3.11")]
+    assert why == [
+        "Python 3.11: the newest that tensorflow 2.15.1 and your pins allow "
+        "(Markdown==3.11.3 needs Python >=3.11); wheels exist for 3.9-3.11; no Ubuntu of "
+        "the image ships python3 3.11, so a standalone CPython is installed (uv python install)"
+    ]
+    assert read_lock(out).input.constraints.python is None  # chosen, not asked
+    assert main(["lock", "--check", str(out)]) == 0
+    capsys.readouterr()
+    code = main([*argv, "--python", "3.10", "-o", str(tmp_path / "explicit")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Markdown==3.11.3 needs Python >=3.11" in err
+    assert "pass --python 3.11" in err

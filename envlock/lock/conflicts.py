@@ -14,7 +14,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
-from envlock.errors import NoResolution
+from envlock.errors import NoResolution, PinsNeedPython
 
 _NAME = r"(?P<who>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?"
 # uv: "tensorflow==2.15.1 depends on numpy>=1.23.5,<2.0.0 and ..."
@@ -234,12 +234,13 @@ def explain(
         minors = [m for spec in wrong_python.values() if (m := _first_minor(spec))]
         newest = max(minors, key=lambda v: int(v.split(".")[1])) if minors else None
         which = f"--python {newest}" if newest else "another --python"
-        return NoResolution(
+        return PinsNeedPython(
             f"the lock is for {target}, and your pins need another Python: "
             + "; ".join(parts)
             + f"\n  {resolver} said:\n{detail}",
             hint=f"pass {which} (a pip freeze does not record the Python it came from; "
             f"'envlock capture --venv' does), or relax the pin on {names}",
+            needs=wrong_python,
         )
 
     missing = [_clean(m.group("req") or m.group("req2")) for m in _NO_VERSION.finditer(output)]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
-from envlock.errors import UsageError
+from envlock.errors import NoResolution, PinsNeedPython, UsageError
 from envlock.index import index_url as configured_index
 from envlock.lock.conflicts import explain
 from envlock.lock.uv import ResolverFailed
@@ -94,6 +96,50 @@ def upgrade_names(
     return out
 
 
+def python_for_pins(resolution: Resolution, needs: dict[str, str]) -> str | None:
+    """The newest Python minor the release has wheels for that every pin's
+    Requires-Python allows, or None."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        allowed = [SpecifierSet(spec.replace(" ", "")) for spec in needs.values()]
+    except InvalidSpecifier:
+        return None
+    fits = [
+        p
+        for p in resolution.python_supported
+        if all(a.contains(f"{p}.0", prereleases=True) for a in allowed)
+    ]
+    return max(fits, key=Version) if fits else None
+
+
+def _chosen_for_pins(
+    resolution: Resolution, lock_input: LockInput, err: PinsNeedPython
+) -> Resolution | None:
+    """Resolve again for the newest Python both the release and the pins allow,
+    when the user named no Python (an explicit --python wins); the why line says
+    the pins chose it. None when no Python fits."""
+    from envlock.resolve import resolve
+    from envlock.resolve.placement import ASKED_PYTHON
+
+    if lock_input.constraints.python is not None:
+        return None
+    python = python_for_pins(resolution, err.needs)
+    if python is None or python == resolution.python:
+        return None
+    try:
+        chosen = resolve(replace(lock_input.constraints, python=python))
+    except NoResolution:
+        return None
+    pins = "; ".join(f"{pin} needs Python {spec}" for pin, spec in err.needs.items())
+    why = f"the newest that {chosen.framework} {chosen.version} and your pins allow ({pins})"
+    reasons = tuple(
+        r.replace(f" {ASKED_PYTHON}", f": {why}", 1) if r.startswith(f"Python {python} ") else r
+        for r in chosen.reasons
+    )
+    return replace(chosen, reasons=reasons)
+
+
 def lock(
     resolution: Resolution,
     lock_input: LockInput,
@@ -111,10 +157,33 @@ def lock(
     configuration. The input's ``exclude_newer`` (a UTC instant) leaves out files
     uploaded at or after it. With ``previous`` (the lock already in DIR), every
     package keeps its locked version where it can, except the ``upgrade`` names
-    (``--upgrade-package``) and what they force. Raises NoResolution (exit 2)
+    (``--upgrade-package``) and what they force. When no Python was asked for
+    and the pins need a newer one than resolve chose (a ``pip freeze`` made
+    under a newer Python), the lock is for the newest Python the release and
+    the pins both allow, and its why line says so. Raises NoResolution (exit 2)
     when the pins conflict, EnvironmentFailure (exit 3) when the index cannot be
     reached.
     """
+    args = (resolver, index_url, offline, cache_dir, previous, upgrade)
+    try:
+        return _lock(resolution, lock_input, *args)
+    except PinsNeedPython as err:
+        chosen = _chosen_for_pins(resolution, lock_input, err)
+        if chosen is None:
+            raise
+        return _lock(chosen, lock_input, *args)
+
+
+def _lock(
+    resolution: Resolution,
+    lock_input: LockInput,
+    resolver: str,
+    index_url: str | None,
+    offline: bool,
+    cache_dir: str | None,
+    previous: Lock | None,
+    upgrade: Sequence[str],
+) -> Lock:
     if resolver not in RESOLVERS:
         raise UsageError(
             f"unknown resolver {resolver!r}", hint="use --resolver uv or --resolver pip"

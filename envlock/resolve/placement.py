@@ -31,6 +31,10 @@ from envlock.model import OLDEST_PYTHON
 
 _CP_TAG = re.compile(r"\bcp3[0-9]+\b")
 
+# how a reason says the Python was asked for (envlock.lock.core rewrites it when
+# the pins chose the Python)
+ASKED_PYTHON = "as asked (--python)"
+
 
 @dataclass(frozen=True)
 class Placement:
@@ -142,7 +146,7 @@ def _pick_os(
             )
         )
         return newest, python, os_why, python_why
-    python_why = f"Python {python} as asked (--python); wheels exist for {shown}"
+    python_why = f"Python {python} {ASKED_PYTHON}; wheels exist for {shown}"
     if want_os is not None:
         ubuntu = newest_first[0]
         if ubuntu.python != python:
