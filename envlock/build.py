@@ -313,7 +313,7 @@ def build_image(
     the log on a terminal and step lines otherwise; all of it through ``out``
     (default: stderr).
     """
-    from envlock import engine
+    from envlock.image import engine
 
     dockerfile = check_bundle(directory)
     if progress not in PROGRESS:
@@ -401,7 +401,7 @@ def _stream_build(
 ) -> tuple[_StepTracker, float]:
     from docker.errors import APIError
 
-    from envlock.engine import engine_errors
+    from envlock.image.engine import engine_errors
 
     lost = (*engine_errors(), _urllib3_error())
     show = progress == "plain"
@@ -511,7 +511,7 @@ def _urllib3_error() -> type[Exception]:
 
 
 def _engine_lost(tracker: _StepTracker, e: BaseException) -> EnvironmentFailure:
-    from envlock.engine import short
+    from envlock.image.engine import short
 
     text = short(e)
     if "connection broken" in text.lower() or "incompleteread" in text.lower():

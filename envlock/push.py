@@ -58,7 +58,7 @@ def push_image(ref: str, *, client: Any = None, out: Callable[[str], None] | Non
     A registry that refuses or cannot be reached is EnvironmentFailure (exit 3);
     a reference without a registry host, or a tag that is not local, is UsageError.
     """
-    from envlock import engine
+    from envlock.image import engine
 
     parsed = check_push_reference(ref, "image")
     tag = parsed.tag or "latest"

@@ -1,4 +1,4 @@
-"""envlock.engine: the one place a Docker client is made, checked and closed."""
+"""envlock.image.engine: the one place a Docker client is made, checked and closed."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from envlock import engine
 from envlock.errors import EnvironmentFailure, UsageError
+from envlock.image import engine
 
 
 class _Client:
@@ -60,6 +60,7 @@ def test_an_unreachable_engine_exits_3_saying_how_to_start_one(
 
 
 def test_importing_the_engine_module_imports_no_docker() -> None:
-    code = "import sys, envlock.engine; print(sorted({'docker', 'requests'} & set(sys.modules)))"
+    sdk = "{'docker', 'requests'}"
+    code = f"import sys, envlock.image.engine; print(sorted({sdk} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout == "[]\n", out.stderr

@@ -381,7 +381,7 @@ def build_cells(
     ``outcomes``, when given, is filled with the cells' live outcomes before the
     run starts (a live view reads them).
     """
-    from envlock import engine
+    from envlock.image import engine
 
     if options.jobs < 1:
         raise UsageError(f"--jobs {options.jobs}: must be at least 1", hint="--jobs 2")

@@ -17,7 +17,7 @@ def local_image_id(ref: str) -> str:
         return ref
     import docker.errors
 
-    from envlock import engine
+    from envlock.image import engine
 
     with engine.session(f"looking up {ref!r}", timeout=30) as docker_client:
         try:

@@ -113,7 +113,8 @@ def _local_or_pulled(docker_client: Any, image: str) -> Any:
     """
     from docker.errors import APIError, ImageNotFound
 
-    from envlock import engine, imageref
+    from envlock import imageref
+    from envlock.image import engine
 
     try:
         return docker_client.images.get(image)
@@ -175,7 +176,7 @@ def run_in_image(
     """
     from docker.errors import APIError
 
-    from envlock import engine
+    from envlock.image import engine
 
     gpus = parse_gpus(gpus)
     doing = f"while running the smoke test in {image}"
