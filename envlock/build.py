@@ -106,7 +106,7 @@ def check_bundle(directory: Path) -> Path:
 
 
 def check_reference(value: str, what: str) -> str:
-    from envlock import imageref
+    from envlock.image import ref as imageref
 
     imageref.parse(value, what)
     return value
@@ -249,8 +249,8 @@ def check_build_args(
     dockerfile: Path, declared: Mapping[str, Any], args: Mapping[str, str]
 ) -> None:
     """Refuse build arguments the Dockerfile does not declare, credentials, bad image names."""
-    from envlock import imageref
     from envlock.door import bad_character, redact
+    from envlock.image import ref as imageref
 
     names = ", ".join(sorted(declared)) or "none"
     for name, value in args.items():

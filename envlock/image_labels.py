@@ -72,7 +72,7 @@ def source_labels(directory: Path) -> dict[str, str]:
 def base_labels(client: Any, base: str | None) -> dict[str, str]:
     """.base.name, and .base.digest where the reference pins one or the local image has a
     RepoDigest of the same repository."""
-    from envlock import imageref
+    from envlock.image import ref as imageref
 
     if not base:
         return {}

@@ -24,7 +24,7 @@ class Pushed:
 
     @property
     def pinned(self) -> str:
-        from envlock import imageref
+        from envlock.image import ref as imageref
 
         return f"{imageref.parse(self.ref).repository}@{self.digest}"
 
@@ -34,7 +34,7 @@ class Pushed:
 
 def check_push_reference(ref: str, what: str = "--tag") -> Any:
     """The ImageRef to push: a registry host and a tag (or UsageError, exit 2)."""
-    from envlock import imageref
+    from envlock.image import ref as imageref
 
     parsed = imageref.parse(ref, what)
     if parsed.registry is None:

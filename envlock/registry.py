@@ -36,8 +36,8 @@ import ipaddress
 import json
 from typing import TYPE_CHECKING, Any
 
-from envlock import imageref
 from envlock.errors import EnvironmentFailure, UsageError
+from envlock.image import ref as imageref
 
 if TYPE_CHECKING:
     import requests

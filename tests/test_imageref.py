@@ -1,11 +1,11 @@
-"""envlock.imageref: the one image-reference parser."""
+"""envlock.image.ref: the one image-reference parser."""
 
 from __future__ import annotations
 
 import pytest
 
-from envlock import imageref
 from envlock.errors import UsageError
+from envlock.image import ref as imageref
 
 HEX = "a" * 64
 

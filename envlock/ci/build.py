@@ -174,7 +174,7 @@ def find_cells(directory: Path) -> list[tuple[str, Path]]:
 
 def check_repository(value: str) -> str:
     """--push REPO: a repository with a registry host, without tag or digest."""
-    from envlock import imageref
+    from envlock.image import ref as imageref
 
     ref = imageref.parse(value, "--push")
     if ref.registry is None or ref.tag or ref.digest:

@@ -155,7 +155,7 @@ def parse_sources(value: str | None) -> tuple[str, ...] | None:
 
 def check_repo(repo: str) -> str:
     """An image repository without tag or digest (``ghcr.io/owner/name``)."""
-    from envlock.imageref import HINT, match
+    from envlock.image.ref import HINT, match
 
     ref = match(repo)
     if ref is None or ref.tag or ref.digest:

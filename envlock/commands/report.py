@@ -177,7 +177,7 @@ def run_sign(args: argparse.Namespace) -> int:
     check_result(result, "standard input" if args.result == "-" else args.result)
     image_id = image_name = image_ref = None
     if args.image:
-        from envlock import imageref
+        from envlock.image import ref as imageref
 
         ref = imageref.match(args.image)
         if ref is not None and ref.digest is not None:

@@ -114,7 +114,7 @@ def _check_one(
     args: argparse.Namespace, env: Any, name: str, public_key: Any, lock_dir: Path | None
 ) -> tuple[Any, str | None]:
     """Verify one envelope; (the Verification, why it fails or None)."""
-    from envlock import imageref
+    from envlock.image import ref as imageref
     from envlock.report import verify_envelope
     from envlock.report.image import local_image_id
 

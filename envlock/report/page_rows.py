@@ -185,7 +185,7 @@ def _comparisons(
 
     image_ref, image_id = claim.image_ref, claim.image_id
     if claim.image_name is not None:
-        from envlock import imageref
+        from envlock.image import ref as imageref
 
         ref = imageref.match(claim.image_name)
         kind = statement.subject_kind(_peek(env))

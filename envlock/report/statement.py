@@ -250,7 +250,7 @@ def manifest_subject(pinned_ref: str) -> dict[str, Any]:
     registry host ("127.0.0.1:5000/team/tf"; no tag), ``digest.sha256`` the
     manifest digest the reference pins.
     """
-    from envlock import imageref
+    from envlock.image import ref as imageref
 
     ref = imageref.parse(pinned_ref, "--image")
     if ref.digest is None:

@@ -96,8 +96,8 @@ def _is_gpu_request_error(exc: BaseException) -> bool:
 
 
 def _pinned(image: str) -> str | None:
-    """REPO@sha256:<digest> when ``image`` names a manifest digest (envlock.imageref)."""
-    from envlock import imageref
+    """REPO@sha256:<digest> when ``image`` names a manifest digest (envlock.image.ref)."""
+    from envlock.image import ref as imageref
 
     ref = imageref.match(image)
     return ref.pinned if ref is not None else None
@@ -113,8 +113,8 @@ def _local_or_pulled(docker_client: Any, image: str) -> Any:
     """
     from docker.errors import APIError, ImageNotFound
 
-    from envlock import imageref
     from envlock.image import engine
+    from envlock.image import ref as imageref
 
     try:
         return docker_client.images.get(image)
