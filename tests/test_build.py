@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from envlock.build import BuildStep, _StepTracker, build_image
 from envlock.cli import main
+from envlock.image.build import BuildStep, _StepTracker, build_image
 
 TAG = "envlock-test/h5-build:1"
 DEAD_SOCKET = "unix:///nonexistent/envlock-test-docker.sock"

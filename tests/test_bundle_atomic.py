@@ -213,7 +213,7 @@ def test_lock_check_build_and_verify_finish_an_interrupted_write_first(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    import envlock.build
+    import envlock.image.build
 
     for command in ("check", "build", "verify"):
         # killed after the journal and the first two renames
@@ -248,7 +248,7 @@ def test_lock_check_build_and_verify_finish_an_interrupted_write_first(
                 assert bundle_problems(directory) == []
                 raise EnvironmentFailure("no Docker here")
 
-            monkeypatch.setattr(envlock.build, "build_image", fake_build)
+            monkeypatch.setattr(envlock.image.build, "build_image", fake_build)
             assert main(["build", str(bundle_214)]) == 3
         else:
             # the bundle is made whole before the key and the report are read

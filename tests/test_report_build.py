@@ -22,7 +22,7 @@ import pytest
 from report_support import cli
 
 from envlock import fsutil
-from envlock.build import build_image
+from envlock.image.build import build_image
 from envlock.lock import pylock_text, requirements_text
 from envlock.model import Constraints, Lock, LockInput, Resolution
 from envlock.render import RenderOptions, render_bundle

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from envlock.build import build_image
 from envlock.cli import main
+from envlock.image.build import build_image
 
 pytestmark = pytest.mark.docker
 

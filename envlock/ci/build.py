@@ -192,7 +192,7 @@ def cell_tag(repository: str | None, cell: str) -> str:
 
 def check_cell(folder: Path, options: CiBuildOptions) -> None:
     """The checks `envlock build` makes before it contacts the engine, for one cell."""
-    from envlock.build import check_build_args, check_reference, declared_args
+    from envlock.image.build import check_build_args, check_reference, declared_args
 
     dockerfile = folder / "Dockerfile"
     declared = declared_args(dockerfile.read_text(encoding="utf-8", errors="replace"))
@@ -275,7 +275,7 @@ def run_cell(
     cell: str, folder: Path, options: CiBuildOptions, outcome: CellOutcome, progress: Progress
 ) -> CellOutcome:
     """Build, push, smoke-test and sign one cell; failures are recorded, never raised."""
-    from envlock.build import build_image
+    from envlock.image.build import build_image
     from envlock.push import push_image
 
     started = time.perf_counter()

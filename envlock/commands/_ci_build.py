@@ -50,8 +50,8 @@ def register(ci_sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envlock.build import parse_build_args
     from envlock.ci.build import CiBuildOptions, build_cells
+    from envlock.image.build import parse_build_args
 
     options = CiBuildOptions(
         jobs=args.jobs,

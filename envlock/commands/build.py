@@ -59,9 +59,9 @@ def _stderr(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envlock.build import build_image, parse_build_args
     from envlock.bundle.manifest import recover_bundle
     from envlock.errors import UsageError
+    from envlock.image.build import build_image, parse_build_args
     from envlock.push import Pushed, check_push_reference, push_image
 
     build_args = parse_build_args(args.build_arg)
