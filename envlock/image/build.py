@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
-from envlock.image_labels import OCI, base_labels, created_label, source_labels
+from envlock.image.labels import OCI, base_labels, created_label, source_labels
 
 PROGRESS = ("auto", "plain", "steps", "quiet")
 _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
