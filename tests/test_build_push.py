@@ -21,7 +21,7 @@ from envlock.cli import main
 from envlock.errors import EnvironmentFailure, UsageError
 from envlock.image.build import build_image, declared_args, parse_build_args, step_line
 from envlock.image.labels import created_label
-from envlock.push import _push_failure, push_image
+from envlock.image.push import _push_failure, push_image
 
 REGISTRY = "127.0.0.1:5000"
 REPO = f"{REGISTRY}/envlock-push/build"

@@ -276,7 +276,7 @@ def run_cell(
 ) -> CellOutcome:
     """Build, push, smoke-test and sign one cell; failures are recorded, never raised."""
     from envlock.image.build import build_image
-    from envlock.push import push_image
+    from envlock.image.push import push_image
 
     started = time.perf_counter()
     outcome.started = started

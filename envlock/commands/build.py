@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from envlock.bundle.manifest import recover_bundle
     from envlock.errors import UsageError
     from envlock.image.build import build_image, parse_build_args
-    from envlock.push import Pushed, check_push_reference, push_image
+    from envlock.image.push import Pushed, check_push_reference, push_image
 
     build_args = parse_build_args(args.build_arg)
     if args.push:
