@@ -102,7 +102,7 @@ def basic(creds: Credentials) -> str:
 
 def may_send(url: str, insecure: bool) -> bool:
     """Whether credentials may go to ``url``: HTTPS, a loopback host, or plain HTTP asked for."""
-    from envlock.registry import is_loopback
+    from envlock.image.registry import is_loopback
 
     parts = urlsplit(url)
     return parts.scheme == "https" or insecure or is_loopback(parts.netloc)

@@ -292,7 +292,7 @@ def test_two_cells_one_fails_pushed_smoked_signed_and_pulled_back_by_digest(
         assert code == 0, verdict.err
 
         # the report names the pushed manifest, and the registry holds it as cosign lays it out
-        from envlock import registry
+        from envlock.image import registry
         from envlock.report import dsse
 
         report = (good / "report.intoto.json").read_bytes()

@@ -304,8 +304,8 @@ def test_unreachable_registry_is_exit_3(
 
 
 def test_plain_http_only_for_loopback_or_when_asked() -> None:
-    from envlock import registry
     from envlock.image import ref as imageref
+    from envlock.image import registry
 
     def url(ref: str, insecure: bool = False) -> str:
         return registry.base_url(imageref.parse(ref), insecure)

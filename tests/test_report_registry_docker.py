@@ -26,7 +26,7 @@ import pytest
 from docker_support import docker_unavailable
 from report_support import cli, decode, make_keys
 
-from envlock import registry
+from envlock.image import registry
 from envlock.report.statement import PREDICATE_TYPE
 
 pytestmark = pytest.mark.docker

@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_registry(args: argparse.Namespace, public_key: Any, lock_dir: Path | None) -> int:
     """Verify every DSSE envelope attached to --image; exit 0 when one verifies."""
-    from envlock import registry
+    from envlock.image import registry
     from envlock.report import dsse
 
     ref = registry.pinned(args.image)

@@ -17,7 +17,7 @@ def attach_report(
     it); anything else is UsageError (exit 2). Returns the tag reference
     (``REPO:sha256-<hex>.att``); registry failures are exit 3.
     """
-    from envlock import registry
+    from envlock.image import registry
     from envlock.report import dsse, statement
 
     ref = registry.pinned(pinned_ref)
