@@ -1,4 +1,4 @@
-"""The pieces of envlock.registry_auth that need no registry: challenges, where
+"""The pieces of envlock.image.registry_auth that need no registry: challenges, where
 credentials may go, and what `docker login` stored (tests/test_registry_auth_docker.py
 runs the whole flow against real registries)."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from envlock.errors import EnvironmentFailure
-from envlock.registry_auth import Credentials, docker_credentials, may_send, parse_challenge
+from envlock.image.registry_auth import Credentials, docker_credentials, may_send, parse_challenge
 
 
 def test_a_bearer_challenge_keeps_a_scope_with_commas() -> None:

@@ -25,7 +25,7 @@ Plain HTTP is used only for a loopback registry (``127.0.0.0/8``, ``::1``,
 (``insecure=True``: ``--insecure-registry``); everything else is HTTPS.
 A registry that answers 401 gets Docker's own credentials (``docker login``),
 as its challenge asks: Basic, or a Bearer token from its token service
-(``envlock.registry_auth``). Every registry failure is ``EnvironmentFailure``
+(``envlock.image.registry_auth``). Every registry failure is ``EnvironmentFailure``
 (exit 3).
 """
 
@@ -156,7 +156,7 @@ class _Registry:
     def _authenticate(self, resp: requests.Response) -> bool:
         """Set ``authorization`` for the 401's challenge; False when there is nothing
         (more) to send: no usable challenge, no credentials, or this one answered."""
-        from envlock import registry_auth
+        from envlock.image import registry_auth
 
         challenge = registry_auth.parse_challenge(resp.headers.get("WWW-Authenticate", ""))
         if challenge is None:
@@ -182,7 +182,7 @@ class _Registry:
         return True
 
     def _may_send(self) -> bool:
-        from envlock import registry_auth
+        from envlock.image import registry_auth
 
         return registry_auth.may_send(self.url, self.insecure)
 
