@@ -61,10 +61,14 @@ def test_old_driver_against_tf215_lock_names_the_release_that_fits(
     assert driver["status"] == "FAIL"
     assert driver["cause"] == (
         "driver 470.57.02 (nvidia-smi) is older than 525.60.13, which tensorflow 2.15.1 "
-        "(CUDA 12.2) needs"
+        "(CUDA 12.2) needs here: the floor of CUDA 12.2 (minor-version compatibility)"
     )
-    assert "tensorflow 2.14.1 (CUDA 11.8, cuDNN 8.7, driver >= 450.80.02)" in driver["fix"]
-    assert "envlock lock tensorflow --driver auto" in driver["fix"]
+    assert "(tensorflow 2.14.1: CUDA 11.8, cuDNN 8.7, driver >= 450.80.02)" in driver["fix"]
+    # the lock's CUDA source and pins kept, a new bundle beside the old one
+    assert (
+        f"envlock lock tensorflow==2.14.1 --driver auto -o {LOCK_DIR}-tensorflow2.14.1"
+        in (driver["fix"])
+    )
     assert by_check(doc)["gpu 0"]["status"] == "PASS"  # sm_75 is compiled into 2.15
 
 

@@ -5,10 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from envlock.commands.doctor import _floor
 from envlock.doctor import findings as F
 from envlock.doctor.probe import sonames
 from envlock.driver import HostGpu, HostInfo
+from envlock.errors import NoResolution
 from envlock.lock import read_lock
+from envlock.model import Constraints
+from envlock.resolve import resolve
+from envlock.resolve.floors import host_gpus
 
 LOCK_DIR = Path(__file__).parent / "golden" / "render" / "tf2.15-system"
 LOCK = read_lock(LOCK_DIR)
@@ -60,7 +68,7 @@ def context(**kw: Any) -> F.Context:
         "expected": LOCK.resolution,
         "host": T4,
         "host_problem": "",
-        "fits": lambda driver: "tensorflow 2.14.1 (CUDA 11.8)",
+        "fits": lambda driver: resolve(Constraints(spec="tensorflow==2.14.1")),
     }
     base.update(kw)
     return F.Context(**base)
@@ -126,9 +134,8 @@ def test_old_driver_names_the_release_that_fits() -> None:
     driver = next(f for f in found if f.check == "driver")
     assert driver.status == "FAIL"
     assert "470.57.02" in driver.cause and "525.60.13" in driver.cause
-    assert (
-        "tensorflow 2.14.1" in driver.fix and "envlock lock tensorflow --driver auto" in driver.fix
-    )
+    assert driver.fix.startswith("upgrade the driver to 525.60.13 or newer; or lock what runs")
+    assert "envlock lock tensorflow==2.14.1 --driver auto -o env-tensorflow2.14.1" in driver.fix
 
 
 def test_no_gpu_fails_unless_allow_cpu() -> None:
@@ -197,3 +204,74 @@ def test_gpu_newer_than_the_kernels_is_a_warning() -> None:
     by = {f.check: f for f in F.judge(healthy_probe(), context(host=h200))}
     assert by["gpu 0"].status == "WARN"
     assert "PTX" in by["gpu 0"].cause and "CUDA_CACHE_MAXSIZE" in by["gpu 0"].fix
+
+
+# --- doctor and resolve agree on the driver floor (one function: floors.host_floor)
+
+DRIVERS = (
+    "450.80.02",
+    "470.57.02",
+    "520.61.05",
+    "525.60.13",
+    "530.30.02",
+    "535.54.03",
+    "545.23.06",
+    "550.54.15",
+    "560.28.03",
+    "570.86.10",
+)
+GPUS = (
+    HostGpu("Tesla T4", "7.5", "nvidia"),
+    HostGpu("NVIDIA A100-SXM4-80GB", "8.0", "nvidia"),
+    HostGpu("NVIDIA H100 80GB HBM3", "9.0", "nvidia"),
+    HostGpu("Tesla V100-SXM2-16GB", "7.0", "nvidia"),
+    HostGpu("NVIDIA GeForce RTX 4090", "8.9", "geforce"),
+    HostGpu("NVIDIA GeForce RTX 3090", "8.6", "geforce"),
+    HostGpu("NVIDIA L4", "8.9", "nvidia"),
+)
+RELEASES = (
+    "2.11.1",
+    "2.12.1",
+    "2.13.1",
+    "2.14.1",
+    "2.15.1",
+    "2.16.2",
+    "2.17.1",
+    "2.18.1",
+    "2.21.0",
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.sampled_from(DRIVERS), st.sampled_from(GPUS), st.sampled_from(RELEASES))
+def test_doctor_and_resolve_agree_on_the_driver(driver: str, gpu: HostGpu, version: str) -> None:
+    """For a (driver, GPU, lock) triple, doctor's driver check passes exactly when
+    resolve, asked for that release with that driver and GPU, says a host venv runs."""
+    expected = resolve(Constraints(spec=f"tensorflow=={version}"))
+    host = HostInfo(driver, None, (gpu,), "NVML")
+    ctx = context(expected=expected, host=host, floor=_floor(expected, host), fits=None)
+    doctor = F.check_driver(ctx)[0].status
+    asked = Constraints(
+        spec=f"tensorflow=={version}",
+        python=expected.python,
+        cuda_source=expected.cuda_source,
+        driver=driver,
+        gpus=host_gpus(host),
+    )
+    try:
+        answer = resolve(asked)
+    except NoResolution:
+        runs = False
+    else:
+        runs = any("host venv: runs" in r for r in answer.reasons)
+    assert (doctor == "PASS") == runs, (driver, gpu.name, version, doctor)
+
+
+def test_an_a100_on_530_fails_the_ptx_jit_floor_as_resolve_says() -> None:
+    """The issue's case: doctor said PASS (>= 525.60.13, CUDA 12.2's floor) where
+    resolve said the PTX JIT of CUDA 12.2 on that GPU needs >= 535.54.03."""
+    host = HostInfo("530.30.02", None, (GPUS[1],), "nvidia-smi")
+    ctx = context(host=host, floor=_floor(LOCK.resolution, host))
+    found = F.check_driver(ctx)[0]
+    assert found.status == "FAIL"
+    assert "older than 535.54.03" in found.cause and "PTX JIT" in found.cause

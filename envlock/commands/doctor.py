@@ -67,21 +67,39 @@ def _expected_for(version: str) -> Any:
         return None
 
 
-def _fits(python: str | None) -> Any:
-    def fits(driver: str) -> str | None:
-        from envlock.resolve import Constraints, resolve
+def _fits(python: str | None, host: Any) -> Any:
+    """driver -> the newest release that runs on it for this host's GPUs (resolve's
+    answer, PTX JIT floors included)."""
 
+    def fits(driver: str) -> Any:
+        from envlock.resolve import Constraints, resolve
+        from envlock.resolve.floors import host_gpus
+
+        gpus = host_gpus(host) if host is not None else ()
         for py in (python, None) if python else (None,):
             try:
-                r = resolve(Constraints(spec="tensorflow", driver=driver, python=py))
+                r = resolve(Constraints(spec="tensorflow", driver=driver, python=py, gpus=gpus))
             except EnvlockError:
                 continue
-            return (
-                f"tensorflow {r.version} (CUDA {r.cuda}, cuDNN {r.cudnn}, driver >= {r.driver_min})"
-            )
+            return r
         return None
 
     return fits
+
+
+def _floor(expected: Any, host: Any) -> Any:
+    """The driver floor of the expected release for this host's GPUs: the function
+    resolve's why lines come from (envlock.resolve.floors.host_floor)."""
+    if expected is None or expected.framework != "tensorflow":
+        return None
+    from envlock.resolve import load_matrix
+    from envlock.resolve.floors import host_floor, host_gpus
+
+    matrix = load_matrix()
+    release = matrix.tensorflow.get(expected.version)
+    if release is None:
+        return None
+    return host_floor(release, matrix.cuda, host_gpus(host) if host is not None else ())
 
 
 def _log_lines(name: str) -> AbstractContextManager[Iterable[str]]:
@@ -133,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
             host=host,
             host_problem=problem,
             allow_cpu=args.allow_cpu,
-            fits=_fits(lock.resolution.python if lock else None),
+            fits=_fits(lock.resolution.python if lock else None, host),
+            floor=_floor(expected, host),
         )
         found += F.judge(probe, ctx)
         doc["python"] = probe.get("python")

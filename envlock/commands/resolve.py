@@ -91,14 +91,9 @@ def constraints_from_args(
         return host
 
     def host_gpus() -> list[Gpu]:
-        # the market from NVML's brand, which the container runtime checks (a GPU that
-        # gpus.toml does not name still gets one); without a brand, gpus.toml's
-        from envlock.matrix.require import market_of_brand
+        from envlock.resolve.floors import host_gpus as gpus_of
 
-        return [
-            Gpu(g.name, compute_capability=g.compute_capability, market=market_of_brand(g.brand))
-            for g in read_host().gpus
-        ]
+        return list(gpus_of(read_host()))
 
     gpu_auto = False
     for value in args.gpu:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.markers import InvalidMarker, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
@@ -18,6 +18,9 @@ from packaging.version import InvalidVersion, Version
 
 from envlock.driver import HostInfo
 from envlock.model import Lock, Resolution
+
+if TYPE_CHECKING:
+    from envlock.resolve.floors import HostFloor
 
 STATUSES = ("PASS", "WARN", "FAIL", "INFO")
 # Installed by venv/pip themselves, never part of a lock.
@@ -46,7 +49,11 @@ class Context:
     host: HostInfo | None  # driver and GPUs, None when no driver is visible
     host_problem: str  # why there is no host info ("" when there is)
     allow_cpu: bool = False
-    fits: Callable[[str], str | None] | None = None  # driver -> "tensorflow 2.14.1 (CUDA 11.8)"
+    # driver -> the newest release that runs on it here (resolve's answer), or None
+    fits: Callable[[str], Resolution | None] | None = None
+    # the expected release's driver floor for the host's GPUs: resolve's own
+    # (envlock.resolve.floors.host_floor, PTX JIT included); None: the lock's driver_min
+    floor: HostFloor | None = None
 
 
 def overall(findings: Sequence[Finding]) -> str:
@@ -298,25 +305,24 @@ def check_driver(ctx: Context) -> list[Finding]:
             )
         ]
     exp = ctx.expected
-    floor = _version(exp.driver_min) if exp else None
+    needed = ctx.floor.driver if ctx.floor else exp.driver_min if exp else None
+    why = ctx.floor.why if ctx.floor else f"the floor of CUDA {exp.cuda}" if exp else ""
+    floor = _version(needed)
     have = _version(host.driver)
-    if floor is None or have is None:
+    if floor is None or have is None or exp is None:
         return [Finding("driver", "PASS", f"driver {host.driver} ({host.source})")]
     if have >= floor:
         return [
-            Finding(
-                "driver",
-                "PASS",
-                f"driver {host.driver} ({host.source}) >= {exp.driver_min}, the floor of "
-                f"CUDA {exp.cuda}"
-                if exp
-                else "",
-            )
+            Finding("driver", "PASS", f"driver {host.driver} ({host.source}) >= {needed}, {why}")
         ]
     fits = ctx.fits(host.driver) if ctx.fits else None
-    fix = f"upgrade the driver to {exp.driver_min} or newer" if exp else "upgrade the driver"
-    if fits:
-        fix += f"; or lock what fits this driver: {fits} (envlock lock tensorflow --driver auto)"
+    fix = f"upgrade the driver to {needed} or newer"
+    if fits is not None:
+        fix += (
+            f"; or lock what runs on this driver, keeping your pins: {driver_fix(ctx, fits)} "
+            f"(tensorflow {fits.version}: CUDA {fits.cuda}, cuDNN {fits.cudnn}, "
+            f"driver >= {fits.driver_min})"
+        )
     else:
         fix += "; no TensorFlow release in the matrix fits this driver"
     framework = f"tensorflow {exp.version}" if exp else "tensorflow"
@@ -324,11 +330,27 @@ def check_driver(ctx: Context) -> list[Finding]:
         Finding(
             "driver",
             "FAIL",
-            f"driver {host.driver} ({host.source}) is older than {exp.driver_min if exp else '?'}, "
-            f"which {framework} (CUDA {exp.cuda if exp else '?'}) needs",
+            f"driver {host.driver} ({host.source}) is older than {needed}, which {framework} "
+            f"(CUDA {exp.cuda}) needs here: {why}",
             fix,
         )
     ]
+
+
+def driver_fix(ctx: Context, fits: Resolution) -> str:
+    """The lock command for the release that runs on this driver: the lock's pins
+    kept, the same CUDA source, a new bundle folder beside the old one."""
+    import shlex
+
+    pins = ctx.lock.input.with_requirements if ctx.lock is not None else ()
+    source = ctx.lock.resolution.cuda_source if ctx.lock is not None else None
+    base = (ctx.lock_dir or "env").rstrip("/") or "env"
+    argv = ["envlock", "lock", f"{fits.framework}=={fits.version}", "--driver", "auto"]
+    if source == "pip":
+        argv += ["--cuda-source", "pip"]
+    for pin in pins:
+        argv += ["--with", pin]
+    return shlex.join([*argv, "-o", f"{base}-{fits.framework}{fits.version}"])
 
 
 def check_gpus(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:

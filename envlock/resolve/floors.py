@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
@@ -30,6 +31,9 @@ from envlock.matrix.cuda import CudaMatrix, ImageRelease
 from envlock.matrix.gpus import GpuMatrix
 from envlock.matrix.require import MARKET_BRANDS, Require, parse_require
 from envlock.model import Gpu
+
+if TYPE_CHECKING:
+    from envlock.driver import HostInfo
 
 MARKET_WORDS = {"datacenter": "data-center", "geforce": "GeForce", "workstation": "workstation"}
 
@@ -99,6 +103,61 @@ class Floors:
     driver_min: str  # the host floor for the GPUs asked about
 
 
+@dataclass(frozen=True)
+class HostFloor:
+    """What a release demands of the driver on a host venv (no container, so no
+    forward-compatibility libraries) for the GPUs it will run on: the one floor
+    resolve's why lines and doctor's driver check both state."""
+
+    driver: str  # the floor for these GPUs
+    cuda: str  # the CUDA the release was built with
+    minor_min: str  # minor-version compatibility's floor (GPUs with compiled kernels)
+    toolkit: str | None  # the driver of the build's CUDA toolkit (what the PTX JIT needs)
+    jit_gpus: tuple[Gpu, ...]  # the GPUs no compiled kernel serves (PTX is JIT-compiled)
+    version: str  # the release, "2.15.1"
+
+    @property
+    def why(self) -> str:
+        """Why the floor is what it is, for a finding or a why line."""
+        if self.jit_gpus and self.toolkit and self.driver == self.toolkit:
+            names = _list([_gpu_label(g) for g in self.jit_gpus], "and")
+            return (
+                f"the PTX JIT of {names}: no compiled kernels for it in tensorflow "
+                f"{self.version}, so PTX from CUDA {self.cuda} is JIT-compiled, which needs "
+                f"the CUDA {self.cuda} toolkit's driver (minor-version compatibility does not "
+                "cover PTX JIT)"
+            )
+        return f"the floor of CUDA {self.cuda} (minor-version compatibility)"
+
+
+def host_floor(
+    release: TFRelease, cuda_matrix: CudaMatrix, gpus: Sequence[Gpu]
+) -> HostFloor | None:
+    """The driver ``release`` needs on a host venv for ``gpus`` (none: GPUs with
+    compiled kernels); None when cuda.toml has no row for its CUDA."""
+    row = cuda_matrix.release(release.cuda)
+    if row is None:
+        return None
+    toolkit = row.toolkit_driver
+    jit = tuple(
+        g for g in gpus if g.compute_capability and needs_jit(release, g.compute_capability)
+    )
+    driver = max(row.driver_min, toolkit, key=Version) if toolkit and jit else row.driver_min
+    return HostFloor(driver, release.cuda, row.driver_min, toolkit, jit, str(release.version))
+
+
+def host_gpus(info: HostInfo) -> tuple[Gpu, ...]:
+    """The host's GPUs as resolve takes them: the compute capability the driver
+    reports, the market from NVML's brand (which the container runtime checks; a
+    GPU that gpus.toml does not name still gets one)."""
+    from envlock.matrix.require import market_of_brand
+
+    return tuple(
+        Gpu(g.name, compute_capability=g.compute_capability, market=market_of_brand(g.brand))
+        for g in info.gpus
+    )
+
+
 def admits_image(
     image: ImageRelease, driver: Version, driver_cuda: str | None, markets: Sequence[str | None]
 ) -> bool:
@@ -133,7 +192,8 @@ def floors(
     reasons: list[str] = []
     warnings: list[str] = []
     row = cuda_matrix.release(release.cuda)
-    if row is None:
+    host = host_floor(release, cuda_matrix, gpus)
+    if row is None or host is None:
         return Floors((), (), "")
     minor_min = row.driver_min
     major = release.cuda.split(".")[0]
@@ -150,10 +210,8 @@ def floors(
     image_driver = toolkit_driver_for(cuda_matrix, require.cuda) or f"CUDA {require.cuda}"
 
     # --- PTX JIT
-    jit_gpus = [
-        g for g in gpus if g.compute_capability and needs_jit(release, g.compute_capability)
-    ]
-    driver_min = minor_min
+    jit_gpus = list(host.jit_gpus)
+    driver_min = host.driver
     jit_names = _jit_names(release, gpu_matrix) if toolkit and not gpus else ""
     if toolkit and jit_gpus:
         # the table shows the JIT floor: this line must not read as the answer
@@ -174,7 +232,6 @@ def floors(
         )
         if jit_gpus:
             names = _list([_gpu_label(g) for g in jit_gpus], "and")
-            driver_min = max(minor_min, toolkit, key=Version)
             reasons.append(
                 f"driver >= {toolkit} for {names}: no compiled kernels for it in tensorflow "
                 f"{release.version}, so PTX from CUDA {release.cuda} is JIT-compiled, which "
