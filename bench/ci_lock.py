@@ -6,7 +6,7 @@ The cells are those of ``tensorflow>=2.14,<2.18`` (2.14.1, 2.15.1, 2.16.2,
 2.17.1, each with the Python and CUDA source ``envlock resolve`` picks). In
 each run, interleaved so every command sees the same machine load, and every
 command cold (a fresh UV_CACHE_DIR each, no resolver cache), all against the
-same index (``envlock.index.index_url()``, the machine's pip/uv configuration):
+same index (``envlock.index.config.index_url()``, the machine's pip/uv configuration):
 
 - ``envlock ci lock SPEC -o TMP --jobs 4``: the console script, a fresh
   process, the four bundles plus cells.json and docker-bake.json;

@@ -5,7 +5,7 @@
 All in one run, interleaved run by run so every tool sees the same machine
 load, every run cold (no resolver cache: a fresh UV_CACHE_DIR for envlock,
 ``--no-cache`` for raw uv, a fresh ``--cache-dir`` for pip-compile), all
-against the same index (``envlock.index.index_url()``), all for the same
+against the same index (``envlock.index.config.index_url()``), all for the same
 target and closure:
 
 - ``envlock lock tensorflow==2.15 --python 3.11 -o TMP`` (system CUDA source,
@@ -49,7 +49,7 @@ PYTHON = "3.11"
 
 def _index() -> str:
     sys.path.insert(0, str(ROOT))
-    from envlock.index import index_url
+    from envlock.index.config import index_url
 
     return index_url(None)
 

@@ -132,7 +132,7 @@ def main() -> int:
 
     load_before = os.getloadavg()
 
-    from envlock.index import index_url
+    from envlock.index.config import index_url
 
     index = index_url(args.index_url)
     index_arg = ["--index-url", args.index_url] if args.index_url else []

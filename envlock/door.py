@@ -1,7 +1,7 @@
 """The characters no value may carry into a generated file, and credentials kept out of text.
 
 Shared by the render door (``envlock.render.values``), the lock reader
-(``envlock.lock.pylock``) and the index settings (``envlock.index``); it
+(``envlock.lock.pylock``) and the index settings (``envlock.index.config``); it
 imports nothing of envlock, so every command can use it without cost.
 
 ``bad_character`` finds what would end a line or a comment early, or hide

@@ -85,13 +85,13 @@ def ca_bundle() -> str | bool:
 
     requests' and OpenSSL's variables first, then pip's ``cert`` setting as pip
     itself would resolve it (PIP_CERT, then pip's configuration files in pip's
-    order, through envlock.index.pip_setting), then the system's bundle.
+    order, through envlock.index.config.pip_setting), then the system's bundle.
     """
     for var in ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE"):
         value = os.environ.get(var)
         if value and os.path.isfile(value):
             return value
-    from envlock.index import pip_setting
+    from envlock.index.config import pip_setting
 
     pip_cert = pip_setting("cert")
     if pip_cert is not None and os.path.isfile(pip_cert.value):

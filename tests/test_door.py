@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from envlock.cli import main
 from envlock.door import bad_character, carries_secret, redact
 from envlock.errors import DataError, EnvironmentFailure, UsageError
-from envlock.index import index_url
+from envlock.index.config import index_url
 from envlock.lock import read_lock
 from envlock.lock.requirements import requirements_text
 from envlock.render import RenderOptions, bundle_context, render_bundle, render_template

@@ -1,6 +1,6 @@
-"""envlock.index: where the index is, from the environment and pip's configuration.
+"""envlock.index.config: where the index is, from the environment and pip's configuration.
 
-pip's configuration is read through one helper, ``index.pip_setting``, for both
+pip's configuration is read through one helper, ``config.pip_setting``, for both
 ``index-url`` (here) and ``cert`` (envlock.http.ca_bundle). Its precedence is
 checked file by file, and against pip's own option parser in this venv.
 """
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from envlock import http, index
+from envlock import http
 from envlock.errors import UsageError
+from envlock.index import config
 
 
 def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, move_etc: bool = True) -> None:
@@ -32,7 +33,7 @@ def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, move_etc: bool 
     monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path / "venv"))
     monkeypatch.setattr(sys, "prefix", str(tmp_path / "venv"))
     if move_etc:
-        monkeypatch.setattr(index, "_ETC_DIR", tmp_path / "etc")
+        monkeypatch.setattr(config, "_ETC_DIR", tmp_path / "etc")
 
 
 def _write(path: Path, text: str) -> Path:
@@ -45,8 +46,8 @@ def test_later_pip_file_wins_for_index_url_and_cert(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _isolate(monkeypatch, tmp_path)
-    assert index.pip_setting("index-url") is None
-    assert index.pip_setting("cert") is None
+    assert config.pip_setting("index-url") is None
+    assert config.pip_setting("cert") is None
     # pip's load order; each file added must take over from all before it
     ladder = [
         ("xdg1", tmp_path / "xdg1" / "pip" / "pip.conf"),
@@ -62,9 +63,9 @@ def test_later_pip_file_wins_for_index_url_and_cert(
         _write(path, f"[global]\nindex-url = http://127.0.0.1:1/{name}/\ncert = {pem}\n")
         if name == "env-file":
             monkeypatch.setenv("PIP_CONFIG_FILE", str(path))
-        assert index.index_url() == f"http://127.0.0.1:1/{name}", name
+        assert config.index_url() == f"http://127.0.0.1:1/{name}", name
         assert http.ca_bundle() == str(pem), name
-        setting = index.pip_setting("cert")
+        setting = config.pip_setting("cert")
         assert setting is not None and setting.origin == f"pip configuration {path} [global]"
 
     # XDG_CONFIG_HOME moves the user file (and an empty one means ~/.config)
@@ -72,18 +73,18 @@ def test_later_pip_file_wins_for_index_url_and_cert(
     (tmp_path / "venv" / "pip.conf").unlink()
     _write(tmp_path / "cfg" / "pip" / "pip.conf", "[global]\nindex-url = http://127.0.0.1:1/cfg\n")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
-    assert index.index_url() == "http://127.0.0.1:1/cfg"
+    assert config.index_url() == "http://127.0.0.1:1/cfg"
     monkeypatch.setenv("XDG_CONFIG_HOME", "")
-    assert index.index_url() == "http://127.0.0.1:1/user"
+    assert config.index_url() == "http://127.0.0.1:1/user"
 
     # the environment beats every file, for both settings
     env_pem = _write(tmp_path / "certs" / "env.pem", "-----BEGIN CERTIFICATE-----\n")
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:2/simple/")
     monkeypatch.setenv("PIP_CERT", str(env_pem))
-    assert index.index_url() == "http://127.0.0.1:2/simple"
+    assert config.index_url() == "http://127.0.0.1:2/simple"
     assert http.ca_bundle() == str(env_pem)
-    assert index.pip_setting("cert") == index.PipSetting(str(env_pem), "PIP_CERT")
-    assert index.index_url("http://127.0.0.1:3/simple") == "http://127.0.0.1:3/simple"
+    assert config.pip_setting("cert") == config.PipSetting(str(env_pem), "PIP_CERT")
+    assert config.index_url("http://127.0.0.1:3/simple") == "http://127.0.0.1:3/simple"
     # requests' own variable still comes before pip's
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "certs" / "xdg1.pem"))
     assert http.ca_bundle() == str(tmp_path / "certs" / "xdg1.pem")
@@ -98,8 +99,8 @@ def _pip_itself() -> tuple[str, str | None]:
 
 
 def _envlock() -> tuple[str, str | None]:
-    cert = index.pip_setting("cert")
-    return index.index_url(), None if cert is None else cert.value
+    cert = config.pip_setting("cert")
+    return config.index_url(), None if cert is None else cert.value
 
 
 def test_precedence_agrees_with_pip_itself(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -157,12 +158,12 @@ def test_option_names_are_normalised_like_pip(
         "[wheel]\ncert = /nowhere.pem\n",
     )
     monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
-    assert index.index_url() == "http://127.0.0.1:1/install"
-    assert index.pip_setting("index_url", ("global",)) == index.PipSetting(
+    assert config.index_url() == "http://127.0.0.1:1/install"
+    assert config.pip_setting("index_url", ("global",)) == config.PipSetting(
         "http://127.0.0.1:1/global/", f"pip configuration {conf} [global]"
     )
     # only the sections asked for count
-    assert index.pip_setting("cert") is None
+    assert config.pip_setting("cert") is None
 
 
 def test_unreadable_config_is_skipped_and_a_bad_url_is_a_usage_error(
@@ -171,7 +172,7 @@ def test_unreadable_config_is_skipped_and_a_bad_url_is_a_usage_error(
     _isolate(monkeypatch, tmp_path)
     conf = _write(tmp_path / "pip.conf", "index-url = no section header\n")
     monkeypatch.setenv("PIP_CONFIG_FILE", str(conf))
-    assert index.pip_setting("index-url") is None
+    assert config.pip_setting("index-url") is None
     conf.write_text("[global]\nindex-url = ftp://example.invalid/simple\n")
     with pytest.raises(UsageError, match=f"from pip configuration {conf} .global. is not an http"):
-        index.index_url()
+        config.index_url()

@@ -7,7 +7,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from envlock.index import index_url
+from envlock.index.config import index_url
 from envlock.matrix import check, load_tensorflow, tested
 from envlock.matrix.refresh import refresh
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from envlock.cli import main
-from envlock.index import index_url
+from envlock.index.config import index_url
 
 REPO = Path(__file__).resolve().parent.parent
 CASE = REPO / "tests" / "golden" / "render" / "tf2.15-system"

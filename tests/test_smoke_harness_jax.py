@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from envlock.index import index_url
+from envlock.index.config import index_url
 from envlock.smoke import HARNESS_PATH
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from envlock.index import index_url
+from envlock.index.config import index_url
 from envlock.smoke import HARNESS_PATH, runner
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]

@@ -128,7 +128,7 @@ def _explained(
     if args.offline:
         return error
     from envlock.doctor.capture import unavailable
-    from envlock.index import index_url
+    from envlock.index.config import index_url
     from envlock.target import Target
 
     target = Target.for_lock(resolution.python, resolution.os)

@@ -112,7 +112,7 @@ class _Progress:
 
 def run_refresh(args: argparse.Namespace) -> int:
     from envlock import fsutil, output
-    from envlock.index import index_url
+    from envlock.index.config import index_url
     from envlock.matrix import check, load_tensorflow, tested
     from envlock.matrix import refresh as refresh_mod
     from envlock.matrix.tensorflow import dumps

@@ -300,7 +300,7 @@ def install_argv(req: RestoreRequest, python: Path) -> list[str]:
     argv += ["--no-deps", "--no-config", "-r", str(req.bundle / "requirements.txt")]
     if req.wheelhouse is not None:
         return [*argv, "--no-index", "--offline", "--find-links", str(req.wheelhouse)]
-    from envlock.index import index_url
+    from envlock.index.config import index_url
 
     argv += ["--index-url", index_url(req.index_url)]
     return [*argv, "--offline"] if req.offline else argv

@@ -11,7 +11,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envlock.errors import NoResolution, PinsNeedPython, UsageError
-from envlock.index import index_url as configured_index
+from envlock.index.config import index_url as configured_index
 from envlock.lock.conflicts import explain
 from envlock.lock.uv import ResolverFailed
 from envlock.model import CUDA_SOURCES, Lock, LockInput, Resolution
