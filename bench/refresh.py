@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 def _wheel_for(release: str, index: str) -> Any:
     from packaging.version import Version
 
-    from envlock import http
+    from envlock.index import http
     from envlock.matrix.refresh import candidates, project_files
 
     sess = http.session()
@@ -55,7 +55,7 @@ def _wheel_for(release: str, index: str) -> Any:
 
 
 def range_read(chosen: Any, index: str) -> dict[str, Any]:
-    from envlock import http
+    from envlock.index import http
     from envlock.matrix.refresh import read_wheel
 
     sess = http.session()
@@ -71,7 +71,7 @@ def range_read(chosen: Any, index: str) -> dict[str, Any]:
 
 
 def download(chosen: Any, index: str) -> dict[str, Any]:
-    from envlock import http
+    from envlock.index import http
 
     sess = http.session()
     h = hashlib.sha256()

@@ -1,13 +1,13 @@
 """One reader of the index's simple API in JSON form (PEP 691).
 
 ``project_files(sess, index, project)`` asks for one project's page with
-``Accept: application/vnd.pypi.simple.v1+json`` through ``envlock.http`` (its
+``Accept: application/vnd.pypi.simple.v1+json`` through ``envlock.index.http`` (its
 timeouts, retries and exit-3 network errors), and returns every file with
 url (made absolute against the page's own URL), sha256, size, upload time and
 yanked flag, as the index states them.
 
 Every failure becomes an EnvlockError here, in one wording: the network
-(through ``envlock.http``, exit 3), a page that is not PEP 691 JSON (bad
+(through ``envlock.index.http``, exit 3), a page that is not PEP 691 JSON (bad
 input, exit 2: the index URL is the user's; the caller may give the hint), a
 JSON page without a file list (a broken index or proxy, exit 3). A project the
 index does not have is an answer, not a failure (``None``): what it means
@@ -50,7 +50,7 @@ def project_files(
 
     ``hint`` goes with the error for an index that does not answer in PEP 691 JSON.
     """
-    from envlock import http
+    from envlock.index import http
 
     page = page_url(index, project)
     resp = http.get(sess, page, index=index, headers={"Accept": ACCEPT}, ok=(200, 404))

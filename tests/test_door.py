@@ -289,7 +289,7 @@ def test_an_index_password_is_never_in_an_error() -> None:
 def test_every_error_message_is_redacted() -> None:
     """The one redaction sits in the error tree: http.py, uv.py, pip.py and the
     matrix refresh name the index in their messages, and none can show a password."""
-    from envlock.http import unreachable
+    from envlock.index.http import unreachable
 
     err = unreachable(f"https://user:{SECRET}@127.0.0.1:9/simple", "connection refused")
     assert isinstance(err, EnvironmentFailure)

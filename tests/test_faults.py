@@ -29,9 +29,10 @@ import pytest
 from fixtures.index.fakeindex import FakeIndex, flipped
 from test_matrix_refresh import _wheel, build_index
 
-from envlock import http, pep691
+from envlock import pep691
 from envlock.cli import main
 from envlock.errors import EnvironmentFailure
+from envlock.index import http
 from envlock.lock import pip as pip_engine
 from envlock.lock import uv as uv_engine
 from envlock.target import Target

@@ -1,4 +1,4 @@
-"""envlock.http: session settings, CA bundle choice, error mapping."""
+"""envlock.index.http: session settings, CA bundle choice, error mapping."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from fixtures.index.fakeindex import FakeIndex, closed_port
 
-from envlock import http
 from envlock.errors import EnvironmentFailure, UsageError
+from envlock.index import http
 
 
 def test_ca_bundle_prefers_the_configured_one(

@@ -1,7 +1,7 @@
 """envlock.index.config: where the index is, from the environment and pip's configuration.
 
 pip's configuration is read through one helper, ``config.pip_setting``, for both
-``index-url`` (here) and ``cert`` (envlock.http.ca_bundle). Its precedence is
+``index-url`` (here) and ``cert`` (envlock.index.http.ca_bundle). Its precedence is
 checked file by file, and against pip's own option parser in this venv.
 """
 
@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from envlock import http
 from envlock.errors import UsageError
-from envlock.index import config
+from envlock.index import config, http
 
 
 def _isolate(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, move_etc: bool = True) -> None:

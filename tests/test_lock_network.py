@@ -207,7 +207,7 @@ def test_exclude_newer_locks_only_files_published_before_the_date(
 ) -> None:
     """`envlock lock --exclude-newer 2024-03-10 tensorflow==2.15`: every locked file was on
     the index before 2024-03-10T00:00:00Z, by the index's own PEP 691 upload times."""
-    from envlock import http
+    from envlock.index import http
     from envlock.index.config import index_url
     from envlock.instant import uploaded_before
     from envlock.pep691 import project_files

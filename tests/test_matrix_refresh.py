@@ -762,7 +762,8 @@ def test_and_cuda_markers_use_the_lock_targets_environment() -> None:
 def test_one_pep691_wrapper_words_a_non_json_index_for_every_command(
     fake_index: FakeIndex,
 ) -> None:
-    from envlock import http, pep691
+    from envlock import pep691
+    from envlock.index import http
     from envlock.lock.pip_files import fetch_files
 
     sess = http.session()

@@ -84,7 +84,7 @@ def _download(sess: requests.Session, folder: Path, wheel: LockedWheel) -> int:
     import requests as _requests
 
     from envlock.door import redact
-    from envlock.http import get, settings_of, unreachable
+    from envlock.index.http import get, settings_of, unreachable
 
     name = _safe_name(wheel.filename)
     index = _origin(wheel.url)
@@ -149,7 +149,7 @@ def build_wheelhouse(
     progress: Callable[[str], None] | None = None,
 ) -> WheelhouseResult:
     """Download every wheel of ``bundle``'s lock into ``folder``, hash-checked."""
-    from envlock.http import session
+    from envlock.index.http import session
     from envlock.lock.pylock import read_lock
 
     lock = read_lock(bundle)

@@ -12,7 +12,7 @@ Sources: sigstore/cosign ``specs/ATTESTATION_SPEC.md`` (the manifest layout),
 empty) and ``cmd/cosign/cli/attest/attest.go`` (the ``predicateType`` layer
 annotation; a new attestation is appended to the manifest's layers).
 
-Only the registry HTTP API v2 is used, through ``envlock.http``'s requests
+Only the registry HTTP API v2 is used, through ``envlock.index.http``'s requests
 session (timeouts, retries of GET/HEAD, the system CAs): ``HEAD``/``POST``/
 ``PUT`` of blobs (``POST /v2/<name>/blobs/uploads/`` then ``PUT
 <location>?digest=``) and ``GET``/``PUT`` of the manifest. oras-py installs
@@ -104,7 +104,7 @@ class _Registry:
     the token asked for on a Bearer challenge without a scope covers ("pull,push")."""
 
     def __init__(self, ref: imageref.ImageRef, insecure: bool, actions: str = "pull") -> None:
-        from envlock import http
+        from envlock.index import http
 
         self.ref = ref
         self.url = base_url(ref, insecure)
@@ -143,7 +143,7 @@ class _Registry:
     def _send(self, method: str, url: str, doing: str, **kwargs: Any) -> requests.Response:
         import requests
 
-        from envlock import http
+        from envlock.index import http
 
         try:
             return self.sess.request(method, url, **kwargs)

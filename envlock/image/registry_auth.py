@@ -120,7 +120,7 @@ def bearer_token(
     """A token from the challenge's realm for ``scope``; EnvironmentFailure (exit 3) if refused."""
     import requests
 
-    from envlock import http
+    from envlock.index import http
 
     realm = challenge.params.get("realm", "")
     if urlsplit(realm).scheme not in ("http", "https"):

@@ -6,7 +6,7 @@ the command line, UV_DEFAULT_INDEX / UV_INDEX_URL, pip's ``index-url`` setting
 finally pip's own built-in default (the index pip itself would use here).
 
 ``pip_setting`` is envlock's one reader of pip's configuration; the CA bundle
-(``cert``, in envlock.http) is read through it too.
+(``cert``, in envlock.index.http) is read through it too.
 """
 
 from __future__ import annotations

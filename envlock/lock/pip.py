@@ -58,7 +58,7 @@ _GOT = re.compile(r"Got\s+(?P<sha>[0-9a-f]{64})")
 
 def _network_failure(raw: str, index: str) -> EnvironmentFailure | None:
     """A network failure in pip's whole output (its retry warnings included), or None."""
-    from envlock.http import reason_of, unreachable
+    from envlock.index.http import reason_of, unreachable
 
     low = raw.lower()
     gave_up = list(_LAST_RETRY.finditer(raw))
@@ -148,7 +148,7 @@ def pip_env() -> dict[str, str]:
 
 
 def dry_run_command(report: str, workdir: str, target: Target, index: str) -> list[str]:
-    from envlock.http import HttpSettings, ca_bundle
+    from envlock.index.http import HttpSettings, ca_bundle
 
     http = HttpSettings.from_env()  # ENVLOCK_HTTP_RETRIES / _TIMEOUT reach pip too
 

@@ -1,7 +1,7 @@
 """The files the pip engine locks from: every project's PEP 691 listing at once.
 
 One page per project (read by ``envlock.pep691``), fetched concurrently through
-one ``envlock.http`` session. Files the index lists without a sha256 are left
+one ``envlock.index.http`` session. Files the index lists without a sha256 are left
 out: a lock needs the hash.
 """
 
@@ -28,7 +28,8 @@ def fetch_files(
     index: str, projects: Iterable[str], workers: int = 16
 ) -> dict[str, list[IndexFile]]:
     """{normalized name: files} for each project, fetched concurrently."""
-    from envlock import http, pep691
+    from envlock import pep691
+    from envlock.index import http
 
     if not index.startswith(("http://", "https://")):
         raise UsageError(

@@ -125,7 +125,7 @@ def uv_env(cache_dir: str | None = None) -> dict[str, str]:
     request of a lock."""
     import math
 
-    from envlock.http import HttpSettings
+    from envlock.index.http import HttpSettings
 
     env = {k: v for k, v in os.environ.items() if k not in _UV_STRIP}
     env["NO_COLOR"] = "1"

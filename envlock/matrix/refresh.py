@@ -181,9 +181,9 @@ def candidates(files: Iterable[IndexFile]) -> list[Candidate]:
 def _range_fetcher(
     sess: requests.Session, url: str, index: str, size: int | None = None
 ) -> Callable[[int, int | None], tuple[bytes, int]]:
-    """Range reads of one wheel through ``envlock.http.get_range`` (its retries
+    """Range reads of one wheel through ``envlock.index.http.get_range`` (its retries
     and refusals); a file whose size is not the one the index lists is refused."""
-    from envlock import http
+    from envlock.index import http
 
     def fetch(start: int, end: int | None) -> tuple[bytes, int]:
         data, total = http.get_range(sess, url, start, end, index=index)
@@ -455,7 +455,7 @@ def refresh(
     ``only`` limits the refresh to some releases (tests, spot checks);
     ``progress(done, total)`` is called after each release.
     """
-    from envlock import http
+    from envlock.index import http
     from envlock.matrix.check import apply_notes
 
     started = time.monotonic()
