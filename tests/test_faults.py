@@ -29,10 +29,9 @@ import pytest
 from fixtures.index.fakeindex import FakeIndex, flipped
 from test_matrix_refresh import _wheel, build_index
 
-from envlock import pep691
 from envlock.cli import main
 from envlock.errors import EnvironmentFailure
-from envlock.index import http
+from envlock.index import http, pep691
 from envlock.lock import pip as pip_engine
 from envlock.lock import uv as uv_engine
 from envlock.target import Target

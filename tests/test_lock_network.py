@@ -209,8 +209,8 @@ def test_exclude_newer_locks_only_files_published_before_the_date(
     the index before 2024-03-10T00:00:00Z, by the index's own PEP 691 upload times."""
     from envlock.index import http
     from envlock.index.config import index_url
+    from envlock.index.pep691 import project_files
     from envlock.instant import uploaded_before
-    from envlock.pep691 import project_files
 
     out = tmp_path / "asof"
     data = lock_json(capsys, "--exclude-newer", "2024-03-10", "tensorflow==2.15", "-o", str(out))

@@ -43,8 +43,7 @@ def sdist_index(make_module_index: Callable[..., FakeIndex]) -> FakeIndex:
 def test_fake_index_serves_an_sdist_with_its_hash_in_json_and_html(
     sdist_index: FakeIndex,
 ) -> None:
-    from envlock import pep691
-    from envlock.index import http
+    from envlock.index import http, pep691
 
     sdist = sdist_index.wheels["src_only-1.0.tar.gz"]
     assert (sdist.project, sdist.version, sdist.is_sdist) == ("src-only", "1.0", True)

@@ -16,10 +16,10 @@ from packaging.version import Version
 
 from envlock.cli import main
 from envlock.errors import DataError, EnvironmentFailure, UsageError
+from envlock.index.pep691 import IndexFile
 from envlock.matrix import and_cuda, check, load_tensorflow, tested, wheel_members
 from envlock.matrix import refresh as refresh_mod
 from envlock.matrix.rangefile import TAIL, RangeFile
-from envlock.pep691 import IndexFile
 from envlock.target import newest_linux
 
 BUILD_INFO_2_15 = '''"""Auto-generated module providing information about the build."""
@@ -762,8 +762,7 @@ def test_and_cuda_markers_use_the_lock_targets_environment() -> None:
 def test_one_pep691_wrapper_words_a_non_json_index_for_every_command(
     fake_index: FakeIndex,
 ) -> None:
-    from envlock import pep691
-    from envlock.index import http
+    from envlock.index import http, pep691
     from envlock.lock.pip_files import fetch_files
 
     sess = http.session()

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from envlock.errors import DataError
+from envlock.index.pep691 import IndexFile
 from envlock.matrix import tensorflow
 from envlock.matrix.refresh import first_upload
-from envlock.pep691 import IndexFile
 
 
 @pytest.fixture(scope="module")

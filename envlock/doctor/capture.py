@@ -245,8 +245,7 @@ class Unavailable:
 def unavailable(pins: Sequence[str], target: Any, index: str) -> list[Unavailable]:
     """The pins whose version the index has no wheel of for ``target`` (an
     ``envlock.target.Target``), with the nearest versions it has."""
-    from envlock import pep691
-    from envlock.index import http
+    from envlock.index import http, pep691
 
     sess = http.session()
 

@@ -1,6 +1,6 @@
 """The files the pip engine locks from: every project's PEP 691 listing at once.
 
-One page per project (read by ``envlock.pep691``), fetched concurrently through
+One page per project (read by ``envlock.index.pep691``), fetched concurrently through
 one ``envlock.index.http`` session. Files the index lists without a sha256 are left
 out: a lock needs the hash.
 """
@@ -19,7 +19,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from envlock.errors import DataError, UsageError
-from envlock.pep691 import IndexFile
+from envlock.index.pep691 import IndexFile
 
 __all__ = ["IndexFile", "fetch_files", "wheels_for"]
 
@@ -28,8 +28,7 @@ def fetch_files(
     index: str, projects: Iterable[str], workers: int = 16
 ) -> dict[str, list[IndexFile]]:
     """{normalized name: files} for each project, fetched concurrently."""
-    from envlock import pep691
-    from envlock.index import http
+    from envlock.index import http, pep691
 
     if not index.startswith(("http://", "https://")):
         raise UsageError(

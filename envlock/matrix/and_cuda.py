@@ -15,7 +15,7 @@ from packaging.requirements import Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from envlock.pep691 import IndexFile
+from envlock.index.pep691 import IndexFile
 from envlock.target import newest_linux
 
 

@@ -48,6 +48,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from envlock.errors import DataError, EnvironmentFailure, UsageError
+from envlock.index.pep691 import IndexFile
 from envlock.matrix.and_cuda import and_cuda_python
 from envlock.matrix.tensorflow import (
     GENERATED_BY,
@@ -58,7 +59,6 @@ from envlock.matrix.tensorflow import (
 )
 from envlock.matrix.tested import TestedConfig, TestedConfigs
 from envlock.matrix.wheel_members import read_members
-from envlock.pep691 import IndexFile
 from envlock.target import newest_linux
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ class Stats:
 
 def project_files(sess: requests.Session, index: str, project: str = PROJECT) -> list[IndexFile]:
     """Every file of ``project`` as the PEP 691 JSON page lists it."""
-    from envlock import pep691
+    from envlock.index import pep691
 
     if not index.startswith(("http://", "https://")):
         raise UsageError(
@@ -416,7 +416,7 @@ def and_cuda_projects(requires_dist: Iterable[str], python: tuple[str, ...]) -> 
 
 def dependency_files(sess: requests.Session, index: str, project: str) -> list[IndexFile] | None:
     """The files of an and-cuda requirement's project; None when the index has none."""
-    from envlock import pep691
+    from envlock.index import pep691
 
     return pep691.project_files(sess, index, project)
 
