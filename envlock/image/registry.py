@@ -32,12 +32,12 @@ as its challenge asks: Basic, or a Bearer token from its token service
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import json
 from typing import TYPE_CHECKING, Any
 
 from envlock.errors import EnvironmentFailure, UsageError
 from envlock.image import ref as imageref
+from envlock.image import registry_auth
 
 if TYPE_CHECKING:
     import requests
@@ -77,25 +77,10 @@ def pinned(pinned_ref: str, what: str = "--image") -> imageref.ImageRef:
     return ref
 
 
-def is_loopback(host: str) -> bool:
-    """Whether a registry ``host[:port]`` is this machine (plain HTTP is allowed there)."""
-    name = host
-    if name.startswith("["):  # [::1]:5000
-        name = name[1 : name.find("]")] if "]" in name else name
-    elif name.count(":") == 1:
-        name = name.partition(":")[0]
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
 def base_url(ref: imageref.ImageRef, insecure: bool = False) -> str:
     """``http(s)://host/v2/<path>``: HTTP for a loopback host or when asked, else HTTPS."""
     host = ref.registry or ""
-    scheme = "http" if insecure or is_loopback(host) else "https"
+    scheme = "http" if insecure or registry_auth.is_loopback(host) else "https"
     return f"{scheme}://{host}/v2/{ref.path}"
 
 
@@ -156,8 +141,6 @@ class _Registry:
     def _authenticate(self, resp: requests.Response) -> bool:
         """Set ``authorization`` for the 401's challenge; False when there is nothing
         (more) to send: no usable challenge, no credentials, or this one answered."""
-        from envlock.image import registry_auth
-
         challenge = registry_auth.parse_challenge(resp.headers.get("WWW-Authenticate", ""))
         if challenge is None:
             return False
@@ -182,8 +165,6 @@ class _Registry:
         return True
 
     def _may_send(self) -> bool:
-        from envlock.image import registry_auth
-
         return registry_auth.may_send(self.url, self.insecure)
 
     def fail(self, resp: requests.Response, doing: str) -> EnvironmentFailure:

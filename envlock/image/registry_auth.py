@@ -24,6 +24,7 @@ asked for plain HTTP (``--insecure-registry``), as Docker itself does.
 from __future__ import annotations
 
 import base64
+import ipaddress
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -100,10 +101,23 @@ def basic(creds: Credentials) -> str:
     return "Basic " + base64.b64encode(raw).decode("ascii")
 
 
+def is_loopback(host: str) -> bool:
+    """Whether a registry ``host[:port]`` is this machine (plain HTTP is allowed there)."""
+    name = host
+    if name.startswith("["):  # [::1]:5000
+        name = name[1 : name.find("]")] if "]" in name else name
+    elif name.count(":") == 1:
+        name = name.partition(":")[0]
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 def may_send(url: str, insecure: bool) -> bool:
     """Whether credentials may go to ``url``: HTTPS, a loopback host, or plain HTTP asked for."""
-    from envlock.image.registry import is_loopback
-
     parts = urlsplit(url)
     return parts.scheme == "https" or insecure or is_loopback(parts.netloc)
 
