@@ -20,7 +20,6 @@ import pytest
 from report_support import make_keys
 
 from envlock.ci.build import (
-    CellOutcome,
     CiBuildOptions,
     PlainProgress,
     build_cells,
@@ -28,6 +27,7 @@ from envlock.ci.build import (
     check_repository,
     find_cells,
 )
+from envlock.ci.summary import CellOutcome
 from envlock.cli import main
 from envlock.errors import UsageError
 

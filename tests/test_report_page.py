@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from envlock.ci.summary import write_ci_page
 from envlock.report import envelope_bytes, sign_result, statement
-from envlock.report import page as pagemod
 from tests.report_support import cli, make_bundle, make_keys, smoke_result
 
 XSS = '<script>document.title="pwned"</script><b>bold</b>'
@@ -214,7 +214,7 @@ def test_summary_claims_the_pinned_image(tmp_path: Path, capsys: Any) -> None:
         {"cell": "tf217-py312", "reason": "build: step 3/9 failed"}
     ]
     # what ci build --sign calls at the end of a run: the same page, beside the summary
-    path = pagemod.write_ci_page(run, key)
+    path = write_ci_page(run, key)
     assert path == run / "report-page" / "index.html" and path.is_file()
     again = json.loads((run / "report-page" / "summary.json").read_text())
     assert [c["cell"] for c in again["cells"]] == ["tf215-py311"]

@@ -6,7 +6,8 @@ cell id and the image tag (``REPO:<cell-id>`` when pushing, else
 (docker-py calls block); a cell that fails is recorded with its reason and the
 others go on. Progress goes to a ``Progress`` sink: plain lines
 (``[cell] build step 3/12 ...``) or a live table on a terminal. The summary is
-returned and written to DIR/summary.json.
+returned and written to DIR/summary.json (envlock.ci.summary, which owns that
+file).
 """
 
 from __future__ import annotations
@@ -22,14 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from envlock.ci.summary import CellOutcome, CiBuildSummary, write_ci_page, write_summary
 from envlock.errors import EnvlockError, UsageError
 
-SCHEMA = "envlock.ci-build/v1"
 LOCAL_REPOSITORY = "envlock-ci"
 REPORT_NAME = "report.intoto.json"  # beside the bundle's files, as `smoke --sign -o` suggests
 SMOKE_NAME = "smoke.json"
 SMOKE_LOG_NAME = "smoke.log"
-SUMMARY_NAME = "summary.json"
 _CELL_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")  # a valid image tag
 
 
@@ -44,81 +44,6 @@ class CiBuildOptions:
     network: str | None = None
     gpus: str = "all"
     smoke_timeout: float = 3600
-
-
-@dataclass
-class CellOutcome:
-    """What happened to one cell; ``stage`` is where it is (or where it failed)."""
-
-    cell: str
-    folder: Path
-    tag: str
-    stage: str = "queued"  # queued, build, push, smoke, sign, done, failed
-    build: str = "-"  # ok, cached, failed, -
-    image_id: str | None = None
-    steps: str = ""  # "12/14 cached"
-    digest: str | None = None
-    pinned: str | None = None
-    smoke: str | None = None  # PASSED, WARNED, FAILED
-    report: str | None = None  # path relative to DIR
-    attached: str | None = None  # REPO:sha256-<hex>.att, when the registry took the report
-    seconds: float = 0.0
-    reason: str | None = None  # short: for the summary table
-    error: str | None = None  # the whole message (with a failed build's last log lines)
-    detail: str = ""  # the latest progress line, for the live table
-    started: float | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.stage == "done"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "cell": self.cell,
-            "ok": self.ok,
-            "stage": self.stage,
-            "tag": self.tag,
-            "build": self.build,
-            "image_id": self.image_id,
-            "steps": self.steps,
-            "digest": self.digest,
-            "pinned": self.pinned,
-            "smoke": self.smoke,
-            "report": self.report,
-            "attached": self.attached,
-            "seconds": round(self.seconds, 1),
-            "reason": self.reason,
-            "error": self.error,
-        }
-
-
-@dataclass(frozen=True)
-class CiBuildSummary:
-    directory: Path
-    repository: str | None
-    cells: tuple[CellOutcome, ...]
-    seconds: float
-    jobs: int
-
-    @property
-    def ok(self) -> bool:
-        return all(c.ok for c in self.cells)
-
-    @property
-    def failed(self) -> tuple[CellOutcome, ...]:
-        return tuple(c for c in self.cells if not c.ok)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "directory": str(self.directory),
-            "repository": self.repository,
-            "jobs": self.jobs,
-            "ok": self.ok,
-            "failed": [c.cell for c in self.failed],
-            "seconds": round(self.seconds, 1),
-            "cells": [c.to_dict() for c in self.cells],
-        }
 
 
 class Progress(Protocol):
@@ -413,8 +338,6 @@ def build_cells(
     )
     write_summary(summary)
     if options.sign is not None:  # every signed report verified, as one page: DIR/report-page/
-        from envlock.report.page import write_ci_page
-
         write_ci_page(directory, options.sign)
     return summary
 
@@ -423,35 +346,3 @@ def _with_repository(options: CiBuildOptions, repository: str | None) -> CiBuild
     from dataclasses import replace
 
     return replace(options, push=repository)
-
-
-def write_summary(summary: CiBuildSummary) -> Path:
-    from envlock.fsutil import atomic_write
-
-    path = summary.directory / SUMMARY_NAME
-    atomic_write(path, json.dumps(summary.to_dict(), indent=2) + "\n")
-    return path
-
-
-def summary_rows(summary: CiBuildSummary) -> list[list[str]]:
-    """The summary table's rows: cell, build, push digest, smoke, report, seconds, reason."""
-    from envlock.output import short
-
-    rows = []
-    for c in summary.cells:
-        digest = c.digest[:19] + "..." if c.digest else "-"
-        rows.append(
-            [
-                c.cell,
-                c.build,
-                digest,
-                c.smoke or "-",
-                c.report or "-",
-                f"{c.seconds:.1f}",
-                short(c.reason or ""),
-            ]
-        )
-    return rows
-
-
-SUMMARY_HEADERS = ("cell", "build", "push digest", "smoke", "report", "seconds", "reason")

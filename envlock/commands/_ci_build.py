@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def describe(summary: Any) -> str:
-    from envlock.ci.build import SUMMARY_HEADERS, SUMMARY_NAME, summary_rows
+    from envlock.ci.summary import SUMMARY_HEADERS, SUMMARY_NAME, summary_rows
     from envlock.output import table
 
     failed = len(summary.failed)
@@ -99,7 +99,8 @@ def _run_live(directory: Path, options: Any) -> Any:
     from rich.live import Live
     from rich.table import Table
 
-    from envlock.ci.build import CellOutcome, build_cells
+    from envlock.ci.build import build_cells
+    from envlock.ci.summary import CellOutcome
 
     outcomes: list[CellOutcome] = []
     lock = threading.Lock()

@@ -107,11 +107,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run_page(args: argparse.Namespace) -> int:
+    from envlock.ci.summary import read_summary
     from envlock.errors import CheckFailed
     from envlock.report import page
+    from envlock.report.page_rows import load_keys
 
+    keys = load_keys(args.key)  # a bad key is named before a bad summary, as always
+    claims, missing = read_summary(Path(args.summary)) if args.summary is not None else ({}, [])
     made = page.page_for(
-        args.reports, args.key, summary=args.summary, lock=args.lock, image=args.image
+        args.reports,
+        keys,
+        claims=claims,
+        missing=missing,
+        source=args.summary,
+        lock=args.lock,
+        image=args.image,
     )
     path = page.write_page(Path(args.output), made, title=args.title)
     if args.json:

@@ -2,38 +2,35 @@
 
 ``build_page`` verifies every report with ``verify_envelope`` (the code
 ``envlock verify`` runs) against each trusted key, and against the image and
-lock it claims when those are known (``ci build``'s summary.json, or
-``--image``/``--lock``); ``render_page`` turns the result into one
-self-contained HTML file from ``templates/report_page.html.j2`` (Jinja2,
-autoescaping on); ``write_page`` writes ``index.html`` and ``summary.json``
-into a folder in one atomic step. A report that does not verify is never a
-row of the matrix: it goes to the page's "not verified" section.
+lock it claims when those are known (the claims are given: ``ci build``'s
+summary.json as ``envlock.ci.summary`` reads it, or ``--image``/``--lock``);
+``render_page`` turns the result into one self-contained HTML file from
+``templates/report_page.html.j2`` (Jinja2, autoescaping on); ``write_page``
+writes ``index.html`` and ``summary.json`` into a folder in one atomic step. A
+report that does not verify is never a row of the matrix: it goes to the page's
+"not verified" section.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envlock.errors import EnvlockError, UsageError
+from envlock.errors import UsageError
 from envlock.report.page_rows import (
     Claim,
     ImageIds,
     Row,
     TrustedKey,
     check_report,
-    load_keys,
-    read_summary,
 )
 
 SCHEMA = "envlock.report-page/v1"
 TEMPLATE = "report_page.html.j2"
-CI_PAGE_FOLDER = "report-page"  # DIR/report-page/index.html after `ci build --sign`
 
 
 @dataclass
@@ -184,54 +181,29 @@ def write_page(out_dir: Path, page: Page, *, title: str = "envlock report page")
     return out_dir / "index.html"
 
 
-def write_ci_page(directory: Path, private_key: Path) -> Path | None:
-    """After `ci build --sign`: DIR/report-page/ from DIR/summary.json, verified with
-    the public key beside the private one (NAME.pub.pem; derived from the private
-    key when that file is absent). A failure is noted on stderr, never raised:
-    the reports and the summary are the record."""
-    from envlock.ci.build import SUMMARY_NAME
-    from envlock.report import keys as keymod
-
-    summary = directory / SUMMARY_NAME
-    try:
-        pub_path = keymod.key_paths(private_key)[1]
-        if pub_path.is_file():
-            trusted = load_keys([str(pub_path)])
-        else:
-            pub = keymod.load_private(private_key).public_key()
-            trusted = [TrustedKey(f"{private_key} (public part)", pub, keymod.keyid(pub))]
-        claims, missing = read_summary(summary)
-        page = build_page(
-            [str(p) for p in claims], trusted, claims=claims, missing=missing, source=str(summary)
-        )
-        path = write_page(directory / CI_PAGE_FOLDER, page, title=f"envlock ci build {directory}")
-    except EnvlockError as e:
-        sys.stderr.write(f"envlock: note: no report page written: {e.message}\n")
-        return None
-    sys.stderr.write(
-        f"report page: {path} ({len(page.rows)} verified, {len(page.unverified)} not verified)\n"
-    )
-    return path
-
-
 def page_for(
     reports: Sequence[str],
-    key_paths: Sequence[str],
+    keys: Sequence[TrustedKey],
     *,
-    summary: str | None = None,
+    claims: Mapping[Path, Claim] | None = None,
+    missing: Sequence[dict[str, str]] = (),
+    source: str | None = None,
     lock: str | None = None,
     image: str | None = None,
 ) -> Page:
-    """`envlock report page`'s inputs as a verified page (UsageError for bad ones)."""
-    keys = load_keys(key_paths)
-    claims: dict[Path, Claim] = {}
-    missing: list[dict[str, str]] = []
-    if summary is not None:
-        claims, missing = read_summary(Path(summary))
-    paths = list(reports) or [str(p) for p in claims]
+    """`envlock report page`'s inputs as a verified page (UsageError for bad ones).
+
+    ``claims``: what each report is the report of, by its resolved path (the
+    caller reads them: ``envlock.ci.summary.read_summary`` for ci build's
+    summary.json, which is ``source``); its reports are the page's when no
+    ``reports`` are given. ``lock``/``image``: the subject every other report
+    must name.
+    """
+    claimed = dict(claims or {})
+    paths = list(reports) or [str(p) for p in claimed]
     if not paths:
         raise UsageError(
-            "no REPORT given" + (f" and {summary} names none" if summary else ""),
+            "no REPORT given" + (f" and {source} names none" if source else ""),
             hint="envlock report page REPORT... --key PUB -o DIR (or --summary DIR/summary.json)",
         )
     default = None
@@ -242,7 +214,7 @@ def page_for(
         if lock_dir is not None:
             statement.lock_configuration(lock_dir)  # exit 2 for a folder without pylock.toml
         default = Claim(lock_dir=lock_dir, image_name=image)
-    return build_page(paths, keys, claims=claims, default=default, missing=missing, source=summary)
+    return build_page(paths, keys, claims=claimed, default=default, missing=missing, source=source)
 
 
 def describe(page: Page, path: Path) -> str:

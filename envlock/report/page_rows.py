@@ -1,5 +1,6 @@
-"""The rows of the report page: the inputs (trusted keys, ci build's summary.json)
-and each report verified with ``verify_envelope`` (the code ``envlock verify`` runs)
+"""The rows of the report page: the trusted keys, what a report claims (``Claim``;
+ci build's summary.json is read into claims by envlock.ci.summary, not here), and
+each report verified with ``verify_envelope`` (the code ``envlock verify`` runs)
 and read into a ``Row``: its checks, benchmark against the GPU's peaks, GPU, driver,
 date and signer, or why it did not verify."""
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from envlock.errors import DataError, EnvlockError, UsageError
+from envlock.errors import EnvlockError, UsageError
 
 BENCH_DTYPES = ("fp32", "bf16", "fp16")  # shown: fp32 and the best half precision
 SUBJECT_NOT_CHECKED = "subject not checked"
@@ -102,47 +103,6 @@ def load_keys(paths: Sequence[str]) -> list[TrustedKey]:
     if not out:
         raise UsageError("no --key given", hint="give the signers' public keys: --key NAME.pub.pem")
     return out
-
-
-def read_summary(path: Path) -> tuple[dict[Path, Claim], list[dict[str, str]]]:
-    """ci build's summary.json: {report path: what it claims}, and cells without a report.
-
-    Report paths in the summary are relative to the summary's folder; each
-    cell's folder is its lock, its ``pinned`` ref (or image id) its image.
-    """
-    from envlock.ci.build import SCHEMA as CI_SCHEMA
-    from envlock.fsutil import read_input
-    from envlock.readers import parse_json
-
-    hint = "give the summary.json 'envlock ci build' wrote"
-    data = read_input(path, "summary", hint=hint)
-    doc = parse_json(data, str(path), hint=hint, error=DataError)
-    if not isinstance(doc, dict) or doc.get("schema") != CI_SCHEMA:
-        raise DataError(
-            f"{path}: not a ci build summary (schema {CI_SCHEMA!r})",
-            hint="give the summary.json 'envlock ci build' wrote",
-        )
-    base = path.parent
-    claims: dict[Path, Claim] = {}
-    missing: list[dict[str, str]] = []
-    for i, cell in enumerate(doc.get("cells") or []):
-        if not isinstance(cell, dict) or not isinstance(cell.get("cell"), str):
-            raise DataError(f"{path}: cells[{i}]: not a cell", hint="re-run 'envlock ci build'")
-        name = cell["cell"]
-        report = cell.get("report")
-        if not isinstance(report, str) or not report:
-            reason = cell.get("reason") or cell.get("stage") or "no report"
-            missing.append({"cell": name, "reason": str(reason)})
-            continue
-        folder = base / name
-        pinned, image_id = cell.get("pinned"), cell.get("image_id")
-        claims[(base / report).resolve()] = Claim(
-            cell=name,
-            lock_dir=folder if (folder / "pylock.toml").is_file() else None,
-            image_ref=pinned if isinstance(pinned, str) and pinned else None,
-            image_id=image_id if isinstance(image_id, str) and not pinned else None,
-        )
-    return claims, missing
 
 
 # ---------------------------------------------------------------- one report

@@ -1,0 +1,204 @@
+"""``envlock ci build``'s summary.json: its schema, written and read here only.
+
+``CellOutcome`` and ``CiBuildSummary`` are what the file holds (schema
+``envlock.ci-build/v1``); ``write_summary`` writes it into DIR, ``read_summary``
+reads it back as what each cell's report claims (its lock, its pushed image):
+the report page (``envlock report page --summary``, and ``write_ci_page`` after
+``ci build --sign``) is given those claims and never reads this file itself.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from envlock.errors import DataError, EnvlockError
+
+if TYPE_CHECKING:
+    from envlock.report.page_rows import Claim
+
+SCHEMA = "envlock.ci-build/v1"
+SUMMARY_NAME = "summary.json"
+PAGE_FOLDER = "report-page"  # DIR/report-page/index.html after `ci build --sign`
+
+
+@dataclass
+class CellOutcome:
+    """What happened to one cell; ``stage`` is where it is (or where it failed)."""
+
+    cell: str
+    folder: Path
+    tag: str
+    stage: str = "queued"  # queued, build, push, smoke, sign, done, failed
+    build: str = "-"  # ok, cached, failed, -
+    image_id: str | None = None
+    steps: str = ""  # "12/14 cached"
+    digest: str | None = None
+    pinned: str | None = None
+    smoke: str | None = None  # PASSED, WARNED, FAILED
+    report: str | None = None  # path relative to DIR
+    attached: str | None = None  # REPO:sha256-<hex>.att, when the registry took the report
+    seconds: float = 0.0
+    reason: str | None = None  # short: for the summary table
+    error: str | None = None  # the whole message (with a failed build's last log lines)
+    detail: str = ""  # the latest progress line, for the live table
+    started: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.stage == "done"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cell": self.cell,
+            "ok": self.ok,
+            "stage": self.stage,
+            "tag": self.tag,
+            "build": self.build,
+            "image_id": self.image_id,
+            "steps": self.steps,
+            "digest": self.digest,
+            "pinned": self.pinned,
+            "smoke": self.smoke,
+            "report": self.report,
+            "attached": self.attached,
+            "seconds": round(self.seconds, 1),
+            "reason": self.reason,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class CiBuildSummary:
+    directory: Path
+    repository: str | None
+    cells: tuple[CellOutcome, ...]
+    seconds: float
+    jobs: int
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.cells)
+
+    @property
+    def failed(self) -> tuple[CellOutcome, ...]:
+        return tuple(c for c in self.cells if not c.ok)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "directory": str(self.directory),
+            "repository": self.repository,
+            "jobs": self.jobs,
+            "ok": self.ok,
+            "failed": [c.cell for c in self.failed],
+            "seconds": round(self.seconds, 1),
+            "cells": [c.to_dict() for c in self.cells],
+        }
+
+
+def write_summary(summary: CiBuildSummary) -> Path:
+    from envlock.fsutil import atomic_write
+
+    path = summary.directory / SUMMARY_NAME
+    atomic_write(path, json.dumps(summary.to_dict(), indent=2) + "\n")
+    return path
+
+
+def read_summary(path: Path) -> tuple[dict[Path, Claim], list[dict[str, str]]]:
+    """ci build's summary.json: {report path: what it claims}, and cells without a report.
+
+    Report paths in the summary are relative to the summary's folder; each
+    cell's folder is its lock, its ``pinned`` ref (or image id) its image.
+    """
+    from envlock.fsutil import read_input
+    from envlock.readers import parse_json
+    from envlock.report.page_rows import Claim
+
+    hint = "give the summary.json 'envlock ci build' wrote"
+    data = read_input(path, "summary", hint=hint)
+    doc = parse_json(data, str(path), hint=hint, error=DataError)
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise DataError(
+            f"{path}: not a ci build summary (schema {SCHEMA!r})",
+            hint="give the summary.json 'envlock ci build' wrote",
+        )
+    base = path.parent
+    claims: dict[Path, Claim] = {}
+    missing: list[dict[str, str]] = []
+    for i, cell in enumerate(doc.get("cells") or []):
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell"), str):
+            raise DataError(f"{path}: cells[{i}]: not a cell", hint="re-run 'envlock ci build'")
+        name = cell["cell"]
+        report = cell.get("report")
+        if not isinstance(report, str) or not report:
+            reason = cell.get("reason") or cell.get("stage") or "no report"
+            missing.append({"cell": name, "reason": str(reason)})
+            continue
+        folder = base / name
+        pinned, image_id = cell.get("pinned"), cell.get("image_id")
+        claims[(base / report).resolve()] = Claim(
+            cell=name,
+            lock_dir=folder if (folder / "pylock.toml").is_file() else None,
+            image_ref=pinned if isinstance(pinned, str) and pinned else None,
+            image_id=image_id if isinstance(image_id, str) and not pinned else None,
+        )
+    return claims, missing
+
+
+def summary_rows(summary: CiBuildSummary) -> list[list[str]]:
+    """The summary table's rows: cell, build, push digest, smoke, report, seconds, reason."""
+    from envlock.output import short
+
+    rows = []
+    for c in summary.cells:
+        digest = c.digest[:19] + "..." if c.digest else "-"
+        rows.append(
+            [
+                c.cell,
+                c.build,
+                digest,
+                c.smoke or "-",
+                c.report or "-",
+                f"{c.seconds:.1f}",
+                short(c.reason or ""),
+            ]
+        )
+    return rows
+
+
+SUMMARY_HEADERS = ("cell", "build", "push digest", "smoke", "report", "seconds", "reason")
+
+
+def write_ci_page(directory: Path, private_key: Path) -> Path | None:
+    """After `ci build --sign`: DIR/report-page/ from DIR/summary.json, verified with
+    the public key beside the private one (NAME.pub.pem; derived from the private
+    key when that file is absent). A failure is noted on stderr, never raised:
+    the reports and the summary are the record."""
+    from envlock.report import keys as keymod
+    from envlock.report.page import build_page, write_page
+    from envlock.report.page_rows import TrustedKey, load_keys
+
+    summary = directory / SUMMARY_NAME
+    try:
+        pub_path = keymod.key_paths(private_key)[1]
+        if pub_path.is_file():
+            trusted = load_keys([str(pub_path)])
+        else:
+            pub = keymod.load_private(private_key).public_key()
+            trusted = [TrustedKey(f"{private_key} (public part)", pub, keymod.keyid(pub))]
+        claims, missing = read_summary(summary)
+        page = build_page(
+            [str(p) for p in claims], trusted, claims=claims, missing=missing, source=str(summary)
+        )
+        path = write_page(directory / PAGE_FOLDER, page, title=f"envlock ci build {directory}")
+    except EnvlockError as e:
+        sys.stderr.write(f"envlock: note: no report page written: {e.message}\n")
+        return None
+    sys.stderr.write(
+        f"report page: {path} ({len(page.rows)} verified, {len(page.unverified)} not verified)\n"
+    )
+    return path
