@@ -239,22 +239,9 @@ def _summary(envelope: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def read_envelope(path: str) -> Any:
-    """The report file as a DSSE envelope, through the strict reader; a file
-    that is not one is an input error (exit 2) naming the file."""
-    from envlock.commands.verify import read_report
-    from envlock.report import dsse
-
-    data = read_report(path)
-    try:
-        return dsse.parse_envelope(data)
-    except dsse.EnvelopeError as e:
-        raise DataError(f"{path}: {e}", hint="is this a report 'envlock report sign' wrote?") from e
-
-
 def run_attach(args: argparse.Namespace) -> int:
-    from envlock.commands.verify import read_report
     from envlock.report.attach import attach_report
+    from envlock.report.inputs import read_report
 
     data = read_report(args.report)
     tag = attach_report(data, args.image, insecure=args.insecure_registry, where=args.report)
@@ -281,6 +268,7 @@ def _digest_text(digest: Any) -> str:
 
 def run_show(args: argparse.Namespace) -> int:
     from envlock.report import dsse
+    from envlock.report.inputs import read_envelope
     from envlock.report.statement import PREDICATE_TYPE, statement_problems
 
     env = read_envelope(args.report)

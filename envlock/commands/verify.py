@@ -69,14 +69,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def read_report(path: str) -> bytes:
-    from envlock.fsutil import read_input
-
-    return read_input(
-        path, "report", hint="give the file 'envlock report sign -o' wrote", stdin=True
-    )
-
-
 def _subject_text(subject: list[dict[str, Any]]) -> str:
     parts = []
     for item in subject:
@@ -167,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     if args.from_registry:
         return _run_registry(args, public_key, lock_dir)
 
-    from envlock.commands.report import read_envelope
+    from envlock.report.inputs import read_envelope
 
     env = read_envelope(args.report)
     v, failure = _check_one(args, env, args.report, public_key, lock_dir)
