@@ -61,14 +61,15 @@ def test_old_driver_against_tf215_lock_names_the_release_that_fits(
     assert driver["status"] == "FAIL"
     assert driver["cause"] == (
         "driver 470.57.02 (nvidia-smi) is older than 525.60.13, which tensorflow 2.15.1 "
-        "(CUDA 12.2) needs here: the floor of CUDA 12.2 (minor-version compatibility)"
+        "(CUDA 12.2) needs here: the floor of CUDA 12.2 (minor-version compatibility); "
+        "tensorflow 2.14.1 (CUDA 11.8, cuDNN 8.7, driver >= 450.80.02) runs on this driver: "
+        "the other fix locks it, keeping your pins"
     )
-    assert "(tensorflow 2.14.1: CUDA 11.8, cuDNN 8.7, driver >= 450.80.02)" in driver["fix"]
+    assert driver["manual"] and driver["fix"].startswith("upgrade the NVIDIA driver to 525.60.13")
     # the lock's CUDA source and pins kept, a new bundle beside the old one
-    assert (
+    assert driver["alternatives"] == [
         f"envlock lock tensorflow==2.14.1 --driver auto -o {LOCK_DIR}-tensorflow2.14.1"
-        in (driver["fix"])
-    )
+    ]
     assert by_check(doc)["gpu 0"]["status"] == "PASS"  # sm_75 is compiled into 2.15
 
 
@@ -138,6 +139,7 @@ def test_real_tf_venv_drift_is_named(tf_venv: Path, capsys: pytest.CaptureFixtur
         "status": "PASS",
         "cause": "tensorflow 2.15.1 imports",
         "fix": "",
+        "manual": False,
     }
     assert checks["requirements"]["status"] == "PASS"
     assert checks["tensorflow CUDA"]["cause"] == "built with CUDA 12.2"

@@ -69,6 +69,9 @@ def context(**kw: Any) -> F.Context:
         "host": T4,
         "host_problem": "",
         "fits": lambda driver: resolve(Constraints(spec="tensorflow==2.14.1")),
+        "venv": "/work/venv",
+        "python": "/work/venv/bin/python",
+        "python_fits": lambda minor: resolve(Constraints(spec="tensorflow", python=minor)),
     }
     base.update(kw)
     return F.Context(**base)
@@ -101,7 +104,13 @@ def test_missing_and_moved_packages_are_named() -> None:
     assert by["package protobuf"].status == "FAIL"
     locked = next(p.version for p in LOCK.packages if p.name == "protobuf")
     assert f"protobuf 5.29.0 is installed; the lock has {locked}" == by["package protobuf"].cause
-    assert "env/bootstrap.sh" in by["package numpy"].fix
+    # one command naming the bundle and the inspected venv, and pip with the lock's hashes
+    assert by["package numpy"].fix == "envlock restore env --venv /work/venv"
+    numpy = next(p for p in LOCK.packages if p.name == "numpy")
+    assert by["package numpy"].alternatives == (
+        f"printf '%s\\n' 'numpy=={numpy.version} --hash=sha256:{numpy.wheels[0].sha256}' | "
+        "/work/venv/bin/python -m pip install --no-deps --require-hashes -r /dev/stdin",
+    )
     assert F.overall(found) == "FAILED"
 
 
@@ -134,8 +143,11 @@ def test_old_driver_names_the_release_that_fits() -> None:
     driver = next(f for f in found if f.check == "driver")
     assert driver.status == "FAIL"
     assert "470.57.02" in driver.cause and "525.60.13" in driver.cause
-    assert driver.fix.startswith("upgrade the driver to 525.60.13 or newer; or lock what runs")
-    assert "envlock lock tensorflow==2.14.1 --driver auto -o env-tensorflow2.14.1" in driver.fix
+    assert driver.manual and driver.fix.startswith("upgrade the NVIDIA driver to 525.60.13")
+    assert driver.alternatives == (
+        "envlock lock tensorflow==2.14.1 --driver auto -o env-tensorflow2.14.1",
+    )
+    assert "tensorflow 2.14.1 (CUDA 11.8" in driver.cause
 
 
 def test_no_gpu_fails_unless_allow_cpu() -> None:
@@ -169,7 +181,9 @@ def test_build_and_python_mismatch() -> None:
     probe["python"] = {"version": "3.12.1"}
     probe["tensorflow"]["build_info"] = {**BUILD, "cudnn_version": "9"}
     by = {f.check: f for f in F.judge(probe, context())}
-    assert by["python"].status == "FAIL" and "3.11" in by["python"].fix
+    assert by["python"].status == "FAIL"
+    assert by["python"].fix == "envlock restore env --venv /work/venv"
+    assert "tensorflow 2.15.1 has wheels for Python 3.9, 3.10, 3.11" in by["python"].cause
     assert by["tensorflow cuDNN"].status == "FAIL"
     assert by["tensorflow CUDA"].status == "PASS"
 
@@ -275,3 +289,34 @@ def test_an_a100_on_530_fails_the_ptx_jit_floor_as_resolve_says() -> None:
     found = F.check_driver(ctx)[0]
     assert found.status == "FAIL"
     assert "older than 535.54.03" in found.cause and "PTX JIT" in found.cause
+
+
+def test_a_changed_python_is_one_finding_with_the_package_rows_folded() -> None:
+    """The platform moved the venv to Python 3.12 and nothing of the lock is there:
+    the first finding is the cause, with the release that fits the new Python."""
+    probe = healthy_probe()
+    probe["python"] = {"version": "3.12.3"}
+    probe["distributions"] = [dist("pip", "24.0")]
+    found = F.judge(probe, context())
+    assert found[0].check == "python" and found[0].status == "FAIL"
+    assert len(found[0].folded) == len(LOCK.packages)
+    assert not [f for f in found if f.check.startswith("package ")]
+    newest = resolve(Constraints(spec="tensorflow", python="3.12"))
+    assert f"for Python 3.12, tensorflow {newest.version} fits" in found[0].cause
+    assert found[0].alternatives == (
+        f"envlock lock tensorflow=={newest.version} --python 3.12 "
+        f"-o env-tensorflow{newest.version}",
+    )
+
+
+def test_a_keras_major_jump_is_flagged_with_the_way_out() -> None:
+    probe = healthy_probe()
+    probe["tensorflow"]["version"] = "2.17.0"
+    by = {f.check: f for f in F.judge(probe, context())}
+    assert by["tensorflow version"].status == "FAIL"
+    keras = by["keras"]
+    assert keras.status == "WARN" and "Keras 3" in keras.cause and keras.manual
+    assert keras.fix.startswith("/work/venv/bin/python -m pip install 'tf-keras~=2.17.0'")
+    assert "TF_USE_LEGACY_KERAS=1" in keras.fix
+    probe["tensorflow"]["version"] = "2.15.0"  # same Keras: no finding
+    assert "keras" not in {f.check for f in F.judge(probe, context())}

@@ -130,7 +130,16 @@ def run(args: argparse.Namespace) -> int:
     expected = lock.resolution if lock is not None else None
     log_only = args.log is not None and args.lock is None and args.venv is None
     if not log_only:
-        chosen = target.choose(args.venv, Path(args.lock) if args.lock else None, dict(os.environ))
+        try:
+            chosen = target.choose(
+                args.venv, Path(args.lock) if args.lock else None, dict(os.environ)
+            )
+        except target.InterpreterGone as gone:
+            bare = F.Context(
+                lock, lock_dir, expected, None, "", allow_cpu=args.allow_cpu, venv=gone.venv
+            )
+            found.append(F.interpreter_gone(bare, gone.link, gone.points_to))
+            return _finish(args, doc, found)
         doc["interpreter"] = chosen.to_dict()
         sys.stderr.write(f"envlock doctor: inspecting {chosen.python}: {chosen.reason}\n")
         libraries: tuple[str, ...] = ()
@@ -153,6 +162,9 @@ def run(args: argparse.Namespace) -> int:
             allow_cpu=args.allow_cpu,
             fits=_fits(lock.resolution.python if lock else None, host),
             floor=_floor(expected, host),
+            venv=target.venv_of(chosen.python),
+            python=chosen.python,
+            python_fits=_python_fits,
         )
         found += F.judge(probe, ctx)
         doc["python"] = probe.get("python")
@@ -178,6 +190,12 @@ def run(args: argparse.Namespace) -> int:
         with _log_lines(args.log) as f:
             found += knownerrors.explain(knownerrors.match_log(f, known), expected, lock_dir)
         doc["log"] = args.log
+    return _finish(args, doc, found)
+
+
+def _finish(args: argparse.Namespace, doc: dict[str, Any], found: list[Any]) -> int:
+    from envlock.doctor import findings as F
+
     doc["status"] = F.overall(found)
     doc["findings"] = [f.to_dict() for f in found]
     if args.json:
@@ -187,6 +205,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(describe(doc))
     return 1 if doc["status"] == "FAILED" else 0
+
+
+def _python_fits(minor: str) -> Any:
+    """The newest TensorFlow release with wheels for Python ``minor`` (resolve's answer)."""
+    from envlock.resolve import Constraints, resolve
+
+    try:
+        return resolve(Constraints(spec="tensorflow", python=minor))
+    except EnvlockError:
+        return None
 
 
 def _host() -> tuple[Any, str]:
@@ -215,9 +243,30 @@ def describe(doc: dict[str, Any]) -> str:
     if doc.get("log"):
         lines.append(f"log: {doc['log']}")
     lines.append("")
-    rows = [[f["status"], f["check"], f["cause"], f["fix"]] for f in doc["findings"]]
+    rows = []
+    for f in doc["findings"]:
+        rows.append([f["status"], f["check"], f["cause"]])
+        rows += [["", f"  {g['check']}", g["cause"]] for g in f.get("folded", [])]
     if rows:
-        lines.append(table(["status", "check", "cause", "fix"], rows).rstrip())
+        lines.append(table(["status", "check", "cause"], rows).rstrip())
     else:
         lines.append("no findings")
+    fixes = _fixes(doc["findings"])
+    if fixes:
+        lines += ["", "to fix (each command as it stands; 'do:' lines are steps to take by hand):"]
+        lines += fixes
     return "\n".join(lines) + "\n"
+
+
+def _fixes(findings: list[dict[str, Any]]) -> list[str]:
+    """Each distinct fix once, under the checks it fixes, the failures first."""
+    order = {"FAIL": 0, "WARN": 1, "INFO": 2, "PASS": 3}
+    seen: dict[str, list[str]] = {}
+    kinds: dict[str, str] = {}
+    for f in sorted(findings, key=lambda f: order.get(f["status"], 9)):
+        if f["status"] == "PASS" or not f.get("fix"):
+            continue
+        for i, fix in enumerate([f["fix"], *f.get("alternatives", [])]):
+            seen.setdefault(fix, []).append(f["check"])
+            kinds.setdefault(fix, "do" if i == 0 and f.get("manual") else "run")
+    return [f"  {kinds[fix]}: {fix}    # {', '.join(checks)}" for fix, checks in seen.items()]

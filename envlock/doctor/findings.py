@@ -7,6 +7,7 @@ PASS, WARN, FAIL or INFO with a cause and a fix that uses what the lock knows.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,10 +34,27 @@ class Finding:
     check: str  # "python", "package numpy", "driver", "library libcudnn.so.8", "log ..."
     status: str  # one of STATUSES
     cause: str
+    # a command to paste as it stands (it names the inspected environment and the
+    # bundle), or, with ``manual``, the exact steps no command can take
     fix: str = ""
+    manual: bool = False
+    alternatives: tuple[str, ...] = ()  # other commands that fix it, as pasteable
+    # the findings this one is the cause of, folded under it (their count in the text)
+    folded: tuple[Finding, ...] = ()
 
-    def to_dict(self) -> dict[str, str]:
-        return {"check": self.check, "status": self.status, "cause": self.cause, "fix": self.fix}
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "check": self.check,
+            "status": self.status,
+            "cause": self.cause,
+            "fix": self.fix,
+            "manual": self.manual,
+        }
+        if self.alternatives:
+            out["alternatives"] = list(self.alternatives)
+        if self.folded:
+            out["folded"] = [f.to_dict() for f in self.folded]
+        return out
 
 
 @dataclass(frozen=True)
@@ -49,6 +67,12 @@ class Context:
     host: HostInfo | None  # driver and GPUs, None when no driver is visible
     host_problem: str  # why there is no host info ("" when there is)
     allow_cpu: bool = False
+    # the inspected environment: its venv folder (None when the interpreter is not
+    # in a venv) and its interpreter, named in every fix
+    venv: str | None = None
+    python: str | None = None
+    # a Python minor -> the newest TensorFlow release with wheels for it (resolve)
+    python_fits: Callable[[str], Resolution | None] | None = None
     # driver -> the newest release that runs on it here (resolve's answer), or None
     fits: Callable[[str], Resolution | None] | None = None
     # the expected release's driver floor for the host's GPUs: resolve's own
@@ -68,10 +92,37 @@ def _version(text: str | None) -> Version | None:
         return None
 
 
+def restore_command(ctx: Context) -> str:
+    """``envlock restore DIR --venv VENV``: the bundle checked against, the
+    environment inspected (restore's own default, DIR/.venv, is another one)."""
+    argv = ["envlock", "restore", ctx.lock_dir or "DIR"]
+    if ctx.venv:
+        argv += ["--venv", ctx.venv]
+    if ctx.allow_cpu:  # the check was asked to accept the CPU: so is restore's smoke test
+        argv.append("--allow-cpu")
+    return shlex.join(argv)
+
+
 def _repair(ctx: Context) -> str:
     if ctx.lock_dir:
-        return f"rerun {ctx.lock_dir}/bootstrap.sh, or envlock restore {ctx.lock_dir}"
+        return restore_command(ctx)
     return "reinstall it"
+
+
+def pip_fix(ctx: Context, name: str, version: str) -> str | None:
+    """One locked distribution installed into the inspected interpreter with its
+    locked hashes (pip takes --hash only in a requirements file: stdin is one)."""
+    if ctx.lock is None:
+        return None
+    pkg = next((p for p in ctx.lock.packages if p.name == name), None)
+    if pkg is None:
+        return None
+    line = f"{name}=={version} " + " ".join(f"--hash=sha256:{w.sha256}" for w in pkg.wheels)
+    python = shlex.quote(ctx.python or "python")
+    return (
+        f"printf '%s\\n' {shlex.quote(line)} | {python} -m pip install --no-deps "
+        "--require-hashes -r /dev/stdin"
+    )
 
 
 def installed(probe: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -90,6 +141,19 @@ def tensorflow_installed(probe: Mapping[str, Any]) -> str | None:
     return None
 
 
+def lock_command(ctx: Context, version: str, python: str, *, suffix: str) -> str:
+    """``envlock lock`` of ``tensorflow==version`` for ``python``, the lock's pins and
+    CUDA source kept, into a new folder beside the bundle."""
+    lock = ctx.lock
+    argv = ["envlock", "lock", f"tensorflow=={version}", "--python", python]
+    if lock is not None and lock.resolution.cuda_source == "pip":
+        argv += ["--cuda-source", "pip"]
+    for pin in lock.input.with_requirements if lock is not None else ():
+        argv += ["--with", pin]
+    base = (ctx.lock_dir or "env").rstrip("/") or "env"
+    return shlex.join([*argv, "-o", f"{base}-{suffix}"])
+
+
 def check_python(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
     version = str(probe.get("python", {}).get("version", ""))
     minor = ".".join(version.split(".")[:2])
@@ -98,16 +162,48 @@ def check_python(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
     want = ctx.lock.resolution.python
     if minor == want:
         return [Finding("python", "PASS", f"Python {version}, the locked {want}")]
+    r = ctx.lock.resolution
+    supported = r.python_supported
+    cause = (
+        f"Python {version} runs this environment; the lock is for Python {want} (the "
+        f"platform changed its Python, or the venv was made with another one); "
+        f"{r.framework} {r.version} has wheels for Python {', '.join(supported) or '?'}"
+    )
+    alternatives: list[str] = []
+    if minor in supported:
+        cause += f", {minor} among them"
+        alternatives.append(lock_command(ctx, r.version, minor, suffix=f"py{minor}"))
+    else:
+        newer = ctx.python_fits(minor) if ctx.python_fits else None
+        if newer is not None:
+            cause += f"; for Python {minor}, {newer.framework} {newer.version} fits"
+            alternatives.append(
+                lock_command(ctx, newer.version, minor, suffix=f"tensorflow{newer.version}")
+            )
+        else:
+            cause += f"; no release in the matrix has wheels for Python {minor}"
     return [
         Finding(
             "python",
             "FAIL",
-            f"Python {version} runs this venv; the lock is for Python {want} "
-            "(the platform changed its Python, or the venv was made with another one)",
-            f"envlock restore {ctx.lock_dir or 'DIR'} (finds or names a Python {want}); "
-            f"or bootstrap.sh --recreate --python /path/to/python{want}",
+            cause + f" (restore builds a Python {want} venv: it finds that Python or says how "
+            "to get one)",
+            restore_command(ctx),
+            alternatives=tuple(alternatives),
         )
     ]
+
+
+def interpreter_gone(ctx: Context, link: str, points_to: str) -> Finding:
+    """The venv's interpreter is a link to a Python that no longer exists."""
+    return Finding(
+        "python",
+        "FAIL",
+        f"the environment's interpreter {link} is a link to {points_to}, which no longer "
+        "exists (the platform removed or moved that Python): nothing in the venv can run",
+        restore_command(ctx) if ctx.lock_dir else f"recreate the venv {ctx.venv or ''}".strip(),
+        manual=not ctx.lock_dir,
+    )
 
 
 def check_packages(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
@@ -125,8 +221,8 @@ def check_packages(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
                     f"package {name}",
                     "FAIL",
                     f"{name} {version} is locked but not installed",
-                    f"{_repair(ctx)}; or pip install --no-deps {name}=={version} with its hash "
-                    "from requirements.txt",
+                    _repair(ctx),
+                    alternatives=tuple(x for x in (pip_fix(ctx, name, version),) if x),
                 )
             )
         elif _version(str(dist.get("version"))) != _version(version):
@@ -135,8 +231,8 @@ def check_packages(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
                     f"package {name}",
                     "FAIL",
                     f"{name} {dist.get('version')} is installed; the lock has {version}",
-                    f"{_repair(ctx)}; or pip install --no-deps {name}=={version} with its hash "
-                    "from requirements.txt",
+                    _repair(ctx),
+                    alternatives=tuple(x for x in (pip_fix(ctx, name, version),) if x),
                 )
             )
     extra = sorted(n for n in have if n not in locked and n not in TOOLING)
@@ -259,6 +355,9 @@ def check_tensorflow(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
                 _repair(ctx),
             )
         )
+        keras = keras_jump(exp.version, version, ctx)
+        if keras is not None:
+            out.append(keras)
     else:
         out.append(Finding("tensorflow version", "PASS", f"tensorflow {version} imports"))
     info = tf.get("build_info") or {}
@@ -292,6 +391,42 @@ def check_tensorflow(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
     return out
 
 
+# TensorFlow 2.16 made Keras 3 its tf.keras; tf-keras (Keras 2) comes back with
+# TF_USE_LEGACY_KERAS=1, from tf-keras 2.16 on, one release per TensorFlow minor
+# (https://keras.io/getting_started/#tensorflow--keras-2-backwards-compatibility,
+# TensorFlow 2.16 release notes).
+KERAS_3_FROM = Version("2.16")
+
+
+def keras_jump(locked: str, installed: str, ctx: Context) -> Finding | None:
+    """A TensorFlow change across 2.16 changes what tf.keras is: Keras 2 code breaks
+    under Keras 3 (and the other way round)."""
+    old, new = _version(locked), _version(installed)
+    if old is None or new is None or (old >= KERAS_3_FROM) == (new >= KERAS_3_FROM):
+        return None
+    if new >= KERAS_3_FROM:
+        series = f"{new.major}.{new.minor}"
+        python = shlex.quote(ctx.python or "python")
+        return Finding(
+            "keras",
+            "WARN",
+            f"tensorflow {installed} makes tf.keras Keras 3; the lock's {locked} used Keras 2, "
+            "so tf.keras code written for it may break (changed saving formats, optimizers, "
+            "layers)",
+            f"{python} -m pip install 'tf-keras~={series}.0' && export TF_USE_LEGACY_KERAS=1 "
+            "(in the shell or the notebook's environment before tensorflow is imported)",
+            manual=True,
+            alternatives=(_repair(ctx),) if ctx.lock_dir else (),
+        )
+    return Finding(
+        "keras",
+        "WARN",
+        f"tensorflow {installed} has Keras 2 as tf.keras; the lock's {locked} used Keras 3, "
+        "so code written for Keras 3 may break",
+        _repair(ctx),
+    )
+
+
 def check_driver(ctx: Context) -> list[Finding]:
     host = ctx.host
     if host is None:
@@ -316,32 +451,25 @@ def check_driver(ctx: Context) -> list[Finding]:
             Finding("driver", "PASS", f"driver {host.driver} ({host.source}) >= {needed}, {why}")
         ]
     fits = ctx.fits(host.driver) if ctx.fits else None
-    fix = f"upgrade the driver to {needed} or newer"
+    fix = f"upgrade the NVIDIA driver to {needed} or newer (the host's, outside this environment)"
+    cause = (
+        f"driver {host.driver} ({host.source}) is older than {needed}, which tensorflow "
+        f"{exp.version} (CUDA {exp.cuda}) needs here: {why}"
+    )
     if fits is not None:
-        fix += (
-            f"; or lock what runs on this driver, keeping your pins: {driver_fix(ctx, fits)} "
-            f"(tensorflow {fits.version}: CUDA {fits.cuda}, cuDNN {fits.cudnn}, "
-            f"driver >= {fits.driver_min})"
+        cause += (
+            f"; tensorflow {fits.version} (CUDA {fits.cuda}, cuDNN {fits.cudnn}, driver >= "
+            f"{fits.driver_min}) runs on this driver: the other fix locks it, keeping your pins"
         )
     else:
-        fix += "; no TensorFlow release in the matrix fits this driver"
-    framework = f"tensorflow {exp.version}" if exp else "tensorflow"
-    return [
-        Finding(
-            "driver",
-            "FAIL",
-            f"driver {host.driver} ({host.source}) is older than {needed}, which {framework} "
-            f"(CUDA {exp.cuda}) needs here: {why}",
-            fix,
-        )
-    ]
+        cause += "; no TensorFlow release in the matrix runs on this driver"
+    alternatives = (driver_fix(ctx, fits),) if fits is not None else ()
+    return [Finding("driver", "FAIL", cause, fix, manual=True, alternatives=alternatives)]
 
 
 def driver_fix(ctx: Context, fits: Resolution) -> str:
     """The lock command for the release that runs on this driver: the lock's pins
     kept, the same CUDA source, a new bundle folder beside the old one."""
-    import shlex
-
     pins = ctx.lock.input.with_requirements if ctx.lock is not None else ()
     source = ctx.lock.resolution.cuda_source if ctx.lock is not None else None
     base = (ctx.lock_dir or "env").rstrip("/") or "env"
@@ -463,13 +591,33 @@ def check_libraries(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
 
 
 def judge(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
-    """Every finding for one probe result, in a stable order."""
+    """Every finding for one probe result, in a stable order, root causes first: when
+    the interpreter is not the locked Python, the per-package rows it causes are
+    folded under the Python finding."""
     findings: list[Finding] = []
-    findings += check_python(probe, ctx)
+    python = check_python(probe, ctx)
     lock_findings = check_packages(probe, ctx)
-    findings += lock_findings
     reported = {f.check.split(" ", 1)[1] for f in lock_findings if f.check.startswith("package ")}
-    findings += check_requirements(probe, ctx, reported)
+    requirement_findings = check_requirements(probe, ctx, reported)
+    if python[0].status == "FAIL":
+        caused = [f for f in (*lock_findings, *requirement_findings) if f.status != "PASS"]
+        head = python[0]
+        if caused:
+            head = Finding(
+                head.check,
+                head.status,
+                head.cause + f"; {len(caused)} package findings follow from it (folded)",
+                head.fix,
+                head.manual,
+                head.alternatives,
+                tuple(caused),
+            )
+        findings.append(head)
+        findings += [f for f in lock_findings if f.status == "WARN"]  # extras: not caused
+    else:
+        findings += python
+        findings += lock_findings
+        findings += requirement_findings
     if any("changed_count" in d for d in probe.get("distributions") or []):
         findings += check_records(probe, ctx)
     findings += check_tensorflow(probe, ctx)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from envlock.errors import EnvironmentFailure, UsageError
+from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
 
 PROBE_TIMEOUT = 300.0
 
@@ -31,12 +31,40 @@ class Target:
         return {"python": self.python, "chosen_by": self.chosen_by, "reason": self.reason}
 
 
+class InterpreterGone(EnvlockError):
+    """The venv's interpreter is a link to a Python that no longer exists: a
+    finding (exit 1), not a wrong --venv."""
+
+    exit_code = 1
+
+    def __init__(self, venv: Path, link: Path, points_to: str) -> None:
+        super().__init__(
+            f"{link} is a link to {points_to}, which no longer exists",
+            hint="the venv cannot run: restore it from its bundle with 'envlock restore "
+            f"BUNDLE --venv {venv}', or make it anew: python3 -m venv --clear {venv}",
+        )
+        self.venv = str(venv)
+        self.link = str(link)
+        self.points_to = points_to
+
+
 def _venv_python(venv: Path) -> Path | None:
     for name in ("bin/python", "bin/python3"):
         candidate = venv / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
+    for name in ("bin/python", "bin/python3"):
+        candidate = venv / name
+        if candidate.is_symlink() and not candidate.exists():  # a dangling link
+            raise InterpreterGone(venv, candidate, os.readlink(candidate))
     return None
+
+
+def venv_of(python: str) -> str | None:
+    """The venv folder ``python`` runs (bin/python beside a pyvenv.cfg), else None:
+    fixes name it with --venv."""
+    folder = Path(python).parent.parent
+    return str(folder) if (folder / "pyvenv.cfg").is_file() else None
 
 
 def choose(venv: str | None, lock_dir: Path | None, environ: dict[str, str]) -> Target:

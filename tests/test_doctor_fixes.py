@@ -1,0 +1,156 @@
+"""Every fix doctor prints works when pasted, on the environment it inspected (#20).
+
+A real bundle of a tiny 'tensorflow' 2.15.1 from the local index (the stand-in
+harness of test_restore, as restore runs whatever harness the bundle holds), a
+project venv outside the bundle, then drift. Each fix and alternative doctor
+prints (``--json``: ``fix`` unless ``manual``, and ``alternatives``) runs as
+printed in a shell, with this machine's index configuration (PIP_INDEX_URL)
+standing for the user's; after it, doctor passes on that same venv and the
+bundle's default venv (DIR/.venv) was never made.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.index.fakeindex import FakeIndex
+from test_bootstrap_drift import installed
+from test_restore import LOCAL_BASE, STUB
+
+from envlock.cli import main
+
+ENVLOCK = Path(sys.executable).parent / "envlock"
+
+
+@pytest.fixture()
+def project(
+    make_index: Callable[..., FakeIndex],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> tuple[Path, Path, dict[str, str]]:
+    """(bundle, project venv, the shell's environment)."""
+    idx = make_index()
+    idx.add_dist(
+        "tensorflow",
+        "2.15.1",
+        tag="py3-none-manylinux_2_17_x86_64",
+        requires=("dep-a>=1,<2",),
+        init="VERSION = __version__ = '2.15.1'\n",  # what doctor's probe reads
+    )
+    for v in ("1.0", "1.5"):
+        idx.add_dist("dep-a", v)
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    bundle = tmp_path / "env"
+    code = main(
+        ["lock", "tensorflow==2.15", "-o", str(bundle), "--index-url", idx.url]
+        + ["--base-image", LOCAL_BASE, "--python-from", "image"]
+    )
+    capsys.readouterr()
+    assert code == 0
+    (bundle / "envlock_smoke.py").write_text(STUB, encoding="utf-8")
+    env = {
+        **os.environ,
+        "PATH": f"{ENVLOCK.parent}{os.pathsep}{os.environ['PATH']}",
+        "PIP_INDEX_URL": idx.url,  # the user's index configuration
+        "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
+    }
+    venv = tmp_path / "project" / "venv"
+    shell(f"envlock restore {bundle} --venv {venv} --allow-cpu", env, tmp_path)
+    assert installed(venv)["dep-a"] == "1.5"
+    return bundle, venv, env
+
+
+def shell(command: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        ["bash", "-c", command], env=env, cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, f"{command}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def doctor(bundle: Path, venv: Path, env: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    proc = subprocess.run(
+        [str(ENVLOCK), "doctor", "--venv", str(venv), "--lock", str(bundle), "--allow-cpu"]
+        + ["--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    doc: dict[str, Any] = json.loads(proc.stdout)
+    return proc.returncode, doc
+
+
+def commands(doc: dict[str, Any]) -> list[str]:
+    """Every pasteable command among the failing findings' fixes, in order, once."""
+    out: list[str] = []
+    for f in doc["findings"]:
+        if f["status"] != "FAIL":
+            continue
+        for fix in ([] if f["manual"] else [f["fix"]]) + f.get("alternatives", []):
+            if fix and fix not in out:
+                out.append(fix)
+    return out
+
+
+def drift(venv: Path, env: dict[str, str], cwd: Path) -> None:
+    """A platform upgrade in miniature: one package gone, one moved."""
+    py = venv / "bin" / "python"
+    shell(f"{py} -m pip uninstall -y -q tensorflow", env, cwd)
+    shell(f"{py} -m pip install -q --no-deps dep-a==1.0", env, cwd)
+
+
+@pytest.mark.slow  # real venvs, restores and pip installs: about a minute
+def test_every_fix_doctor_prints_repairs_the_inspected_venv(
+    project: tuple[Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    bundle, venv, env = project
+    code, doc = doctor(bundle, venv, env)
+    assert code == 0, [f for f in doc["findings"] if f["status"] == "FAIL"]
+    drift(venv, env, tmp_path)
+    code, doc = doctor(bundle, venv, env)
+    assert code == 1
+    fixes = commands(doc)
+    # the bundle and the inspected venv in the one command that repairs everything
+    assert f"envlock restore {bundle} --venv {venv} --allow-cpu" in fixes
+    pip_fixes = [c for c in fixes if "-m pip install" in c]
+    assert len(pip_fixes) == 2  # tensorflow and dep-a, each with the lock's hashes
+    # each command alone (the pip ones together: each fixes one package)
+    for group in [[c for c in fixes if c not in pip_fixes], pip_fixes]:
+        for command in group:
+            shell(command, env, tmp_path)
+        code, after = doctor(bundle, venv, env)
+        assert code == 0, (group, [f for f in after["findings"] if f["status"] == "FAIL"])
+        assert installed(venv)["dep-a"] == "1.5"
+        assert not (bundle / ".venv").exists()  # nothing acted on another environment
+        drift(venv, env, tmp_path)
+
+
+@pytest.mark.slow  # a real restore: about 40 s
+def test_a_removed_interpreter_is_one_finding_whose_fix_restores_it(
+    project: tuple[Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    bundle, venv, env = project
+    # the platform removed the Python the venv was made from: bin/python dangles
+    real = venv.resolve()
+    link = real / "bin" / "python"
+    target = tmp_path / "gone-python"
+    link.unlink()
+    link.symlink_to(target)
+    code, doc = doctor(bundle, venv, env)
+    assert code == 1
+    assert [f["check"] for f in doc["findings"]] == ["python"]
+    finding = doc["findings"][0]
+    assert f"is a link to {target}, which no longer exists" in finding["cause"]
+    assert finding["fix"] == f"envlock restore {bundle} --venv {venv} --allow-cpu"
+    shell(finding["fix"], env, tmp_path)
+    code, doc = doctor(bundle, venv, env)
+    assert code == 0, doc
