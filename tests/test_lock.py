@@ -37,6 +37,7 @@ from envlock.lock import (
 )
 from envlock.lock.conflicts import explain, merge_one_of
 from envlock.lock.pylock import pylock_document
+from envlock.lock.uv import uv_env
 from envlock.model import Constraints, Lock, LockedPackage, LockedWheel, LockInput, Resolution
 
 if sys.version_info >= (3, 11):
@@ -1006,3 +1007,19 @@ def test_check_without_the_recorded_ca_file_is_bad_input(
         "! README.md would be rewritten",
         "! render.json would be rewritten",
     ]
+
+
+def test_no_third_party_deprecation_warning_reaches_envlocks_messages(
+    index: FakeIndex, cache: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """UV_NATIVE_TLS (uv's old name for the system CA store, set by users and
+    guides) made uv print a deprecation warning into every error envlock showed."""
+    monkeypatch.setenv("UV_NATIVE_TLS", "1")
+    with pytest.raises(NoResolution) as err:
+        _lock(index, cache, with_=("dep-b==9.9",))
+    assert "dep-b==9.9" in err.value.message
+    assert "deprecated" not in err.value.message.lower()
+    assert "UV_NATIVE_TLS" not in err.value.message
+    # every uv run (lock, restore, wheelhouse installs) gets the current name
+    env = uv_env()
+    assert "UV_NATIVE_TLS" not in env and env["UV_SYSTEM_CERTS"] == "1"

@@ -128,6 +128,11 @@ def uv_env(cache_dir: str | None = None) -> dict[str, str]:
     from envlock.index.http import HttpSettings
 
     env = {k: v for k, v in os.environ.items() if k not in _UV_STRIP}
+    # the system CA store (an intercepting proxy's CA is there), by uv's current
+    # name: UV_NATIVE_TLS, the old one a user may still set, makes uv print a
+    # deprecation warning into every message envlock shows
+    native = env.pop("UV_NATIVE_TLS", None)
+    env.setdefault("UV_SYSTEM_CERTS", "1" if native is None else native)
     env["NO_COLOR"] = "1"
     env["UV_NO_PROGRESS"] = "1"
     # A lock is wheels only (--only-binary) for a target Python given by
