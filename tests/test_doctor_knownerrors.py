@@ -4,6 +4,10 @@ gets the right finding per known message and none for clean logs."""
 from __future__ import annotations
 
 import json
+import random
+import re
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -187,3 +191,276 @@ def test_duplicate_ids_are_refused() -> None:
     row = ENTRY + "pattern = 'a'\nfix = 'f'\n"
     with pytest.raises(DataError, match=r"errors\[1\]\.id"):
         knownerrors.parse(parse_toml(BASE + row + "[[errors]]\n" + row, "t.toml"))
+
+
+# --- linear time: every pattern, on a crafted worst case against a plain log ---
+#
+# For each pattern, near misses are built from its parse tree: every proper
+# prefix of it (at every depth: a branch's alternatives, a group's items, a
+# repeat's body), with its repeats expanded both to a few copies (the prefix
+# then fills the line over and over: many starts) and to a run as long as the
+# line (one start, a long run of what the repeat accepts, the end missing).
+# A backtracking pattern spends far longer on these than on a plain log of
+# the same lines' sizes; a linear one about as long. New patterns in
+# known_errors.toml are covered as they come.
+
+try:  # Python 3.11+
+    import re._constants as sre_c
+    import re._parser as sre_parse
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as sre_c  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
+
+RATIO = 20  # crafted / plain, the most a linear pattern may take
+CRAFTED_BYTES = 1 << 20  # per pattern and kind (a quadratic pattern: ~200 times the plain log)
+PROBE = " a0Z_.-:/'\"()[]=,;<>!"
+CATEGORY = {
+    sre_c.CATEGORY_DIGIT: r"\d",
+    sre_c.CATEGORY_NOT_DIGIT: r"\D",
+    sre_c.CATEGORY_SPACE: r"\s",
+    sre_c.CATEGORY_NOT_SPACE: r"\S",
+    sre_c.CATEGORY_WORD: r"\w",
+    sre_c.CATEGORY_NOT_WORD: r"\W",
+}
+REPEATS = tuple(
+    op
+    for op in (
+        sre_c.MAX_REPEAT,
+        sre_c.MIN_REPEAT,
+        getattr(sre_c, "POSSESSIVE_REPEAT", None),
+    )
+    if op is not None
+)
+
+
+def _accepted(ch: str, items: Any) -> bool:
+    negate, hit = False, False
+    for op, av in items:
+        if op is sre_c.NEGATE:
+            negate = True
+        elif op is sre_c.LITERAL:
+            hit |= ord(ch) == av
+        elif op is sre_c.RANGE:
+            hit |= av[0] <= ord(ch) <= av[1]
+        elif op is sre_c.CATEGORY:
+            hit |= bool(re.fullmatch(CATEGORY.get(av, "."), ch))
+    return hit != negate
+
+
+def _char(op: Any, av: Any, choice: int) -> str | None:
+    """One character the item accepts (None: not a one-character item)."""
+    if op is sre_c.LITERAL:
+        return chr(av)
+    if op is sre_c.NOT_LITERAL:
+        return next(c for c in PROBE if ord(c) != av)
+    if op is sre_c.ANY:
+        return "a"
+    if op is sre_c.IN:
+        fits = [c for c in PROBE if _accepted(c, av)]
+        fits += [chr(v) for o, v in av if o is sre_c.LITERAL] + [
+            chr(v[0]) for o, v in av if o is sre_c.RANGE
+        ]
+        return fits[choice % len(fits)] if fits else "a"
+    return None
+
+
+def _text(items: Any, run: int, choice: int, width: int) -> str:
+    """A string the items (roughly) match, each repeat taken ``run`` times."""
+    out: list[str] = []
+    for op, av in items:
+        one = _char(op, av, choice)
+        if one is not None:
+            out.append(one)
+        elif op is sre_c.SUBPATTERN:
+            out.append(_text(av[-1], run, choice, width))
+        elif op in REPEATS:
+            low, high, body = av
+            piece = _text(body, run, choice, width)
+            count = max(low, min(run, high, width // max(1, len(piece)) + 1))
+            out.append(piece * count)
+        elif op is sre_c.BRANCH:
+            out.append(_text(av[1][choice % len(av[1])], run, choice, width))
+        elif op is getattr(sre_c, "ATOMIC_GROUP", None):
+            out.append(_text(av, run, choice, width))
+        # anchors, look-arounds, back references: nothing
+    return "".join(out)[: width * 2]
+
+
+def _prefixes(items: Any, run: int, choice: int, width: int) -> list[str]:
+    """Proper prefixes of the items, cut at every depth."""
+    items = list(items)
+    out: list[str] = []
+    for k, (op, av) in enumerate(items):
+        head = _text(items[:k], run, choice, width)
+        out.append(head)
+        inner: list[str] = []
+        if op is sre_c.SUBPATTERN:
+            inner = _prefixes(av[-1], run, choice, width)
+        elif op is sre_c.BRANCH:
+            for alt in av[1]:
+                inner += _prefixes(alt, run, choice, width)
+        elif op in REPEATS:
+            body = _text(av[2], run, choice, width)
+            count = max(0, min(run, av[1], width // max(1, len(body)) + 1))
+            inner = [body * count + p for p in _prefixes(av[2], run, choice, width)]
+        out += [head + p for p in inner]
+    out.append(_text(items, run, choice, width))
+    return out
+
+
+def crafted_lines(pattern: re.Pattern[str], width: int) -> list[str]:
+    """Near misses of ``pattern``, each as one line of at most ``width`` characters."""
+    items = sre_parse.parse(pattern.pattern, pattern.flags)
+    lines: list[str] = []
+    for choice in range(3):
+        for run in (3, width):
+            for piece in _prefixes(items, run, choice, width):
+                if not piece:
+                    continue
+                lines.append(piece[:width])
+                lines.append((piece * (width // len(piece) + 1))[:width])
+    return [line for line in dict.fromkeys(lines) if not pattern.search(line)]
+
+
+def plain_line(rnd: random.Random, size: int) -> str:
+    text = (
+        "2024-03-01 10:00:01.5: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1886] "
+        "Created device /job:localhost/replica:0/task:0/device:GPU:0 with 14000 MB memory "
+        "Epoch 3/10 812/1563 [==============>....] - ETA: 41s - loss: 0.5121 accuracy Import"
+    )
+    words = text.split(" ")
+    out = ""
+    while len(out) < size:
+        out += rnd.choice(words) + " "
+    return out[:size]
+
+
+def near_miss_log(pattern: re.Pattern[str], width: int) -> list[str]:
+    """Every near miss at least once, repeated up to CRAFTED_BYTES."""
+    lines = crafted_lines(pattern, width)
+    assert lines, "no near miss could be built from the pattern"
+    log, size = [], 0
+    while size < CRAFTED_BYTES or len(log) < len(lines):
+        line = lines[len(log) % len(lines)]
+        log.append(line)
+        size += len(line)
+    return log
+
+
+def _seconds(entry: knownerrors.KnownError, lines: list[str], repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        knownerrors.match_log(lines, [entry])
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def test_the_crafted_worst_case_catches_a_backtracking_pattern() -> None:
+    """The check below would have caught the keras pattern this round fixed."""
+    bad = re.compile(r"(?:ImportError|ModuleNotFoundError): .*\b(?:tensorflow\.keras|keras)\b")
+    entry = knownerrors.KnownError("bad", bad, "FAIL", "c", "f", "s")
+    log = near_miss_log(bad, knownerrors.MAX_LINE)[: CRAFTED_BYTES // knownerrors.MAX_LINE // 4]
+    rnd = random.Random(0)
+    plain = [plain_line(rnd, len(line)) for line in log]
+    assert _seconds(entry, log, 1) > RATIO * _seconds(entry, plain)
+
+
+@pytest.mark.parametrize("entry", knownerrors.load(), ids=lambda e: e.id)
+def test_every_pattern_is_linear_on_a_crafted_worst_case(entry: knownerrors.KnownError) -> None:
+    log = near_miss_log(entry.pattern, knownerrors.MAX_LINE)  # match_log searches no more
+    rnd = random.Random(0)
+    plain = [plain_line(rnd, len(line)) for line in log]
+    crafted_s, plain_s = _seconds(entry, log), _seconds(entry, plain)
+    assert crafted_s < RATIO * max(plain_s, 1e-3), (
+        f"{entry.id}: {crafted_s * 1000:.0f} ms on {sum(map(len, log)) >> 10} KiB of near misses, "
+        f"{plain_s * 1000:.0f} ms on a plain log of the same size: the pattern backtracks"
+    )
+
+
+# --- bounded reading: lines cut, a total, a clear finding past it ---
+
+
+def _doctor_subprocess(
+    argv: list[str], stdin: Any = None
+) -> subprocess.Popen[bytes]:  # memory capped at 1 GiB: an unbounded read dies, never swaps
+    import resource
+    import sys
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    return subprocess.Popen(
+        [sys.executable, "-m", "envlock", "doctor", *argv, "--json"],
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=cap,
+    )
+
+
+def test_doctor_log_dev_zero_ends_quickly_with_a_warning() -> None:
+    start = time.monotonic()
+    proc = _doctor_subprocess(["--log", "/dev/zero"])
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert time.monotonic() - start < 30 and b"Traceback" not in err
+    (finding,) = json.loads(out)["findings"]
+    assert finding["check"] == "log" and finding["status"] == "WARN"
+    assert "read up to 32 MiB" in finding["cause"] and "16 KiB" in finding["cause"]
+
+
+def test_doctor_log_endless_stdin_ends_quickly_with_a_warning() -> None:
+    import threading
+
+    proc = _doctor_subprocess(["--log", "-"], stdin=subprocess.PIPE)
+    assert proc.stdin is not None
+    pipe = proc.stdin
+
+    def feed() -> None:  # `yes Killed`, until the reader goes away
+        block = b"Killed\n" * 8192
+        try:
+            while True:
+                pipe.write(block)
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+
+    threading.Thread(target=feed, daemon=True).start()
+    killer = threading.Timer(30, proc.kill)  # a reader that never stops fails, not hangs
+    killer.start()
+    start = time.monotonic()
+    try:
+        out = proc.stdout.read() if proc.stdout else b""
+        proc.wait(timeout=60)
+    finally:
+        killer.cancel()
+        proc.kill()
+    assert time.monotonic() - start < 30
+    doc = json.loads(out)
+    assert proc.returncode == 1 and doc["status"] == "FAILED"
+    assert [f["check"] for f in doc["findings"]] == ["log host-memory-killed", "log"]
+    assert "(1000000 times)" in doc["findings"][0]["cause"]
+    assert "read up to 1,000,000 lines" in doc["findings"][1]["cause"]
+
+
+def test_a_long_line_is_cut_and_the_rest_skipped_with_line_numbers_kept() -> None:
+    import io
+
+    long_line = b"x" * (knownerrors.MAX_LINE_BYTES * 5 + 7) + b" Killed\n"
+    raw = b"Epoch 1\n" + long_line + b"Killed\n\xff\xfe Killed partial"
+    log = knownerrors.BoundedLog(io.BytesIO(raw).readline)
+    lines = list(log)
+    assert [len(line) for line in lines[:2]] == [8, knownerrors.MAX_LINE_BYTES]
+    assert lines[2:] == ["Killed\n", "\ufffd\ufffd Killed partial"] and log.cut == ""
+    (match,) = knownerrors.match_log(lines, knownerrors.load())
+    assert (match.error.id, match.line_number, match.count) == ("host-memory-killed", 3, 1)
+
+
+def test_reading_stops_at_the_total_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setattr(knownerrors, "MAX_LOG_BYTES", 100)
+    log = knownerrors.BoundedLog(io.BytesIO(b"0123456789\n" * 20).readline)
+    assert len(list(log)) == 10 and log.cut.startswith("read up to ")
+    exact = knownerrors.BoundedLog(io.BytesIO(b"0123456789" * 10).readline)
+    assert list(exact) == ["0123456789" * 10] and exact.cut == ""  # all of it: no cut

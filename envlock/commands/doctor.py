@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import sys
-from collections.abc import Iterable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -102,20 +100,50 @@ def _floor(expected: Any, host: Any) -> Any:
     return host_floor(release, matrix.cuda, host_gpus(host) if host is not None else ())
 
 
-def _log_lines(name: str) -> AbstractContextManager[Iterable[str]]:
-    """The log's lines, undecodable bytes replaced (a log is not always UTF-8)."""
+def _log_lines(name: str) -> AbstractContextManager[Any]:
+    """The log as a readable stream (bytes; stdin may be text in a test)."""
     if name == "-":
-        buffer = getattr(sys.stdin, "buffer", None)
-        if buffer is None:  # already text (a test's StringIO)
-            return nullcontext(sys.stdin)
-        return io.TextIOWrapper(buffer, encoding="utf-8", errors="replace")
+        return nullcontext(getattr(sys.stdin, "buffer", sys.stdin))
     try:
-        return open(name, encoding="utf-8", errors="replace")
+        return open(name, "rb")
     except OSError as e:
         raise UsageError(
             f"--log {name}: cannot read it ({e.strerror or e})",
             hint="give a log file, or - for stdin",
         ) from None
+
+
+def _explain_log(name: str, expected: Any, lock_dir: str | None) -> list[Any]:
+    """The findings of the log ``name``, read within knownerrors' bounds; one WARN
+    finding more when reading stopped at a bound."""
+    from envlock.doctor import knownerrors
+    from envlock.doctor.findings import Finding
+
+    known = knownerrors.load()
+    with _log_lines(name) as stream:
+        log = knownerrors.BoundedLog(stream.readline)
+        try:
+            found = knownerrors.explain(knownerrors.match_log(log, known), expected, lock_dir)
+        except OSError as e:
+            raise UsageError(
+                f"--log {name}: cannot read it ({e.strerror or e})",
+                hint="give a log file, or - for stdin",
+            ) from None
+    if log.cut:
+        import shlex
+
+        source = "FILE" if name == "-" else shlex.quote(name)
+        found.append(
+            Finding(
+                "log",
+                "WARN",
+                f"only the start of the log was searched: {log.cut} "
+                f"(lines are cut at {knownerrors.MAX_LINE_BYTES // 1024} KiB)",
+                f"give the part that matters, e.g. tail -n 100000 {source} | "
+                "envlock doctor --log -",
+            )
+        )
+    return found
 
 
 def run(args: argparse.Namespace) -> int:
@@ -186,9 +214,7 @@ def run(args: argparse.Namespace) -> int:
                 knownerrors.match_log(text.splitlines(), knownerrors.load()), expected, lock_dir
             )
     if args.log is not None:
-        known = knownerrors.load()
-        with _log_lines(args.log) as f:
-            found += knownerrors.explain(knownerrors.match_log(f, known), expected, lock_dir)
+        found += _explain_log(args.log, expected, lock_dir)
         doc["log"] = args.log
     return _finish(args, doc, found)
 

@@ -6,13 +6,22 @@ path. ``match_log`` searches each line of a log for each entry's pattern and
 returns one ``LogMatch`` per entry found (with the count, the first line and
 its number); an unrelated log gives none. ``explain`` turns matches into
 findings whose fix fills in what the lock knows.
+
+A log is read through ``BoundedLog``: at most ``MAX_LINE_BYTES`` of one line
+are kept (the rest of a longer line is read and skipped), and reading stops
+after ``MAX_LOG_BYTES`` in all or ``MAX_LOG_LINES`` lines, saying so in
+``cut``; so ``--log /dev/zero`` or a pipe that never ends is done in seconds
+with bounded memory. Every pattern must run in time linear in the line: no
+nested or adjacent repeats that can share characters, no unbounded repeat
+before a part that may fail (``tests/test_doctor_knownerrors.py`` times each
+shipped pattern on a crafted worst case against a plain log).
 """
 
 from __future__ import annotations
 
 import re
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from envlock.doctor.findings import Finding
@@ -25,6 +34,9 @@ FIELDS = ("id", "pattern", "severity", "cause", "fix", "source")
 PLACEHOLDERS = ("tensorflow", "cuda", "cudnn", "driver_min", "base_image", "lock_dir")
 ID: tuple[str, str] = (r"[a-z0-9]+(?:-[a-z0-9]+)*", "lower-case-words")
 MAX_LINE = 4096  # characters of one log line searched (a progress bar can be megabytes)
+MAX_LINE_BYTES = 16 * 1024  # bytes of one line kept; the rest of the line is skipped
+MAX_LOG_BYTES = 32 * 1024 * 1024  # bytes of a log read in all
+MAX_LOG_LINES = 1_000_000  # lines of a log read in all
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,44 @@ def load() -> tuple[KnownError, ...]:
     raw = (resources.files("envlock.doctor") / FILENAME).read_bytes()
     text = decode_text(raw, FILENAME, error=DataError)
     return parse(parse_toml(text, FILENAME, error=DataError))
+
+
+class BoundedLog:
+    """The lines of a log read with ``readline(limit)`` (a binary or text
+    stream's), undecodable bytes replaced, within the bounds above. After the
+    iteration, ``cut`` says why reading stopped early ("" when it read all)."""
+
+    def __init__(self, readline: Callable[[int], bytes | str]) -> None:
+        self._readline = readline
+        self.cut = ""
+
+    def __iter__(self) -> Iterator[str]:
+        total = lines = 0
+        first: str | None = None  # the kept part of the line being read
+        while True:
+            if total >= MAX_LOG_BYTES or lines >= MAX_LOG_LINES:
+                if self._readline(1):
+                    self.cut = (
+                        f"read up to {MAX_LOG_BYTES // (1024 * 1024)} MiB"
+                        if total >= MAX_LOG_BYTES
+                        else f"read up to {MAX_LOG_LINES:,} lines"
+                    )
+                if first is not None:
+                    yield first
+                return
+            chunk = self._readline(min(MAX_LINE_BYTES, MAX_LOG_BYTES - total))
+            if not chunk:
+                if first is not None:
+                    yield first
+                return
+            total += len(chunk)
+            text = chunk.decode("utf-8", "replace") if isinstance(chunk, bytes) else chunk
+            if first is None:
+                first = text
+            if text.endswith("\n"):
+                yield first
+                first = None
+                lines += 1
 
 
 def match_log(lines: Iterable[str], known: Iterable[KnownError]) -> list[LogMatch]:
