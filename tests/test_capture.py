@@ -144,7 +144,7 @@ def test_what_capture_leaves_out() -> None:
         ],
     )
     assert (got.framework, got.version, got.pins, got.cuda_source) == (
-        "tensorflow", "2.15.1", ("keras==2.15.0",), "pip",
+        "tensorflow", "2.15.1", ("keras==2.15.0", "pip==24.0", "setuptools==69.0"), "pip",
     )  # fmt: skip
     assert got.notes == (
         "tensorflow-cpu 2.15.1 is installed; the lock pins tensorflow 2.15.1",

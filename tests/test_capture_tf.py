@@ -33,13 +33,17 @@ def tf_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv
 
 
-def installed(venv: Path) -> dict[str, str]:
-    out = subprocess.run(
+def _pip_list(venv: Path) -> str:
+    return subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
+
+
+def installed(venv: Path) -> dict[str, str]:
+    out = _pip_list(venv)
     skip = {"pip", "setuptools", "wheel"}
     return {
         d["name"].lower().replace("_", "-"): d["version"]
@@ -61,6 +65,14 @@ def test_capture_locks_the_same_versions(tf_venv: Path, tmp_path: Path) -> None:
     assert data["captured"]["build_info"]["is_cuda_build"] is True
     assert data["captured"]["build_info"]["cuda_version"] == "12.2"
     assert (out / "requirements.txt").is_file() and (out / "bootstrap.sh").is_file()
+    # the venv's tools are locked as installed, and doctor passes the untouched venv
+    tools = {d["name"]: d["version"] for d in json.loads(_pip_list(tf_venv))}
+    assert locked["setuptools"] == tools["setuptools"] and locked["pip"] == tools["pip"]
+    code, stdout, err = run_cli(
+        "doctor", "--venv", str(tf_venv), "--lock", str(out), "--allow-cpu", "--json"
+    )
+    failing = [f for f in json.loads(stdout)["findings"] if f["status"] == "FAIL"]
+    assert code == 0 and failing == [], failing
 
 
 def test_lock_r_of_the_venvs_pip_freeze(tf_venv: Path, tmp_path: Path) -> None:

@@ -9,8 +9,11 @@ Either gives a ``Captured``: the framework release, the Python, and every
 other distribution pinned at its installed version, which ``envlock capture``
 locks as ``envlock lock 'tensorflow==<installed>' --with <pins>`` would.
 
-What is left out, and why (each said in ``notes``): pip, setuptools and wheel
-(the venv's tools, not the project's); the framework's own lines (SPEC states
+pip, setuptools and wheel are pinned at their installed versions like the
+rest: the lock then holds what the venv holds (a dependency such as
+tensorboard's on setuptools would otherwise lock the newest, and doctor would
+fail the untouched venv). What is left out, and why (each said in ``notes``):
+the framework's own lines (SPEC states
 the release); the nvidia CUDA wheels (their presence picks the pip CUDA
 source, and the release's and-cuda pins decide their versions); editable or
 local-folder installs (no index has them).
@@ -36,7 +39,6 @@ from envlock.errors import EnvironmentFailure, UsageError
 from envlock.lock.freeze import framework_names, is_cuda_wheel
 
 FRAMEWORK = "tensorflow"
-TOOLS = frozenset({"pip", "setuptools", "wheel"})
 
 
 @dataclass(frozen=True)
@@ -142,8 +144,6 @@ def captured_from(
     said = list(notes)
     for name, version, direct in dists:
         key = canonicalize_name(name)
-        if key in TOOLS:
-            continue
         if key in fw_names:
             found[key] = str(_version(version, f"{source}: {name}"))
             continue
