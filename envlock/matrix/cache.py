@@ -11,6 +11,19 @@ change to a matrix file or a parser misses it. One file per installation
 stamp changes. A cache that cannot be read or written is ignored: the result
 is the same. The folder is the user's own (mode 0700), as for pip's and uv's
 caches.
+
+The stamp is built from public inputs only, so it says whether a cache is
+current, not who wrote it: anyone who can write the file could also compute
+it. A cache is therefore believed only under a MAC (keyed BLAKE2b, 256 bits)
+keyed by a per-user secret, ``cache-key`` in the same folder: 32 random bytes, created
+with ``O_EXCL`` and mode 0600, read with ``O_NOFOLLOW`` and used only while
+it is a regular file of this user that nobody else may read. A cache without
+a valid MAC (a forgery, a damaged or truncated file, one written under
+another key) is ignored and rewritten; its bytes reach ``marshal`` only after
+the MAC matched. Without a usable key no cache is read or written. The cache
+file is read only when it is a regular file of at most ``MAX_CACHE_BYTES``,
+and replaced by a rename (a link planted at its name is replaced, never
+written through).
 """
 
 from __future__ import annotations
@@ -18,11 +31,20 @@ from __future__ import annotations
 import dataclasses
 import marshal
 import os
+import stat
 import sys
 import zlib
 from typing import Any
 
 from packaging.version import Version
+
+# keyed BLAKE2b is a MAC by design (RFC 7693); hashlib.blake2b and hmac both
+# load OpenSSL (~5-7 ms of every start-up here), the built-in module does not
+try:
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - a Python without the built-in module
+    from hashlib import blake2b
+from _operator import _compare_digest as compare_digest  # what hmac.compare_digest is
 
 import envlock
 from envlock.matrix import Matrix, TFMatrix, TFRelease, load
@@ -30,6 +52,12 @@ from envlock.matrix.cuda import CudaMatrix, CudaRelease, DriverBranch, ImageRele
 from envlock.matrix.gpus import GpuMatrix, GpuModel, GpuName
 
 MATRIX_FILES = ("tensorflow.toml", "cuda.toml", "gpus.toml")
+KEY_NAME = "cache-key"
+KEY_BYTES = 32
+MAC_BYTES = 32  # keyed BLAKE2b-256, ahead of the marshal data
+MAX_CACHE_BYTES = 16 * 1024 * 1024  # a bigger file is not ours (today's: ~180 KB)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # the modules whose code decides what a cached Matrix holds
 PARSER_FILES = ("__init__.py", "tensorflow.py", "cuda.py", "gpus.py", "cache.py")
 
@@ -104,6 +132,81 @@ def from_plain(obj: object) -> object:
     return CLASSES[obj[1]](*(from_plain(value) for value in obj[2]))
 
 
+def _own_private_file(st: os.stat_result) -> bool:
+    """A regular file of this user that nobody else may read or write."""
+    uid = getattr(os, "geteuid", None)
+    return (
+        stat.S_ISREG(st.st_mode)
+        and (uid is None or st.st_uid == uid())
+        and not st.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+    )
+
+
+def cache_key(folder: str) -> bytes | None:
+    """The per-user secret the cache is signed with: ``folder/cache-key``,
+    created (``O_EXCL``, mode 0600) when absent. None when it cannot be made or
+    read, or is not this user's private regular file (a link, another owner,
+    readable by others): then no cache is trusted. A key of another length
+    (a run killed while writing it) is made again."""
+    path = os.path.join(folder, KEY_NAME)
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
+        except FileNotFoundError:
+            try:
+                os.makedirs(folder, mode=0o700, exist_ok=True)
+                fd = os.open(
+                    path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600
+                )
+            except FileExistsError:
+                continue  # another run made it first: read that one
+            except OSError:
+                return None
+            key = os.urandom(KEY_BYTES)
+            try:
+                written = os.write(fd, key)
+            except OSError:
+                written = 0
+            finally:
+                os.close(fd)
+            return key if written == KEY_BYTES else None
+        except OSError:
+            return None  # a link (ELOOP), unreadable, ...
+        try:
+            st = os.fstat(fd)
+            key = os.read(fd, KEY_BYTES + 1) if _own_private_file(st) else b""
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if not _own_private_file(st):
+            return None
+        if len(key) == KEY_BYTES:
+            return key
+        try:
+            os.unlink(path)  # ours, private, damaged: make another
+        except OSError:
+            return None
+    return None
+
+
+def _mac(key: bytes, body: bytes) -> bytes:
+    return blake2b(body, key=key, digest_size=MAC_BYTES, person=b"envlock-matrix").digest()
+
+
+def _read_cache(path: str) -> bytes:
+    """The cache file's bytes, if it is a regular file of a plausible size ("" else)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _CLOEXEC)  # a FIFO must not block
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CACHE_BYTES:
+            return b""
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return f.read(MAX_CACHE_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
 def load_matrix() -> Matrix:
     """``envlock.matrix.load()``, kept validated in the per-user cache."""
     matrices = matrix_folder()
@@ -121,26 +224,32 @@ def load_matrix() -> Matrix:
     except OSError:
         return load()  # no cache; the loader names a missing file
     stamp = b"".join(b"%d:%s|" % (len(part), part) for part in parts)
-    path = os.path.join(cache_dir(), f"matrix-{zlib.crc32(where):08x}.marshal")
+    folder = cache_dir()
+    key = cache_key(folder)
+    if key is None:
+        return load()  # no secret of our own: no cache is believed, none written
+    name = f"matrix-{zlib.crc32(where):08x}.marshal"
     try:
-        with open(path, "rb") as f:
-            cached_stamp, cached_plain = marshal.loads(f.read())
-        if cached_stamp == stamp:
-            cached = from_plain(cached_plain)
-            if isinstance(cached, Matrix):
-                return cached
+        data = _read_cache(os.path.join(folder, name))
+        body = data[MAC_BYTES:]
+        if len(data) > MAC_BYTES and compare_digest(data[:MAC_BYTES], _mac(key, body)):
+            cached_stamp, cached_plain = marshal.loads(body)
+            if cached_stamp == stamp:
+                cached = from_plain(cached_plain)
+                if isinstance(cached, Matrix):
+                    return cached
     except Exception:  # noqa: BLE001 - missing, unreadable, stale, damaged: parse again
         pass
     loaded = load()
     try:
         from pathlib import Path
 
-        from envlock.fsutil import atomic_write
+        from envlock.fsutil import write_files
 
         plain: Any = to_plain(loaded)
-        data = marshal.dumps((stamp, plain))
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        atomic_write(Path(path), data)
+        body = marshal.dumps((stamp, plain))
+        # write_files renames into place: a link at the name is replaced, not followed
+        write_files(Path(folder), {name: _mac(key, body) + body}, modes={name: 0o600})
     except Exception:  # noqa: BLE001 - a read-only home must not break resolve
         pass
     return loaded
