@@ -23,8 +23,8 @@ LOCK_DIR = Path(__file__).parent / "golden" / "render" / "tf2.15-system"
 # One log per known error id: a few ordinary lines around the message as TensorFlow
 # (or the shell, or Python) prints it.
 CORPUS = {
-    "cuda-driver-insufficient": "2024-03-01 10:00:01.5: E external/local_xla/xla/stream_executor/"
-    "cuda/cuda_driver.cc:282] failed call to cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH\n"
+    "cuda-driver-insufficient": "2024-03-01 10:00:01.5: I external/local_xla/xla/stream_executor/"
+    "cuda/cuda_diagnostics.cc:135] retrieving CUDA diagnostic information for host: gpu-1\n"
     "tensorflow.python.framework.errors_impl.InternalError: cudaGetDevice() failed. Status: "
     "CUDA driver version is insufficient for CUDA runtime version",
     "dlopen-failed": "2021-06-01 12:00:00.1: W tensorflow/stream_executor/platform/default/"
@@ -61,6 +61,47 @@ CORPUS = {
     "one NUMA node, so returning NUMA node zero.",
     "cpu-instructions": "I tensorflow/core/platform/cpu_feature_guard.cc:182] This TensorFlow "
     "binary is optimized to use available CPU instructions in performance-critical operations.",
+    # the lines below as users posted them (the sources in known_errors.toml)
+    "dnn-library-not-found": "W tensorflow/core/framework/op_kernel.cc:1830] OP_REQUIRES failed "
+    "at conv_ops_fused_impl.h:625 : UNIMPLEMENTED: DNN library is not found.",
+    "no-cuda-drivers": "2024-06-28 00:03:52.493638: I tensorflow/tsl/cuda/cudart_stub.cc:28] "
+    "Could not find cuda drivers on your machine, GPU will not be used.",
+    "ptx-unsupported-version": "W tensorflow/compiler/mlir/tools/kernel_gen/tf_gpu_runtime_"
+    "wrappers.cc:40] 'cuModuleLoadData(&module, data)' failed with "
+    "'CUDA_ERROR_UNSUPPORTED_PTX_VERSION'",
+    "ptx-target-unsupported": "E external/local_xla/xla/service/gpu/nvptx_compiler.cc] ptxas "
+    "error: PTX version 8.5 does not support target 'sm_120'",
+    "ptxas-unknown-gpu": "ptxas fatal   : Value 'sm_120' is not defined for option 'gpu-name'",
+    "invalid-ptx": "E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc] failed to load "
+    "PTX text as a module: CUDA_ERROR_INVALID_PTX: a PTX JIT compilation failed",
+    "libdevice-not-found": "W tensorflow/core/framework/op_kernel.cc:1830] OP_REQUIRES failed at "
+    "xla_ops.cc:362 : INTERNAL: libdevice not found at ./libdevice.10.bc",
+    "ptxas-not-found": "(0) Not found: ./bin/ptxas not found",
+    "conv-algorithm": "UnknownError: Failed to get convolution algorithm. This is probably "
+    "because cuDNN failed to initialize, so try looking to see if a warning log message was "
+    "printed above.",
+    "cublas-handle": "E tensorflow/stream_executor/cuda/cuda_blas.cc:366] failed to create "
+    "cublas handle: CUBLAS_STATUS_NOT_INITIALIZED",
+    "driver-mismatch": "E tensorflow/stream_executor/cuda/cuda_driver.cc:313] failed call to "
+    "cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: system has unsupported display driver / cuda "
+    "driver combination",
+    "kernel-dso-mismatch": "E tensorflow/stream_executor/cuda/cuda_diagnostics.cc:313] kernel "
+    "version 440.64.0 does not match DSO version 418.87.1 -- cannot find working devices in this "
+    "configuration",
+    "compat-not-supported": "E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc] "
+    "failed call to cuInit: CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE: forward compatibility "
+    "was attempted on non supported HW",
+    "cudnn-sublibrary": "Could not load library libcudnn_cnn_infer.so.8. Error: libnvrtc.so: "
+    "cannot open shared object file: No such file or directory",
+    "no-kernel-image": "tensorflow.python.framework.errors_impl.InternalError: CUDA runtime "
+    "implicit initialization on GPU:0 failed. Status: no kernel image is available for "
+    "execution on the device",
+    "illegal-memory-access": "E external/local_xla/xla/stream_executor/cuda/cuda_event.cc] "
+    "Error polling for event status: failed to query event: CUDA_ERROR_ILLEGAL_ADDRESS: an "
+    "illegal memory access was encountered",
+    "cpu-lacks-avx": "2018-12-24 10:00:00.0: F tensorflow/core/platform/cpu_feature_guard.cc:37]"
+    " The TensorFlow library was compiled to use AVX instructions, but these aren't available "
+    "on your machine.",
 }
 AROUND = "Epoch 1/2\n1563/1563 [==============================] - 6s 3ms/step - loss: 1.52\n"
 
@@ -109,9 +150,41 @@ def test_fix_uses_what_the_lock_knows(known: tuple[knownerrors.KnownError, ...])
     (finding,) = knownerrors.explain(knownerrors.match_log(log, known), lock.resolution, "env")
     assert finding.check == "log cudnn-version-mismatch" and finding.status == "FAIL"
     assert finding.cause.startswith("line 1 (3 times): ")
-    assert "(8.9)" in finding.fix and "nvidia/cuda:12.2.2-cudnn8-runtime-ubuntu22.04" in finding.fix
+    # the log's versions and the lock's source: this lock's CUDA is the system's (an image)
+    assert "install cuDNN 8.1.0" in finding.fix and "older copy (8.0.5)" in finding.fix
+    assert "cuDNN 8.9 from the system: the base image" in finding.fix
+    assert "nvidia/cuda:12.2.2-cudnn8-runtime-ubuntu22.04" in finding.fix
+    assert "nvidia-* wheels the lock holds" not in finding.fix
+    # a log alone: the versions the log shows, no stand-in words
     (generic,) = knownerrors.explain(knownerrors.match_log(log, known), None, None)
-    assert "{" not in generic.fix and "the locked" in generic.fix
+    assert "{" not in generic.fix and "locked" not in generic.fix
+    assert "install cuDNN 8.1.0" in generic.fix and "8.0.5" in generic.fix
+
+
+def test_a_pip_cuda_lock_names_its_wheels_not_an_image(
+    known: tuple[knownerrors.KnownError, ...],
+) -> None:
+    import dataclasses
+
+    pip = dataclasses.replace(read_lock(LOCK_DIR).resolution, cuda_source="pip")
+    log = CORPUS["dlopen-failed"].splitlines()
+    (finding,) = knownerrors.explain(knownerrors.match_log(log, known), pip, "env")
+    assert finding.fix.startswith("libcudnn.so.8 comes with the nvidia-* wheels the lock holds")
+    assert "envlock restore env" in finding.fix
+
+
+def test_every_fix_is_filled_with_and_without_a_lock(
+    known: tuple[knownerrors.KnownError, ...],
+) -> None:
+    """No entry leaves a placeholder or a stand-in word in a finding."""
+    lock = read_lock(LOCK_DIR)
+    for ident, text in CORPUS.items():
+        matches = knownerrors.match_log(text.splitlines(), known)
+        for expected, lock_dir in ((lock.resolution, "env"), (None, None)):
+            for f in knownerrors.explain(matches, expected, lock_dir):
+                for text_ in (f.fix, f.cause):
+                    assert "{" not in text_ and "(the locked" not in text_, (ident, text_)
+                    assert "?" not in text_.replace("?)", ""), (ident, text_)
 
 
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, Any]]:
@@ -142,7 +215,9 @@ def test_cli_log_failure_exits_1_with_lock_facts(
     out = capsys.readouterr().out
     assert code == 1
     assert out.startswith("FAILED\n")
-    assert "log cuda-driver-insufficient" in out and "(the CUDA build's minimum)" in out
+    # no lock: the fix that needs none, a command to paste
+    assert "log cuda-driver-insufficient" in out
+    assert "envlock lock tensorflow --driver auto -o env-for-this-driver" in out
 
 
 def test_cli_log_unreadable_is_usage_error(

@@ -30,8 +30,21 @@ from envlock.model import Resolution
 FILENAME = "known_errors.toml"
 SCHEMA_VERSION = 1
 SEVERITIES = ("FAIL", "WARN", "INFO")
-FIELDS = ("id", "pattern", "severity", "cause", "fix", "source")
-PLACEHOLDERS = ("tensorflow", "cuda", "cudnn", "driver_min", "base_image", "lock_dir")
+FIELDS = ("id", "pattern", "severity", "cause", "fix", "fix_without_lock", "manual", "source")
+# what a lock (or the installed release) knows; cuda_libraries says where this
+# lock's CUDA and cuDNN come from (the base image for system CUDA, the locked
+# nvidia-* wheels for pip CUDA). A fix naming one of these needs a
+# fix_without_lock for a log read alone; both may name the pattern's own groups
+# (what the log line says: "{library}", "{compiled}").
+PLACEHOLDERS = (
+    "tensorflow",
+    "cuda",
+    "cudnn",
+    "driver_min",
+    "base_image",
+    "lock_dir",
+    "cuda_libraries",
+)
 ID: tuple[str, str] = (r"[a-z0-9]+(?:-[a-z0-9]+)*", "lower-case-words")
 MAX_LINE = 4096  # characters of one log line searched (a progress bar can be megabytes)
 MAX_LINE_BYTES = 16 * 1024  # bytes of one line kept; the rest of the line is skipped
@@ -45,8 +58,10 @@ class KnownError:
     pattern: re.Pattern[str]
     severity: str
     cause: str
-    fix: str  # may hold {placeholders} of PLACEHOLDERS
+    fix: str  # may hold {placeholders} of PLACEHOLDERS and the pattern's named groups
     source: str
+    fix_without_lock: str = ""  # the fix when nothing names the release: groups only
+    manual: bool = True  # False: the filled fix is one command to paste
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,7 @@ class LogMatch:
     count: int
     line_number: int  # of the first match, from 1
     line: str  # the first matching line, stripped and shortened
+    groups: Mapping[str, str] | None = None  # the pattern's named groups in that line
 
 
 def parse(doc: Mapping[str, object], filename: str = FILENAME) -> tuple[KnownError, ...]:
@@ -77,24 +93,41 @@ def parse(doc: Mapping[str, object], filename: str = FILENAME) -> tuple[KnownErr
             raise check.fail(f"{path}.pattern", f"not a regular expression: {e}") from None
         if pattern.search(""):
             raise check.fail(f"{path}.pattern", "matches an empty line")
+        groups = tuple(pattern.groupindex)
         fix = check.string(entry, "fix", path)
-        try:
-            names = [name for _, name, _, _ in formatter.parse(fix) if name is not None]
-        except ValueError as e:
-            raise check.fail(f"{path}.fix", f"bad placeholder: {e}") from None
-        for name in names:
-            if name not in PLACEHOLDERS:
-                raise check.fail(
-                    f"{path}.fix", f"unknown placeholder {{{name}}}", hint=", ".join(PLACEHOLDERS)
-                )
+        lockless = check.string(entry, "fix_without_lock", path, required=False)
+
+        def names_in(text: str, where: str, allowed: tuple[str, ...]) -> list[str]:
+            try:
+                names = [name for _, name, _, _ in formatter.parse(text) if name is not None]
+            except ValueError as e:
+                raise check.fail(where, f"bad placeholder: {e}") from None
+            for name in names:
+                if name not in allowed:
+                    raise check.fail(
+                        where, f"unknown placeholder {{{name}}}", hint=", ".join(allowed)
+                    )
+            return names
+
+        cause = check.string(entry, "cause", path)
+        names_in(cause, f"{path}.cause", groups)
+        used = names_in(fix, f"{path}.fix", (*PLACEHOLDERS, *groups))
+        names_in(lockless, f"{path}.fix_without_lock", groups)
+        if any(name in PLACEHOLDERS for name in used) and not lockless:
+            raise check.fail(
+                f"{path}.fix_without_lock",
+                "missing: the fix names what a lock knows, and a log read alone has no lock",
+            )
         out.append(
             KnownError(
                 id=ident,
                 pattern=pattern,
                 severity=check.choice(entry, "severity", path, SEVERITIES),
-                cause=check.string(entry, "cause", path),
+                cause=cause,
                 fix=fix,
                 source=check.string(entry, "source", path),
+                fix_without_lock=lockless,
+                manual=check.boolean(entry, "manual", path, default=True),
             )
         )
     check.distinct("errors", "id", [e.id for e in out])
@@ -154,30 +187,70 @@ class BoundedLog:
 def match_log(lines: Iterable[str], known: Iterable[KnownError]) -> list[LogMatch]:
     """One match per known error found in the log, in the order of first sight."""
     entries = list(known)
-    first: dict[str, tuple[int, str]] = {}
+    first: dict[str, tuple[int, str, dict[str, str]]] = {}
     counts: dict[str, int] = {}
     for number, raw in enumerate(lines, 1):
         line = raw[:MAX_LINE].rstrip("\r\n")
         for entry in entries:
-            if entry.pattern.search(line):
+            m = entry.pattern.search(line)
+            if m:
                 counts[entry.id] = counts.get(entry.id, 0) + 1
-                first.setdefault(entry.id, (number, line.strip()[:300]))
+                if entry.id not in first:
+                    found = {k: v for k, v in m.groupdict().items() if v is not None}
+                    first[entry.id] = (number, line.strip()[:300], found)
     by_id = {e.id: e for e in entries}
     order = sorted(first, key=lambda ident: first[ident][0])
-    return [LogMatch(by_id[i], counts[i], first[i][0], first[i][1]) for i in order]
+    return [LogMatch(by_id[i], counts[i], *first[i]) for i in order]
 
 
-def fill(fix: str, expected: Resolution | None, lock_dir: str | None) -> str:
-    """The fix with what the lock knows filled in (generic words without a lock)."""
-    values = {
-        "tensorflow": expected.version if expected else "the locked version",
-        "cuda": expected.cuda if expected else "(the locked version)",
-        "cudnn": expected.cudnn if expected else "(the locked version)",
-        "driver_min": expected.driver_min if expected else "(the CUDA build's minimum)",
-        "base_image": expected.base_image if expected else "(the locked CUDA base image)",
-        "lock_dir": lock_dir or "DIR",
-    }
-    return fix.format_map(values)
+class _Shown(dict[str, str]):
+    """Placeholder values; a group the line did not fill reads as "?"."""
+
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def cuda_libraries(expected: Resolution, lock_dir: str | None) -> str:
+    """Where this lock's CUDA and cuDNN come from, as a fix says it."""
+    if expected.cuda_source == "pip":
+        where = f"envlock restore {lock_dir}" if lock_dir else "the locked requirements.txt"
+        return (
+            f"the nvidia-* wheels the lock holds for CUDA {expected.cuda} and cuDNN "
+            f"{expected.cudnn} ({where} installs them)"
+        )
+    return (
+        f"CUDA {expected.cuda} and cuDNN {expected.cudnn} from the system: the base image "
+        f"{expected.base_image}, or a host with them installed (this lock uses no nvidia-* wheels)"
+    )
+
+
+def fill(
+    error: KnownError,
+    expected: Resolution | None,
+    lock_dir: str | None,
+    groups: Mapping[str, str] | None = None,
+) -> str:
+    """The entry's fix with what the lock (or the installed release) knows and what
+    the log line says filled in; without a release, the fix that needs none."""
+    values = _Shown(groups or {})
+    if expected is None or (lock_dir is None and "{lock_dir}" in error.fix):
+        return (
+            error.fix_without_lock.format_map(values)
+            if error.fix_without_lock
+            else (error.fix.format_map(values))
+        )
+    values.update(
+        {
+            "tensorflow": expected.version,
+            "cuda": expected.cuda,
+            "cudnn": expected.cudnn,
+            "driver_min": expected.driver_min,
+            "base_image": expected.base_image,
+            "lock_dir": lock_dir or "DIR",
+            "cuda_libraries": cuda_libraries(expected, lock_dir),
+        }
+    )
+    return error.fix.format_map(values)
 
 
 def explain(
@@ -190,8 +263,10 @@ def explain(
             Finding(
                 f"log {m.error.id}",
                 m.error.severity,
-                f"line {m.line_number}{times}: {m.line!r}: {m.error.cause}",
-                fill(m.error.fix, expected, lock_dir),
+                f"line {m.line_number}{times}: {m.line!r}: "
+                + m.error.cause.format_map(_Shown(m.groups or {})),
+                fill(m.error, expected, lock_dir, m.groups),
+                manual=m.error.manual,
             )
         )
     return out
