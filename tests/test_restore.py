@@ -128,6 +128,45 @@ def test_wheelhouse_refuses_a_download_whose_hash_is_not_the_locks(
     assert [p.name for p in wh.iterdir() if p.name.startswith(".")] == []
 
 
+def test_wheelhouse_never_writes_through_a_link_planted_at_a_temp_name(
+    bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Before: the temp name was .envlock-part-PID-NAME, opened without O_EXCL,
+    and a dangling link there made the download land outside the wheelhouse."""
+    folder, idx = bundle
+    wh = folder.parent / "wh"
+    wh.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name in idx.wheels:
+        (wh / f".envlock-part-{os.getpid()}-{name}").symlink_to(outside / name)
+    assert main(["wheelhouse", str(folder), "-o", str(wh), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert list(outside.iterdir()) == []
+    names = sorted(p.name for p in wh.iterdir())
+    assert sorted(doc["downloaded"]) == names  # the planted links removed, nothing else left
+    for n in names:
+        assert not (wh / n).is_symlink() and (wh / n).read_bytes() == idx.wheels[n].data
+
+
+def test_wheelhouse_stops_a_body_larger_than_the_locked_size(
+    bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: all 64 MiB were downloaded to disk, then the hash refused them."""
+    folder, idx = bundle
+    name = "dep_a-1.5-py3-none-any.whl"
+    size = len(idx.wheels[name].data)
+    idx.wheels[name] = FakeWheel(name, idx.wheels[name].data + bytes(64 << 20))
+    wh = folder.parent / "wh"
+    assert main(["wheelhouse", str(folder), "-o", str(wh)]) == 3
+    err = capsys.readouterr().err
+    assert f"envlock: error: {name}: the download is larger than the lock's {size} bytes" in err
+    assert "Traceback" not in err
+    assert not (wh / name).exists()
+    assert [p.name for p in wh.iterdir() if p.name.startswith(".")] == []
+    assert idx.sent[f"/files/{name}"] < 16 << 20  # the client hung up near the limit
+
+
 # ------------------------------------------------------------------ restore
 
 

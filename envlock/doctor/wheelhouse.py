@@ -7,17 +7,24 @@ whose hash differs from the lock's is an EnvironmentFailure (exit 3) naming
 the file, the listed and the received sha256. Temp files left by a killed run
 are removed by the next one. URLs pass ``envlock.door.redact`` before they
 reach a message.
+
+A temp file is made with ``O_EXCL`` under a name no one can guess
+(``tempfile.mkstemp`` in WH), so a link planted in WH is never written
+through. Each body is streamed with the lock's size as its limit: a server
+that sends more is stopped at that size (exit 3 naming the file), before the
+hash is checked and before more than the locked size reaches the disk.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import urlsplit
 
 from envlock.errors import EnvironmentFailure, UsageError
@@ -29,6 +36,7 @@ if TYPE_CHECKING:
 
 TEMP_MARK = ".envlock-part-"
 WORKERS = 8
+CHUNK = 1 << 20  # bytes read at a time (a body past the lock's size is stopped within one)
 
 
 @dataclass(frozen=True)
@@ -80,7 +88,38 @@ def has_wheel(folder: Path, wheel: LockedWheel) -> bool:
     return sha256_file(path) == wheel.sha256
 
 
-def _download(sess: requests.Session, folder: Path, wheel: LockedWheel) -> int:
+def _remove(temp: Path | None) -> None:
+    if temp is not None:
+        temp.unlink(missing_ok=True)
+
+
+class _TooLarge(Exception):
+    """The body went past the lock's size."""
+
+
+def _file_mode() -> int:
+    """0o666 less the umask: a downloaded file's mode (read before threads start:
+    the umask can only be read by setting it)."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _temp_file(folder: Path, mode: int) -> tuple[BinaryIO, Path]:
+    """A new empty file in ``folder``, open for writing: O_EXCL, an unguessable
+    name with TEMP_MARK first, the mode a downloaded file has. Written through
+    its descriptor, so a link put at its name later is never followed."""
+    fd, name = tempfile.mkstemp(prefix=f"{TEMP_MARK}{os.getpid()}-", suffix=".whl", dir=folder)
+    try:
+        os.fchmod(fd, mode)
+        return os.fdopen(fd, "wb"), Path(name)
+    except BaseException:
+        os.close(fd)
+        os.unlink(name)
+        raise
+
+
+def _download(sess: requests.Session, folder: Path, wheel: LockedWheel, mode: int) -> int:
     import requests as _requests
 
     from envlock.door import redact
@@ -89,30 +128,42 @@ def _download(sess: requests.Session, folder: Path, wheel: LockedWheel) -> int:
     name = _safe_name(wheel.filename)
     index = _origin(wheel.url)
     settings = settings_of(sess)
-    temp = folder / f"{TEMP_MARK}{os.getpid()}-{name}"
     for attempt in range(settings.retries + 1):
         resp = get(sess, wheel.url, index=index, stream=True)
         digest = hashlib.sha256()
         size = 0
+        temp: Path | None = None
         try:
-            with open(temp, "wb") as out:
-                for chunk in resp.iter_content(1 << 20):
+            out, temp = _temp_file(folder, mode)
+            with out:
+                for chunk in resp.iter_content(CHUNK):
+                    if size + len(chunk) > wheel.size:
+                        raise _TooLarge()
                     digest.update(chunk)
                     size += len(chunk)
                     out.write(chunk)
                 out.flush()
                 os.fsync(out.fileno())
+        except _TooLarge:
+            _remove(temp)
+            raise EnvironmentFailure(
+                f"{name}: the download is larger than the lock's {wheel.size} bytes; "
+                f"stopped at that size, nothing kept (from {redact(wheel.url)})",
+                hint="the index served another file under this name; do not use it. "
+                "Check the index (or a proxy in between), or regenerate the lock",
+            ) from None
         except _requests.exceptions.RequestException as e:
-            temp.unlink(missing_ok=True)
+            _remove(temp)
             if attempt >= settings.retries:
                 raise unreachable(
                     index, f"{type(e).__name__} while reading {redact(wheel.url)}"
                 ) from None
             continue
         except OSError as e:
-            temp.unlink(missing_ok=True)
+            _remove(temp)
             raise EnvironmentFailure(
-                f"cannot write {temp}: {e.strerror or e}", hint="check the disk space and rights"
+                f"cannot write a temp file in {folder}: {e.strerror or e}",
+                hint="check the disk space and rights",
             ) from None
         finally:
             resp.close()
@@ -136,7 +187,7 @@ def clean_temp_files(folder: Path) -> list[str]:
     removed = []
     if folder.is_dir():
         for entry in folder.iterdir():
-            if entry.name.startswith(TEMP_MARK) and entry.is_file():
+            if entry.name.startswith(TEMP_MARK) and (entry.is_symlink() or entry.is_file()):
                 entry.unlink(missing_ok=True)
                 removed.append(entry.name)
     return removed
@@ -165,10 +216,11 @@ def build_wheelhouse(
     missing = [w for w in wheels if w not in present]
     sizes: list[int] = []
     if missing:
+        mode = _file_mode()
         sess = session()
         try:
             with ThreadPoolExecutor(max_workers=min(WORKERS, len(missing))) as pool:
-                futures = [pool.submit(_download, sess, folder, w) for w in missing]
+                futures = [pool.submit(_download, sess, folder, w, mode) for w in missing]
                 for wheel, fut in zip(missing, futures, strict=True):
                     sizes.append(fut.result())
                     if progress:
