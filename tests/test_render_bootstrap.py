@@ -238,6 +238,7 @@ def test_drift_doctor_names_it_a_rerun_repairs_it_doctor_passes(bundle: Path) ->
         "status": "PASS",
         "cause": f"all {len(locked)} locked distributions at their versions",
         "fix": "",
+        "manual": False,
     }
     assert checks["tensorflow version"]["cause"] == "tensorflow 2.15.1 imports"
     assert code == 0, checks
