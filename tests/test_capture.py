@@ -93,6 +93,21 @@ def test_capture_of_a_venv_locks_the_installed_versions(
     )
 
 
+def test_capture_of_a_venv_given_by_a_relative_path(
+    venv: Path, full: FakeIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: --venv venv was looked up from the probe's temp folder: exit 3."""
+    monkeypatch.chdir(venv.parent)
+    out = tmp_path / "env"
+    code, stdout, err = run_cli(
+        "capture", "--venv", venv.name, "-o", str(out), "--index-url", full.url, "--json"
+    )
+    assert code == 0, err
+    data = json.loads(stdout)
+    assert [p["name"] for p in data["packages"]] == ["dep-a", "dep-c", "tensorflow"]
+    assert (out / "pylock.toml").is_file()
+
+
 def test_a_version_the_index_no_longer_has_is_named_with_the_nearest(
     venv: Path, gone: FakeIndex, tmp_path: Path
 ) -> None:

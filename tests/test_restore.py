@@ -253,6 +253,40 @@ def test_a_plain_venv_folder_becomes_a_link_and_is_kept(
     assert "  + dep-a 1.5\n" in out and "  + tensorflow 2.15.1\n" in out
 
 
+@pytest.mark.parametrize("planted", ["link-to-folder", "dangling-link", "file"])
+def test_a_link_or_file_at_the_envlock_0_name_is_refused_before_anything_is_built(
+    bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path, planted: str
+) -> None:
+    """Before: the new venv was built, then os.rename(venv, venv.envlock-0) failed
+    with a NotADirectoryError traceback (the link kept, the new folder left behind)."""
+    folder, _ = bundle
+    wh = wheelhouse(folder, capsys)
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    zero = tmp_path / "venv.envlock-0"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("mine")
+    if planted == "link-to-folder":
+        zero.symlink_to(outside)
+    elif planted == "dangling-link":
+        zero.symlink_to(tmp_path / "nowhere")
+    else:
+        zero.write_text("a file")
+    assert main(offline_args(folder, wh, venv)) == 2
+    err = capsys.readouterr().err
+    assert f"envlock: error: --venv {venv}: venv.envlock-0 beside it is " in err
+    assert "Traceback" not in err and "hint: move or remove" in err
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("venv")) == [
+        "venv",
+        "venv.envlock-0",
+        "venv.envlock-lock",
+    ]  # nothing built, nothing moved
+    assert zero.is_symlink() or zero.read_text() == "a file"
+    assert sorted(os.listdir(outside)) == ["keep"] and (venv / "pyvenv.cfg").is_file()
+
+
 def test_no_python_of_the_locked_minor_says_how_to_get_one(monkeypatch: pytest.MonkeyPatch) -> None:
     from envlock.errors import UsageError
 

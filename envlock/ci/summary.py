@@ -134,13 +134,26 @@ def read_summary(path: Path) -> tuple[dict[Path, Claim], list[dict[str, str]]]:
             raise DataError(f"{path}: cells[{i}]: not a cell", hint="re-run 'envlock ci build'")
         name = cell["cell"]
         report = cell.get("report")
+        for field, value in (("cell", name), ("report", report)):
+            if isinstance(value, str) and "\0" in value:  # no path holds one
+                raise DataError(
+                    f"{path}: cells[{i}].{field}: holds a NUL character ({value!r})",
+                    hint="give the summary.json 'envlock ci build' wrote",
+                )
         if not isinstance(report, str) or not report:
             reason = cell.get("reason") or cell.get("stage") or "no report"
             missing.append({"cell": name, "reason": str(reason)})
             continue
         folder = base / name
         pinned, image_id = cell.get("pinned"), cell.get("image_id")
-        claims[(base / report).resolve()] = Claim(
+        try:
+            where = (base / report).resolve()
+        except (OSError, RuntimeError, ValueError) as e:  # RuntimeError: a link loop (< 3.13)
+            raise DataError(
+                f"{path}: cells[{i}].report: {report!r} cannot be followed ({e})",
+                hint="give the summary.json 'envlock ci build' wrote",
+            ) from None
+        claims[where] = Claim(
             cell=name,
             lock_dir=folder if (folder / "pylock.toml").is_file() else None,
             image_ref=pinned if isinstance(pinned, str) and pinned else None,

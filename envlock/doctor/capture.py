@@ -87,7 +87,7 @@ def _probe(venv: Path, tensorflow: str, timeout: float) -> dict[str, Any]:
     PYTHONHOME left out: capture reads what the venv holds, nothing else)."""
     from envlock.doctor.target import Target, run_probe
 
-    python = venv_python(venv)
+    python = venv_python(Path(os.path.abspath(venv)))  # the probe runs in a temp folder
     where = Target(str(python), "--venv", f"--venv {venv}")
     return run_probe(where, tensorflow=tensorflow, deep=False, timeout=timeout, isolated=True)
 
@@ -193,6 +193,7 @@ def captured_from(
 
 
 def capture_venv(venv: Path, *, timeout: float = 300) -> Captured:
+    venv = Path(os.path.abspath(venv))  # --venv .venv: the probe runs in another folder
     python, dists = probe_venv(venv, timeout)
     names = {canonicalize_name(str(d["name"])) for d in dists}
     notes: list[str] = []

@@ -401,6 +401,15 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
         current = current_folder(venv)
         converted = os.path.lexists(venv) and not venv.is_symlink()
         cleaned += [f"removed {n}" for n in _clean_old(venv, {current} if current else set())]
+        zero = venv.parent / f"{venv.name}{SUFFIX}0"
+        if converted and os.path.lexists(zero):  # what _clean_old left: a link or a file
+            what = f"a link (to {os.readlink(zero)})" if zero.is_symlink() else "not a folder"
+            raise UsageError(
+                f"--venv {venv}: {zero.name} beside it is {what}; restore keeps the plain "
+                "venv folder under that name and never follows or replaces a link there",
+                hint=f"move or remove {zero} (rm of a link removes only the link), "
+                "then run restore again",
+            )
         numbers = [n for n, _ in _versioned(venv)]
         number = max(numbers, default=0) + 1
         new = venv.parent / f"{venv.name}{SUFFIX}{number}"
