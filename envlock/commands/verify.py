@@ -103,9 +103,18 @@ def _gates(args: argparse.Namespace, v: Any) -> str | None:
 
 
 def _check_one(
-    args: argparse.Namespace, env: Any, name: str, public_key: Any, lock_dir: Path | None
+    args: argparse.Namespace,
+    env: Any,
+    name: str,
+    public_key: Any,
+    lock_dir: Path | None,
+    *,
+    remote: bool = False,
 ) -> tuple[Any, str | None]:
-    """Verify one envelope; (the Verification, why it fails or None)."""
+    """Verify one envelope; (the Verification, why it fails or None). ``remote``: --image
+    is a reference in a registry (--from-registry), compared with the subject as it
+    stands and never looked up in the local Docker Engine: a report that names
+    something else (a lock, a local image) is NOT VERIFIED saying what it names."""
     from envlock.image import ref as imageref
     from envlock.report import verify_envelope
     from envlock.report.image import local_image_id
@@ -113,7 +122,9 @@ def _check_one(
     image_id = image_ref = None
     if args.image:
         ref = imageref.match(args.image)
-        if ref is not None and ref.digest is not None and _peek_kind(env) == "image-manifest":
+        pinned = ref is not None and ref.digest is not None
+        if pinned and (remote or _peek_kind(env) == "image-manifest"):
+            assert ref is not None
             image_ref = ref.pinned  # the digest is in the reference: no Docker Engine
         else:
             image_id = local_image_id(args.image)
@@ -185,19 +196,26 @@ def _run_registry(args: argparse.Namespace, public_key: Any, lock_dir: Path | No
     ref = registry.pinned(args.image)
     assert ref.digest is not None
     where = f"{ref.repository}:{registry.attestation_tag(ref.digest)}"
-    blobs = registry.fetch_attestations(args.image, insecure=args.insecure_registry)
     entries: list[dict[str, Any]] = []
     texts: list[str] = []
     any_ok = False
-    for i, blob in enumerate(blobs, 1):
-        name = f"{where} [{i}/{len(blobs)}]"
+    count = 0
+    # one layer in memory at a time; a layer that is not this image's report is
+    # reported and the next one checked (a planted layer never aborts the rest)
+    for att in registry.iter_attestations(args.image, insecure=args.insecure_registry):
+        count = att.of
+        name = f"{where} [{att.index}/{att.of}]"
+        if att.data is None:
+            entries.append({"report": name, "verified": False, "problems": [att.problem]})
+            texts.append(f"{name}: {att.problem}\n")
+            continue
         try:
-            env = dsse.parse_envelope(blob)
+            env = dsse.parse_envelope(att.data)
         except dsse.EnvelopeError as e:
             entries.append({"report": name, "verified": False, "problems": [str(e)]})
             texts.append(f"{name}: not a DSSE envelope: {e}\n")
             continue
-        v, failure = _check_one(args, env, name, public_key, lock_dir)
+        v, failure = _check_one(args, env, name, public_key, lock_dir, remote=True)
         any_ok = any_ok or failure is None
         entries.append({"report": name, "verified": failure is None, **v.to_dict()})
         texts.append(_table(args, v, name) + (f"{failure}\n" if failure else ""))
@@ -207,14 +225,14 @@ def _run_registry(args: argparse.Namespace, public_key: Any, lock_dir: Path | No
         )
     else:
         sys.stdout.write("\n".join(texts))
-    if not blobs:
+    if not count:
         raise CheckFailed(
             f"no report is attached to {args.image} (no {where} in the registry)",
             hint="attach one: envlock report attach REPORT --image " + args.image,
         )
     if not any_ok:
         raise CheckFailed(
-            f"none of the {len(blobs)} report(s) attached to {args.image} verifies "
+            f"none of the {count} report(s) attached to {args.image} verifies "
             "with this key and these requirements"
         )
     return 0

@@ -33,6 +33,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from envlock.errors import EnvironmentFailure, UsageError
@@ -48,9 +51,10 @@ MANIFEST_MEDIA_TYPE = "application/vnd.oci.image.manifest.v1+json"
 SIGNATURE_ANNOTATION = "dev.cosignproject.cosign/signature"
 PREDICATE_TYPE_ANNOTATION = "predicateType"
 ATTESTATION_SUFFIX = "att"
-MAX_MANIFEST_BYTES = 4 * 1024 * 1024
-MAX_BLOB_BYTES = 17 * 1024 * 1024  # the envelope bound of envlock.report.strict
+MAX_ATTESTATION_LAYERS = 100  # distinct DSSE layers read from one .att manifest
+MAX_ATTESTATION_BYTES = 64 * 1024 * 1024  # their stated sizes in all
 _HINT = "check that the registry runs and accepts pushes"
+_SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
 _MAX_CHALLENGES = 3  # 401s answered for one request (a new scope each), then its answer stands
 
 
@@ -104,11 +108,13 @@ class _Registry:
         self.sess.close()
 
     def request(self, method: str, url: str, doing: str, **kwargs: Any) -> requests.Response:
-        """The response; a 401 is answered once per challenge (scheme and scope) with
-        Docker's credentials, then the request is sent again."""
+        """The response, its body not read (``fail`` or ``read`` reads it, bounded); a 401
+        is answered once per challenge (scheme and scope) with Docker's credentials,
+        then the request is sent again."""
         from urllib.parse import urlsplit
 
         headers = dict(kwargs.pop("headers", None) or {})
+        kwargs["stream"] = True  # every body goes through http.read_body
         same_host = urlsplit(url).netloc == urlsplit(self.url).netloc  # no token elsewhere
         answered = 0
         while True:
@@ -168,6 +174,7 @@ class _Registry:
         return registry_auth.may_send(self.url, self.insecure)
 
     def fail(self, resp: requests.Response, doing: str) -> EnvironmentFailure:
+        """The failure for an unexpected answer; its body read (64 KiB at most) and closed."""
         said = _registry_said(resp)
         hint = _HINT
         host = self.ref.registry
@@ -187,27 +194,25 @@ class _Registry:
             hint=hint,
         )
 
-    def read(self, resp: requests.Response, limit: int, doing: str) -> bytes:
-        import requests
+    def read(
+        self,
+        resp: requests.Response,
+        kind: str,
+        doing: str,
+        *,
+        size: int | None = None,
+        sha256: str | None = None,
+    ) -> bytes:
+        """The body through ``http.read_body`` (bounded, the sha256 checked as it
+        arrives); past its bound or not what was stated: EnvironmentFailure."""
+        from envlock.index import http
 
-        chunks: list[bytes] = []
-        size = 0
         try:
-            for chunk in resp.iter_content(65536):
-                size += len(chunk)
-                if size > limit:
-                    raise EnvironmentFailure(
-                        f"the registry {self.ref.registry} sent more than {limit} bytes {doing}",
-                        hint=_HINT,
-                    )
-                chunks.append(chunk)
-        except requests.RequestException as e:
+            return http.read_body(resp, kind, size=size, sha256=sha256)
+        except http.BodyError as e:
             raise EnvironmentFailure(
-                f"the registry {self.ref.registry} broke off {doing}: {e}", hint=_HINT
+                f"the registry {self.ref.registry} sent {e} ({doing})", hint=_HINT
             ) from e
-        finally:
-            resp.close()
-        return b"".join(chunks)
 
     def get_manifest(self, reference: str) -> dict[str, Any] | None:
         """The manifest at a tag or digest, or None when there is none."""
@@ -223,12 +228,11 @@ class _Registry:
             resp.close()
             return None
         if resp.status_code != 200:
-            resp.close()
             raise self.fail(resp, doing)
-        body = self.read(resp, MAX_MANIFEST_BYTES, doing)
+        body = self.read(resp, "manifest", doing)
         try:
             doc = json.loads(body)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             raise EnvironmentFailure(
                 f"the registry {self.ref.registry} sent a manifest that is not JSON ({doing})",
                 hint=_HINT,
@@ -242,11 +246,13 @@ class _Registry:
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         doing = f"the upload of blob {digest[:19]}... to {self.ref.repository}"
         head = self.request("HEAD", f"{self.url}/blobs/{digest}", doing)
+        head.close()
         if head.status_code == 200:
             return digest  # already there
         start = self.request("POST", f"{self.url}/blobs/uploads/", doing)
         if start.status_code != 202 or not start.headers.get("Location"):
             raise self.fail(start, doing)
+        start.close()
         location = _absolute(self.url, start.headers["Location"])
         sep = "&" if "?" in location else "?"
         done = self.request(
@@ -258,22 +264,17 @@ class _Registry:
         )
         if done.status_code != 201:
             raise self.fail(done, doing)
+        done.close()
         return digest
 
-    def get_blob(self, digest: str) -> bytes:
+    def get_blob(self, digest: str, size: int | None = None) -> bytes:
+        """The blob, at most ``size`` bytes (its descriptor's) and the blob bound, its
+        sha256 checked as it arrives; EnvironmentFailure otherwise."""
         doing = f"reading blob {digest[:19]}... of {self.ref.repository}"
-        resp = self.request("GET", f"{self.url}/blobs/{digest}", doing, stream=True)
+        resp = self.request("GET", f"{self.url}/blobs/{digest}", doing)
         if resp.status_code != 200:
-            resp.close()
             raise self.fail(resp, doing)
-        data = self.read(resp, MAX_BLOB_BYTES, doing)
-        if "sha256:" + hashlib.sha256(data).hexdigest() != digest:
-            raise EnvironmentFailure(
-                f"the registry {self.ref.registry} sent bytes whose sha256 is not {digest} "
-                f"({doing})",
-                hint=_HINT,
-            )
-        return data
+        return self.read(resp, "blob", doing, size=size, sha256=digest.partition(":")[2])
 
     def put_manifest(self, reference: str, manifest: bytes) -> str:
         doing = f"the manifest {self.ref.repository}:{reference}"
@@ -286,6 +287,7 @@ class _Registry:
         )
         if resp.status_code != 201:
             raise self.fail(resp, doing)
+        resp.close()
         return resp.headers.get("Docker-Content-Digest") or (
             "sha256:" + hashlib.sha256(manifest).hexdigest()
         )
@@ -298,12 +300,17 @@ def _absolute(base: str, location: str) -> str:
 
 
 def _registry_said(resp: requests.Response) -> str:
-    """The registry's own error code and message, when it sent the v2 error JSON."""
+    """The registry's own error code and message, when it sent the v2 error JSON
+    (its first 64 KiB read, the rest never; the response closed)."""
+    from envlock.index import http
+
     try:
-        doc = json.loads(resp.content[:65536])
+        doc = json.loads(http.read_body(resp, "error"))
         first = doc["errors"][0]
         return f" ({first.get('code')}: {first.get('message')})"
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
+        return ""
+    except http.BodyError:
         return ""
 
 
@@ -373,32 +380,99 @@ def attach_attestation(
     return f"{ref.repository}:{tag}"
 
 
-def fetch_attestations(pinned_ref: str, *, insecure: bool = False) -> list[bytes]:
-    """The DSSE envelopes attached to ``REPO@sha256:<hex>`` (cosign's layout), oldest first.
+@dataclass(frozen=True)
+class Attestation:
+    """One DSSE layer of an ``.att`` manifest: its bytes, or why they were not read."""
 
-    No ``sha256-<hex>.att`` manifest is an empty list. Each blob's bytes are
-    checked against the digest the manifest names. Only DSSE layers are
-    returned (cosign may keep other kinds there).
+    index: int  # 1-based, among the manifest's distinct DSSE layers
+    of: int  # how many distinct DSSE layers the manifest lists
+    digest: str
+    data: bytes | None = None
+    problem: str = ""  # why ``data`` is None ("not read: ...")
+
+
+def _layer_problem(digest: Any, size: Any) -> str:
+    """Why a DSSE layer's descriptor is not followed, or ""."""
+    from envlock.index import http
+
+    if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+        return f"its descriptor names the digest {str(digest)[:80]!r}, not sha256:<64 hex>"
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        return f"its descriptor states no size ({str(size)[:40]!r})"
+    if size > http.LIMITS["blob"]:
+        return f"its descriptor states {size} bytes, past the 17 MiB bound of a report"
+    return ""
+
+
+def iter_attestations(pinned_ref: str, *, insecure: bool = False) -> Iterator[Attestation]:
+    """The DSSE layers attached to ``REPO@sha256:<hex>`` (cosign's layout), oldest first,
+    read one at a time (a caller keeps at most one in memory).
+
+    No ``sha256-<hex>.att`` manifest yields nothing. A layer listed twice is
+    one attestation, read once; at most ``MAX_ATTESTATION_LAYERS`` layers and
+    ``MAX_ATTESTATION_BYTES`` of stated sizes in all are read, the rest yielded
+    with the bound as their ``problem``. Each blob is read through
+    ``http.read_body``: no longer than its descriptor states, its sha256
+    checked as it arrives; a blob that is not what its descriptor says, or that
+    the registry refuses, is a ``problem`` of that layer and the next one is
+    read. A registry that cannot be reached is EnvironmentFailure (exit 3).
+    Only DSSE layers are yielded (cosign may keep other kinds there).
     """
+    from envlock.index import http
+
     ref = pinned(pinned_ref)
     assert ref.digest is not None
     reg = _Registry(ref, insecure)
     try:
         manifest = reg.get_manifest(attestation_tag(ref.digest))
-        if manifest is None:
-            return []
-        layers = manifest.get("layers")
-        out: list[bytes] = []
-        for layer in layers if isinstance(layers, list) else []:
-            if not isinstance(layer, dict) or layer.get("mediaType") != DSSE_MEDIA_TYPE:
-                continue
-            digest = layer.get("digest")
-            if not isinstance(digest, str) or not imageref.match(f"x@{digest}"):
-                raise EnvironmentFailure(
-                    f"the attestation manifest of {pinned_ref} names a layer digest {digest!r}",
-                    hint=_HINT,
+        listed = manifest.get("layers") if manifest is not None else None
+        layers: dict[str, Any] = {}  # digest -> size, in order, each digest once
+        for layer in listed if isinstance(listed, list) else []:
+            if isinstance(layer, dict) and layer.get("mediaType") == DSSE_MEDIA_TYPE:
+                key = layer.get("digest")
+                layers.setdefault(key if isinstance(key, str) else repr(key), layer.get("size"))
+        total = 0
+        for i, (digest, size) in enumerate(layers.items(), 1):
+            if i > MAX_ATTESTATION_LAYERS:
+                yield Attestation(
+                    i,
+                    len(layers),
+                    digest,
+                    problem=f"not read, nor the {len(layers) - i} after it: past the bound of "
+                    f"{MAX_ATTESTATION_LAYERS} layers read from one attestation manifest",
                 )
-            out.append(reg.get_blob(digest))
-        return out
+                return
+            problem = _layer_problem(digest, size)
+            if not problem and total + size > MAX_ATTESTATION_BYTES:
+                problem = (
+                    f"its {size} bytes would pass the {MAX_ATTESTATION_BYTES // http.MIB} MiB "
+                    "bound of all the layers read from one attestation manifest"
+                )
+            if problem:
+                yield Attestation(i, len(layers), digest, problem=f"not read: {problem}")
+                continue
+            total += size
+            doing = f"reading blob {digest[:19]}... of {ref.repository}"
+            resp = reg.request("GET", f"{reg.url}/blobs/{digest}", doing)
+            if resp.status_code != 200:
+                said = _registry_said(resp)
+                yield Attestation(
+                    i, len(layers), digest, problem=f"not read: HTTP {resp.status_code}{said}"
+                )
+                continue
+            try:
+                data = http.read_body(resp, "blob", size=size, sha256=digest.partition(":")[2])
+            except http.BodyError as e:
+                yield Attestation(
+                    i, len(layers), digest, problem=f"not read: the registry sent {e}"
+                )
+                continue
+            yield Attestation(i, len(layers), digest, data)
+            del data
     finally:
         reg.close()
+
+
+def fetch_attestations(pinned_ref: str, *, insecure: bool = False) -> list[bytes]:
+    """The DSSE envelopes ``iter_attestations`` reads (those it could), oldest first."""
+    return [a.data for a in iter_attestations(pinned_ref, insecure=insecure) if a.data is not None]

@@ -155,19 +155,22 @@ def bearer_token(
                     "scope": scope,
                     "client_id": "envlock",
                 },
+                stream=True,
             )
         else:
             params = {"service": service, "scope": scope}
             if send is not None:
                 params["account"] = send.username
             auth = (send.username, send.password) if send is not None else None
-            resp = sess.get(realm, params=params, auth=auth)
+            resp = sess.get(realm, params=params, auth=auth, stream=True)
     except requests.RequestException as e:
         raise EnvironmentFailure(
             f"cannot reach the token service of {registry} ({urlsplit(realm).netloc}): "
             f"{http.reason_of(str(e))}",
             hint="check the network path to the registry's token service",
         ) from e
+    if resp.status_code != 200:
+        resp.close()
     if resp.status_code in (401, 403):
         who = "the credentials `docker login` stored" if send else "an anonymous request"
         raise EnvironmentFailure(
@@ -175,10 +178,21 @@ def bearer_token(
             hint=f"docker login {registry}"
             + (" again (a token that can push to the repository)" if send else ""),
         )
-    try:
-        doc = resp.json() if resp.status_code == 200 else None
-    except ValueError:
-        doc = None
+    doc = None
+    if resp.status_code == 200:
+        import json
+
+        try:
+            body = http.read_body(resp, "token")
+        except http.BodyError as e:
+            raise EnvironmentFailure(
+                f"the token service of {registry} ({urlsplit(realm).netloc}) sent {e}",
+                hint="check the registry's token service",
+            ) from e
+        try:
+            doc = json.loads(body)
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
+            doc = None
     token = (doc.get("token") or doc.get("access_token")) if isinstance(doc, dict) else None
     if not isinstance(token, str) or not token:
         raise EnvironmentFailure(

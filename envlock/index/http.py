@@ -16,6 +16,12 @@ the middle) is outside urllib3's retries, so ``get`` and ``get_range`` ask
 again themselves, as often and with the same backoff.
 ``get_range(...)`` reads one byte range of a file and refuses a server that
 ignores the Range header (a 200 with the whole file) without downloading it.
+``read_body(...)`` is the one bounded reader of a response body: at most the
+limit of its kind (``LIMITS``: token answers, manifests, blobs, error bodies)
+or the size a descriptor states, a stated sha256 checked as the bytes arrive;
+an error body is cut at its limit, any other body past it is refused.
+A ``Retry-After`` is obeyed up to the backoff maximum and the read timeout
+(``ENVLOCK_HTTP_TIMEOUT``), never longer.
 requests is imported only inside these functions.
 """
 
@@ -35,6 +41,16 @@ DEFAULT_TIMEOUT = (10.0, 60.0)  # connect, read (seconds)
 DEFAULT_RETRIES = 4
 DEFAULT_BACKOFF = 0.5  # seconds; doubled each retry
 RETRY_STATUS = (429, 500, 502, 503, 504)
+BACKOFF_MAX = 120.0  # seconds: the longest wait between two tries (urllib3's default too)
+
+MIB = 1024 * 1024
+# the most a body of each kind may be (bytes); a blob is also held to its descriptor's size
+LIMITS = {
+    "token": 1 * MIB,  # a token service's JSON answer
+    "manifest": 4 * MIB,  # an image manifest (distribution's own limit)
+    "blob": 17 * MIB,  # an attestation layer: a DSSE envelope (envlock.report.strict's bound)
+    "error": 64 * 1024,  # an error answer: cut here, the rest never read
+}
 
 _SYSTEM_BUNDLES = (
     "/etc/ssl/certs/ca-certificates.crt",  # Debian, Ubuntu, Alpine
@@ -118,12 +134,36 @@ def session(settings: HttpSettings | None = None) -> requests.Session:
                 kwargs["timeout"] = s.timeout
             return super().send(request, *args, **kwargs)
 
-    retry = Retry(
+    class _Retry(Retry):
+        """urllib3's retries, with a server's Retry-After cut to ``longest_wait``, and
+        the body of an answer that is asked again closed unread (urllib3 would read
+        it to the end to reuse the connection: an endless body, for ever)."""
+
+        def get_retry_after(self, response: Any) -> float | None:
+            after = super().get_retry_after(response)
+            return None if after is None else min(after, longest_wait(s))
+
+        def increment(  # type: ignore[override]  # urllib3 types it Self
+            self,
+            method: str | None = None,
+            url: str | None = None,
+            response: Any = None,
+            error: Exception | None = None,
+            _pool: Any = None,
+            _stacktrace: Any = None,
+        ) -> Retry:
+            new = super().increment(method, url, response, error, _pool, _stacktrace)
+            if response is not None:  # raised above when no try is left
+                response.close()  # its headers stay readable for the Retry-After
+            return new
+
+    retry = _Retry(
         total=s.retries,
         connect=s.retries,
         read=s.retries,
         status=s.retries,
         backoff_factor=s.backoff,
+        backoff_max=longest_wait(s),
         status_forcelist=RETRY_STATUS,
         allowed_methods=frozenset({"GET", "HEAD"}),
         respect_retry_after_header=True,
@@ -196,9 +236,15 @@ def _timed_out(sess: requests.Session, url: str) -> str:
     )
 
 
+def longest_wait(settings: HttpSettings) -> float:
+    """The longest envlock waits before asking again: the backoff maximum, and never
+    longer than the read timeout (a server's Retry-After is cut to this)."""
+    return min(BACKOFF_MAX, settings.timeout[1])
+
+
 def _pause(settings: HttpSettings, attempt: int) -> None:
-    """The backoff before asking again (as urllib3's: backoff * 2**attempt, at most 2 min)."""
-    time.sleep(min(120.0, settings.backoff * (2**attempt)))
+    """The backoff before asking again (as urllib3's: backoff * 2**attempt, capped)."""
+    time.sleep(min(longest_wait(settings), settings.backoff * (2**attempt)))
 
 
 def _send(
@@ -342,3 +388,67 @@ def _content_range(value: str) -> tuple[int | None, int, int]:
     if unit.lower() != "bytes" or not 0 <= a <= b < t:
         return None, 0, 0
     return a, b, t
+
+
+class BodyError(Exception):
+    """A body past its bound, shorter than stated, not the stated sha256, or broken off."""
+
+
+def read_body(
+    resp: requests.Response,
+    kind: str,
+    *,
+    size: int | None = None,
+    sha256: str | None = None,
+) -> bytes:
+    """The body of ``resp`` (then closed), read in chunks up to the bound of ``kind``.
+
+    ``size``: the length a descriptor states (the bound then, if smaller; a
+    different length is a ``BodyError``); ``sha256``: the hex digest the bytes
+    must have, hashed as they arrive. An ``error`` body is cut at its limit;
+    any other kind past its bound is a ``BodyError``, read no further (a
+    Content-Length past it: not read at all).
+    """
+    import hashlib
+
+    import requests
+
+    limit = LIMITS[kind] if size is None else min(size, LIMITS[kind])
+    cut = kind == "error"
+    try:
+        stated = resp.headers.get("Content-Length", "")
+        if not cut and stated.isdigit() and int(stated) > limit:
+            raise BodyError(_over(kind, limit, size, stated))
+        digest = hashlib.sha256()
+        data = bytearray()
+        try:
+            for chunk in resp.iter_content(65536):
+                room = limit - len(data)
+                if len(chunk) > room:
+                    if cut:
+                        data += chunk[:room]
+                        break
+                    raise BodyError(_over(kind, limit, size))
+                data += chunk
+                digest.update(chunk)
+        except requests.RequestException as e:
+            if cut:
+                return bytes(data)
+            raise BodyError(f"the answer broke off after {len(data)} bytes: {_reason(e)}") from e
+    finally:
+        resp.close()
+    if size is not None and len(data) != size:
+        raise BodyError(f"{len(data)} bytes, not the {size} its descriptor states")
+    if sha256 is not None and digest.hexdigest() != sha256:
+        raise BodyError(f"bytes whose sha256 is {digest.hexdigest()}, not {sha256}")
+    return bytes(data)
+
+
+def _over(kind: str, limit: int, size: int | None, stated: str = "") -> str:
+    """'more than the 1 MiB bound of a token', or '... the 100 bytes its descriptor states'."""
+    if size is not None and size <= LIMITS[kind]:
+        bound = f"the {size} bytes its descriptor states"
+    else:
+        shown = f"{limit // MIB} MiB" if limit % MIB == 0 else f"{limit} bytes"
+        bound = f"the {shown} bound of a {kind}"
+    return f"Content-Length {stated}, more than {bound}" if stated else f"more than {bound}"

@@ -112,17 +112,6 @@ def _text(value: Any, default: str = "?") -> str:
     return str(value) if isinstance(value, (str, int, float)) and str(value) else default
 
 
-def _peek(env: Any) -> dict[str, Any]:
-    """The payload as the report claims it (unverified): only to pick comparisons."""
-    from envlock.report import dsse
-
-    try:
-        doc = dsse.strict_json(env.payload, "the signed payload")
-    except dsse.EnvelopeError:
-        return {}
-    return doc if isinstance(doc, dict) else {}
-
-
 class ImageIds:
     """Local image ids of --image names, looked up once through the engine."""
 
@@ -148,8 +137,10 @@ def _comparisons(
         from envlock.image import ref as imageref
 
         ref = imageref.match(claim.image_name)
-        kind = statement.subject_kind(_peek(env))
-        if ref is not None and ref.digest is not None and kind == "image-manifest":
+        if ref is not None and ref.digest is not None:
+            # a reference by manifest digest is compared as it stands, never looked up
+            # in the local engine: a report naming a lock or a local image is not
+            # verified, saying what it names
             image_ref = ref.pinned
         elif statement.HEX64.fullmatch(claim.image_name.removeprefix("sha256:")):
             image_id = claim.image_name

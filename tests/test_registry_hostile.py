@@ -1,0 +1,317 @@
+"""Hostile registries and token services (issue #21): every body is read through one
+bounded reader, a planted attestation never aborts a verification, and no wait
+outlives the HTTP timeout. The registry is tests/hostile_registry.py's, on
+127.0.0.1; each test measures the peak of the memory the command allocated
+(tracemalloc) and holds it under 100 MB."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envlock.report import envelope_bytes, sign_result
+from tests.hostile_registry import DIGEST, MIB, REPO, Answer, HostileRegistry, peak_of
+from tests.report_support import cli, make_bundle, make_keys, smoke_result
+
+LIMIT = 100 * MIB
+
+
+@pytest.fixture
+def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HostileRegistry]:
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "no-docker-config"))
+    monkeypatch.setenv("ENVLOCK_HTTP_RETRIES", "1")
+    monkeypatch.setenv("ENVLOCK_HTTP_BACKOFF", "0")
+    monkeypatch.setenv("ENVLOCK_HTTP_TIMEOUT", "20")
+    reg = HostileRegistry()
+    try:
+        yield reg
+    finally:
+        reg.close()
+
+
+@pytest.fixture
+def no_engine(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every question put to the local Docker Engine about an image (there must be none)."""
+    asked: list[str] = []
+
+    def local_image_id(ref: str) -> str:
+        asked.append(ref)
+        from envlock.errors import UsageError
+
+        raise UsageError(f"no local image {ref!r}")
+
+    monkeypatch.setattr("envlock.report.image.local_image_id", local_image_id)
+    return asked
+
+
+def _keys(tmp: Path) -> tuple[Path, Path]:
+    return make_keys(tmp, "team")
+
+
+def _report(tmp: Path, key: Path, image: str | None, name: str) -> bytes:
+    """A PASSED report signed by ``key``: of ``image`` (pinned), or a host run of a lock."""
+    lock = None if image else make_bundle(tmp, f"bundle-{name}")
+    env = sign_result(smoke_result(), key, lock_dir=lock, image_id=None, image_ref=image)
+    data = envelope_bytes(env)
+    (tmp / f"{name}.intoto.json").write_bytes(data)
+    return data
+
+
+def _run(capsys: Any, *argv: str) -> tuple[tuple[int, str, str], int]:
+    return peak_of(lambda: cli(capsys, *argv))  # type: ignore[no-any-return]
+
+
+def _no_traceback(err: str) -> None:
+    assert "Traceback" not in err
+
+
+# ---------------------------------------------------------------- 1. bounded reading
+
+
+@pytest.mark.parametrize("stated", [True, False], ids=["content-length", "no-length"])
+def test_a_300_mb_token_answer_is_refused_in_bounded_memory(
+    registry: HostileRegistry, tmp_path: Path, capsys: Any, stated: bool
+) -> None:
+    _, pub = _keys(tmp_path)
+    realm = f"http://{registry.host}/token"
+    registry.route(
+        "GET",
+        registry.att_path(),
+        Answer.json({"errors": []}, 401, **{"WWW-Authenticate": f'Bearer realm="{realm}"'}),
+    )
+    registry.route("GET", "/token", Answer.big(b'{"token": "', 300 * MIB, stated=stated))
+    (code, out, err), peak = _run(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
+    )
+    assert code == 3, err
+    assert "token service" in err and "1 MiB" in err
+    _no_traceback(err)
+    assert peak < LIMIT, f"peak {peak / MIB:.0f} MiB"
+
+
+def test_the_same_16_mib_layer_listed_30_times_is_read_once(
+    registry: HostileRegistry, tmp_path: Path, capsys: Any
+) -> None:
+    key, pub = _keys(tmp_path)
+    real = _report(tmp_path, key, registry.image, "real")
+    junk = b'{"payload": "' + b"A" * (16 * MIB - 20) + b'"}'
+    digests = registry.attestations([junk, real], repeat=[30, 1])
+    (code, out, err), peak = _run(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
+    )
+    assert code == 0, err
+    assert "VERIFIED" in out
+    _no_traceback(err)
+    gets = [p for m, p in registry.log if m == "GET" and p == registry.blob_path(digests[0])]
+    assert len(gets) == 1
+    assert peak < LIMIT, f"peak {peak / MIB:.0f} MiB"
+
+
+def test_layers_past_the_count_and_total_bounds_are_not_read(
+    registry: HostileRegistry, tmp_path: Path, capsys: Any
+) -> None:
+    from envlock.image import registry as regmod
+
+    key, pub = _keys(tmp_path)
+    real = _report(tmp_path, key, registry.image, "real")
+    big = [bytes([65 + i]) * (16 * MIB) for i in range(6)]  # 96 MiB listed, distinct
+    registry.attestations([real, *big])
+    (code, out, err), peak = _run(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub), "--json"
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    read = [p for m, p in registry.log if m == "GET" and "/blobs/" in p]
+    assert 16 * MIB * (len(read) - 1) <= regmod.MAX_ATTESTATION_BYTES
+    assert len(read) < 7
+    assert any("not read" in " ".join(e.get("problems", [])) for e in doc["attestations"])
+    assert peak < LIMIT, f"peak {peak / MIB:.0f} MiB"
+
+    many = [b"{}%d" % i for i in range(regmod.MAX_ATTESTATION_LAYERS + 50)]
+    registry.log.clear()
+    registry.attestations([real, *many])
+    code, out, err = cli(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
+    )
+    assert code == 0, err
+    assert len([p for m, p in registry.log if "/blobs/" in p]) == regmod.MAX_ATTESTATION_LAYERS
+    assert "not read" in out
+
+
+def test_a_layer_longer_than_its_descriptor_says_is_cut_there(
+    registry: HostileRegistry, tmp_path: Path, capsys: Any
+) -> None:
+    key, pub = _keys(tmp_path)
+    real = _report(tmp_path, key, registry.image, "real")
+    digests = registry.attestations([b"x" * 100, real])
+    registry.route("GET", registry.blob_path(digests[0]), Answer.big(b"x" * 100, 300 * MIB))
+    (code, out, err), peak = _run(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
+    )
+    assert code == 0, err
+    assert "more than the 100 bytes its descriptor states" in out
+    _no_traceback(err)
+    assert peak < LIMIT, f"peak {peak / MIB:.0f} MiB"
+
+
+def test_a_300_mb_error_body_is_read_no_further_than_64_kib(
+    registry: HostileRegistry, tmp_path: Path, capsys: Any
+) -> None:
+    key, _ = _keys(tmp_path)
+    _report(tmp_path, key, registry.image, "real")
+    said = b'{"errors": [{"code": "DENIED", "message": "no pushes today"}]}'
+    answer = Answer.big(said, 300 * MIB, 403, stated=False)
+    registry.route("POST", f"/v2/{REPO}/blobs/uploads/", answer)
+    (code, out, err), peak = _run(
+        capsys,
+        "report",
+        "attach",
+        str(tmp_path / "real.intoto.json"),
+        "--image",
+        registry.image,
+    )
+    assert code == 3, err
+    assert "HTTP 403" in err
+    _no_traceback(err)
+    assert peak < LIMIT, f"peak {peak / MIB:.0f} MiB"
+
+
+def test_a_retried_503_with_an_endless_body_is_not_read(
+    registry: HostileRegistry, tmp_path: Path
+) -> None:
+    _, pub = _keys(tmp_path)
+    endless = Answer.big(b"busy", 10**15, 503, stated=False)  # ends when the client leaves
+    registry.route("GET", registry.att_path(), endless)
+    args = ["verify", "--from-registry", "--image", registry.image, "--key", str(pub)]
+    code, err, took, peak = _envlock(args, {"ENVLOCK_HTTP_RETRIES": "1"}, timeout=30)
+    assert code == 3, err
+    assert "HTTP 503" in err
+    assert took < 10, f"{took:.1f} s"  # urllib3 reads a retried answer to its end
+    assert len(registry.log) == 2  # asked again once (ENVLOCK_HTTP_RETRIES=1)
+    _no_traceback(err)
+    assert peak < LIMIT, f"peak {peak / MIB:.0f} MiB"
+
+
+# ---------------------------------------------------------------- 2. planted attestations
+
+
+def test_a_planted_host_run_report_does_not_abort_verify_from_registry(
+    registry: HostileRegistry, tmp_path: Path, capsys: Any, no_engine: list[str]
+) -> None:
+    key, pub = _keys(tmp_path)
+    planted = _report(tmp_path, key, None, "old-host-run")
+    real = _report(tmp_path, key, registry.image, "real")
+    registry.attestations([planted, real])
+    (code, out, err), peak = _run(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
+    )
+    assert code == 0, err
+    assert no_engine == []
+    assert "[1/2]: NOT VERIFIED: the report names a lock" in out
+    assert "VERIFIED: signed by the given key" in out
+    assert peak < LIMIT, f"peak {peak / MIB:.0f} MiB"
+
+
+def test_report_page_never_asks_the_engine_about_a_pinned_reference(
+    tmp_path: Path, capsys: Any, no_engine: list[str]
+) -> None:
+    key, pub = _keys(tmp_path)
+    image = f"127.0.0.1:9/{REPO}@{DIGEST}"
+    _report(tmp_path, key, None, "old-host-run")
+    _report(tmp_path, key, image, "real")
+    code, out, err = cli(
+        capsys,
+        "report",
+        "page",
+        str(tmp_path / "old-host-run.intoto.json"),
+        str(tmp_path / "real.intoto.json"),
+        "--key",
+        str(pub),
+        "--image",
+        image,
+        "-o",
+        str(tmp_path / "page"),
+    )
+    assert no_engine == []
+    assert code == 1, err  # the host run is listed as not verified; the page is written
+    assert "NOT VERIFIED" in out and "names a lock" in out
+    assert "1 verified, 1 not verified" in out
+
+
+# ---------------------------------------------------------------- 3. bounded waits
+
+
+_CHILD = (
+    "import sys, tracemalloc\n"
+    "tracemalloc.start()\n"
+    "from envlock.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print(f'PEAK {tracemalloc.get_traced_memory()[1]}', file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def _envlock(args: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, float, int]:
+    """`envlock ARGS` in a child (killed at ``timeout``): exit code, stderr, seconds, and
+    the peak of the memory it allocated (tracemalloc, -1 when it printed none)."""
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, *args],
+        env={**os.environ, "ENVLOCK_HTTP_BACKOFF": "0", **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    took = time.monotonic() - started
+    peaks = [int(line[5:]) for line in proc.stderr.splitlines() if line.startswith("PEAK ")]
+    return proc.returncode, proc.stderr, took, peaks[-1] if peaks else -1
+
+
+def test_retry_after_one_day_is_capped_by_the_http_timeout(
+    registry: HostileRegistry, tmp_path: Path
+) -> None:
+    _, pub = _keys(tmp_path)
+    registry.route(
+        "GET", registry.att_path(), Answer.json({"errors": []}, 503, **{"Retry-After": "86400"})
+    )
+    env = {"ENVLOCK_HTTP_TIMEOUT": "2", "ENVLOCK_HTTP_RETRIES": "2"}
+    args = ["verify", "--from-registry", "--image", registry.image, "--key", str(pub)]
+    code, err, took, peak = _envlock(args, env, timeout=30)
+    assert code == 3, err
+    assert took < 20, took  # two waits of at most 2 s each, not a day
+    assert 0 < peak < LIMIT, f"peak {peak / MIB:.0f} MiB"
+    assert len(registry.log) == 3
+
+
+def test_retry_after_one_day_is_capped_for_index_requests_too(registry: HostileRegistry) -> None:
+    registry.route("GET", "/simple/tensorflow/", Answer.json({}, 503, **{"Retry-After": "86400"}))
+    code = (
+        "import sys\n"
+        "from envlock.index import http\n"
+        "from envlock.errors import EnvironmentFailure\n"
+        "try:\n"
+        f"    http.get(http.session(), 'http://{registry.host}/simple/tensorflow/', index='x')\n"
+        "except EnvironmentFailure as e:\n"
+        "    sys.exit(e.message)\n"
+    )
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "ENVLOCK_HTTP_TIMEOUT": "2", "ENVLOCK_HTTP_RETRIES": "2"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert "HTTP 503" in proc.stderr, proc.stderr
+    assert time.monotonic() - started < 20
+    assert len(registry.log) == 3
