@@ -102,6 +102,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     g.add_argument("--image", metavar="REF", help="the image every report must name")
     g.add_argument("--title", default="envlock report page", help="the page's title")
     g.add_argument("-o", "--output", required=True, metavar="DIR", help="write the page here")
+    g.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite DIR/index.html and DIR/summary.json even when they are inputs of "
+        "this run or were not written by a report page",
+    )
     g.add_argument("--json", action="store_true", help="print the page's summary as JSON")
     g.set_defaults(func=run_page)
 
@@ -114,6 +120,11 @@ def run_page(args: argparse.Namespace) -> int:
 
     keys = load_keys(args.key)  # a bad key is named before a bad summary, as always
     claims, missing = read_summary(Path(args.summary)) if args.summary is not None else ({}, [])
+    inputs = [("the report", Path(r)) for r in args.reports or [str(p) for p in claims]]
+    inputs += [("the trusted key", Path(k)) for k in args.key]
+    if args.summary is not None:
+        inputs.append(("the summary --summary", Path(args.summary)))
+    page.refuse_overwrite(Path(args.output), inputs, force=args.force)
     made = page.page_for(
         args.reports,
         keys,

@@ -169,6 +169,52 @@ def _environment() -> Any:
     return env
 
 
+GENERATOR = '<meta name="generator" content="envlock report page">'  # in the template
+OUTPUTS = ("index.html", "summary.json")
+
+
+def _written_by_page(path: Path) -> bool:
+    """Whether ``path`` is a regular file a report page wrote: index.html with the
+    template's generator line, summary.json with the page's schema (both near the top)."""
+    import os
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        with path.open("rb") as f:
+            head = f.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return False
+    if path.name == "index.html":
+        return GENERATOR in head
+    return head.lstrip().startswith("{") and f'"schema": "{SCHEMA}"' in head
+
+
+def refuse_overwrite(out_dir: Path, inputs: Sequence[tuple[str, Path]], *, force: bool) -> None:
+    """Exit 2 (hint --force) when DIR/index.html or DIR/summary.json is one of the run's
+    ``inputs`` ((what, path) pairs: a report, ci build's summary.json, a key) or a file
+    a report page did not write, as `lock -o` refuses a bundle folder's foreign files."""
+    from envlock.report.outputs import same_file
+
+    if force:
+        return
+    for name in OUTPUTS:
+        target = out_dir / name
+        clash = next((f"{w} {p}" for w, p in inputs if same_file(target, p)), None)
+        if clash is not None:
+            raise UsageError(
+                f"-o {out_dir}: {target} is {clash}; the page would overwrite it",
+                hint="give -o another folder (or --force to overwrite it)",
+            )
+        if (target.exists() or target.is_symlink()) and not _written_by_page(target):
+            raise UsageError(
+                f"-o {out_dir}: {target} was not written by envlock report page; the page "
+                "would overwrite it",
+                hint="give -o another folder, move the file away, or --force to overwrite it",
+            )
+
+
 def write_page(out_dir: Path, page: Page, *, title: str = "envlock report page") -> Path:
     """index.html and summary.json into ``out_dir``, as one atomic step."""
     from envlock.fsutil import write_files
