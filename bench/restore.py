@@ -71,6 +71,7 @@ def main() -> int:
         python = find_python(minor, None)
         restore: list[float] = []
         pip: list[float] = []
+        load: list[float] = [round(os.getloadavg()[0], 2)]  # other work shares the machine
         for run in range(args.runs):
             env = dict(os.environ, UV_CACHE_DIR=str(work / f"uv-cache-{run}"))
             venv = work / f"restored-{run}"
@@ -95,6 +96,7 @@ def main() -> int:
                 elif path.is_dir():
                     shutil.rmtree(path)
             shutil.rmtree(work / f"uv-cache-{run}", ignore_errors=True)
+            load.append(round(os.getloadavg()[0], 2))
             print(
                 f"run {run + 1}: restore {restore[-1]:.2f} s, pip {pip[-1]:.2f} s", file=sys.stderr
             )
@@ -111,6 +113,7 @@ def main() -> int:
             "pip_median_s": round(statistics.median(pip), 2),
             "ratio": round(statistics.median(restore) / statistics.median(pip), 3),
             "goal_ratio": 1.2,
+            "load_average_1min": load,  # before the first run, then after each
         }
     text = json.dumps(doc, indent=2)
     print(text)

@@ -17,8 +17,11 @@ def register(sub: Any) -> None:
         "smoke test in it, and only then switch the venv path (a link to versioned "
         "folders PATH.envlock-N) to it. The old venv stays in use until the switch; a "
         "killed restore leaves it in place. Prints the distributions that changed. "
-        "Exit 0 restored, 1 the smoke test failed (nothing switched), 2 bad input "
-        "(no Python of the lock's minor), 3 the install failed.",
+        "Before building anything it checks for an NVIDIA GPU (unless --allow-cpu) and "
+        "that --wheelhouse holds every locked wheel with the lock's sha256. "
+        "Exit 0 restored, 1 no GPU or the smoke test failed (nothing switched), 2 bad "
+        "input (no Python of the lock's minor, a wheelhouse that is not the lock's, "
+        "--offline with nothing to install from), 3 the install failed.",
     )
     p.add_argument("dir", metavar="DIR", help="bundle folder (pylock.toml, requirements.txt)")
     p.add_argument("--venv", metavar="PATH", help="the venv (default: DIR/.venv, as bootstrap.sh)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ def register(sub: Any) -> None:
         help="download every locked wheel (hash-checked) so restore needs no index",
         description="Download every wheel of DIR/pylock.toml into WH, checking each sha256 "
         "against the lock. Files already there with the right hash are kept. "
-        "Then: envlock restore DIR --wheelhouse WH (no index needed). "
+        "Then: envlock restore DIR --venv V --wheelhouse WH (no index needed; V defaults "
+        "to DIR/.venv). "
         "Exit 0 done, 2 bad input, 3 a download failed or its hash is not the lock's.",
     )
     p.add_argument("dir", metavar="DIR", help="bundle folder (with pylock.toml)")
@@ -41,10 +43,15 @@ def run(args: argparse.Namespace) -> int:
         }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
+        # restore's default venv spelled out: the hint names the venv it will make
+        restore = shlex.join(
+            ["envlock", "restore", args.dir, "--venv", str(Path(args.dir) / ".venv")]
+            + ["--wheelhouse", str(result.folder)]
+        )
         sys.stdout.write(
             f"{result.folder}: {result.total} wheels ({len(result.downloaded)} downloaded, "
             f"{result.bytes_downloaded} bytes; {len(result.present)} already there)\n"
-            f"  restore without an index: envlock restore {args.dir} "
-            f"--wheelhouse {result.folder}\n"
+            f"  restore without an index (into {Path(args.dir) / '.venv'}; give --venv "
+            f"for another venv): {restore}\n"
         )
     return 0

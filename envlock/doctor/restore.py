@@ -27,14 +27,19 @@ import fcntl
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envlock.errors import CheckFailed, EnvironmentFailure, UsageError
+
+if TYPE_CHECKING:
+    from envlock.model import Lock
 
 SUFFIX = ".envlock-"
 _VERSIONED = re.compile(r"\.envlock-(\d+)$")
@@ -339,12 +344,109 @@ def smoke(req: RestoreRequest, python: Path) -> dict[str, object]:
         raise CheckFailed(
             "the smoke test failed in the new venv, so it was not switched in "
             f"({req.venv} is unchanged): {'; '.join(failed)}",
-            hint="on a machine without a GPU: --allow-cpu",
+            hint=None
+            if req.allow_cpu
+            else f"on a machine without a GPU: {restore_command(req, allow_cpu=True)}",
         )
     return doc
 
 
-def _check_bundle(req: RestoreRequest) -> str:
+def restore_command(
+    req: RestoreRequest,
+    *,
+    allow_cpu: bool | None = None,
+    wheelhouse: Path | None = None,
+    offline: bool | None = None,
+) -> str:
+    """This restore as a command to paste: the same DIR and --venv (restore's own
+    default spelled out), the same flags, with the ones given changed."""
+    argv = ["envlock", "restore", str(req.bundle), "--venv", str(req.venv)]
+    if req.python:
+        argv += ["--python", req.python]
+    wh = wheelhouse if wheelhouse is not None else req.wheelhouse
+    if wh is not None:
+        argv += ["--wheelhouse", str(wh)]
+    if req.offline if offline is None else offline:
+        argv.append("--offline")
+    if req.index_url and wh is None:
+        argv += ["--index-url", req.index_url]
+    if req.allow_cpu if allow_cpu is None else allow_cpu:
+        argv.append("--allow-cpu")
+    return shlex.join(argv)
+
+
+def wheelhouse_command(bundle: Path, wheelhouse: Path) -> str:
+    """The command that fills ``wheelhouse`` with every wheel of ``bundle``'s lock."""
+    return shlex.join(["envlock", "wheelhouse", str(bundle), "-o", str(wheelhouse)])
+
+
+def check_gpu(req: RestoreRequest) -> None:
+    """An NVIDIA driver with a GPU is here, unless --allow-cpu: else a CheckFailed
+    (exit 1) now, before anything is built, with the command for the CPU case.
+    The bundle's smoke test would fail on the same machine after the whole build."""
+    if req.allow_cpu:
+        return
+    from envlock.driver import detect
+    from envlock.errors import EnvlockError
+
+    try:
+        gpus = len(detect().gpus)
+        why = "the driver lists no GPU"
+    except EnvlockError as e:
+        gpus = 0
+        why = e.message.removeprefix("--driver auto: ")
+    if gpus:
+        return
+    raise CheckFailed(
+        f"no NVIDIA GPU on this machine ({why}); the bundle's smoke test needs one, so "
+        "restore stopped before building anything (nothing was made)",
+        hint="install the NVIDIA driver (nvidia-smi lists the GPU) and run restore again; "
+        f"or, if the CPU is meant: {restore_command(req, allow_cpu=True)}",
+    )
+
+
+def check_wheelhouse_matches(req: RestoreRequest, lock: Lock) -> None:
+    """Every locked wheel is in --wheelhouse with the lock's size and sha256: else
+    a UsageError (exit 2: the folder given does not match the lock, which is bad
+    input, not a failed download) naming every missing or damaged wheel at once,
+    before anything is built."""
+    from envlock.doctor.wheelhouse import check_wheelhouse
+
+    if req.wheelhouse is None:
+        return
+    problems = check_wheelhouse(lock, req.wheelhouse)
+    if not problems:
+        return
+    total = len({w.filename for p in lock.packages for w in p.wheels})
+    lines = "".join(f"\n  {name}: {what}" for name, what in problems)
+    raise UsageError(
+        f"--wheelhouse {req.wheelhouse} does not match the lock: {len(problems)} of "
+        f"{total} locked wheels missing or damaged; nothing was built (exit 2: the "
+        f"wheelhouse given is not the lock's, a bad input){lines}",
+        hint="fill it (downloads only what is missing or damaged, hash-checked): "
+        f"{wheelhouse_command(req.bundle, req.wheelhouse)} && {restore_command(req)}",
+    )
+
+
+_OFFLINE_MISS = re.compile(r"not found in the cache|network was disabled", re.IGNORECASE)
+
+
+def _uv_offline_miss(message: str) -> bool:
+    return bool(_OFFLINE_MISS.search(message))
+
+
+def _offline_without_cache(req: RestoreRequest) -> UsageError:
+    wh = Path(f"{os.path.abspath(req.bundle)}-wheelhouse")
+    return UsageError(
+        "--offline: uv's cache does not hold every locked wheel and no --wheelhouse was "
+        f"given, so there is nothing to install from ({req.venv} is unchanged)",
+        hint="fill a wheelhouse (needs the index once), then restore from it offline: "
+        f"{wheelhouse_command(req.bundle, wh)} && "
+        f"{restore_command(req, wheelhouse=wh, offline=True)}",
+    )
+
+
+def _check_bundle(req: RestoreRequest) -> Lock:
     from envlock.lock.pylock import read_lock
 
     lock = read_lock(req.bundle)
@@ -357,9 +459,10 @@ def _check_bundle(req: RestoreRequest) -> str:
     if req.wheelhouse is not None and not req.wheelhouse.is_dir():
         raise UsageError(
             f"--wheelhouse {req.wheelhouse}: no such folder",
-            hint=f"make it: envlock wheelhouse {req.bundle} -o {req.wheelhouse}",
+            hint=f"make it: {wheelhouse_command(req.bundle, req.wheelhouse)} && "
+            f"{restore_command(req)}",
         )
-    return lock.resolution.python
+    return lock
 
 
 def _build(
@@ -372,16 +475,21 @@ def _build(
     _run([python, "-m", "venv", str(new)], f"creating the venv {new}", 600)
     new_python = new / "bin" / "python"
     say("installing the lock (hash-checked)")
-    env = uv_env()
-    env.setdefault("UV_NATIVE_TLS", "1")
-    _run(install_argv(req, new_python), "the hashed install", INSTALL_TIMEOUT, env)
+    env = uv_env()  # UV_SYSTEM_CERTS there; UV_NATIVE_TLS would add uv's deprecation warning
+    try:
+        _run(install_argv(req, new_python), "the hashed install", INSTALL_TIMEOUT, env)
+    except EnvironmentFailure as e:
+        if req.offline and req.wheelhouse is None and _uv_offline_miss(e.message):
+            raise _offline_without_cache(req) from None
+        raise
     say("running the smoke test in the new venv")
     return smoke(req, new_python)
 
 
 def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) -> RestoreResult:
     say = progress or (lambda _line: None)
-    minor = _check_bundle(req)
+    lock = _check_bundle(req)
+    minor = lock.resolution.python
     python = find_python(minor, req.python)
     venv = Path(os.path.abspath(req.venv))
     plain = os.path.lexists(venv) and not venv.is_symlink()
@@ -395,6 +503,9 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
             f"--venv {venv}: is a link envlock did not make (to {os.readlink(venv)})",
             hint="give the folder it points to, or a path that does not exist yet",
         )
+    # fail fast, before anything is made: no GPU, then a wheelhouse that is not the lock's
+    check_gpu(req)
+    check_wheelhouse_matches(req, lock)
     venv.parent.mkdir(parents=True, exist_ok=True)
     with _locked(venv):
         cleaned = recover(venv)

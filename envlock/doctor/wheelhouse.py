@@ -88,6 +88,39 @@ def has_wheel(folder: Path, wheel: LockedWheel) -> bool:
     return sha256_file(path) == wheel.sha256
 
 
+def wheel_problem(folder: Path, wheel: LockedWheel) -> str | None:
+    """What is wrong with ``wheel``'s file in ``folder`` (missing, another size,
+    another sha256); None when it is there with the lock's size and sha256."""
+    from envlock.fsutil import sha256_file
+
+    path = folder / _safe_name(wheel.filename)
+    if path.is_symlink() or not path.is_file():
+        return "missing" if not os.path.lexists(path) else "not a plain file"
+    try:
+        size = path.stat().st_size
+        if size != wheel.size:
+            return f"{size} bytes, the lock has {wheel.size} (truncated or another file)"
+        digest = sha256_file(path)
+    except OSError as e:
+        return f"cannot be read: {e.strerror or e}"
+    if digest != wheel.sha256:
+        return f"sha256 {digest}, the lock has {wheel.sha256} (damaged or another file)"
+    return None
+
+
+def check_wheelhouse(lock: Lock, folder: Path) -> list[tuple[str, str]]:
+    """Every locked wheel that ``folder`` lacks or holds damaged, as (file name,
+    what is wrong), in the lock's order; [] when it holds them all. The files are
+    hashed in threads (hashlib lets go of the GIL), so a whole TensorFlow
+    wheelhouse takes a second or two."""
+    wheels = locked_wheels(lock)
+    if not wheels:
+        return []
+    with ThreadPoolExecutor(max_workers=min(WORKERS, len(wheels))) as pool:
+        found = list(pool.map(lambda w: wheel_problem(folder, w), wheels))
+    return [(w.filename, p) for w, p in zip(wheels, found, strict=True) if p is not None]
+
+
 def _remove(temp: Path | None) -> None:
     if temp is not None:
         temp.unlink(missing_ok=True)
