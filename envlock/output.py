@@ -53,8 +53,11 @@ class EscapingWriter:
 
 def dumps(obj: Any) -> str:
     """The ``--json`` layout: ``json.dumps(obj, indent=2, ensure_ascii=False)``
-    plus a newline."""
-    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+    plus a newline; what a terminal would act on and JSON leaves raw (DEL, C1,
+    the bidi overrides) written as ``\\uXXXX`` escapes (JSON's own, decoding to
+    the same text)."""
+    text = json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+    return _CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def emit_json(obj: Any) -> None:

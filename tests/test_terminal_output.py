@@ -76,3 +76,25 @@ def test_report_sign_refuses_a_reason_with_terminal_controls(
     assert code == 2 and not out.exists()
     assert "checks[3].reason holds the terminal control U+001B" in err
     assert "\x1b" not in err
+
+
+def test_json_output_stays_valid_json_and_keeps_the_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--json escapes the same characters JSON's way (\\u001b, \\u009b, \\u202e): the
+    terminal sees none raw, and a reader of the JSON gets the exact text back."""
+    make_bundle(tmp_path)
+    report, _pub = _foreign_report(tmp_path, capsys, HOSTILE)
+    code, out, err = cli(capsys, "report", "show", str(report), "--json")
+    assert code == 0, err
+    assert "\x1b" not in out and "\x9b" not in out and "\u202e" not in out
+    doc = json.loads(out)
+
+    def strings(value: Any) -> list[str]:
+        if isinstance(value, dict):
+            return [s for v in value.values() for s in strings(v)]
+        if isinstance(value, list):
+            return [s for v in value for s in strings(v)]
+        return [value] if isinstance(value, str) else []
+
+    assert HOSTILE in strings(doc)  # the exact text, decoded from JSON's escapes
