@@ -24,10 +24,10 @@ _LINE_BREAKING = frozenset(("Cc", "Zl", "Zp", "Cs"))
 
 # scheme://user[:password]@ -- the userinfo of a URL anywhere in a text
 _USERINFO_RE = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#\s]*)@")
-# a URL's query or fragment, up to the end of the URL (whitespace or a quote)
-_URL_TAIL_RE = re.compile(
-    r"(?P<head>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s?#'\"<>]*)(?P<tail>[?#][^\s'\"<>]*)"
-)
+# a URL, up to its end (whitespace or a quote): one match always succeeds from
+# its first character and consumes the token, so the search stays linear (a
+# pattern that needed a '?' inside it re-scanned the token from every scheme)
+_URL_RE = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*")
 # ?token=... / &X-Amz-Signature=... outside a URL envlock can see whole
 _SECRET_QUERY_RE = re.compile(
     r"(?P<name>[?&#;](?:[A-Za-z0-9_.-]*[_.-])?"
@@ -90,13 +90,15 @@ def _params(part: str, *, bare: bool = False) -> str:
 
 
 def _url_tail(m: re.Match[str]) -> str:
-    tail = m.group("tail")
+    url = m.group()
+    cut = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=-1)
+    if cut < 0:
+        return url
+    head, tail = url[:cut], url[cut:]
     query, hashmark, fragment = tail.partition("#")
     if query.startswith("?"):
         query = "?" + _params(query[1:])
-    elif query:  # the tail starts with '#'
-        query, fragment, hashmark = "", tail[1:], "#"
-    return m.group("head") + query + (hashmark + _params(fragment, bare=True) if hashmark else "")
+    return head + query + (hashmark + _params(fragment, bare=True) if hashmark else "")
 
 
 def redact(text: str) -> str:
@@ -113,7 +115,7 @@ def redact(text: str) -> str:
     """
     text = _USERINFO_RE.sub(lambda m: m.group("scheme"), text)
     if "?" in text or "#" in text:
-        text = _URL_TAIL_RE.sub(_url_tail, text)
+        text = _URL_RE.sub(_url_tail, text)
     if "=" in text:
         text = _SECRET_QUERY_RE.sub(lambda m: m.group("name") + "***", text)
     return text

@@ -506,3 +506,30 @@ def test_an_index_url_with_a_query_secret_is_neither_printed_nor_recorded(
     assert "--index-url" not in header and "***" not in header
     assert main(["lock", "--check", str(out), "--index-url", url]) == 0
     assert SECRET not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "crafted",
+    [
+        "a://" * 16_000 + " ?",  # many scheme starts, a '?' only after the token
+        "x?" + "_" * 64_000 + "=",  # a separator run before '=' (the secret-name pattern)
+        "?token" * 10_000 + "=",
+        "https://h/" + "?a=b&" * 12_000,
+    ],
+)
+def test_redaction_is_linear_in_the_text(crafted: str) -> None:
+    """redact runs on every message, and a registry's error body (64 KiB) is
+    attacker text: a crafted one takes about as long as plain text of its size."""
+    import time
+
+    plain = ("plain log text with words and numbers 123 " * 2000)[: len(crafted)]
+
+    def best(text: str) -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            redact(text)
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    assert best(crafted) < max(20 * best(plain), 0.05)
