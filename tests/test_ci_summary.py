@@ -50,5 +50,10 @@ def test_a_report_path_in_a_link_loop_is_exit_2(tmp_path: Path, capsys: Any) -> 
         str(tmp_path / "page"),
     )  # fmt: skip
     assert code == 2, err
-    assert f"{summary}: cells[0].report: 'loop/report.intoto.json' cannot be followed" in err
+    # before 3.13 Path.resolve raises on the loop (named with the summary's field);
+    # from 3.13 it does not, and reading the report says why it cannot
+    assert (
+        f"{summary}: cells[0].report: 'loop/report.intoto.json' cannot be followed" in err
+        or "loop/report.intoto.json: Too many levels of symbolic links" in err
+    ), err
     assert "Traceback" not in err
