@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from envlock.commands.doctor import _floor
 from envlock.doctor import findings as F
+from envlock.doctor.advice import Context, Finding
 from envlock.doctor.probe import sonames
 from envlock.driver import HostGpu, HostInfo
 from envlock.errors import NoResolution
@@ -61,7 +62,7 @@ def healthy_probe() -> dict[str, Any]:
     }
 
 
-def context(**kw: Any) -> F.Context:
+def context(**kw: Any) -> Context:
     base: dict[str, Any] = {
         "lock": LOCK,
         "lock_dir": "env",
@@ -74,10 +75,10 @@ def context(**kw: Any) -> F.Context:
         "python_fits": lambda minor: resolve(Constraints(spec="tensorflow", python=minor)),
     }
     base.update(kw)
-    return F.Context(**base)
+    return Context(**base)
 
 
-def statuses(found: list[F.Finding]) -> dict[str, str]:
+def statuses(found: list[Finding]) -> dict[str, str]:
     return {f.check: f.status for f in found}
 
 

@@ -117,7 +117,7 @@ def _explain_log(name: str, expected: Any, lock_dir: str | None) -> list[Any]:
     """The findings of the log ``name``, read within knownerrors' bounds; one WARN
     finding more when reading stopped at a bound."""
     from envlock.doctor import knownerrors
-    from envlock.doctor.findings import Finding
+    from envlock.doctor.advice import Finding
 
     known = knownerrors.load()
     with _log_lines(name) as stream:
@@ -149,12 +149,13 @@ def _explain_log(name: str, expected: Any, lock_dir: str | None) -> list[Any]:
 def run(args: argparse.Namespace) -> int:
     from envlock.doctor import findings as F
     from envlock.doctor import knownerrors, target
+    from envlock.doctor.advice import Context, Finding
     from envlock.doctor.probe import sonames
 
     lock = _read_lock(args.lock) if args.lock else None
     lock_dir = args.lock
     doc: dict[str, Any] = {"schema": "envlock.doctor/v1", "lock": lock_dir}
-    found: list[F.Finding] = []
+    found: list[Finding] = []
     expected = lock.resolution if lock is not None else None
     log_only = args.log is not None and args.lock is None and args.venv is None
     if not log_only:
@@ -163,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
                 args.venv, Path(args.lock) if args.lock else None, dict(os.environ)
             )
         except target.InterpreterGone as gone:
-            bare = F.Context(
+            bare = Context(
                 lock, lock_dir, expected, None, "", allow_cpu=args.allow_cpu, venv=gone.venv
             )
             found.append(F.interpreter_gone(bare, gone.link, gone.points_to))
@@ -181,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
         if expected is None and tf_version is not None:
             expected = _expected_for(tf_version)
         host, problem = _host()
-        ctx = F.Context(
+        ctx = Context(
             lock=lock,
             lock_dir=lock_dir,
             expected=expected,

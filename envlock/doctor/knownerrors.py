@@ -24,7 +24,7 @@ import string
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from envlock.doctor.findings import Finding
+from envlock.doctor.advice import Finding
 from envlock.model import Resolution
 
 FILENAME = "known_errors.toml"

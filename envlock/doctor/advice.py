@@ -1,0 +1,133 @@
+"""What a doctor finding is, and the commands its fix holds.
+
+``Finding`` and ``Context`` are the data ``envlock.doctor.findings`` judges
+with; the builders here make each fix a command that works pasted as it
+stands: it names the bundle checked against and the environment inspected
+(``restore_command``), installs one locked distribution with the lock's own
+hashes (``pip_fix``), or locks another release keeping the lock's pins and
+CUDA source (``lock_command``, ``driver_fix``).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from envlock.driver import HostInfo
+from envlock.model import Lock, Resolution
+
+if TYPE_CHECKING:
+    from envlock.resolve.floors import HostFloor
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str  # "python", "package numpy", "driver", "library libcudnn.so.8", "log ..."
+    status: str  # one of STATUSES
+    cause: str
+    # a command to paste as it stands (it names the inspected environment and the
+    # bundle), or, with ``manual``, the exact steps no command can take
+    fix: str = ""
+    manual: bool = False
+    alternatives: tuple[str, ...] = ()  # other commands that fix it, as pasteable
+    # the findings this one is the cause of, folded under it (their count in the text)
+    folded: tuple[Finding, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "check": self.check,
+            "status": self.status,
+            "cause": self.cause,
+            "fix": self.fix,
+            "manual": self.manual,
+        }
+        if self.alternatives:
+            out["alternatives"] = list(self.alternatives)
+        if self.folded:
+            out["folded"] = [f.to_dict() for f in self.folded]
+        return out
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the findings are judged against."""
+
+    lock: Lock | None  # the bundle's lock, if --lock was given
+    lock_dir: str | None  # how to name the bundle in a fix
+    expected: Resolution | None  # the lock's resolution, else that of the installed TF
+    host: HostInfo | None  # driver and GPUs, None when no driver is visible
+    host_problem: str  # why there is no host info ("" when there is)
+    allow_cpu: bool = False
+    # the inspected environment: its venv folder (None when the interpreter is not
+    # in a venv) and its interpreter, named in every fix
+    venv: str | None = None
+    python: str | None = None
+    # a Python minor -> the newest TensorFlow release with wheels for it (resolve)
+    python_fits: Callable[[str], Resolution | None] | None = None
+    # driver -> the newest release that runs on it here (resolve's answer), or None
+    fits: Callable[[str], Resolution | None] | None = None
+    # the expected release's driver floor for the host's GPUs: resolve's own
+    # (envlock.resolve.floors.host_floor, PTX JIT included); None: the lock's driver_min
+    floor: HostFloor | None = None
+
+
+def restore_command(ctx: Context) -> str:
+    """``envlock restore DIR --venv VENV``: the bundle checked against, the
+    environment inspected (restore's own default, DIR/.venv, is another one)."""
+    argv = ["envlock", "restore", ctx.lock_dir or "DIR"]
+    if ctx.venv:
+        argv += ["--venv", ctx.venv]
+    if ctx.allow_cpu:  # the check was asked to accept the CPU: so is restore's smoke test
+        argv.append("--allow-cpu")
+    return shlex.join(argv)
+
+
+def _repair(ctx: Context) -> str:
+    if ctx.lock_dir:
+        return restore_command(ctx)
+    return "reinstall it"
+
+
+def pip_fix(ctx: Context, name: str, version: str) -> str | None:
+    """One locked distribution installed into the inspected interpreter with its
+    locked hashes (pip takes --hash only in a requirements file: stdin is one)."""
+    if ctx.lock is None:
+        return None
+    pkg = next((p for p in ctx.lock.packages if p.name == name), None)
+    if pkg is None:
+        return None
+    line = f"{name}=={version} " + " ".join(f"--hash=sha256:{w.sha256}" for w in pkg.wheels)
+    python = shlex.quote(ctx.python or "python")
+    return (
+        f"printf '%s\\n' {shlex.quote(line)} | {python} -m pip install --no-deps "
+        "--require-hashes -r /dev/stdin"
+    )
+
+
+def lock_command(ctx: Context, version: str, python: str, *, suffix: str) -> str:
+    """``envlock lock`` of ``tensorflow==version`` for ``python``, the lock's pins and
+    CUDA source kept, into a new folder beside the bundle."""
+    lock = ctx.lock
+    argv = ["envlock", "lock", f"tensorflow=={version}", "--python", python]
+    if lock is not None and lock.resolution.cuda_source == "pip":
+        argv += ["--cuda-source", "pip"]
+    for pin in lock.input.with_requirements if lock is not None else ():
+        argv += ["--with", pin]
+    base = (ctx.lock_dir or "env").rstrip("/") or "env"
+    return shlex.join([*argv, "-o", f"{base}-{suffix}"])
+
+
+def driver_fix(ctx: Context, fits: Resolution) -> str:
+    """The lock command for the release that runs on this driver: the lock's pins
+    kept, the same CUDA source, a new bundle folder beside the old one."""
+    pins = ctx.lock.input.with_requirements if ctx.lock is not None else ()
+    source = ctx.lock.resolution.cuda_source if ctx.lock is not None else None
+    base = (ctx.lock_dir or "env").rstrip("/") or "env"
+    argv = ["envlock", "lock", f"{fits.framework}=={fits.version}", "--driver", "auto"]
+    if source == "pip":
+        argv += ["--cuda-source", "pip"]
+    for pin in pins:
+        argv += ["--with", pin]
+    return shlex.join([*argv, "-o", f"{base}-{fits.framework}{fits.version}"])
