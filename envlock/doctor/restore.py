@@ -32,13 +32,14 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envlock.errors import CheckFailed, EnvironmentFailure, UsageError
 
 if TYPE_CHECKING:
+    from envlock.doctor.inplace import InPlaceResult, UndoResult
     from envlock.model import Lock
 
 SUFFIX = ".envlock-"
@@ -53,11 +54,17 @@ _WHO = "import sys; print(sys.executable); print('%d.%d' % sys.version_info[:2])
 class RestoreRequest:
     bundle: Path
     venv: Path
-    python: str | None = None
+    base_python: str | None = None  # the interpreter a new venv is made with
     wheelhouse: Path | None = None
     offline: bool = False
     allow_cpu: bool = False
     index_url: str | None = None
+    in_place: bool = False  # sync the lock into --venv's interpreter (envlock.doctor.inplace)
+    exact: bool = False  # in place: also remove what the lock does not name
+    undo: bool = False  # put back what the newest in-place sync replaced
+    undo_id: str | None = None
+    kernel: str | None = None  # register the new venv as this Jupyter kernel
+    kernel_prefix: Path | None = None  # ipykernel install --prefix (default --user)
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,7 @@ class RestoreResult:
     cleaned: tuple[str, ...] = field(default=())
     converted: bool = False
     compared: str = "yes"  # yes | no-old-venv | old-venv-broken
+    kernel: dict[str, object] | None = None  # the kernelspec --kernel wrote
 
 
 # ----------------------------------------------------------------- Python
@@ -145,10 +153,12 @@ def find_python(minor: str, given: str | None) -> str:
     if given:
         who = _who(given)
         if who is None:
-            raise UsageError(f"--python {given}: does not run", hint="give a python executable")
+            raise UsageError(
+                f"--base-python {given}: does not run", hint="give a python executable"
+            )
         if who[1] != minor:
             raise UsageError(
-                f"--python {given} is Python {who[1]}; the lock is for Python {minor}",
+                f"--base-python {given} is Python {who[1]}; the lock is for Python {minor}",
                 hint=f"give a python{minor}",
             )
         return who[0]
@@ -160,7 +170,7 @@ def find_python(minor: str, given: str | None) -> str:
         f"no Python {minor} on this machine (looked on PATH for python{minor}, "
         f"in pyenv's versions and among uv's interpreters)",
         hint=f"install one: uv python install {minor}, or pyenv install {minor}; "
-        f"or pass --python PATH",
+        f"or pass --base-python PATH",
     )
 
 
@@ -297,12 +307,14 @@ def compare(old: dict[str, str], new: dict[str, str]) -> Changes:
     )
 
 
-def install_argv(req: RestoreRequest, python: Path) -> list[str]:
-    """The hashed install of the bundle's requirements.txt into ``python``'s venv."""
+def install_argv(req: RestoreRequest, python: Path, requirements: Path | None = None) -> list[str]:
+    """The hashed install of the bundle's requirements.txt (or ``requirements``, some
+    of its lines) into ``python``'s environment."""
     from envlock.lock.uv import uv_bin
 
+    reqs = requirements or req.bundle / "requirements.txt"
     argv = [uv_bin(), "pip", "install", "--python", str(python), "--require-hashes"]
-    argv += ["--no-deps", "--no-config", "-r", str(req.bundle / "requirements.txt")]
+    argv += ["--no-deps", "--no-config", "-r", str(reqs)]
     if req.wheelhouse is not None:
         return [*argv, "--no-index", "--offline", "--find-links", str(req.wheelhouse)]
     from envlock.index.config import index_url
@@ -361,8 +373,12 @@ def restore_command(
     """This restore as a command to paste: the same DIR and --venv (restore's own
     default spelled out), the same flags, with the ones given changed."""
     argv = ["envlock", "restore", str(req.bundle), "--venv", str(req.venv)]
-    if req.python:
-        argv += ["--python", req.python]
+    if req.in_place:
+        argv.append("--in-place")
+        if req.exact:
+            argv.append("--exact")
+    if req.base_python and not req.in_place:
+        argv += ["--base-python", req.base_python]
     wh = wheelhouse if wheelhouse is not None else req.wheelhouse
     if wh is not None:
         argv += ["--wheelhouse", str(wh)]
@@ -372,6 +388,10 @@ def restore_command(
         argv += ["--index-url", req.index_url]
     if req.allow_cpu if allow_cpu is None else allow_cpu:
         argv.append("--allow-cpu")
+    if req.kernel and not req.in_place:
+        argv += ["--kernel", req.kernel]
+        if req.kernel_prefix:
+            argv += ["--kernel-prefix", str(req.kernel_prefix)]
     return shlex.join(argv)
 
 
@@ -486,12 +506,69 @@ def _build(
     return smoke(req, new_python)
 
 
+def new_venv_path(req: RestoreRequest) -> Path:
+    """The venv path a new-venv restore switches: --venv as given, or the venv
+    folder of an interpreter given there; an interpreter outside a venv cannot be
+    switched (exit 2, the in-place sync as the fix)."""
+    from envlock.doctor.target import venv_of
+
+    given = Path(req.venv)
+    if given.is_file():
+        folder = venv_of(str(given))
+        if folder is None:
+            fix = replace(req, in_place=True, kernel=None)
+            raise UsageError(
+                f"--venv {given}: an interpreter outside a venv; restore can build a new venv "
+                "only where a venv folder is (or nothing yet), so it cannot replace this one",
+                hint=f"sync the lock into it instead: {restore_command(fix)}",
+            )
+        return Path(os.path.abspath(folder))
+    return Path(os.path.abspath(given))
+
+
+def in_place_target(req: RestoreRequest) -> str:
+    """The interpreter an in-place sync or undo acts on: --venv's (doctor's choice)."""
+    from envlock.doctor.target import choose
+
+    return choose(str(req.venv), None, {}).python
+
+
+def restore_in_place(
+    req: RestoreRequest, progress: Callable[[str], None] | None = None
+) -> InPlaceResult:
+    """``--in-place``: the lock synced into --venv's interpreter, undo saved first."""
+    from envlock.doctor.inplace import sync
+
+    say = progress or (lambda _line: None)
+    lock = _check_bundle(req)
+    python = in_place_target(req)
+    check_gpu(req)
+    check_wheelhouse_matches(req, lock)
+    return sync(req, lock, python, say)
+
+
+def restore_undo(req: RestoreRequest) -> UndoResult:
+    """``--undo``: what the newest in-place sync of --venv replaced, put back offline."""
+    from envlock.doctor.inplace import undo
+
+    return undo(req, in_place_target(req), req.undo_id)
+
+
 def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) -> RestoreResult:
     say = progress or (lambda _line: None)
     lock = _check_bundle(req)
+    if req.kernel is not None:
+        from envlock.doctor.kernel import check_name
+
+        check_name(req.kernel)
     minor = lock.resolution.python
-    python = find_python(minor, req.python)
-    venv = Path(os.path.abspath(req.venv))
+    venv = new_venv_path(req)
+    if req.kernel is not None and not any(p.name == "ipykernel" for p in lock.packages):
+        from envlock.doctor.kernel import require_ipykernel
+
+        old = distributions(venv / "bin" / "python") if os.path.lexists(venv) else None
+        require_ipykernel(req, lock, old, restore_command(req))
+    python = find_python(minor, req.base_python)
     plain = os.path.lexists(venv) and not venv.is_symlink()
     if plain and (not venv.is_dir() or not (venv / "pyvenv.cfg").is_file()):
         raise UsageError(
@@ -551,6 +628,12 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
             journal.unlink()
         else:
             os.replace(link, venv)
+    kernel = None
+    if req.kernel is not None:
+        from envlock.doctor.kernel import install_kernel
+
+        say(f"registering {venv} as the Jupyter kernel {req.kernel}")
+        kernel = install_kernel(req, venv, f"{venv.name} from {req.bundle.name} (envlock)")
     return RestoreResult(
         venv=venv,
         folder=new,
@@ -562,4 +645,5 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
         cleaned=tuple(cleaned),
         converted=converted,
         compared="yes" if old is not None else ("old-venv-broken" if had_old else "no-old-venv"),
+        kernel=kernel,
     )
