@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from collections.abc import Sequence
 
@@ -42,20 +41,17 @@ def _innermost(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> argpa
 
 
 def _command_modules() -> list[str]:
-    """Names of the sub-command modules (``envlock/commands/<name>.py``)."""
+    """Names of the sub-command modules and packages (``envlock/commands/<name>.py``,
+    ``envlock/commands/<name>/``), less the shared parts the package names."""
+    import pkgutil
+
     import envlock.commands as pkg
 
-    names: set[str] = set()
-    for folder in pkg.__path__:
-        try:
-            entries = os.listdir(folder)
-        except OSError:
-            continue
-        for entry in entries:
-            stem, dot, ext = entry.partition(".")
-            if dot and ext in ("py", "pyc") and stem.isidentifier() and not stem.startswith("_"):
-                names.add(stem)
-    return sorted(names)
+    return sorted(
+        info.name
+        for info in pkgutil.iter_modules(pkg.__path__)
+        if not info.name.startswith("_") and info.name not in pkg.NOT_COMMANDS
+    )
 
 
 def _command_in(argv: Sequence[str], names: Sequence[str]) -> str | None:

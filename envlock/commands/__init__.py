@@ -1,1 +1,4 @@
-"""One module per sub-command; ``envlock.cli`` discovers them."""
+"""One module (or package: ``ci/``, ``report/``) per sub-command; ``envlock.parser``
+discovers them. ``options`` declares the flags several commands share."""
+
+NOT_COMMANDS = frozenset({"options"})

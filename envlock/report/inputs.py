@@ -8,6 +8,7 @@ error (exit 2) naming the file.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envlock.errors import DataError
@@ -34,3 +35,20 @@ def read_envelope(path: str) -> Envelope:
         return dsse.parse_envelope(data)
     except dsse.EnvelopeError as e:
         raise DataError(f"{path}: {e}", hint="is this a report 'envlock report sign' wrote?") from e
+
+
+def sign_inputs(key: Path, result: str | None, lock_dir: Path | None) -> list[tuple[str, Path]]:
+    """What a signing run (``report sign``, ``smoke --sign``) reads, which its -o
+    must never overwrite: (what, path) pairs for ``refuse_clobber``."""
+    from envlock.report.keys import key_paths
+    from envlock.report.statement import BUNDLE_FILES
+
+    inputs = [("the private key --key", key)]
+    pub = key_paths(key)[1] if key.name.endswith(".pem") else None
+    if pub is not None and pub != key and pub.exists():
+        inputs.append(("the public key", pub))
+    if result and result != "-":
+        inputs.append(("the result", Path(result)))
+    if lock_dir is not None:
+        inputs += [("the lock file", lock_dir / name) for name in BUNDLE_FILES]
+    return inputs

@@ -1,0 +1,132 @@
+"""envlock report sign: wrap a smoke result made elsewhere in a signed in-toto statement."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from envlock import output
+from envlock.errors import DataError, UsageError
+
+
+def register(rsub: Any) -> None:
+    s = rsub.add_parser(
+        "sign",
+        help="sign a smoke result JSON",
+        description="Wrap a smoke result in an in-toto test-result Statement and sign it "
+        "(DSSE). The subject is the image (--image) or, for a host run, the lock digest.",
+    )
+    s.add_argument("result", metavar="RESULT.json", help="smoke result JSON ('-' for stdin)")
+    s.add_argument("--key", required=True, metavar="KEY", help="private key (NAME.pem)")
+    s.add_argument(
+        "--lock",
+        metavar="DIR",
+        help="bundle folder: digests of pylock.toml, "
+        "requirements.txt and the Dockerfile go into the report",
+    )
+    s.add_argument(
+        "--image",
+        metavar="REF",
+        help="the image the smoke test ran in (the subject): REPO@sha256:<manifest digest> "
+        "names the repository and digest (no Docker Engine needed), a local name or id "
+        "its image id",
+    )
+    s.add_argument("--url", help="where the run can be seen (a CI job URL), recorded in the report")
+    s.add_argument(
+        "-o", "--output", required=True, metavar="REPORT", help="write the envelope here"
+    )
+    s.add_argument("--json", action="store_true", help="print a summary as JSON")
+    s.set_defaults(func=run_sign)
+
+
+def _read_result(path: str) -> dict[str, Any]:
+    """The result JSON through the strict reader verify uses (exit 2 naming the file)."""
+    from envlock.fsutil import read_input
+    from envlock.report import strict
+
+    data = read_input(path, "result", hint="save 'envlock smoke --json' output", stdin=True)
+    name = "standard input" if path == "-" else path
+    try:
+        doc = strict.loads(
+            data, max_bytes=strict.MAX_RESULT_BYTES, max_depth=strict.MAX_RESULT_DEPTH
+        )
+    except strict.JSONDefect as e:
+        raise DataError(f"{name}: {e}", hint="give the JSON the smoke harness printed") from e
+    if not isinstance(doc, dict):
+        raise DataError(f"{name}: a JSON {type(doc).__name__}, not a smoke result object")
+    return doc
+
+
+def run_sign(args: argparse.Namespace) -> int:
+    from envlock import fsutil
+    from envlock.report import envelope_bytes, sign_result
+    from envlock.report.image import local_image_id
+    from envlock.report.inputs import sign_inputs
+    from envlock.report.outputs import refuse_clobber
+    from envlock.report.statement import check_result
+
+    out = Path(args.output)
+    if out.is_dir():
+        raise UsageError(f"{out} is a folder", hint="give -o a file name, e.g. report.intoto.json")
+    lock_dir = Path(args.lock) if args.lock else None
+    refuse_clobber(
+        out,
+        sign_inputs(Path(args.key), args.result, lock_dir),
+        hint="write the report to a new file, e.g. -o env.intoto.json",
+    )
+    result = _read_result(args.result)
+    check_result(result, "standard input" if args.result == "-" else args.result)
+    image_id = image_name = image_ref = None
+    if args.image:
+        from envlock.image import ref as imageref
+
+        ref = imageref.match(args.image)
+        if ref is not None and ref.digest is not None:
+            image_ref = ref.pinned  # repository + manifest digest, no engine needed
+        else:
+            image_id = local_image_id(args.image)
+            image_name = None if args.image == image_id else args.image
+    envelope = sign_result(
+        result,
+        Path(args.key),
+        lock_dir=lock_dir,
+        image_id=image_id,
+        image_name=image_name,
+        url=args.url,
+        image_ref=image_ref,
+    )
+    fsutil.atomic_write(out, envelope_bytes(envelope))
+    summary = _summary(envelope)
+    summary["report"] = str(out)
+    if args.json:
+        output.emit_json(summary)
+    else:
+        rows = [
+            ["report", str(out)],
+            ["subject", summary["subject"]],
+            ["result", summary["result"]],
+            ["made", summary["created"]],
+            ["keyid", summary["keyids"][0]],
+            ["configuration", ", ".join(summary["configuration"]) or "(none)"],
+        ]
+        sys.stdout.write(output.table(["", "value"], rows))
+    return 0
+
+
+def _summary(envelope: dict[str, Any]) -> dict[str, Any]:
+    import base64
+    import json
+
+    doc = json.loads(base64.b64decode(envelope["payload"]))
+    subject = doc["subject"][0]
+    predicate = doc["predicate"]
+    return {
+        "subject": f"{subject['name']} sha256:{subject['digest']['sha256']}",
+        "subject_kind": predicate["envlock"]["subject_kind"],
+        "created": predicate["envlock"]["created"],
+        "result": predicate["result"],
+        "keyids": [s.get("keyid", "") for s in envelope["signatures"]],
+        "configuration": [c["name"] for c in predicate["configuration"]],
+    }
