@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite: sets up what it needs, then runs lint, types and tests,
-# then the unit tests again under CPython 3.10 and 3.13 and the harness tests
-# under 3.8, from pyenv (tests/pythons.sh; a version not installed is skipped).
+# The whole test suite: sets up what it needs, then runs lint, types and tests;
+# beside the main pytest run (in parallel: it mostly waits on Docker, uv and
+# subprocesses), the unit tests under CPython 3.10 and 3.13 and the harness
+# tests under 3.8, from pyenv (tests/pythons.sh; a version not installed is
+# skipped), whose output is printed whole after the main run.
 # As root it also installs and starts a Docker Engine and builds the local base
 # image (tests/docker/setup.sh). Extra arguments go to pytest (both parts).
 # Any failing step fails the script, and so does a pytest run that collects no
@@ -33,12 +35,23 @@ fi
 "$venv/bin/ruff" check envlock tests bench
 "$venv/bin/ruff" format --check envlock tests bench
 "$venv/bin/mypy"
+pythons_log=$(mktemp "${TMPDIR:-/tmp}/envlock-pythons.XXXXXX")
+start=$SECONDS
+bash tests/pythons.sh "$@" >"$pythons_log" 2>&1 &
+pythons_pid=$!
+trap 'kill "$pythons_pid" 2>/dev/null || true' EXIT  # stopped with the main run
 rc=0
 "$venv/bin/python" -m pytest "$@" || rc=$?
+echo "tests/run.sh: main pytest run: exit $rc in $((SECONDS - start)) s"
 if [ "$rc" = 5 ]; then
   echo "tests/run.sh: pytest collected no test (exit 5)" >&2
 fi
+prc=0
+wait "$pythons_pid" || prc=$?
+echo "tests/run.sh: tests/pythons.sh (run beside it) ended with exit $prc, $((SECONDS - start)) s after the start; its output:"
+cat "$pythons_log"
+rm -f "$pythons_log"
 if [ "$rc" != 0 ]; then
   exit "$rc"
 fi
-bash tests/pythons.sh "$@"
+exit "$prc"
