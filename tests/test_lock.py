@@ -375,8 +375,10 @@ def test_transient_503_answers_are_retried_by_the_pip_engine_listing(
 
 
 @pytest.mark.slow
-def test_unreachable_index_is_exit_3() -> None:
-    # uv retries the refused connection with backoff before giving up
+def test_unreachable_index_is_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
+    # uv would retry the refused connection with backoff (6 s here); retries are
+    # not what this test is about (test_transient_503_answers_are_retried is)
+    monkeypatch.setenv("ENVLOCK_HTTP_RETRIES", "0")
     with pytest.raises(EnvironmentFailure) as err:
         lock(
             resolution(),
@@ -652,8 +654,9 @@ def test_check_requirements_keeps_valid_lines(reqs: list[tuple[str, str, str]]) 
 
 @pytest.mark.slow
 def test_cli_unreachable_index_exits_3_and_leaves_the_bundle(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("ENVLOCK_HTTP_RETRIES", "0")  # no backoff: retries are not under test
     bundle = tmp_path / "env"
     bundle.mkdir()
     for name in ("pylock.toml", "requirements.txt", "Dockerfile"):
