@@ -340,3 +340,27 @@ def test_local_tags_without_push_and_a_smoke_failure_without_allow_cpu(
     finally:
         with contextlib.suppress(Exception):
             docker_client.images.remove("envlock-ci:cpu-only", force=True)
+
+
+def test_short_reason_reads_the_fields_of_build_failed() -> None:
+    """A failed step is summarised from BuildFailed's fields (step, instruction,
+    the RUN step's exit code), not from its message parsed again."""
+    from envlock.ci.build import short_reason
+    from envlock.image.build import BuildFailed, _step_failure, _StepTracker
+
+    tracker = _StepTracker()
+    tracker.feed_text("Step 1/3 : FROM debian:bookworm\n ---> abc\n")
+    tracker.feed_text("Step 2/3 : RUN python -m pip install --require-hashes -r requirements.txt\n")
+    tracker.flush()
+    err = _step_failure(
+        tracker,
+        "The command '/bin/sh -c python -m pip install' returned a non-zero code: 23",
+    )
+    assert isinstance(err, BuildFailed) and err.exit_code == 3
+    assert (err.step, err.step_exit_code) == ("2/3", 23)
+    assert err.instruction == "RUN python -m pip install --require-hashes -r requirements.txt"
+    assert short_reason(err) == "step 2/3 RUN python -m pip install --require-h...: exit code 23"
+    other = _step_failure(tracker, "no space left on device")
+    assert other.step_exit_code is None
+    assert short_reason(other).endswith(": no space left on device")
+    assert short_reason(RuntimeError("first line\nsecond")) == "first line"

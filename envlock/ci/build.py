@@ -169,22 +169,24 @@ def _attach(report: bytes, outcome: CellOutcome, say: Callable[[str], None]) -> 
         say(f"report not attached to the registry: {short_reason(e)}")
 
 
-_BUILD_FAILED = re.compile(r"^the build failed at step (\d+/\d+) \((.*)\): (.*)$")
-_EXIT_CODE = re.compile(r"returned a non-zero code: (\d+)")
-
-
 def short_reason(error: BaseException) -> str:
-    """One short line for the summary table: for a failed step, which step and how."""
-    lines = str(error).strip().splitlines()
-    first = lines[0] if lines else type(error).__name__
-    m = _BUILD_FAILED.match(first)
-    if m:
-        step, instruction, message = m.groups()
+    """One short line for the summary table: for a failed step, which step and how
+    (the fields of ``BuildFailed``, never its message parsed again)."""
+    from envlock.image.build import BuildFailed
+
+    if isinstance(error, BuildFailed) and error.step is not None:
+        instruction = error.instruction or ""
         if len(instruction) > 40:
             instruction = instruction[:37] + "..."
-        code = _EXIT_CODE.search(message)
-        message = f"exit code {code.group(1)}" if code else message
-        first = f"step {step} {instruction}: {message}"
+        lines = error.reason.strip().splitlines()
+        how = (
+            f"exit code {error.step_exit_code}"
+            if error.step_exit_code is not None
+            else (lines[0] if lines else "")
+        )
+        return f"step {error.step} {instruction}: {how}"[:200]
+    lines = str(error).strip().splitlines()
+    first = lines[0] if lines else type(error).__name__
     return first[:200]
 
 

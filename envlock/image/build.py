@@ -466,7 +466,31 @@ _NO_NETWORK = (
 )
 
 
-def _step_failure(tracker: _StepTracker, message: str) -> EnvironmentFailure:
+class BuildFailed(EnvironmentFailure):
+    """A build that failed at a step (exit 3), with what a summary needs as fields:
+    ``step`` ("3/12", None when no step had started), ``instruction`` (the step's
+    Dockerfile line, with the image a FROM resolved to), ``reason`` (the engine's
+    message) and ``step_exit_code`` (of a RUN step, else None; ``exit_code`` stays the
+    process's, 3)."""
+
+    def __init__(
+        self,
+        message: str,
+        hint: str | None = None,
+        *,
+        step: str | None = None,
+        instruction: str | None = None,
+        reason: str = "",
+        step_exit_code: int | None = None,
+    ) -> None:
+        super().__init__(message, hint)
+        self.step = step
+        self.instruction = instruction
+        self.reason = reason
+        self.step_exit_code = step_exit_code
+
+
+def _step_failure(tracker: _StepTracker, message: str) -> BuildFailed:
     step = tracker.current
     where = (
         f"step {step['number']}/{step['total']} ({step['instruction']})" if step else "the build"
@@ -497,10 +521,23 @@ def _step_failure(tracker: _StepTracker, message: str) -> EnvironmentFailure:
             "the daemon's default network has no way out here (e.g. dockerd --bridge=none); "
             "rerun with --network host, or give the daemon a working bridge"
         )
-    return EnvironmentFailure(
+    return BuildFailed(
         f"the build failed at {where}: {message}\nlast lines of its log:\n{_tail(tracker.log)}",
         hint=hint,
+        step=f"{step['number']}/{step['total']}" if step else None,
+        instruction=where[len(f"step {step['number']}/{step['total']} (") : -1] if step else None,
+        reason=message,
+        step_exit_code=_exit_code(message),
     )
+
+
+# the classic builder's words for a RUN step that exited non-zero (the engine's text)
+_NON_ZERO = re.compile(r"returned a non-zero code: (\d+)")
+
+
+def _exit_code(message: str) -> int | None:
+    m = _NON_ZERO.search(message)
+    return int(m.group(1)) if m else None
 
 
 def _urllib3_error() -> type[Exception]:
