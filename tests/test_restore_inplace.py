@@ -234,3 +234,66 @@ def test_python_stays_an_alias_of_base_python(
     assert main([*argv, "--python", sys.executable]) == 2  # .venv is 3.11, the lock 3.10
     err = capsys.readouterr().err
     assert f"--base-python {sys.executable} is Python 3.11; the lock is for Python 3.10" in err
+
+
+@pytest.mark.slow  # real ipykernel and its 30 wheels locked, installed, registered: 22 s idle
+@pytest.mark.network
+def test_kernel_registers_the_restored_venv_with_its_own_python(
+    bundle: tuple[Path, FakeIndex],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """The real ipykernel closure (downloaded from the configured index for
+    Python 3.10) served by the local index beside the fake 'tensorflow'."""
+    from fixtures.index.fakeindex import FakeWheel
+
+    folder, idx = bundle
+    wheels = tmp_path / "ipykernel-wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:"]
+        + ["ipykernel", "exceptiongroup", "tomli", "typing-extensions"]  # 3.10's markers
+        + ["--python-version", "3.10", "--implementation", "cp", "-d", str(wheels)]
+        + [f"--platform={p}" for p in ("manylinux_2_28_x86_64", "manylinux2014_x86_64")],
+        check=True,
+        capture_output=True,
+    )
+    for w in sorted(wheels.iterdir()):
+        idx.add(FakeWheel(w.name, w.read_bytes()))
+    locked = tmp_path / "env-kernel"
+    code = main(
+        ["lock", "tensorflow==2.15", "--with", "ipykernel", "--index-url", idx.url]
+        + ["-o", str(locked), "--base-image", LOCAL_BASE, "--python-from", "image"]
+    )
+    lock_err = capsys.readouterr().err
+    assert code == 0, lock_err
+    (locked / "envlock_smoke.py").write_text(STUB, encoding="utf-8")
+    home, data = tmp_path / "home", tmp_path / "jupyter-data"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(data))
+    venv = tmp_path / "venv"
+    argv = ["restore", str(locked), "--venv", str(venv), "--index-url", idx.url, "--allow-cpu"]
+    code = main([*argv, "--kernel", "tf215", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    spec_dir = data / "kernels" / "tf215"
+    assert Path(doc["kernel"]["path"]).resolve() == spec_dir.resolve()
+    spec = json.loads((spec_dir / "kernel.json").read_text(encoding="utf-8"))
+    assert spec["argv"] == [
+        str(venv / "bin" / "python"),
+        "-m",
+        "ipykernel_launcher",
+        "-f",
+        "{connection_file}",
+    ]
+    assert spec["display_name"] == f"venv from {locked.name} (envlock)"
+    assert doc["kernel"]["argv"] == spec["argv"]
+    # the kernel's python is the restored venv's: it imports the locked ipykernel
+    run = subprocess.run(
+        [spec["argv"][0], "-c", "import ipykernel, sys; print(sys.prefix)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert Path(run.stdout.strip()).resolve() == venv.resolve()
