@@ -92,6 +92,25 @@ def direct_kind(dist: Any) -> str | None:
     return "url"
 
 
+def direct_url(dist: Any) -> str | None:
+    """The URL in ``dist``'s direct_url.json (PEP 610), with its VCS prefix
+    ("git+https://...") and requested revision ("@v1.2") as pip freeze writes them."""
+    try:
+        direct = json.loads(dist.read_text("direct_url.json") or "null")
+    except ValueError:
+        return None
+    if not isinstance(direct, dict) or not isinstance(direct.get("url"), str):
+        return None
+    url = str(direct["url"])
+    vcs = direct.get("vcs_info")
+    if isinstance(vcs, dict) and isinstance(vcs.get("vcs"), str):
+        url = f"{vcs['vcs']}+{url}"
+        rev = vcs.get("requested_revision") or vcs.get("commit_id")
+        if isinstance(rev, str) and rev:
+            url += f"@{rev}"
+    return url
+
+
 def distributions(deep: bool) -> list[dict[str, Any]]:
     from importlib import metadata
 
@@ -107,6 +126,8 @@ def distributions(deep: bool) -> list[dict[str, Any]]:
             "location": str(dist.locate_file("")),
             "direct": direct_kind(dist),
         }
+        if item["direct"] is not None:  # where it came from, for the fixes that name it
+            item["direct_url"] = direct_url(dist)
         if deep:
             changed = _record_changes(dist)
             item["changed_files"] = changed[:MAX_CHANGED]
