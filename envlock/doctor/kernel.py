@@ -12,8 +12,10 @@ says how to lock it, as a command rebuilt from the bundle's recorded input.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -102,7 +104,10 @@ def install_kernel(req: RestoreRequest, venv: Path, display_name: str) -> dict[s
     argv = [str(python), "-m", "ipykernel", "install", "--name", req.kernel]
     argv += ["--display-name", display_name]
     argv += ["--prefix", str(req.kernel_prefix)] if req.kernel_prefix else ["--user"]
-    out = _run(argv, f"registering the kernel {req.kernel}", 300)
+    # ipykernel writes the spec into a mkdtemp folder it leaves behind: one of ours
+    with tempfile.TemporaryDirectory(prefix="envlock-kernel-") as tmp:
+        env = {**os.environ, "TMPDIR": tmp}
+        out = _run(argv, f"registering the kernel {req.kernel}", 300, env)
     m = _INSTALLED.search(out)
     if m is None:
         raise EnvironmentFailure(
