@@ -10,6 +10,9 @@ factories: ``make_index`` (servers stopped after the test) and
 ``make_module_index`` (stopped after the module), each a function that starts
 a server and returns its ``FakeIndex``; add files before or after the start.
 
+The budget: a test whose call takes more than 30 s carries the ``slow``
+marker with its reason; the end of a run lists the ones that do not.
+
 This file is also loaded by the CPython 3.8 run of the harness tests
 (tests/run.sh): it keeps to syntax 3.8 runs and imports the index lazily.
 """
@@ -77,6 +80,23 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip(problem)
     if item.get_closest_marker("network") and os.environ.get("ENVLOCK_NO_NETWORK") == "1":
         pytest.skip("ENVLOCK_NO_NETWORK=1: tests that use the real package index are off")
+
+
+SLOW_BUDGET_S = 30.0
+_over_budget: list[tuple[str, float]] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    over = report.when == "call" and report.duration > SLOW_BUDGET_S
+    if over and "slow" not in report.keywords:
+        _over_budget.append((report.nodeid, report.duration))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _over_budget:
+        terminalreporter.section(f"over the {SLOW_BUDGET_S:.0f} s budget without the slow marker")
+        for nodeid, seconds in sorted(_over_budget, key=lambda x: -x[1]):
+            terminalreporter.write_line(f"{seconds:.1f} s {nodeid}: mark it slow and say why")
 
 
 @pytest.fixture(scope="session")
