@@ -6,6 +6,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from envlock import __version__
 from envlock.errors import EXIT_USAGE
@@ -13,6 +14,12 @@ from envlock.errors import EXIT_USAGE
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports bad usage as one line plus a hint, exit 2."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # every parser names itself in the namespace; a sub-command's parser runs
+        # after its parent's, so the one left is the innermost chosen
+        self.set_defaults(_envlock_parser=self)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         sys.stderr.write(f"envlock: error: {message}\n  hint: see '{self.prog} --help'\n")
@@ -23,21 +30,9 @@ class _Parser(argparse.ArgumentParser):
         sub-command it followed, so the hint names that sub-command's help."""
         ns, extras = self.parse_known_args(args, namespace)
         if extras:
-            _innermost(self, ns).error(f"unrecognized arguments: {' '.join(extras)}")
+            innermost = getattr(ns, "_envlock_parser", self)
+            innermost.error(f"unrecognized arguments: {' '.join(extras)}")
         return ns
-
-
-def _innermost(parser: argparse.ArgumentParser, ns: argparse.Namespace) -> argparse.ArgumentParser:
-    """The deepest sub-command parser the parsed namespace selected."""
-    while True:
-        chosen = None
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                name = getattr(ns, action.dest, None) if action.dest != argparse.SUPPRESS else None
-                chosen = action.choices.get(name) if isinstance(name, str) else None
-        if chosen is None:
-            return parser
-        parser = chosen
 
 
 def _command_modules() -> list[str]:

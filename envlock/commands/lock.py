@@ -33,8 +33,7 @@ def register(sub: Any) -> None:
         "hashes: DIR/pylock.toml (PEP 751), DIR/requirements.txt and the rendered bundle. "
         "Exit 2 when the pins conflict, 3 when the index cannot be reached.",
     )
-    add_resolve_arguments(p)
-    _optional_spec(p)
+    add_resolve_arguments(p, spec_optional=True)  # SPEC is not needed for --check DIR
     add_pin_arguments(p)
     p.add_argument(
         "--resolver",
@@ -96,15 +95,6 @@ def add_pin_arguments(parser: argparse.ArgumentParser, where: str = "") -> None:
         metavar="FILE",
         help=f"also pin the requirements listed in FILE{where} (one per line)",
     )
-
-
-def _optional_spec(parser: argparse.ArgumentParser) -> None:
-    """SPEC is required for a lock, not for --check DIR: checked in run()."""
-    for action in parser._actions:
-        if action.dest == "spec" and not action.option_strings:
-            action.nargs = "?"
-            action.required = False
-            action.default = None
 
 
 def _progress(message: str) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from envlock.model import CUDA_SOURCES, Resolution
-from envlock.output import emit_json
+from envlock.output import bullets, emit_json, table
 from envlock.resolve import Constraints, Gpu, resolve
 from envlock.resolve.constraints import capability_of
 
@@ -32,9 +32,13 @@ SPEC_HELP = (
 )
 
 
-def add_resolve_arguments(parser: argparse.ArgumentParser) -> None:
-    """The resolve flags, shared by ``envlock resolve`` and ``envlock lock``."""
-    parser.add_argument("spec", metavar="SPEC", help=SPEC_HELP)
+def add_resolve_arguments(parser: argparse.ArgumentParser, *, spec_optional: bool = False) -> None:
+    """The resolve flags, shared by ``envlock resolve`` and ``envlock lock``
+    (``spec_optional``: SPEC may be left out, as lock --check DIR does)."""
+    if spec_optional:
+        parser.add_argument("spec", metavar="SPEC", nargs="?", default=None, help=SPEC_HELP)
+    else:
+        parser.add_argument("spec", metavar="SPEC", help=SPEC_HELP)
     parser.add_argument("--python", metavar="X.Y", help="CPython minor (default: newest supported)")
     parser.add_argument("--cuda", metavar="X.Y", help="CUDA the release was built with")
     parser.add_argument("--cudnn", metavar="X.Y", help="cuDNN the release was built with")
@@ -183,16 +187,11 @@ def summary(res: Resolution) -> str:
         ("os", res.os + (f"  (python3 {res.os_python})" if res.os_python else "")),
         ("matrix", f"{res.matrix_version}  (sha256 {res.matrix_digest[:12]})"),
     ]
-    width = max(len(label) for label, _ in rows)
-    lines = [f"{label.ljust(width)}  {value}" for label, value in rows]
+    lines = [table(None, rows).rstrip()]
     if res.reasons:
-        lines.append("")
-        lines.append("why:")
-        lines.extend(f"  - {r}" for r in res.reasons)
+        lines += ["", "why:", bullets("  - ", res.reasons).rstrip()]
     if res.warnings:
-        lines.append("")
-        lines.append("warnings:")
-        lines.extend(f"  ! {w}" for w in res.warnings)
+        lines += ["", "warnings:", bullets("  ! ", res.warnings).rstrip()]
     return "\n".join(lines) + "\n"
 
 
