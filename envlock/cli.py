@@ -36,12 +36,19 @@ def print_error(err: EnvlockError) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
-    args = build_parser(argv).parse_args(argv)
-    from envlock.output import EscapingWriter
+    from envlock import output
 
-    stdout = sys.stdout
-    sys.stdout = EscapingWriter(stdout)
     try:
+        fmt = output.format_from_env()
+    except EnvlockError as err:
+        print_error(err)
+        return err.exit_code
+    stdout = sys.stdout
+    sys.stdout = writer = output.stdout_writer(stdout, fmt)
+    try:
+        args = build_parser(argv).parse_args(argv)
+        if getattr(args, "json", False):  # --json wins over ENVLOCK_FORMAT=html
+            sys.stdout = writer = output.EscapingWriter(stdout)
         code = args.func(args)
     except EnvlockError as err:
         print_error(err)
@@ -53,4 +60,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     finally:
         sys.stdout = stdout
+        if isinstance(writer, output.HtmlWriter):
+            writer.close()
     return int(code or 0)
