@@ -375,14 +375,14 @@ def test_an_install_failure_shows_no_deprecation_warning_of_uv(
     import envlock.doctor.restore as restore_mod
 
     seen: list[dict[str, str]] = []
-    real_run = restore_mod._run
+    real_run = restore_mod.run_step
 
     def recording(argv: list[str], doing: str, timeout: float, env: Any = None) -> str:
         if env is not None:
             seen.append(dict(env))
         return real_run(argv, doing, timeout, env)
 
-    monkeypatch.setattr(restore_mod, "_run", recording)
+    monkeypatch.setattr(restore_mod, "run_step", recording)
     folder, idx = bundle
     name = "dep_a-1.5-py3-none-any.whl"
     idx.wheels[name] = FakeWheel(name, b"another file under the same name")

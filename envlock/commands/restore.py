@@ -97,7 +97,8 @@ def _conflicts(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envlock.doctor.restore import RestoreRequest, restore
+    from envlock.doctor.install import RestoreRequest
+    from envlock.doctor.restore import restore
 
     _conflicts(args)
     bundle = Path(args.dir)

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from envlock.errors import EnvironmentFailure, UsageError
 
 if TYPE_CHECKING:
-    from envlock.doctor.restore import RestoreRequest
+    from envlock.doctor.install import RestoreRequest
     from envlock.model import Lock
 
 UNDO_DIR = ".envlock-undo"
@@ -249,13 +249,13 @@ def _entries(bundle: Path) -> list[tuple[str, Path, dict[str, Any]]]:
 
 
 def _uv(argv: list[str], doing: str, offline: bool = False) -> None:
-    from envlock.doctor.restore import INSTALL_TIMEOUT, _run
+    from envlock.doctor.install import INSTALL_TIMEOUT, run_step
     from envlock.lock.uv import uv_env
 
     env = uv_env()
     if offline:
         env["UV_OFFLINE"] = "1"
-    _run(argv, doing, INSTALL_TIMEOUT, env)
+    run_step(argv, doing, INSTALL_TIMEOUT, env)
 
 
 def _uninstall(python: str, names: list[str], offline: bool = False) -> None:
@@ -287,7 +287,7 @@ def undo_command(req: RestoreRequest, python: str, uid: str | None = None) -> st
 def sync(req: RestoreRequest, lock: Lock, python: str, say: Callable[[str], None]) -> InPlaceResult:
     """Install what the lock has and ``python`` lacks (or has at another version);
     with ``req.exact`` remove what the lock does not name; undo saved first."""
-    from envlock.doctor.restore import install_argv
+    from envlock.doctor.install import install_argv
 
     before = probe(python)
     if before.minor != lock.resolution.python:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
 
 if TYPE_CHECKING:
-    from envlock.doctor.restore import RestoreRequest
+    from envlock.doctor.install import RestoreRequest
     from envlock.model import Lock
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -97,7 +97,7 @@ def require_ipykernel(
 
 def install_kernel(req: RestoreRequest, venv: Path, display_name: str) -> dict[str, Any]:
     """Register ``venv`` as kernel ``req.kernel`` with its own ipykernel; the spec."""
-    from envlock.doctor.restore import _run
+    from envlock.doctor.install import run_step
 
     assert req.kernel is not None
     python = venv / "bin" / "python"
@@ -107,7 +107,7 @@ def install_kernel(req: RestoreRequest, venv: Path, display_name: str) -> dict[s
     # ipykernel writes the spec into a mkdtemp folder it leaves behind: one of ours
     with tempfile.TemporaryDirectory(prefix="envlock-kernel-") as tmp:
         env = {**os.environ, "TMPDIR": tmp}
-        out = _run(argv, f"registering the kernel {req.kernel}", 300, env)
+        out = run_step(argv, f"registering the kernel {req.kernel}", 300, env)
     m = _INSTALLED.search(out)
     if m is None:
         raise EnvironmentFailure(

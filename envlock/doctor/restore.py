@@ -23,7 +23,6 @@ switch. The previous venv folder is kept until the next restore (a rollback is
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -31,40 +30,30 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from envlock.doctor.install import INSTALL_TIMEOUT, RestoreRequest, install_argv, run_step
+from envlock.doctor.venvlink import (
+    SUFFIX,
+    clean_old,
+    current_folder,
+    journal_path,
+    locked,
+    recover,
+    temp_link,
+    versioned,
+)
 from envlock.errors import CheckFailed, EnvironmentFailure, UsageError
 
 if TYPE_CHECKING:
     from envlock.doctor.inplace import InPlaceResult, UndoResult
     from envlock.model import Lock
 
-SUFFIX = ".envlock-"
-_VERSIONED = re.compile(r"\.envlock-(\d+)$")
-INSTALL_TIMEOUT = 3600
 SMOKE_TIMEOUT = 1800
 
 _WHO = "import sys; print(sys.executable); print('%d.%d' % sys.version_info[:2])"
-
-
-@dataclass(frozen=True)
-class RestoreRequest:
-    bundle: Path
-    venv: Path
-    base_python: str | None = None  # the interpreter a new venv is made with
-    wheelhouse: Path | None = None
-    offline: bool = False
-    allow_cpu: bool = False
-    index_url: str | None = None
-    in_place: bool = False  # sync the lock into --venv's interpreter (envlock.doctor.inplace)
-    exact: bool = False  # in place: also remove what the lock does not name
-    undo: bool = False  # put back what the newest in-place sync replaced
-    undo_id: str | None = None
-    kernel: str | None = None  # register the new venv as this Jupyter kernel
-    kernel_prefix: Path | None = None  # ipykernel install --prefix (default --user)
 
 
 @dataclass(frozen=True)
@@ -174,104 +163,7 @@ def find_python(minor: str, given: str | None) -> str:
     )
 
 
-# ----------------------------------------------------------------- layout
-
-
-def _versioned(venv: Path) -> list[tuple[int, Path]]:
-    out = []
-    parent = venv.parent
-    if parent.is_dir():
-        prefix = venv.name + SUFFIX
-        for entry in parent.iterdir():
-            if entry.name.startswith(prefix):
-                m = _VERSIONED.search(entry.name)
-                if m and entry.name == f"{prefix}{m.group(1)}":
-                    out.append((int(m.group(1)), entry))
-    return sorted(out)
-
-
-def _journal(venv: Path) -> Path:
-    return venv.parent / f"{venv.name}{SUFFIX}switch"
-
-
-def _temp_link(venv: Path) -> Path:
-    return venv.parent / f"{venv.name}{SUFFIX}link-{os.getpid()}"
-
-
-def current_folder(venv: Path) -> Path | None:
-    """The versioned folder ``venv`` links to; None when it is no envlock link."""
-    if not venv.is_symlink():
-        return None
-    target = os.readlink(venv)
-    folder = venv.parent / target
-    if _VERSIONED.search(target) and os.sep not in target:
-        return folder
-    return None
-
-
-@contextmanager
-def _locked(venv: Path) -> Iterator[None]:
-    path = venv.parent / f"{venv.name}{SUFFIX}lock"
-    with open(path, "a+") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise EnvironmentFailure(
-                f"another envlock restore is working on {venv}",
-                hint="wait for it to finish, then run restore again",
-            ) from None
-        yield
-
-
-def recover(venv: Path) -> list[str]:
-    """Finish an interrupted switch and remove what killed restores left; what was done."""
-    done: list[str] = []
-    journal = _journal(venv)
-    if journal.exists():
-        try:
-            data = json.loads(journal.read_text(encoding="utf-8"))
-            target = str(data["to"])
-        except (OSError, ValueError, KeyError, TypeError):
-            target = ""
-        if target and not os.path.lexists(venv) and (venv.parent / target).is_dir():
-            link = _temp_link(venv)
-            link.unlink(missing_ok=True)
-            os.symlink(target, link)
-            os.replace(link, venv)
-            done.append(f"finished an interrupted switch: {venv} -> {target}")
-        journal.unlink(missing_ok=True)
-    for entry in list(venv.parent.iterdir()) if venv.parent.is_dir() else []:
-        if entry.name.startswith(f"{venv.name}{SUFFIX}link-") and entry.is_symlink():
-            entry.unlink()
-            done.append(f"removed {entry.name}")
-    return done
-
-
-def _clean_old(venv: Path, keep: set[Path]) -> list[str]:
-    removed = []
-    for _, folder in _versioned(venv):
-        if folder not in keep and not folder.is_symlink():
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder.name)
-    return removed
-
-
 # ----------------------------------------------------------------- steps
-
-
-def _run(argv: list[str], doing: str, timeout: float, env: dict[str, str] | None = None) -> str:
-    try:
-        out = subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout, env=env, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise EnvironmentFailure(f"{doing}: no answer after {timeout:g} s") from None
-    except OSError as e:
-        raise EnvironmentFailure(f"{doing}: cannot run {argv[0]}: {e.strerror or e}") from None
-    if out.returncode != 0:
-        tail = "\n".join((out.stderr or out.stdout).strip().splitlines()[-15:])
-        raise EnvironmentFailure(f"{doing} failed (exit {out.returncode}):\n{tail}")
-    return out.stdout
 
 
 def distributions(python: Path) -> dict[str, str] | None:
@@ -305,22 +197,6 @@ def compare(old: dict[str, str], new: dict[str, str]) -> Changes:
             (n, old[n], new[n]) for n in sorted(old.keys() & new.keys()) if old[n] != new[n]
         ),
     )
-
-
-def install_argv(req: RestoreRequest, python: Path, requirements: Path | None = None) -> list[str]:
-    """The hashed install of the bundle's requirements.txt (or ``requirements``, some
-    of its lines) into ``python``'s environment."""
-    from envlock.lock.uv import uv_bin
-
-    reqs = requirements or req.bundle / "requirements.txt"
-    argv = [uv_bin(), "pip", "install", "--python", str(python), "--require-hashes"]
-    argv += ["--no-deps", "--no-config", "-r", str(reqs)]
-    if req.wheelhouse is not None:
-        return [*argv, "--no-index", "--offline", "--find-links", str(req.wheelhouse)]
-    from envlock.index.config import index_url
-
-    argv += ["--index-url", index_url(req.index_url)]
-    return [*argv, "--offline"] if req.offline else argv
 
 
 def smoke(req: RestoreRequest, python: Path) -> dict[str, object]:
@@ -492,12 +368,12 @@ def _build(
     from envlock.lock.uv import uv_env
 
     say(f"creating {new.name} with {python}")
-    _run([python, "-m", "venv", str(new)], f"creating the venv {new}", 600)
+    run_step([python, "-m", "venv", str(new)], f"creating the venv {new}", 600)
     new_python = new / "bin" / "python"
     say("installing the lock (hash-checked)")
     env = uv_env()  # UV_SYSTEM_CERTS there; UV_NATIVE_TLS would add uv's deprecation warning
     try:
-        _run(install_argv(req, new_python), "the hashed install", INSTALL_TIMEOUT, env)
+        run_step(install_argv(req, new_python), "the hashed install", INSTALL_TIMEOUT, env)
     except EnvironmentFailure as e:
         if req.offline and req.wheelhouse is None and _uv_offline_miss(e.message):
             raise _offline_without_cache(req) from None
@@ -584,11 +460,11 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
     check_gpu(req)
     check_wheelhouse_matches(req, lock)
     venv.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(venv):
+    with locked(venv):
         cleaned = recover(venv)
         current = current_folder(venv)
         converted = os.path.lexists(venv) and not venv.is_symlink()
-        cleaned += [f"removed {n}" for n in _clean_old(venv, {current} if current else set())]
+        cleaned += [f"removed {n}" for n in clean_old(venv, {current} if current else set())]
         zero = venv.parent / f"{venv.name}{SUFFIX}0"
         if converted and os.path.lexists(zero):  # what _clean_old left: a link or a file
             what = f"a link (to {os.readlink(zero)})" if zero.is_symlink() else "not a folder"
@@ -598,7 +474,7 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
                 hint=f"move or remove {zero} (rm of a link removes only the link), "
                 "then run restore again",
             )
-        numbers = [n for n, _ in _versioned(venv)]
+        numbers = [n for n, _ in versioned(venv)]
         number = max(numbers, default=0) + 1
         new = venv.parent / f"{venv.name}{SUFFIX}{number}"
         old_python = venv / "bin" / "python"
@@ -615,13 +491,13 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
         now = distributions(new_python) or {}
 
         # the switch: a new link under a temp name, then one rename over the venv path
-        link = _temp_link(venv)
+        link = temp_link(venv)
         link.unlink(missing_ok=True)
         os.symlink(new.name, link)
         previous = current
         if converted:
             previous = venv.parent / f"{venv.name}{SUFFIX}0"
-            journal = _journal(venv)
+            journal = journal_path(venv)
             journal.write_text(json.dumps({"to": new.name}), encoding="utf-8")
             os.rename(venv, previous)
             os.replace(link, venv)

@@ -1,0 +1,64 @@
+"""What both restore modes share: the request, and the hashed install into an
+interpreter (a new venv's, or the one ``--in-place`` syncs).
+
+Below ``envlock.doctor.restore`` (the new-venv switch) and
+``envlock.doctor.inplace``/``envlock.doctor.kernel``, which all import it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from envlock.errors import EnvironmentFailure
+
+INSTALL_TIMEOUT = 3600
+
+
+@dataclass(frozen=True)
+class RestoreRequest:
+    bundle: Path
+    venv: Path
+    base_python: str | None = None  # the interpreter a new venv is made with
+    wheelhouse: Path | None = None
+    offline: bool = False
+    allow_cpu: bool = False
+    index_url: str | None = None
+    in_place: bool = False  # sync the lock into --venv's interpreter (envlock.doctor.inplace)
+    exact: bool = False  # in place: also remove what the lock does not name
+    undo: bool = False  # put back what the newest in-place sync replaced
+    undo_id: str | None = None
+    kernel: str | None = None  # register the new venv as this Jupyter kernel
+    kernel_prefix: Path | None = None  # ipykernel install --prefix (default --user)
+
+
+def run_step(argv: list[str], doing: str, timeout: float, env: dict[str, str] | None = None) -> str:
+    try:
+        out = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, env=env, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise EnvironmentFailure(f"{doing}: no answer after {timeout:g} s") from None
+    except OSError as e:
+        raise EnvironmentFailure(f"{doing}: cannot run {argv[0]}: {e.strerror or e}") from None
+    if out.returncode != 0:
+        tail = "\n".join((out.stderr or out.stdout).strip().splitlines()[-15:])
+        raise EnvironmentFailure(f"{doing} failed (exit {out.returncode}):\n{tail}")
+    return out.stdout
+
+
+def install_argv(req: RestoreRequest, python: Path, requirements: Path | None = None) -> list[str]:
+    """The hashed install of the bundle's requirements.txt (or ``requirements``, some
+    of its lines) into ``python``'s environment."""
+    from envlock.lock.uv import uv_bin
+
+    reqs = requirements or req.bundle / "requirements.txt"
+    argv = [uv_bin(), "pip", "install", "--python", str(python), "--require-hashes"]
+    argv += ["--no-deps", "--no-config", "-r", str(reqs)]
+    if req.wheelhouse is not None:
+        return [*argv, "--no-index", "--offline", "--find-links", str(req.wheelhouse)]
+    from envlock.index.config import index_url
+
+    argv += ["--index-url", index_url(req.index_url)]
+    return [*argv, "--offline"] if req.offline else argv
