@@ -95,9 +95,10 @@ def table(headers: Sequence[str] | None, rows: Sequence[Sequence[str]]) -> str:
 def text_table(headers: Sequence[str] | None, rows: Sequence[Sequence[str]], width: int) -> str:
     """A plain aligned text table, stable for tests and pipes. When its natural
     width exceeds ``width``, the widest columns are narrowed (``_fit``: short key
-    columns keep their width, a word is split only where no room is left) and
-    their cells wrapped (``textwrap``) on the lines under their row, in their
-    column."""
+    columns keep their width) and their cells wrapped (``textwrap``) on the lines
+    under their row, in their column. A word longer than its column (a path, a
+    digest, a keyid, a command) is never split: it overflows its line, so it can
+    still be copied whole."""
     head = None if headers is None else [escaped(h, newlines=True) for h in headers]
     body = [[escaped(c, newlines=True) for c in row] for row in rows]
     n = max([len(head or ())] + [len(row) for row in body])
@@ -148,7 +149,9 @@ def _row_lines(row: list[str], widths: list[int]) -> list[str]:
     import textwrap
 
     cells = [
-        [c] if len(c) <= w else textwrap.wrap(c, w, break_on_hyphens=False) or [""]
+        [c]
+        if len(c) <= w
+        else textwrap.wrap(c, w, break_on_hyphens=False, break_long_words=False) or [""]
         for c, w in zip(row, widths, strict=True)
     ]
     return [
