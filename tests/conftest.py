@@ -35,6 +35,15 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True)
+def _wide_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tables print at 300 columns unless a test sets COLUMNS itself: under pytest
+    stdout is no terminal, so envlock would wrap them at 100 (envlock.output.width),
+    and tests that look for a phrase inside one table cell would find it split.
+    The width rule has its own tests (the resolve goldens run at COLUMNS=80)."""
+    monkeypatch.setenv("COLUMNS", "300")
+
+
 @functools.lru_cache(maxsize=1)
 def docker_problem() -> str | None:
     """None when an engine answers, else why not."""

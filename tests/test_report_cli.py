@@ -30,9 +30,7 @@ def test_report_sign_then_verify_then_show(
     keypair: tuple[Path, Path],
     result_file: Path,
     capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("COLUMNS", "300")  # the phrases asserted sit in one unwrapped cell
     priv, pub = keypair
     bundle = make_bundle(tmp_path)
     report = tmp_path / "out" / "env.intoto.json"

@@ -145,12 +145,8 @@ def test_verify_lock_against_a_report_that_never_recorded_the_lock_fails(
 
 
 def test_a_report_covers_every_file_of_its_bundle(
-    tmp_path: Path,
-    keypair: tuple[Path, Path],
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, keypair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("COLUMNS", "300")  # the phrases asserted sit in one unwrapped cell
     priv, pub = keypair
     bundle = make_bundle(tmp_path)
     for name in ("bootstrap.sh", "expect.json", "runtime.json", ".dockerignore", "README.md"):
