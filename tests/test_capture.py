@@ -143,7 +143,7 @@ def test_a_venv_without_tensorflow_is_exit_2(full: FakeIndex, tmp_path: Path) ->
     assert code == 2
     assert f"{bare}: no TensorFlow installed there" in err and "Traceback" not in err
     code, _, err = run_cli("capture", "--venv", str(tmp_path), "-o", str(tmp_path / "env"))
-    assert code == 2 and "not a venv" in err
+    assert code == 2 and "neither a venv nor an interpreter (no bin/python there)" in err
 
 
 def test_what_capture_leaves_out() -> None:
@@ -156,16 +156,20 @@ def test_what_capture_leaves_out() -> None:
             ("nvidia-cudnn-cu12", "8.9.4.25", None),
             ("mylib", "0.1", "editable"),
             ("Keras", "2.15.0", None),
+            ("python-apt", "2.4.0ubuntu1", None),
         ],
     )
     assert (got.framework, got.version, got.pins, got.cuda_source) == (
         "tensorflow", "2.15.1", ("keras==2.15.0", "pip==24.0", "setuptools==69.0"), "pip",
     )  # fmt: skip
+    assert got.left_out == ("mylib", "python-apt")
     assert got.notes == (
         "tensorflow-cpu 2.15.1 is installed; the lock pins tensorflow 2.15.1",
         "1 nvidia CUDA wheel(s) installed (nvidia-cudnn-cu12): locked with the pip CUDA "
         "source (tensorflow[and-cuda]'s own pins)",
-        "left out, installed from a local folder (no index has them): mylib 0.1",
+        "left out: mylib 0.1: an editable install of a local checkout: no index serves it",
+        "left out: python-apt 2.4.0ubuntu1: '2.4.0ubuntu1' is no PEP 440 version (a distro's "
+        "build?): no index has it",
     )
 
 
@@ -204,9 +208,15 @@ def test_the_probe_says_how_each_was_installed_and_a_broken_import_is_a_note(
         "build_info not read",
     )
     got = capture_venv(venv)
-    assert (got.version, got.pins) == ("1.0", ("fromgit==1.0",))
+    # a VCS install pinned by name==version would lock the index's build: left out too
+    assert (got.version, got.pins) == ("1.0", ())
     assert got.notes == (
         f"tensorflow does not import in {venv} (ImportError: libfoo.so.1: gone); "
         "build_info not read",
-        "left out, installed from a local folder (no index has them): frozen 1.0, mylib 1.0",
+        "left out: fromgit 1.0 (git+https://example.invalid/x.git): installed from a VCS "
+        "checkout: the index's build of that version, if any, differs",
+        "left out: frozen 1.0 (file:///src/frozen): installed from a local folder: no index "
+        "serves it",
+        "left out: mylib 1.0 (file:///src/mylib): an editable install of a local checkout: "
+        "no index serves it",
     )

@@ -85,8 +85,12 @@ class RenderedFolder:
     notes: tuple[str, ...]
 
 
-def read_requirement_file(path: str) -> list[str]:
-    """Requirement lines of a -r FILE (comments, blanks and continuations handled)."""
+def read_requirement_file(path: str, *, options: bool = False) -> list[str]:
+    """Requirement lines of a -r FILE (comments, blanks and continuations handled).
+
+    An option line (``-e PATH``, ``--index-url URL``) is refused, unless
+    ``options``: then it is returned as it stands for the caller to judge
+    (``envlock capture -r`` reads a freeze's ``-e`` lines)."""
     try:
         text = read_text(path, "-r", hint="check the file")  # strict: UsageError naming the file
     except FileNotFoundError:
@@ -99,7 +103,7 @@ def read_requirement_file(path: str) -> list[str]:
         line = raw.split(" #", 1)[0].strip()
         if not line or line.startswith("#"):
             continue
-        if line.startswith("-"):
+        if line.startswith("-") and not options:
             raise UsageError(
                 f"-r {path}: line {number}: {line.split()[0]} is not supported here",
                 hint="list only requirements (name and version specifiers), one per line",

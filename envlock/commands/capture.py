@@ -1,15 +1,19 @@
 """envlock capture: lock a working environment that was never locked.
 
-``envlock capture --venv PATH -o DIR`` probes the venv (envlock.doctor.capture),
-then locks ``tensorflow==<installed>`` with every other installed distribution
-pinned at its installed version, for the venv's Python minor: the same path
-as ``envlock lock``, so DIR is a normal bundle with hashes from the index.
-``-r FREEZE.txt`` does the same from a ``pip freeze``.
+``envlock capture --venv PATH -o DIR`` probes the interpreter PATH names (a
+venv folder or any interpreter file; envlock.doctor.capture), then locks
+``tensorflow==<installed>`` with every other installed distribution pinned at
+its installed version, for that interpreter's Python minor: the same path as
+``envlock lock``, so DIR is a normal bundle with hashes from the index. Then
+it writes DIR/captured.json (envlock.bundle.origin): the interpreter and venv
+it inspected. ``-r FREEZE.txt`` does the same from a ``pip freeze`` and writes
+no captured.json (it inspected no interpreter; an earlier one is removed).
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,18 +29,31 @@ if TYPE_CHECKING:
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "capture",
-        help="lock an existing working environment (a venv or a pip freeze)",
+        help="lock an existing working environment (a venv, an interpreter or a pip freeze)",
         description="Lock what is installed: TensorFlow at its installed release and every "
-        "other distribution at its installed version (pip, setuptools and wheel left out), "
-        "for the venv's Python; DIR becomes a normal bundle (pylock.toml with hashes from "
-        "the index, requirements.txt, Dockerfile, bootstrap.sh). Exit 2 when the index "
-        "cannot serve a captured version (the nearest ones are named), 3 when the venv "
-        "does not run or the index cannot be reached.",
+        "other distribution at its installed version (pip, setuptools and wheel too), for "
+        "the interpreter's Python; DIR becomes a normal bundle (pylock.toml with hashes from "
+        "the index, requirements.txt, Dockerfile, bootstrap.sh) and DIR/captured.json names "
+        "the interpreter and venv it came from. Left out, each with a note: nvidia CUDA "
+        "wheels (the CUDA source decides them) and direct installs (editable, a local "
+        "folder or file, a VCS checkout, a URL: no index serves that build). Exit 2 when "
+        "the index cannot serve a captured version (the nearest ones are named), 1 when "
+        "the venv's interpreter is a dangling link, 3 when the interpreter does not run "
+        "or the index cannot be reached.",
     )
     where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--venv", metavar="PATH", help="the venv to capture")
     where.add_argument(
-        "-r", "--requirement", dest="freeze", metavar="FREEZE", help="a pip freeze to capture"
+        "--venv",
+        metavar="PATH",
+        help="what to capture: a venv folder, or any interpreter file (a venv's bin/python, "
+        "a system python3, one with a --user site, a Jupyter kernel's sys.executable)",
+    )
+    where.add_argument(
+        "-r",
+        "--requirement",
+        dest="freeze",
+        metavar="FREEZE",
+        help="a pip freeze to capture (name @ URL and -e lines are left out, with a note)",
     )
     p.add_argument("-o", "--output", metavar="DIR", required=True, help="bundle folder to write")
     p.add_argument(
@@ -81,16 +98,16 @@ def _build_notes(captured: Captured, resolution: Resolution) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from envlock.bundle.guard import check_output_folder
-    from envlock.doctor.capture import capture_freeze, capture_venv
+    from envlock.doctor.capture import capture_freeze, capture_interpreter
 
     out = Path(args.output)
     check_output_folder(out, "-o")
     if args.venv:
-        captured = capture_venv(Path(args.venv))
+        captured = capture_interpreter(args.venv)
         if args.python and args.python != captured.python_minor:
             raise UsageError(
-                f"--python {args.python}: the venv {args.venv} is Python {captured.python}",
-                hint="leave --python out: capture locks for the venv's own Python",
+                f"--python {args.python}: --venv {args.venv} is Python {captured.python}",
+                hint="leave --python out: capture locks for the interpreter's own Python",
             )
     else:
         captured = capture_freeze(args.freeze)
@@ -115,10 +132,48 @@ def run(args: argparse.Namespace) -> int:
         written = lock_folder(request, resolution)
     except NoResolution as e:
         raise _explained(e, captured, resolution, args) from None
-    notes = [*captured.notes, *_build_notes(captured, resolution), *written.notes]
+    notes = [
+        *captured.notes,
+        *_locked_anyway(captured, written),
+        *_build_notes(captured, resolution),
+        *written.notes,
+    ]
+    origin = _record_origin(captured, written.folder, notes)
     driver = _driver()
-    _print(args, captured, written, notes, driver)
+    _print(args, captured, written, notes, driver, origin)
     return 0
+
+
+def _record_origin(captured: Captured, folder: Path, notes: list[str]) -> dict[str, Any] | None:
+    """DIR/captured.json, written after the bundle (a failed capture never gets
+    here, so an earlier one stays as it was). A freeze inspected no interpreter:
+    an earlier captured.json would name another environment, so it is removed."""
+    from envlock.bundle import origin
+
+    if captured.interpreter is None:
+        stale = folder / origin.FILE
+        if stale.exists():
+            stale.unlink()
+            notes.append(
+                f"removed {stale}: it named the interpreter of an earlier capture, "
+                "and a freeze names none"
+            )
+        return None
+    found = origin.from_probe(captured.probe, captured.interpreter, captured.venv)
+    origin.write(folder, found)
+    return found.to_dict()
+
+
+def _locked_anyway(captured: Captured, written: LockedFolder) -> list[str]:
+    """Left-out distributions that the lock holds all the same (another one needs
+    them): the index's build, not the one installed."""
+    locked = {p.name: p.version for p in written.lock.packages}
+    return [
+        f"{name} is locked at {locked[name]} from the index all the same (another "
+        "distribution needs it): the index's build, not the one installed"
+        for name in captured.left_out
+        if name in locked
+    ]
 
 
 def _explained(
@@ -137,11 +192,19 @@ def _explained(
         return error
     lines = "\n".join(f"  {u.describe()}" for u in missing)
     names = ", ".join(u.pin for u in missing)
+    if captured.interpreter:  # write a freeze of it first (--all: pip, setuptools too)
+        freeze = "freeze.txt"
+        write = f"{shlex.quote(captured.interpreter)} -m pip freeze --all > {freeze}, "
+    else:
+        freeze, write = args.freeze, ""
+    again = shlex.join(
+        ["envlock", "capture", "-r", freeze, "--python", resolution.python, "-o", args.output]
+    )
     return NoResolution(
         f"{len(missing)} captured package(s) cannot be locked from the index for "
         f"{target.describe()}:\n{lines}",
-        hint=f"pin a nearest available version instead of {names}: write a pip freeze of the "
-        f"venv, edit those lines, and run envlock capture -r FREEZE -o {args.output}",
+        hint=f"pin a nearest available version instead of {names} (or delete those lines): "
+        f"{write}edit {shlex.quote(freeze)}, then run {again}",
     )
 
 
@@ -151,6 +214,7 @@ def _print(
     written: LockedFolder,
     notes: list[str],
     driver: str | None,
+    origin: dict[str, Any] | None,
 ) -> None:
     from envlock.commands.lock import _print_lock
 
@@ -166,6 +230,7 @@ def _print(
         emit_json(
             {
                 "captured": {**captured.to_dict(), "driver": driver},
+                "origin": origin,
                 "dir": str(written.folder),
                 "lock_digest": f"sha256:{written.digest}",
                 "packages": [{"name": n, "version": v} for n, v in sorted(locked.items())],
@@ -179,6 +244,8 @@ def _print(
         sys.stderr.write(f"envlock: note: {note}\n")
     _print_lock(argparse.Namespace(json=False), written)
     where = f"Python {captured.python}" if captured.python else "a pip freeze"
+    if captured.left_out:
+        where += f"; {len(captured.left_out)} left out, see the notes"
     sys.stdout.write(
         f"captured {captured.framework} {captured.version} and {len(captured.pins)} other "
         f"distributions from {captured.source} ({where})"

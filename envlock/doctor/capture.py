@@ -1,22 +1,34 @@
 """Capture a working environment that was never locked.
 
-``capture_venv(venv)`` runs envlock doctor's probe (``envlock.doctor.probe``,
-standard library only) in the venv's own interpreter: every installed
-distribution, its version and how it was installed; then, only when TensorFlow
-is installed, a second run that imports it for build_info, so a broken import
-cannot lose the list. ``capture_freeze(file)`` reads a ``pip freeze``.
-Either gives a ``Captured``: the framework release, the Python, and every
-other distribution pinned at its installed version, which ``envlock capture``
-locks as ``envlock lock 'tensorflow==<installed>' --with <pins>`` would.
+``capture_interpreter(given)`` runs envlock doctor's probe (``envlock.doctor.probe``,
+standard library only) in the interpreter ``--venv`` names, as doctor takes it
+(``envlock.doctor.target.choose``): a venv folder, or any interpreter file (a
+venv's bin/python, a system python3, one with a ``--user`` site, a Jupyter
+kernel's ``sys.executable``). The probe lists every distribution that
+interpreter's ``importlib.metadata`` lists, its version and how it was
+installed; then, only when TensorFlow is installed, a second run imports it for
+build_info, so a broken import cannot lose the list. ``capture_freeze(file)``
+reads a ``pip freeze``. Either gives a ``Captured``: the framework release, the
+Python, and every other distribution pinned at its installed version, which
+``envlock capture`` locks as ``envlock lock 'tensorflow==<installed>' --with
+<pins>`` would.
 
 pip, setuptools and wheel are pinned at their installed versions like the
 rest: the lock then holds what the venv holds (a dependency such as
 tensorboard's on setuptools would otherwise lock the newest, and doctor would
-fail the untouched venv). What is left out, and why (each said in ``notes``):
-the framework's own lines (SPEC states
-the release); the nvidia CUDA wheels (their presence picks the pip CUDA
-source, and the release's and-cuda pins decide their versions); editable or
-local-folder installs (no index has them).
+fail the untouched venv). A system interpreter's distro-packaged distributions
+(Debian's /usr/lib/python3/dist-packages) are pinned like the rest too: the
+index serves most of them, and one it does not is named by ``unavailable``
+with the nearest versions it has, not guessed around.
+
+What is left out, and why (one note each): the framework's own lines (SPEC
+states the release); the nvidia CUDA wheels (their presence picks the pip CUDA
+source, and the release's and-cuda pins decide their versions); every direct
+install (PEP 610; a freeze's ``name @ URL`` and ``-e`` lines): a local
+checkout, folder or file is on no index, and a VCS checkout's or a URL's build
+is not the index's build of the same version (``envlock.lock.freeze.left_out_why``);
+and a version that is no PEP 440 version (a distro's ``1.2ubuntu1``), which
+no index can serve.
 
 ``unavailable(pins, target, index)`` names the pins the index cannot serve for
 the target, each with the nearest versions it can (PEP 691 pages).
@@ -31,12 +43,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envlock.errors import EnvironmentFailure, UsageError
-from envlock.lock.freeze import framework_names, is_cuda_wheel
+from envlock.lock.freeze import (
+    Installed,
+    framework_names,
+    installed_line,
+    is_cuda_wheel,
+    left_out_why,
+)
 
 FRAMEWORK = "tensorflow"
 
@@ -45,14 +63,18 @@ FRAMEWORK = "tensorflow"
 class Captured:
     """A working environment as envlock locks it."""
 
-    source: str  # the venv folder or the freeze file
+    source: str  # what --venv named (absolute), or "-r FILE"
     framework: str  # "tensorflow"
     version: str  # the installed release, "2.15.1"
-    python: str | None  # the venv's Python, "3.11.7"; None for a freeze
+    python: str | None  # the interpreter's Python, "3.11.7"; None for a freeze
     pins: tuple[str, ...]  # name==version of every other distribution, sorted by name
     cuda_source: str | None  # "pip" when nvidia CUDA wheels are installed, else None
     build_info: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()  # names of the distributions left out of the pins
+    interpreter: str | None = None  # the interpreter probed, absolute, links kept; None: a freeze
+    venv: str | None = None  # its venv folder; None for a system interpreter or a freeze
+    probe: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def python_minor(self) -> str | None:
@@ -61,48 +83,76 @@ class Captured:
     def to_dict(self) -> dict[str, Any]:
         return {
             "source": self.source,
+            "interpreter": self.interpreter,
+            "venv": self.venv,
             "framework": self.framework,
             "version": self.version,
             "python": self.python,
             "pins": list(self.pins),
+            "left_out": list(self.left_out),
             "cuda_source": self.cuda_source,
             "build_info": self.build_info,
             "notes": list(self.notes),
         }
 
 
-def venv_python(venv: Path) -> Path:
-    """The venv's interpreter (not resolved: a venv's python is a link that must stay one)."""
-    python = venv / "bin" / "python"
-    if not (venv / "pyvenv.cfg").is_file() or not os.access(python, os.X_OK):
+def interpreter_of(given: str) -> tuple[str, str | None]:
+    """(the interpreter ``--venv given`` names, absolute with its links kept; its
+    venv folder or None), as envlock doctor --venv takes it. A venv whose
+    interpreter is a dangling link is doctor's finding, InterpreterGone (exit 1)."""
+    from envlock.doctor.target import InterpreterGone, choose, venv_of
+
+    path = Path(given)
+    if path.is_symlink() and not path.exists():  # --venv VENV/bin/python, its Python gone
+        points_to = os.readlink(path)
+        venv = venv_of(str(path.absolute()))
+        if venv is not None:
+            raise InterpreterGone(Path(venv), path, points_to)
         raise UsageError(
-            f"--venv {venv}: not a venv (no pyvenv.cfg and bin/python there)",
-            hint="give the folder a `python -m venv` made, e.g. --venv .venv",
+            f"--venv {given} is a link to {points_to}, which no longer exists",
+            hint="give a venv folder (--venv .venv) or an interpreter that runs "
+            "(--venv /usr/bin/python3)",
         )
-    return python
+    try:
+        chosen = choose(given, None, {})
+    except InterpreterGone:
+        raise
+    except UsageError:
+        raise UsageError(
+            f"--venv {given}: neither a venv nor an interpreter (no bin/python there)",
+            hint="give a venv folder (--venv .venv) or an interpreter file, e.g. a kernel's "
+            "sys.executable (--venv /usr/bin/python3)",
+        ) from None
+    return chosen.python, venv_of(chosen.python)
 
 
-def _probe(venv: Path, tensorflow: str, timeout: float) -> dict[str, Any]:
-    """envlock doctor's probe, run in the venv's interpreter (PYTHONPATH and
-    PYTHONHOME left out: capture reads what the venv holds, nothing else)."""
+def _probe(python: str, tensorflow: str, timeout: float) -> dict[str, Any]:
+    """envlock doctor's probe, run in ``python`` (PYTHONPATH and PYTHONHOME left
+    out: capture reads what the interpreter holds, not what this shell adds)."""
     from envlock.doctor.target import Target, run_probe
 
-    python = venv_python(Path(os.path.abspath(venv)))  # the probe runs in a temp folder
-    where = Target(str(python), "--venv", f"--venv {venv}")
+    where = Target(python, "--venv", f"--venv {python}")
     return run_probe(where, tensorflow=tensorflow, deep=False, timeout=timeout, isolated=True)
 
 
 def probe_venv(venv: Path, timeout: float = 120) -> tuple[str, list[dict[str, Any]]]:
-    """(the venv's Python version, its distributions as the probe lists them); the
-    probe does not import TensorFlow, so a broken import cannot lose the list."""
-    doc = _probe(venv, "no", timeout)
+    """(the Python version, the distributions as the probe lists them) of the
+    interpreter ``--venv venv`` names; the probe does not import TensorFlow, so a
+    broken import cannot lose the list."""
+    python, _ = interpreter_of(os.path.abspath(venv))
+    doc = _probe(python, "no", timeout)
     return str(doc["python"]["version"]), list(doc["distributions"])
 
 
-def build_info(venv: Path, timeout: float = 300) -> tuple[dict[str, Any], str | None]:
-    """TensorFlow's build_info read in the venv; ({}, why) when it does not import."""
+def build_info(
+    venv: Path | str, timeout: float = 300, *, python: str | None = None
+) -> tuple[dict[str, Any], str | None]:
+    """TensorFlow's build_info read in ``python`` (default: the one ``--venv venv``
+    names); ({}, why) when it does not import."""
+    if python is None:
+        python, _ = interpreter_of(os.path.abspath(venv))
     try:
-        tf = _probe(venv, "yes", timeout).get("tensorflow") or {}
+        tf = _probe(python, "yes", timeout).get("tensorflow") or {}
     except EnvironmentFailure as e:  # the import took the interpreter down
         return {}, f"tensorflow does not import in {venv} ({e.message}); build_info not read"
     if not tf.get("imported"):
@@ -127,38 +177,63 @@ def _version(text: str, origin: str) -> Version:
         ) from None
 
 
+def _row(row: Installed | Sequence[Any]) -> Installed:
+    if isinstance(row, Installed):
+        return row
+    name, version, direct, *rest = row
+    return Installed(str(name), version, direct, rest[0] if rest else None)
+
+
 def captured_from(
     source: str,
-    dists: Sequence[tuple[str, str, str | None]],
+    dists: Sequence[Installed | Sequence[Any]],
     *,
     python: str | None = None,
     build: dict[str, Any] | None = None,
     notes: Sequence[str] = (),
+    **where: Any,
 ) -> Captured:
-    """``dists`` = (name, version, direct-install kind or None) -> Captured."""
+    """``dists`` = Installed (or (name, version, direct kind, [url]) rows) -> Captured.
+    ``where``: Captured's interpreter, venv and probe."""
     fw_names = framework_names(FRAMEWORK)
     found: dict[str, str] = {}
     pins: dict[str, str] = {}
     cuda: list[str] = []
-    local: list[str] = []
+    left: list[tuple[str, str]] = []  # (name or line, the note)
     said = list(notes)
-    for name, version, direct in dists:
-        key = canonicalize_name(name)
+    fw_direct: list[str] = []
+    for item in map(_row, dists):
+        key = canonicalize_name(item.name) if item.name else ""
         if key in fw_names:
-            found[key] = str(_version(version, f"{source}: {name}"))
+            if item.version is None:
+                raise UsageError(
+                    f"{source}: {item.describe()!r} names no version of {item.name}",
+                    hint=f"write the installed release instead, {FRAMEWORK}==VERSION, with "
+                    f"VERSION from: python -c 'import {FRAMEWORK}; print({FRAMEWORK}.__version__)'",
+                )
+            found[key] = str(_version(item.version, f"{source}: {item.name}"))
+            if item.direct is not None:
+                fw_direct.append(f"{key} {item.version} ({item.url or item.direct})")
             continue
-        if is_cuda_wheel(key):
+        if key and is_cuda_wheel(key):
             cuda.append(key)
             continue
-        if direct in ("editable", "folder"):
-            local.append(f"{key} {version}")
+        why = left_out_why(item)
+        if why is None and item.version is not None:
+            try:
+                pinned = Version(item.version)
+            except InvalidVersion:
+                why = f"{item.version!r} is no PEP 440 version (a distro's build?): no index has it"
+        if why is not None or item.version is None:
+            why = why or "no version stated"
+            left.append((key or item.describe(), f"left out: {item.describe()}: {why}"))
             continue
-        pins.setdefault(key, f"{key}=={_version(version, f'{source}: {name}')}")
+        pins.setdefault(key, f"{key}=={pinned}")
     if not found:
         raise UsageError(
             f"{source}: no TensorFlow installed there ({', '.join(sorted(fw_names))} not found)",
-            hint="capture a venv that holds TensorFlow, or lock a release: envlock lock "
-            "'tensorflow==2.15' -r requirements.txt -o DIR",
+            hint="capture a venv or interpreter that holds TensorFlow, or lock a release: "
+            "envlock lock 'tensorflow==2.15' -r requirements.txt -o DIR",
         )
     if len(set(found.values())) > 1:
         both = ", ".join(f"{k} {v}" for k, v in sorted(found.items()))
@@ -170,16 +245,17 @@ def captured_from(
     version = found[fw]
     if fw != FRAMEWORK:
         said.append(f"{fw} {version} is installed; the lock pins {FRAMEWORK} {version}")
+    for text in fw_direct:
+        said.append(
+            f"{text} is a direct install; the lock pins the index's {FRAMEWORK}=={version}, "
+            "which may be another build"
+        )
     if cuda:
         said.append(
             f"{len(cuda)} nvidia CUDA wheel(s) installed ({', '.join(sorted(cuda))}): "
             f"locked with the pip CUDA source ({FRAMEWORK}[and-cuda]'s own pins)"
         )
-    if local:
-        said.append(
-            "left out, installed from a local folder (no index has them): "
-            + ", ".join(sorted(local))
-        )
+    said += [note for _, note in sorted(left)]
     return Captured(
         source=source,
         framework=FRAMEWORK,
@@ -189,45 +265,51 @@ def captured_from(
         cuda_source="pip" if cuda else None,
         build_info=build or {},
         notes=tuple(said),
+        left_out=tuple(sorted({name for name, _ in left})),
+        **where,
     )
 
 
-def capture_venv(venv: Path, *, timeout: float = 300) -> Captured:
-    venv = Path(os.path.abspath(venv))  # --venv .venv: the probe runs in another folder
-    python, dists = probe_venv(venv, timeout)
+def capture_interpreter(given: Path | str, *, timeout: float = 300) -> Captured:
+    """Capture what ``--venv given`` names: a venv folder or an interpreter file."""
+    source = os.path.abspath(given)  # --venv .venv: the probe runs in another folder
+    python, venv = interpreter_of(source)
+    doc = _probe(python, "no", timeout)
+    dists = list(doc["distributions"])
     names = {canonicalize_name(str(d["name"])) for d in dists}
     notes: list[str] = []
     build: dict[str, Any] = {}
     if names & framework_names(FRAMEWORK):
-        build, why = build_info(venv, timeout)
+        build, why = build_info(source, timeout, python=python)
         if why:
             notes.append(why)
-    rows = [(str(d["name"]), str(d["version"]), d.get("direct")) for d in dists]
-    return captured_from(str(venv), rows, python=python, build=build, notes=notes)
+    rows = [
+        Installed(str(d["name"]), str(d["version"]), d.get("direct"), d.get("direct_url"))
+        for d in dists
+    ]
+    return captured_from(
+        source,
+        rows,
+        python=str(doc["python"]["version"]),
+        build=build,
+        notes=notes,
+        interpreter=python,
+        venv=venv,
+        probe=doc,
+    )
+
+
+capture_venv = capture_interpreter  # the name capture had when --venv took only venvs
 
 
 def capture_freeze(path: str) -> Captured:
-    """A ``pip freeze`` file (name==version lines) -> Captured."""
+    """A ``pip freeze`` file -> Captured: name==version lines pinned; ``name @ URL``
+    and ``-e`` lines left out, each with a note saying why."""
     from envlock.bundle.folder import read_requirement_file
 
-    rows: list[tuple[str, str, str | None]] = []
-    for line in read_requirement_file(path):
-        try:
-            req = Requirement(line)
-        except InvalidRequirement as e:
-            raise UsageError(
-                f"-r {path}: {line!r} is not a requirement ({e})",
-                hint="give the output of pip freeze",
-            ) from None
-        specs = list(req.specifier)
-        if req.url or len(specs) != 1 or specs[0].operator not in ("==", "==="):
-            raise UsageError(
-                f"-r {path}: {line!r} is not pinned to one version",
-                hint="capture reads a pip freeze (name==version lines); to lock ranges use "
-                "envlock lock SPEC -r FILE",
-            )
-        rows.append((req.name, specs[0].version, None))
-    return captured_from(f"-r {path}", rows)
+    origin = f"-r {path}"
+    rows = [installed_line(line, origin) for line in read_requirement_file(path, options=True)]
+    return captured_from(origin, rows)
 
 
 @dataclass(frozen=True)
