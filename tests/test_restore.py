@@ -410,7 +410,8 @@ def test_the_wheelhouse_hint_names_the_venv_and_works_when_pasted(
     line = out.splitlines()[-1]
     venv = folder / ".venv"
     assert line == (
-        f"  restore without an index (into {venv}; give --venv for another venv): "
+        f"  restore without an index (into {venv}, the venv bootstrap.sh makes; give --venv "
+        "for another venv): "
         f"envlock restore {folder} --venv {venv} --wheelhouse {wh}"
     )
     fix = line.split("another venv): ", 1)[1] + " --allow-cpu"  # no GPU here

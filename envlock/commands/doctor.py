@@ -27,8 +27,9 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--venv",
         metavar="PATH",
-        help="the venv (or interpreter) to inspect; default: DIR/.venv made by bootstrap.sh, "
-        "else $VIRTUAL_ENV, else envlock's own interpreter",
+        help="the venv (or interpreter) to inspect; default: the one DIR was captured from "
+        "(on that machine), else DIR/.venv made by bootstrap.sh, else $VIRTUAL_ENV, else "
+        "envlock's own interpreter",
     )
     p.add_argument(
         "--log",

@@ -32,7 +32,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--venv",
         metavar="PATH",
-        help="the venv folder or any interpreter (default: DIR/.venv, as bootstrap.sh)",
+        help="the venv folder or any interpreter (default: the venv DIR was captured from, "
+        "on that machine; else DIR/.venv, as bootstrap.sh)",
     )
     p.add_argument(
         "--base-python",
@@ -97,14 +98,20 @@ def _conflicts(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envlock.doctor.install import RestoreRequest
+    from envlock.doctor.install import RestoreRequest, default_venv
     from envlock.doctor.restore import restore
 
     _conflicts(args)
     bundle = Path(args.dir)
+    if args.venv:
+        venv = Path(args.venv)
+    else:
+        venv, why = default_venv(bundle, in_place=args.in_place or args.undo)
+        if not args.json:
+            sys.stderr.write(f"envlock restore: no --venv given: {venv}, {why}\n")
     req = RestoreRequest(
         bundle=bundle,
-        venv=Path(args.venv) if args.venv else bundle / ".venv",
+        venv=venv,
         base_python=args.base_python,
         wheelhouse=Path(args.wheelhouse) if args.wheelhouse else None,
         offline=args.offline,
@@ -251,7 +258,7 @@ def _in_place(args: argparse.Namespace, req: Any) -> int:
 def restore_command_of(req: Any, **changes: Any) -> str:
     from dataclasses import replace
 
-    from envlock.doctor.restore import restore_command
+    from envlock.doctor.install import restore_command
 
     return restore_command(replace(req, **changes))
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ def register(sub: Any) -> None:
         description="Download every wheel of DIR/pylock.toml into WH, checking each sha256 "
         "against the lock. Files already there with the right hash are kept. "
         "Then: envlock restore DIR --venv V --wheelhouse WH (no index needed; V defaults "
-        "to DIR/.venv). "
+        "to the venv DIR was captured from, else DIR/.venv). "
         "Exit 0 done, 2 bad input, 3 a download failed or its hash is not the lock's.",
     )
     p.add_argument("dir", metavar="DIR", help="bundle folder (with pylock.toml)")
@@ -43,15 +42,16 @@ def run(args: argparse.Namespace) -> int:
         }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        # restore's default venv spelled out: the hint names the venv it will make
-        restore = shlex.join(
-            ["envlock", "restore", args.dir, "--venv", str(Path(args.dir) / ".venv")]
-            + ["--wheelhouse", str(result.folder)]
-        )
+        # restore's default venv spelled out: the hint names the venv it will act on
+        from envlock.doctor.install import RestoreRequest, default_venv, restore_command
+
+        bundle = Path(args.dir)
+        venv, why = default_venv(bundle)
+        restore = restore_command(RestoreRequest(bundle, venv, wheelhouse=result.folder))
         sys.stdout.write(
             f"{result.folder}: {result.total} wheels ({len(result.downloaded)} downloaded, "
             f"{result.bytes_downloaded} bytes; {len(result.present)} already there)\n"
-            f"  restore without an index (into {Path(args.dir) / '.venv'}; give --venv "
-            f"for another venv): {restore}\n"
+            f"  restore without an index (into {venv}, {why}; give --venv for another venv): "
+            f"{restore}\n"
         )
     return 0

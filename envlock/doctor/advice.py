@@ -74,14 +74,22 @@ class Context:
 
 
 def restore_command(ctx: Context) -> str:
-    """``envlock restore DIR --venv VENV``: the bundle checked against, the
-    environment inspected (restore's own default, DIR/.venv, is another one)."""
-    argv = ["envlock", "restore", ctx.lock_dir or "DIR"]
-    if ctx.venv:
-        argv += ["--venv", ctx.venv]
-    if ctx.allow_cpu:  # the check was asked to accept the CPU: so is restore's smoke test
-        argv.append("--allow-cpu")
-    return shlex.join(argv)
+    """``envlock restore DIR --venv VENV``: the bundle checked against and the
+    environment inspected (restore's own default may be another one); an
+    interpreter outside a venv is synced ``--in-place`` (a new venv cannot replace
+    it). The one builder restore itself uses (``envlock.doctor.install``)."""
+    from pathlib import Path
+
+    from envlock.doctor.install import RestoreRequest
+    from envlock.doctor.install import restore_command as command
+
+    bundle = Path(ctx.lock_dir or "DIR")
+    if ctx.venv or not ctx.python:
+        venv, in_place = Path(ctx.venv or bundle / ".venv"), False
+    else:
+        venv, in_place = Path(ctx.python), True
+    # --allow-cpu: the check was asked to accept the CPU, so is restore's smoke test
+    return command(RestoreRequest(bundle, venv, allow_cpu=ctx.allow_cpu, in_place=in_place))
 
 
 def _repair(ctx: Context) -> str:

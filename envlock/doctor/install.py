@@ -7,6 +7,7 @@ Below ``envlock.doctor.restore`` (the new-venv switch) and
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,3 +63,62 @@ def install_argv(req: RestoreRequest, python: Path, requirements: Path | None = 
 
     argv += ["--index-url", index_url(req.index_url)]
     return [*argv, "--offline"] if req.offline else argv
+
+
+def restore_command(
+    req: RestoreRequest,
+    *,
+    allow_cpu: bool | None = None,
+    wheelhouse: Path | None = None,
+    offline: bool | None = None,
+) -> str:
+    """This restore as a command to paste: the same DIR and --venv (restore's own
+    default spelled out), the same flags, with the ones given changed."""
+    argv = ["envlock", "restore", str(req.bundle), "--venv", str(req.venv)]
+    if req.in_place:
+        argv.append("--in-place")
+        if req.exact:
+            argv.append("--exact")
+    if req.base_python and not req.in_place:
+        argv += ["--base-python", req.base_python]
+    wh = wheelhouse if wheelhouse is not None else req.wheelhouse
+    if wh is not None:
+        argv += ["--wheelhouse", str(wh)]
+    if req.offline if offline is None else offline:
+        argv.append("--offline")
+    if req.index_url and wh is None:
+        argv += ["--index-url", req.index_url]
+    if req.allow_cpu if allow_cpu is None else allow_cpu:
+        argv.append("--allow-cpu")
+    if req.kernel and not req.in_place:
+        argv += ["--kernel", req.kernel]
+        if req.kernel_prefix:
+            argv += ["--kernel-prefix", str(req.kernel_prefix)]
+    return shlex.join(argv)
+
+
+def wheelhouse_command(bundle: Path, wheelhouse: Path) -> str:
+    """The command that fills ``wheelhouse`` with every wheel of ``bundle``'s lock."""
+    return shlex.join(["envlock", "wheelhouse", str(bundle), "-o", str(wheelhouse)])
+
+
+def default_venv(bundle: Path, *, in_place: bool = False) -> tuple[Path, str]:
+    """restore's ``--venv`` when none is given, and why (for people): the environment
+    the bundle was captured from (``DIR/captured.json``, on the machine it names), else
+    the venv bootstrap.sh makes, ``DIR/.venv``. A capture of an interpreter outside a
+    venv is the default only for ``--in-place`` (a new venv cannot replace it)."""
+    from envlock.bundle import origin
+
+    found = origin.read(bundle)
+    record = bundle / origin.FILE
+    if found is not None and found.here():
+        if found.venv:
+            return Path(found.venv), f"the venv {bundle} was captured from ({record})"
+        if in_place:
+            return Path(found.interpreter), f"the interpreter {bundle} was captured from ({record})"
+        into = restore_command(RestoreRequest(bundle, Path(found.interpreter), in_place=True))
+        return bundle / ".venv", (
+            f"the venv bootstrap.sh makes; {bundle} was captured from {found.interpreter}, "
+            f"outside a venv (to restore into it: {into})"
+        )
+    return bundle / ".venv", "the venv bootstrap.sh makes"

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 from collections.abc import Callable, Iterator
@@ -34,7 +33,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envlock.doctor.install import INSTALL_TIMEOUT, RestoreRequest, install_argv, run_step
+from envlock.doctor.install import (
+    INSTALL_TIMEOUT,
+    RestoreRequest,
+    install_argv,
+    restore_command,
+    run_step,
+    wheelhouse_command,
+)
 from envlock.doctor.venvlink import (
     SUFFIX,
     clean_old,
@@ -237,43 +243,6 @@ def smoke(req: RestoreRequest, python: Path) -> dict[str, object]:
             else f"on a machine without a GPU: {restore_command(req, allow_cpu=True)}",
         )
     return doc
-
-
-def restore_command(
-    req: RestoreRequest,
-    *,
-    allow_cpu: bool | None = None,
-    wheelhouse: Path | None = None,
-    offline: bool | None = None,
-) -> str:
-    """This restore as a command to paste: the same DIR and --venv (restore's own
-    default spelled out), the same flags, with the ones given changed."""
-    argv = ["envlock", "restore", str(req.bundle), "--venv", str(req.venv)]
-    if req.in_place:
-        argv.append("--in-place")
-        if req.exact:
-            argv.append("--exact")
-    if req.base_python and not req.in_place:
-        argv += ["--base-python", req.base_python]
-    wh = wheelhouse if wheelhouse is not None else req.wheelhouse
-    if wh is not None:
-        argv += ["--wheelhouse", str(wh)]
-    if req.offline if offline is None else offline:
-        argv.append("--offline")
-    if req.index_url and wh is None:
-        argv += ["--index-url", req.index_url]
-    if req.allow_cpu if allow_cpu is None else allow_cpu:
-        argv.append("--allow-cpu")
-    if req.kernel and not req.in_place:
-        argv += ["--kernel", req.kernel]
-        if req.kernel_prefix:
-            argv += ["--kernel-prefix", str(req.kernel_prefix)]
-    return shlex.join(argv)
-
-
-def wheelhouse_command(bundle: Path, wheelhouse: Path) -> str:
-    """The command that fills ``wheelhouse`` with every wheel of ``bundle``'s lock."""
-    return shlex.join(["envlock", "wheelhouse", str(bundle), "-o", str(wheelhouse)])
 
 
 def check_gpu(req: RestoreRequest) -> None:

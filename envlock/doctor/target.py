@@ -1,7 +1,9 @@
 """Which interpreter envlock doctor inspects, and running the probe in it.
 
-The order: ``--venv PATH``; else the venv ``bootstrap.sh`` makes for the
-bundle (``DIR/.venv``, its default); else the active venv (``$VIRTUAL_ENV``);
+The order: ``--venv PATH``; else the environment the bundle was captured from
+(``DIR/captured.json``, on the machine it was captured on, while it is there);
+else the venv ``bootstrap.sh`` makes for the bundle (``DIR/.venv``, its
+default); else the active venv (``$VIRTUAL_ENV``);
 else envlock's own interpreter. The choice is reported with its reason.
 """
 
@@ -24,7 +26,7 @@ PROBE_TIMEOUT = 300.0
 @dataclass(frozen=True)
 class Target:
     python: str  # the interpreter the probe runs in
-    chosen_by: str  # "--venv", "bundle", "VIRTUAL_ENV", "envlock"
+    chosen_by: str  # "--venv", "captured", "bundle", "VIRTUAL_ENV", "envlock"
     reason: str  # one line for people: "the venv bootstrap.sh made for env/ (env/.venv)"
 
     def to_dict(self) -> dict[str, str]:
@@ -81,6 +83,9 @@ def choose(venv: str | None, lock_dir: Path | None, environ: dict[str, str]) -> 
             )
         return Target(str(python.absolute()), "--venv", f"--venv {path}")
     if lock_dir is not None:
+        captured = _captured(lock_dir)
+        if captured is not None:
+            return captured
         python = _venv_python(lock_dir / ".venv")
         if python is not None:
             return Target(
@@ -94,6 +99,31 @@ def choose(venv: str | None, lock_dir: Path | None, environ: dict[str, str]) -> 
         if python is not None:
             return Target(str(python.absolute()), "VIRTUAL_ENV", f"the active venv ({active})")
     return Target(sys.executable, "envlock", f"envlock's own interpreter ({sys.executable})")
+
+
+def _captured(lock_dir: Path) -> Target | None:
+    """The environment the bundle was captured from (DIR/captured.json), when it
+    was captured on this machine and is still there (a dangling venv interpreter
+    is InterpreterGone: a finding)."""
+    from envlock.bundle import origin
+
+    found = origin.read(lock_dir)
+    if found is None or not found.here():
+        return None
+    record = lock_dir / origin.FILE
+    if found.venv:
+        python = _venv_python(Path(found.venv))
+        if python is None:
+            return None
+        return Target(
+            str(python.absolute()),
+            "captured",
+            f"the venv {lock_dir} was captured from ({found.venv}, {record})",
+        )
+    path = Path(found.interpreter)
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        return None
+    return Target(str(path), "captured", f"the interpreter {lock_dir} was captured from ({record})")
 
 
 def probe_source() -> str:
