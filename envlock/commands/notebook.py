@@ -1,0 +1,240 @@
+"""envlock notebook install|uninstall: the ``%envlock`` extension in a kernel's interpreter.
+
+``install --venv PY`` copies envlock's two standard-library-only files
+(``envlock/__init__.py``, ``envlock/notebook.py``) into
+``$XDG_DATA_HOME/envlock/notebook/<key>/envlock/`` (default ``~/.local/share``),
+records there which envlock executable ``%envlock`` runs (the one installing),
+and names the folder in ``envlock-notebook.pth`` in PY's site-packages (its user
+site when that is not writable). No distribution is installed: pip freeze,
+``envlock capture`` and ``restore --in-place --exact`` do not see it.
+``uninstall`` removes both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from envlock.errors import EnvironmentFailure, UsageError
+
+PTH = "envlock-notebook.pth"
+SHIM_FILES = ("__init__.py", "notebook.py")
+
+# Asked of the target interpreter: its version, site-packages, user site.
+_ASK = (
+    "import json, os, site, sys, sysconfig\n"
+    "user = site.getusersitepackages() if site.ENABLE_USER_SITE else None\n"
+    "print(json.dumps({'version': list(sys.version_info[:3]), 'executable': sys.executable,\n"
+    "  'purelib': sysconfig.get_paths()['purelib'], 'user_site': user}))\n"
+)
+_CHECK = (
+    "import json, envlock, envlock.notebook\n"
+    "print(json.dumps({'file': envlock.__file__,\n"
+    "  'extension': callable(getattr(envlock, 'load_ipython_extension', None))}))\n"
+)
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "notebook",
+        help="install the notebook extension (the envlock line magic) into a kernel's interpreter",
+        description="`notebook install --venv PY` makes `%load_ext envlock` work in PY (a "
+        "Jupyter kernel's sys.executable, a venv folder, any interpreter) without installing "
+        "envlock or its dependencies there: a .pth file in PY's site-packages names a folder "
+        "in envlock's data dir holding the standard-library-only extension, which runs this "
+        "envlock outside the kernel. No distribution is added (pip freeze and capture do not "
+        "see it). `notebook uninstall --venv PY` removes it. Exit 0 done, 2 bad input "
+        "(no such interpreter, a Python older than 3.8, no writable site-packages), 3 the "
+        "interpreter did not run.",
+    )
+    nsub = p.add_subparsers(dest="notebook_command", metavar="ACTION", parser_class=type(p))
+    nsub.required = True
+    for name, help_text in (
+        ("install", "make the notebook extension loadable in the interpreter"),
+        ("uninstall", "remove what notebook install wrote for the interpreter"),
+    ):
+        q = nsub.add_parser(
+            name, help=help_text, description=help_text.replace("%%", "%").capitalize() + "."
+        )
+        q.add_argument(
+            "--venv",
+            metavar="PATH",
+            required=True,
+            help="the kernel's interpreter (its sys.executable) or venv folder",
+        )
+        q.add_argument("--json", action="store_true", help="print the result as JSON")
+        q.set_defaults(func=install if name == "install" else uninstall)
+
+
+def data_home(environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
+    """Where the extension's copies live: $XDG_DATA_HOME/envlock/notebook, default
+    ~/.local/share/envlock/notebook."""
+    base = environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "envlock" / "notebook"
+
+
+def _interpreter(venv: str) -> str:
+    from envlock.doctor.target import choose
+
+    return choose(venv, None, {}).python
+
+
+def _ask(python: str, code: str, what: str) -> dict[str, Any]:
+    try:
+        done = subprocess.run(
+            [python, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd="/",  # nothing of the current folder on its sys.path
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise EnvironmentFailure(f"{python} did not run ({e})") from None
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise EnvironmentFailure(f"{python}: {what} failed (exit {done.returncode}): {tail}")
+    doc: dict[str, Any] = json.loads(done.stdout)
+    return doc
+
+
+def _site_dirs(python: str) -> tuple[dict[str, Any], list[Path]]:
+    facts = _ask(python, _ASK, "reading its site-packages")
+    if tuple(facts["version"][:2]) < (3, 8):
+        version = ".".join(str(v) for v in facts["version"])
+        raise UsageError(
+            f"--venv {python}: Python {version}; the extension needs 3.8 or newer",
+            hint="run the notebook on a kernel of Python 3.8 or newer",
+        )
+    dirs = [Path(facts["purelib"])]
+    if facts.get("user_site"):
+        dirs.append(Path(facts["user_site"]))
+    return facts, dirs
+
+
+def _writable(folder: Path) -> bool:
+    probe = folder
+    while not probe.exists():  # a user site not made yet: its nearest existing parent
+        probe = probe.parent
+    return os.access(probe, os.W_OK)
+
+
+def _self_command() -> list[str]:
+    """The envlock executable running now (its console script beside its interpreter)."""
+    script = Path(sys.executable).parent / "envlock"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script.absolute())]
+    return [str(Path(sys.executable).absolute()), "-m", "envlock"]
+
+
+def shim_folder(site: Path, environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
+    """The folder a .pth in ``site`` names: one per site-packages folder."""
+    key = hashlib.sha256(str(site).encode("utf-8")).hexdigest()[:16]
+    return data_home(environ) / key
+
+
+def install(args: argparse.Namespace) -> int:
+    import envlock
+    from envlock.fsutil import atomic_write
+
+    python = _interpreter(args.venv)
+    facts, dirs = _site_dirs(python)
+    site = next((d for d in dirs if _writable(d)), None)
+    if site is None:
+        shown = " or ".join(str(d) for d in dirs)
+        raise UsageError(
+            f"--venv {args.venv}: cannot write to {shown}",
+            hint="run it as the user who owns that interpreter, or give a kernel whose Python "
+            "is in a venv",
+        )
+    folder = shim_folder(site)
+    package = folder / "envlock"
+    source = Path(envlock.__file__).parent
+    command = _self_command()
+    try:
+        package.mkdir(parents=True, exist_ok=True)
+        for name in SHIM_FILES:
+            atomic_write(package / name, (source / name).read_bytes())
+        record = {"envlock": command, "interpreter": python, "site": str(site)}
+        record["written_by"] = f"envlock {envlock.__version__}"
+        atomic_write(package / "notebook.json", json.dumps(record, indent=2) + "\n")
+        site.mkdir(parents=True, exist_ok=True)
+        atomic_write(site / PTH, f"{folder}\n")
+    except OSError as e:
+        raise EnvironmentFailure(f"cannot write the extension: {e}") from None
+    check = _ask(python, _CHECK, "importing the extension")
+    loads = Path(check["file"]).resolve().parent
+    note = None
+    if loads != package.resolve():
+        note = f"{python} imports envlock from {loads} first; %load_ext envlock loads that one"
+    version = ".".join(str(v) for v in facts["version"])
+    doc = {
+        "interpreter": python,
+        "python": version,
+        "pth": str(site / PTH),
+        "folder": str(package),
+        "envlock": command,
+        "loads": str(loads),
+        "note": note,
+    }
+    if args.json:
+        from envlock.output import emit_json
+
+        emit_json(doc)
+        return 0
+    from envlock.output import table
+
+    rows = [
+        ["interpreter", python, f"Python {version}"],
+        [".pth", str(site / PTH), "names the folder below; no distribution installed"],
+        ["extension", str(package), "envlock/__init__.py and notebook.py, standard library only"],
+        ["runs", shlex.join(command), "the envlock %envlock runs, outside the kernel"],
+    ]
+    sys.stdout.write(table(["", "path", "note"], rows))
+    if note:
+        sys.stdout.write(f"note: {note}\n")
+    sys.stdout.write(
+        "in a notebook on this interpreter's kernel, run: %load_ext envlock\n"
+        "  then e.g.: %envlock doctor\n"
+    )
+    return 0
+
+
+def uninstall(args: argparse.Namespace) -> int:
+    import shutil
+
+    python = _interpreter(args.venv)
+    _, dirs = _site_dirs(python)
+    removed: list[str] = []
+    home = data_home().resolve()
+    try:
+        for site in dirs:
+            pth = site / PTH
+            if not pth.is_file():
+                continue
+            named = Path(pth.read_text(encoding="utf-8").strip() or ".").resolve()
+            pth.unlink()
+            removed.append(str(pth))
+            if named.parent == home and named.is_dir():  # only a folder install wrote
+                shutil.rmtree(named)
+                removed.append(str(named))
+    except OSError as e:
+        raise EnvironmentFailure(f"cannot remove the extension: {e}") from None
+    if args.json:
+        from envlock.output import emit_json
+
+        emit_json({"interpreter": python, "removed": removed})
+        return 0
+    if not removed:
+        sys.stdout.write(f"{python}: the extension was not installed there; nothing removed\n")
+        return 0
+    sys.stdout.write(f"{python}: the extension removed\n")
+    sys.stdout.write("".join(f"  - {path}\n" for path in removed))
+    return 0

@@ -1,0 +1,322 @@
+"""``%envlock``: envlock from inside a Jupyter notebook (``%load_ext envlock``).
+
+This module and ``envlock/__init__.py`` are all a kernel imports: standard
+library only, Python 3.8 or newer, so the kernel's environment gains no envlock
+dependency and a capture of it stays clean. ``envlock notebook install --venv PY``
+copies the two files into a folder of envlock's data dir and names that folder
+in a ``.pth`` file of PY's site-packages (no dist-info: pip freeze and capture do
+not see it), with the envlock executable that installed it recorded beside them.
+
+``%envlock COMMAND ...`` runs that envlock, outside the kernel, with the line
+split as a shell would (shlex). For the commands that inspect or change the
+kernel's own environment (capture, doctor, restore --in-place/--undo, smoke
+--host, notebook install/uninstall) ``--venv sys.executable`` (``--python`` for
+smoke) is added unless the line names a target itself. In a kernel the output is
+shown as HTML (envlock's ENVLOCK_FORMAT=html), elsewhere as text; progress on
+stderr is shown as it comes. The exit status is ``_envlock_exit`` in the user's
+namespace (as IPython's ``_exit_code`` after ``!cmd``) and the whole result
+``_envlock``; a status other than 0 is also printed. Nothing is raised.
+
+Which envlock runs, first found: ``%envlock --use PATH`` (for this session),
+``$ENVLOCK_BIN``, the one ``envlock notebook install`` recorded, envlock's own
+console script when this is the real package, ``envlock`` on PATH.
+
+A line may start with the word ``envlock``: every command envlock prints works in
+a cell with ``%`` in front of it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+CONFIG = "notebook.json"  # beside this file in an installed shim: {"envlock": [argv...]}
+ENV_BIN = "ENVLOCK_BIN"
+EXIT_NOT_FOUND = 127  # as a shell says for a command it cannot find
+
+MEANINGS = {1: "a check failed", 2: "bad input", 3: "the environment failed", 130: "interrupted"}
+
+# The commands that act on an environment, and the flag that names it.
+_TARGET_FLAG = {"capture": "--venv", "doctor": "--venv", "restore": "--venv", "smoke": "--python"}
+
+
+class NotFound(Exception):
+    """No envlock executable to run; the message says where envlock looked and the fix."""
+
+
+class Result:
+    """One ``%envlock`` run: the command, its exit status and what it printed."""
+
+    def __init__(self, argv: list[str], exit_code: int, stdout: str, stderr: str) -> None:
+        self.argv = argv
+        self.exit_code = exit_code
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    def __repr__(self) -> str:
+        return f"<envlock {shlex.join(self.argv[1:])!s}: exit {self.exit_code}>"
+
+
+def _given(args: list[str], *names: str) -> bool:
+    """Whether one of the options ``names`` is on the line (``--x V``, ``--x=V``, ``-rV``)."""
+    for arg in args:
+        if arg == "--":
+            return False
+        for name in names:
+            if arg == name or arg.startswith(name + "="):
+                return True
+            if len(name) == 2 and not arg.startswith("--") and arg.startswith(name):
+                return True
+    return False
+
+
+def with_target(args: list[str], python: str) -> list[str]:
+    """``args`` with the kernel's interpreter named where the command acts on an
+    environment and the line names none (``--venv``/``--python`` right after the
+    command's name); every other line as it is."""
+    if not args or _given(args, "-h", "--help"):
+        return list(args)
+    command, rest = args[0], list(args[1:])
+    flag = _TARGET_FLAG.get(command)
+    if command == "notebook" and rest[:1] in (["install"], ["uninstall"]):
+        if _given(rest, "--venv"):
+            return list(args)
+        return [command, rest[0], "--venv", python, *rest[1:]]
+    if flag is None or _given(rest, "--venv", "--python"):
+        return list(args)
+    if command == "capture" and _given(rest, "-r", "--requirement"):
+        return list(args)  # a pip freeze is the input, not an environment
+    if command == "doctor" and _given(rest, "--log") and not _given(rest, "--lock"):
+        return list(args)  # only a log to explain: no environment is probed
+    if command == "restore" and not _given(rest, "--in-place", "--undo"):
+        return list(args)  # a new venv (DIR/.venv or --venv), not the kernel's
+    if command == "smoke" and not _given(rest, "--host"):
+        return list(args)  # an image
+    return [command, flag, python, *rest]
+
+
+def _runnable(argv: list[str]) -> list[str] | None:
+    """``argv`` with its program found (a path that is an executable file, or a
+    name on PATH), else None."""
+    if not argv:
+        return None
+    program = argv[0]
+    if os.sep in program:
+        path = os.path.expanduser(program)
+        return [path, *argv[1:]] if os.path.isfile(path) and os.access(path, os.X_OK) else None
+    found = shutil.which(program)
+    return [found, *argv[1:]] if found else None
+
+
+def _recorded(here: Path) -> list[str] | None:
+    try:
+        doc = json.loads((here / CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    argv = doc.get("envlock") if isinstance(doc, dict) else None
+    if isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv):
+        return argv
+    return None
+
+
+def _own_console_script(here: Path) -> list[str] | None:
+    """The real envlock package (not the copied shim): the envlock beside its interpreter."""
+    if not (here / "cli.py").is_file():
+        return None
+    script = Path(sys.executable).parent / "envlock"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", "envlock"]
+
+
+def fix_hint(python: str) -> str:
+    """What to do when no envlock is found: a command for a shell (or a ``!`` cell)."""
+    install = shlex.join(["envlock", "notebook", "install", "--venv", python])
+    return (
+        f"install envlock outside this kernel (its own venv, pipx) and run, in a shell where "
+        f"it is on PATH: {install} (it records which envlock %envlock runs); or name it "
+        f"for this session with %envlock --use followed by its path, or set {ENV_BIN}"
+    )
+
+
+def find_envlock(
+    use: list[str] | None, environ: dict[str, str] | os._Environ[str], here: Path, python: str
+) -> tuple[list[str], str]:
+    """(the envlock command to run, where it was named); NotFound when none."""
+    candidates: list[tuple[str, list[str] | None]] = [("%envlock --use", use)]
+    if environ.get(ENV_BIN):
+        candidates.append((f"${ENV_BIN}", shlex.split(environ[ENV_BIN])))
+    candidates.append((f"envlock notebook install ({here / CONFIG})", _recorded(here)))
+    for source, argv in candidates:
+        if argv is None:
+            continue
+        found = _runnable(argv)
+        if found is None:
+            raise NotFound(
+                f"envlock: error: {shlex.join(argv)} (named by {source}) is not an executable "
+                f"file\n  hint: {fix_hint(python)}"
+            )
+        return found, source
+    own = _own_console_script(here)
+    if own is not None:
+        return own, "envlock's own interpreter"
+    on_path = shutil.which("envlock", path=environ.get("PATH"))
+    if on_path:
+        return [on_path], "PATH"
+    raise NotFound(
+        "envlock: error: no envlock to run: none named by %envlock --use, "
+        f"${ENV_BIN} or envlock notebook install, and none on PATH\n  hint: {fix_hint(python)}"
+    )
+
+
+def run(
+    argv: list[str],
+    *,
+    html: bool,
+    environ: dict[str, str] | os._Environ[str] | None = None,
+    err: Any = None,
+) -> Result:
+    """Run ``argv`` (an envlock command line), stderr passed on to ``err`` as it
+    comes, stdout kept whole (one HTML fragment under ``html``)."""
+    env = dict(os.environ if environ is None else environ)
+    env["ENVLOCK_FORMAT"] = "html" if html else "text"
+    err = sys.stderr if err is None else err
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+    )
+    out: list[str] = []
+    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    errors: list[str] = []
+    try:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            errors.append(line)
+            err.write(line)
+            err.flush()
+        code = proc.wait()
+    except KeyboardInterrupt:  # the kernel's interrupt: stop envlock as Ctrl-C would
+        proc.send_signal(2)
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
+    reader.join()
+    return Result(argv, code, "".join(out), "".join(errors))
+
+
+def _in_kernel(shell: Any) -> bool:
+    """Whether output can be shown as HTML: a Jupyter kernel's shell with IPython.display."""
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return False
+    try:
+        importlib.import_module("IPython.display")
+    except ImportError:
+        return False
+    return True
+
+
+def _show_html(fragment: str) -> None:
+    shown = importlib.import_module("IPython.display")
+    shown.display(shown.HTML(fragment))
+
+
+class Magic:
+    """The ``%envlock`` line magic of one IPython session."""
+
+    def __init__(
+        self,
+        shell: Any = None,
+        *,
+        html: bool | None = None,
+        show_html: Callable[[str], None] | None = None,
+        environ: dict[str, str] | os._Environ[str] | None = None,
+        here: Path | None = None,
+        python: str | None = None,
+    ) -> None:
+        self.shell = shell
+        self.html = _in_kernel(shell) if html is None else html
+        self.show_html = show_html or _show_html
+        self.environ = os.environ if environ is None else environ
+        self.here = here or Path(__file__).resolve().parent
+        self.python = python or sys.executable
+        self.use: list[str] | None = None
+
+    def _done(self, result: Result | None, code: int) -> None:
+        ns = getattr(self.shell, "user_ns", None)
+        if isinstance(ns, dict):
+            ns["_envlock_exit"] = code
+            ns["_envlock"] = result
+
+    def __call__(self, line: str) -> None:
+        try:
+            args = shlex.split(line)
+        except ValueError as e:
+            sys.stderr.write(f"envlock: error: %envlock {line}: {e}\n  hint: quote as in a shell\n")
+            return self._done(None, 2)
+        if args[:1] == ["envlock"]:  # a command envlock printed, with % put in front
+            args = args[1:]
+        if args[:1] == ["--use"] or (args and args[0].startswith("--use=")):
+            value = args[1] if args[0] == "--use" and len(args) > 1 else args[0][6:]
+            if not value:
+                sys.stderr.write("envlock: error: --use needs the path of an envlock\n")
+                return self._done(None, 2)
+            use = shlex.split(value)
+            if _runnable(use) is None:
+                sys.stderr.write(
+                    f"envlock: error: --use {value}: not an executable file\n"
+                    f"  hint: {fix_hint(self.python)}\n"
+                )
+                return self._done(None, 2)
+            self.use = use
+            args = args[2:] if args[0] == "--use" else args[1:]
+            if not args:
+                sys.stdout.write(f"%envlock runs {shlex.join(use)} in this session\n")
+                return self._done(None, 0)
+        try:
+            command, _ = find_envlock(self.use, self.environ, self.here, self.python)
+        except NotFound as e:
+            sys.stderr.write(f"{e}\n")
+            return self._done(None, EXIT_NOT_FOUND)
+        argv = [*command, *(with_target(args, self.python) if args else ["--help"])]
+        result = run(argv, html=self.html, environ=self.environ)
+        text = result.stdout
+        if self.html and text.lstrip().startswith('<div class="envlock">'):
+            self.show_html(text)
+        elif text:  # --json, --help and text mode
+            sys.stdout.write(text if text.endswith("\n") else text + "\n")
+            sys.stdout.flush()
+        if result.exit_code != 0:
+            meaning = MEANINGS.get(result.exit_code)
+            sys.stderr.write(
+                f"envlock exited with status {result.exit_code}"
+                + (f" ({meaning})" if meaning else "")
+                + "\n"
+            )
+        return self._done(result, result.exit_code)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext envlock``: register the ``%envlock`` line magic."""
+    magic = Magic(ipython)
+    ipython.register_magic_function(magic, magic_kind="line", magic_name="envlock")
