@@ -156,14 +156,23 @@ def test_capture_given_a_venvs_bin_python(venv: Path, full: FakeIndex, tmp_path:
     assert (record["interpreter"], record["venv"]) == (str(link), str(venv))
     assert record["machine"] == origin.machine_id()
 
-    # the venv folder gives the same record; printed (not --json) it says where it wrote
-    again = tmp_path / "again"
+    # the venv folder gives the same record, captured again into the same DIR (its
+    # captured.json is envlock's: no --force); printed (not --json) it says where from
     code, stdout, err = run_cli(
-        "capture", "--venv", str(venv), "-o", str(again), "--index-url", full.url
+        "capture", "--venv", str(venv), "-o", str(out), "--index-url", full.url
     )
     assert code == 0, err
-    assert _captured_json(again) == record
+    assert _captured_json(out) == record
     assert f"captured tensorflow 2.15.1 and 2 other distributions from {venv}" in stdout
+    code, _, err = run_cli("lock", "--check", str(out), "--index-url", full.url)
+    assert code == 0, err  # captured.json is outside the manifest
+    # and doctor, given the bundle, inspects the environment that was captured
+    code, stdout, err = run_cli("doctor", "--lock", str(out), "--allow-cpu", "--json")
+    assert json.loads(stdout)["interpreter"] == {
+        "python": str(link),
+        "chosen_by": "captured",
+        "reason": f"the venv {out} was captured from ({venv}, {out / 'captured.json'})",
+    }, err
 
 
 def test_a_dangling_interpreter_is_doctors_finding(full: FakeIndex, tmp_path: Path) -> None:
