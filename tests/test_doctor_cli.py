@@ -73,6 +73,35 @@ def test_old_driver_against_tf215_lock_names_the_release_that_fits(
     assert by_check(doc)["gpu 0"]["status"] == "PASS"  # sm_75 is compiled into 2.15
 
 
+def test_in_the_container_the_images_forward_compatibility_counts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An A100 on 525.147.05 against the TF 2.15 lock: no compiled kernel for 8.0,
+    so on a host venv the PTX JIT of CUDA 12.2 needs 535.54.03 (FAIL); inside the
+    lock's 12.2.2 image (its NVIDIA_REQUIRE_CUDA in the environment, as the image
+    sets it) branch 525 is excepted for data-center GPUs and the forward-compatibility
+    libraries serve it. NVML is faked (no GPU here) where it hands over its answer:
+    the brand the container runtime checks comes from NVML, nvidia-smi has none."""
+    from envlock import driver
+    from envlock.driver import HostGpu, HostInfo
+    from envlock.resolve import load_matrix
+    from envlock.resolve.floors import image_require
+
+    a100 = HostGpu("NVIDIA A100-SXM4-80GB", "8.0", "nvidia")
+    monkeypatch.setattr(driver, "_nvml", lambda *a: HostInfo("525.147.05", "12.0", (a100,), "NVML"))
+    monkeypatch.delenv("NVIDIA_REQUIRE_CUDA", raising=False)
+    argv = ["--lock", str(LOCK_DIR), "--venv", sys.executable]
+    _, doc = doctor(argv, capsys)
+    host = by_check(doc)["driver"]
+    assert host["status"] == "FAIL" and "older than 535.54.03" in host["cause"], host
+    image = next(i for i in load_matrix().cuda.images if i.version == "12.2.2")
+    monkeypatch.setenv("NVIDIA_REQUIRE_CUDA", image_require(image)[0].text)
+    _, doc = doctor(argv, capsys)
+    inside = by_check(doc)["driver"]
+    assert inside["status"] == "PASS", inside
+    assert "forward-compatibility libraries JIT-compile the PTX" in inside["cause"]
+
+
 def test_the_interpreter_is_chosen_and_said(tmp_path: Path) -> None:
     bundle = tmp_path / "env"
     (bundle / ".venv" / "bin").mkdir(parents=True)

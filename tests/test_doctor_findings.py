@@ -16,7 +16,7 @@ from envlock.driver import HostGpu, HostInfo
 from envlock.errors import NoResolution
 from envlock.lock import read_lock
 from envlock.model import Constraints
-from envlock.resolve import resolve
+from envlock.resolve import load_matrix, resolve
 from envlock.resolve.floors import host_gpus
 
 LOCK_DIR = Path(__file__).parent / "golden" / "render" / "tf2.15-system"
@@ -264,7 +264,7 @@ def test_doctor_and_resolve_agree_on_the_driver(driver: str, gpu: HostGpu, versi
     resolve, asked for that release with that driver and GPU, says a host venv runs."""
     expected = resolve(Constraints(spec=f"tensorflow=={version}"))
     host = HostInfo(driver, None, (gpu,), "NVML")
-    ctx = context(expected=expected, host=host, floor=_floor(expected, host), fits=None)
+    ctx = context(expected=expected, host=host, floor=_floor(expected, host, {}), fits=None)
     doctor = F.check_driver(ctx)[0].status
     asked = Constraints(
         spec=f"tensorflow=={version}",
@@ -286,10 +286,83 @@ def test_an_a100_on_530_fails_the_ptx_jit_floor_as_resolve_says() -> None:
     """The issue's case: doctor said PASS (>= 525.60.13, CUDA 12.2's floor) where
     resolve said the PTX JIT of CUDA 12.2 on that GPU needs >= 535.54.03."""
     host = HostInfo("530.30.02", None, (GPUS[1],), "nvidia-smi")
-    ctx = context(host=host, floor=_floor(LOCK.resolution, host))
+    ctx = context(host=host, floor=_floor(LOCK.resolution, host, {}))
     found = F.check_driver(ctx)[0]
     assert found.status == "FAIL"
     assert "older than 535.54.03" in found.cause and "PTX JIT" in found.cause
+
+
+def image_require_cuda(expected: Any) -> str:
+    """The NVIDIA_REQUIRE_CUDA of the image resolve chose (as the container sees it)."""
+    from envlock.resolve.floors import image_require
+
+    matrix = load_matrix()
+    image = next(i for i in matrix.cuda.images if i.version == expected.cuda_image_version)
+    return image_require(image)[0].text
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.sampled_from(DRIVERS), st.sampled_from(GPUS), st.sampled_from(RELEASES))
+def test_doctor_in_a_container_agrees_with_resolves_container_verdict(
+    driver: str, gpu: HostGpu, version: str
+) -> None:
+    """doctor run inside the image (its NVIDIA_REQUIRE_CUDA in the environment)
+    passes the driver exactly when resolve says the container on that GPU starts
+    and runs (forward-compatibility libraries included); a container the runtime
+    refuses to start has no doctor inside it to ask."""
+    from hypothesis import assume
+
+    expected = resolve(Constraints(spec=f"tensorflow=={version}"))
+    host = HostInfo(driver, None, (gpu,), "NVML")
+    asked = Constraints(
+        spec=f"tensorflow=={version}",
+        python=expected.python,
+        cuda_source=expected.cuda_source,
+        driver=driver,
+        gpus=host_gpus(host),
+    )
+    try:
+        answer = resolve(asked)
+    except NoResolution:
+        assume(False)  # no image of this release for this driver
+        return
+    # doctor inside the image resolve chose for this driver (the release is the same)
+    environ = {"NVIDIA_REQUIRE_CUDA": image_require_cuda(answer)}
+    floor = _floor(expected, host, environ)
+    doctor = F.check_driver(context(expected=expected, host=host, floor=floor, fits=None))[0]
+    verdict = next(
+        part.split(": ", 1)[1]
+        for r in answer.reasons
+        for part in r.split("; ")
+        if part.startswith("container on ")
+    )
+    assume(not verdict.startswith("refused"))
+    runs = verdict.startswith("starts") and "but the PTX JIT" not in verdict
+    assert (doctor.status == "PASS") == runs, (driver, gpu.name, version, doctor, verdict)
+
+
+def test_an_a100_on_an_excepted_branch_passes_in_the_container_only() -> None:
+    """TF 2.15.1 has no compiled kernel for the A100 (8.0): on a host venv 525.147.05
+    is too old for the PTX JIT of CUDA 12.2; inside the 12.2.2 image its
+    forward-compatibility libraries JIT-compile it (branch 525 is excepted)."""
+    host = HostInfo("525.147.05", None, (GPUS[1],), "NVML")
+    on_host = F.check_driver(context(host=host, floor=_floor(LOCK.resolution, host, {})))[0]
+    assert on_host.status == "FAIL" and "older than 535.54.03" in on_host.cause
+    environ = {"NVIDIA_REQUIRE_CUDA": image_require_cuda(LOCK.resolution)}
+    inside = F.check_driver(context(host=host, floor=_floor(LOCK.resolution, host, environ)))[0]
+    assert inside.status == "PASS", inside.cause
+    assert inside.cause == (
+        "driver 525.147.05 (NVML) >= 525.60.13, the floor of CUDA 12.2 (minor-version "
+        "compatibility); in this container the image's forward-compatibility libraries "
+        "JIT-compile the PTX for NVIDIA A100-SXM4-80GB (8.0) (its NVIDIA_REQUIRE_CUDA excepts "
+        "this driver branch)"
+    )
+    # a GeForce gets no forward compatibility: the same floor as on the host
+    geforce = HostInfo("525.147.05", None, (GPUS[4],), "NVML")
+    in_geforce = F.check_driver(
+        context(host=geforce, floor=_floor(LOCK.resolution, geforce, environ))
+    )[0]
+    assert in_geforce.status == "FAIL" and "older than 535.54.03" in in_geforce.cause
 
 
 def test_a_changed_python_is_one_finding_with_the_package_rows_folded() -> None:

@@ -86,19 +86,41 @@ def _fits(python: str | None, host: Any) -> Any:
     return fits
 
 
-def _floor(expected: Any, host: Any) -> Any:
+def _floor(expected: Any, host: Any, environ: dict[str, str]) -> Any:
     """The driver floor of the expected release for this host's GPUs: the function
-    resolve's why lines come from (envlock.resolve.floors.host_floor)."""
+    resolve's why lines come from (envlock.resolve.floors.host_floor), or inside a
+    container of an NVIDIA CUDA image (its NVIDIA_REQUIRE_CUDA in the environment)
+    the one resolve's container verdicts use (container_floor: forward-compatibility
+    libraries serve the PTX JIT on excepted driver branches)."""
     if expected is None or expected.framework != "tensorflow":
         return None
     from envlock.resolve import load_matrix
-    from envlock.resolve.floors import host_floor, host_gpus
+    from envlock.resolve.floors import container_floor, host_floor, host_gpus
 
     matrix = load_matrix()
     release = matrix.tensorflow.get(expected.version)
     if release is None:
         return None
-    return host_floor(release, matrix.cuda, host_gpus(host) if host is not None else ())
+    gpus = host_gpus(host) if host is not None else ()
+    require = environ.get("NVIDIA_REQUIRE_CUDA", "").strip()
+    driver = _driver_version(host)
+    if require and driver is not None:
+        from envlock.matrix.require import RequireError, parse_require
+
+        try:
+            return container_floor(release, matrix.cuda, gpus, parse_require(require), driver)
+        except RequireError:
+            pass  # not a value the runtime reads either: judged as a host venv
+    return host_floor(release, matrix.cuda, gpus)
+
+
+def _driver_version(host: Any) -> Any:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(host.driver) if host is not None else None
+    except InvalidVersion:
+        return None
 
 
 def _log_lines(name: str) -> AbstractContextManager[Any]:
@@ -191,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
             host_problem=problem,
             allow_cpu=args.allow_cpu,
             fits=_fits(lock.resolution.python if lock else None, host),
-            floor=_floor(expected, host),
+            floor=_floor(expected, host, dict(os.environ)),
             venv=target.venv_of(chosen.python),
             python=chosen.python,
             python_fits=_python_fits,

@@ -21,7 +21,7 @@ from one evaluation, so the two never disagree.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from packaging.version import Version
@@ -115,6 +115,10 @@ class HostFloor:
     toolkit: str | None  # the driver of the build's CUDA toolkit (what the PTX JIT needs)
     jit_gpus: tuple[Gpu, ...]  # the GPUs no compiled kernel serves (PTX is JIT-compiled)
     version: str  # the release, "2.15.1"
+    # in a container (container_floor): the JIT GPUs its forward-compatibility
+    # libraries serve, and the image's NVIDIA_REQUIRE_CUDA ("" on a host venv)
+    compat_gpus: tuple[Gpu, ...] = ()
+    require: str = ""
 
     @property
     def why(self) -> str:
@@ -126,6 +130,13 @@ class HostFloor:
                 f"{self.version}, so PTX from CUDA {self.cuda} is JIT-compiled, which needs "
                 f"the CUDA {self.cuda} toolkit's driver (minor-version compatibility does not "
                 "cover PTX JIT)"
+            )
+        if self.compat_gpus:
+            names = _list([_gpu_label(g) for g in self.compat_gpus], "and")
+            return (
+                f"the floor of CUDA {self.cuda} (minor-version compatibility); in this "
+                f"container the image's forward-compatibility libraries JIT-compile the PTX "
+                f"for {names} (its NVIDIA_REQUIRE_CUDA excepts this driver branch)"
             )
         return f"the floor of CUDA {self.cuda} (minor-version compatibility)"
 
@@ -144,6 +155,33 @@ def host_floor(
     )
     driver = max(row.driver_min, toolkit, key=Version) if toolkit and jit else row.driver_min
     return HostFloor(driver, release.cuda, row.driver_min, toolkit, jit, str(release.version))
+
+
+def compat_serves(require: Require, market: str | None, branch: int) -> bool:
+    """In a container of an image with this NVIDIA_REQUIRE_CUDA: whether its
+    forward-compatibility libraries JIT-compile PTX on a driver of ``branch`` for a
+    GPU of ``market`` (data-center GPUs on an excepted branch; nothing else)."""
+    return market == "datacenter" and branch in require.branches(MARKET_BRANDS["datacenter"])
+
+
+def container_floor(
+    release: TFRelease,
+    cuda_matrix: CudaMatrix,
+    gpus: Sequence[Gpu],
+    require: Require,
+    driver: Version,
+) -> HostFloor | None:
+    """``host_floor`` inside a running container of an image with ``require`` as
+    its NVIDIA_REQUIRE_CUDA, on ``driver``: GPUs the image's forward-compatibility
+    libraries serve (``compat_serves``) need no toolkit driver for the PTX JIT.
+    The container runtime already started it, so its own check is passed."""
+    host = host_floor(release, cuda_matrix, gpus)
+    if host is None:
+        return None
+    served = tuple(g for g in host.jit_gpus if compat_serves(require, g.market, driver.major))
+    jit = tuple(g for g in host.jit_gpus if g not in served)
+    floor = host.driver if jit else host.minor_min
+    return replace(host, driver=floor, jit_gpus=jit, compat_gpus=served, require=require.text)
 
 
 def host_gpus(info: HostInfo) -> tuple[Gpu, ...]:
@@ -295,7 +333,7 @@ def floors(
                 )
                 problems.append(text)
             elif jit and toolkit and driver < Version(toolkit):
-                if market == "datacenter" and branch in dc_branches:
+                if compat_serves(require, market, branch):
                     text += (
                         f"starts, and the image's forward-compatibility libraries JIT-compile "
                         f"the PTX (branch {branch} is excepted)"
