@@ -42,6 +42,7 @@ from typing import Any
 CONFIG = "notebook.json"  # beside this file in an installed shim: {"envlock": [argv...]}
 ENV_BIN = "ENVLOCK_BIN"
 EXIT_NOT_FOUND = 127  # as a shell says for a command it cannot find
+_FRAGMENT = '<div class="envlock">'  # how ENVLOCK_FORMAT=html output starts
 
 MEANINGS = {1: "a check failed", 2: "bad input", 3: "the environment failed", 130: "interrupted"}
 
@@ -301,8 +302,9 @@ class Magic:
         argv = [*command, *(with_target(args, self.python) if args else ["--help"])]
         result = run(argv, html=self.html, environ=self.environ)
         text = result.stdout
-        if self.html and text.lstrip().startswith('<div class="envlock">'):
-            self.show_html(text)
+        if self.html and text.lstrip().startswith(_FRAGMENT):
+            if text.strip() != _FRAGMENT + "\n</div>":  # an empty one: nothing to show
+                self.show_html(text)
         elif text:  # --json, --help and text mode
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
             sys.stdout.flush()
