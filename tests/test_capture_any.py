@@ -85,17 +85,24 @@ def test_capture_of_a_system_interpreter_with_a_user_site(
 ) -> None:
     python, user_site = system_python
     monkeypatch.setenv("PYTHONUSERBASE", str(user_site.parents[2]))
+    own = _metadata(python, dict(os.environ))  # its own site (the --user one is empty)
     index = _fill(make_index(), ("1.2",))
+    for name, version in own.items():  # served as they are installed
+        index.add_dist(name, version)
+    # a --user upgrade of one of its own: listed twice, the --user one imports
+    shadowed = sorted(set(own) - {"pip", "setuptools", "wheel"})[0]
+    index.add_dist(shadowed, "0.0.1")
     subprocess.run(
         [UV, "pip", "install", "-q", "--python", str(python), "--target", str(user_site),
-         "--index-url", index.url, "--no-deps", "tensorflow==2.15.1", "dep-a==1.2", "dep-c==1.0"],
+         "--index-url", index.url, "--no-deps", "tensorflow==2.15.1", "dep-a==1.2", "dep-c==1.0",
+         f"{shadowed}==0.0.1"],
         check=True,
     )  # fmt: skip
-    installed = _metadata(python, dict(os.environ))
-    assert installed["tensorflow"] == "2.15.1"  # the --user site is part of what it lists
-    others = {n: v for n, v in installed.items() if n not in ("tensorflow", "dep-a", "dep-c")}
-    for name, version in others.items():  # the interpreter's own site: served as it is
-        index.add_dist(name, version)
+    assert _metadata(python, dict(os.environ))["tensorflow"] == "2.15.1"  # the --user site counts
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
     # PYTHONPATH is this shell's, not the interpreter's: capture leaves it out
     intruder = tmp_path / "pythonpath" / "intruder-9.9.dist-info"
     intruder.mkdir(parents=True)
@@ -111,12 +118,24 @@ def test_capture_of_a_system_interpreter_with_a_user_site(
     captured = data["captured"]
     assert (captured["interpreter"], captured["venv"]) == (str(python), None)
     assert captured["python"] == ".".join(map(str, sys.version_info[:3]))
-    want = {**others, "dep-a": "1.2", "dep-c": "1.0"}
+    want = {**own, "dep-a": "1.2", "dep-c": "1.0", shadowed: "0.0.1"}
     assert captured["pins"] == [f"{n}=={v}" for n, v in sorted(want.items())]
     assert "intruder" not in stdout
+    assert (
+        f"{shadowed} {own[shadowed]} (in {purelib}) is shadowed by {shadowed} 0.0.1 (in "
+        f"{user_site}), the one that imports: that one is captured"
+    ) in data["notes"]
     locked = {p["name"]: p["version"] for p in data["packages"]}
     assert locked == {**want, "tensorflow": "2.15.1"} and data["differs"] == []
     assert data["origin"] == _captured_json(out)
+    code, stdout, err = run_cli(
+        "capture", "--venv", str(python), "-o", str(out), "--index-url", index.url
+    )
+    assert code == 0, err
+    assert (
+        f"wrote {out / 'captured.json'}: captured from {python} (outside a venv); doctor of "
+        "this bundle inspects it, restore --in-place syncs it on this machine\n"
+    ) in stdout
     assert _captured_json(out) == {
         "schema": 1,
         "interpreter": str(python),
@@ -164,6 +183,10 @@ def test_capture_given_a_venvs_bin_python(venv: Path, full: FakeIndex, tmp_path:
     assert code == 0, err
     assert _captured_json(out) == record
     assert f"captured tensorflow 2.15.1 and 2 other distributions from {venv}" in stdout
+    assert (
+        f"wrote {out / 'captured.json'}: captured from {link} (the venv {venv}); doctor and "
+        "restore of this bundle act on it on this machine\n"
+    ) in stdout
     code, _, err = run_cli("lock", "--check", str(out), "--index-url", full.url)
     assert code == 0, err  # captured.json is outside the manifest
     # and doctor, given the bundle, inspects the environment that was captured

@@ -252,6 +252,17 @@ def _print(
         + (f"; driver {driver}" if driver else "")
         + "\n"
     )
+    if origin is not None:
+        if origin["venv"]:
+            where = f"the venv {origin['venv']}); doctor and restore of this bundle act on it"
+        else:  # restore makes no new venv in place of a system interpreter
+            where = (
+                "outside a venv); doctor of this bundle inspects it, restore --in-place syncs it"
+            )
+        sys.stdout.write(
+            f"wrote {written.folder / 'captured.json'}: captured from {origin['interpreter']} "
+            f"({where} on this machine\n"
+        )
     if differs:
         sys.stdout.write("locked at other versions than installed:\n")
         for line in differs:

@@ -28,7 +28,8 @@ install (PEP 610; a freeze's ``name @ URL`` and ``-e`` lines): a local
 checkout, folder or file is on no index, and a VCS checkout's or a URL's build
 is not the index's build of the same version (``envlock.lock.freeze.left_out_why``);
 and a version that is no PEP 440 version (a distro's ``1.2ubuntu1``), which
-no index can serve.
+no index can serve. A distribution listed twice (a ``--user`` upgrade of a
+system one) is captured as the one that imports, the first listed, with a note.
 
 ``unavailable(pins, target, index)`` names the pins the index cannot serve for
 the target, each with the nearest versions it can (PEP 691 pages).
@@ -184,6 +185,11 @@ def _row(row: Installed | Sequence[Any]) -> Installed:
     return Installed(str(name), version, direct, rest[0] if rest else None)
 
 
+def _at(item: Installed) -> str:
+    said = f"{canonicalize_name(item.name)} {item.version}"
+    return f"{said} (in {item.location})" if item.location else said
+
+
 def captured_from(
     source: str,
     dists: Sequence[Installed | Sequence[Any]],
@@ -202,8 +208,18 @@ def captured_from(
     left: list[tuple[str, str]] = []  # (name or line, the note)
     said = list(notes)
     fw_direct: list[str] = []
+    first: dict[str, Installed] = {}
     for item in map(_row, dists):
         key = canonicalize_name(item.name) if item.name else ""
+        if key in first:  # importlib.metadata lists the one that imports first
+            if item.version != first[key].version:
+                said.append(
+                    f"{_at(item)} is shadowed by {_at(first[key])}, the one that "
+                    "imports: that one is captured"
+                )
+            continue
+        if key:
+            first[key] = item
         if key in fw_names:
             if item.version is None:
                 raise UsageError(
@@ -284,7 +300,13 @@ def capture_interpreter(given: Path | str, *, timeout: float = 300) -> Captured:
         if why:
             notes.append(why)
     rows = [
-        Installed(str(d["name"]), str(d["version"]), d.get("direct"), d.get("direct_url"))
+        Installed(
+            str(d["name"]),
+            str(d["version"]),
+            d.get("direct"),
+            d.get("direct_url"),
+            location=d.get("location"),
+        )
         for d in dists
     ]
     return captured_from(

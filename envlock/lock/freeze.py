@@ -117,6 +117,7 @@ class Installed:
     direct: str | None = None  # PEP 610 kind: "editable", "folder", "vcs", "url"; None: an index
     url: str | None = None  # where a direct install came from
     line: str | None = None  # the freeze line as written
+    location: str | None = None  # the site folder it is installed in (the probe's)
 
     def describe(self) -> str:
         """How a note names it: the freeze line, else "name version (url)"."""
