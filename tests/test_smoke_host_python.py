@@ -1,4 +1,5 @@
-"""``envlock smoke --host --python PATH``: the harness in another interpreter."""
+"""``envlock smoke --host --venv PATH`` (``--python`` its old name): the harness in
+another interpreter, chosen as doctor's --venv chooses it."""
 
 from __future__ import annotations
 
@@ -21,11 +22,15 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv
 
 
-@pytest.mark.parametrize("form", ["folder", "bin/python"])
-def test_a_venv_without_the_framework_is_a_clear_failure(bare_venv: Path, form: str) -> None:
+@pytest.mark.parametrize(
+    ("flag", "form"), [("--venv", "folder"), ("--venv", "bin/python"), ("--python", "folder")]
+)
+def test_a_venv_without_the_framework_is_a_clear_failure(
+    bare_venv: Path, flag: str, form: str
+) -> None:
     python = bare_venv if form == "folder" else bare_venv / "bin" / "python"
     code, out, err = run_cli(
-        "smoke", "--host", "--python", str(python), "--framework", "tensorflow",
+        "smoke", "--host", flag, str(python), "--framework", "tensorflow",
         "--allow-cpu", "--json",
     )  # fmt: skip
     assert code == 1
@@ -45,7 +50,7 @@ def test_a_venv_without_the_framework_is_a_clear_failure(bare_venv: Path, form: 
 @pytest.mark.skipif(not PY38.is_file(), reason="no pyenv 3.8.18 on this machine")
 def test_the_harness_runs_in_an_older_interpreter() -> None:
     code, out, err = run_cli(
-        "smoke", "--host", "--python", str(PY38), "--framework", "tensorflow",
+        "smoke", "--host", "--venv", str(PY38), "--framework", "tensorflow",
         "--allow-cpu", "--json",
     )  # fmt: skip
     assert code == 1, err
@@ -56,12 +61,24 @@ def test_the_harness_runs_in_an_older_interpreter() -> None:
 
 
 def test_a_missing_interpreter_is_exit_2(tmp_path: Path) -> None:
-    code, _, err = run_cli("smoke", "--host", "--python", str(tmp_path / "nope"))
+    code, _, err = run_cli("smoke", "--host", "--venv", str(tmp_path / "nope"))
     assert code == 2
-    assert f"--python {tmp_path / 'nope'}: no executable Python interpreter there" in err
+    assert f"--venv {tmp_path / 'nope'}: no venv folder or Python interpreter there" in err
     assert "Traceback" not in err
 
 
-def test_python_without_host_is_refused(bare_venv: Path) -> None:
-    code, _, err = run_cli("smoke", "some-image", "--python", str(bare_venv))
-    assert code == 2 and "--python is for --host runs" in err
+def test_a_venv_whose_interpreter_is_gone_is_named_as_such(tmp_path: Path) -> None:
+    venv = tmp_path / "gone"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /nowhere\n")
+    (venv / "bin" / "python").symlink_to("/nowhere/python3.10")
+    code, _, err = run_cli("smoke", "--host", "--venv", str(venv), "--allow-cpu")
+    assert code == 1
+    assert f"{venv / 'bin' / 'python'} is a link to /nowhere/python3.10, which no longer" in err
+    assert "Traceback" not in err
+
+
+def test_venv_without_host_is_refused(bare_venv: Path) -> None:
+    code, _, err = run_cli("smoke", "some-image", "--venv", str(bare_venv))
+    assert code == 2 and "--venv is for --host runs" in err
+    assert f"envlock smoke --host --venv {bare_venv}" in err

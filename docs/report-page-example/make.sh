@@ -12,7 +12,7 @@
 # The CPU reports committed here came from (a throwaway key; only its public
 # half is kept):
 #   envlock keygen -o /tmp/example
-#   envlock smoke --host --python VENV --framework jax --allow-cpu --json -o r.json
+#   envlock smoke --host --venv VENV --framework jax --allow-cpu --json -o r.json
 #   envlock report sign r.json --key /tmp/example.pem -o reports/NAME.intoto.json
 # The H200 reports (torch, jax) are smoke --host runs on the device (docs/gpu-run.md),
 # signed here with another throwaway key (example-h200.pub.pem); the TF 2.15.1 CPU

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,11 +37,13 @@ def register(sub: Any) -> None:
         help="default: the lock's (expect.json or the image label), else the first importable",
     )
     p.add_argument(
-        "--python",
+        "--venv",
         metavar="PATH",
-        help="with --host: the interpreter to test (a project's venv: its bin/python, or the "
-        "venv folder); default: envlock's own",
+        help="with --host: the environment to test, a venv folder or any interpreter (a "
+        "system Python, a Jupyter kernel's sys.executable), as doctor's --venv; default: "
+        "envlock's own interpreter",
     )
+    p.add_argument("--python", dest="venv", help=argparse.SUPPRESS)  # the old name
     p.add_argument("--expect", metavar="DIR", help="with --host: a bundle folder with expect.json")
     p.add_argument("--gpus", default="all", help="all (default), none, or a number of GPUs")
     p.add_argument("--allow-cpu", action="store_true", help="no GPU is a warning, not a failure")
@@ -70,18 +73,19 @@ def register(sub: Any) -> None:
 
 
 def host_python(given: str) -> str:
-    """The interpreter --python names: a file, or a venv folder's bin/python."""
-    import os
+    """The interpreter --venv names, chosen as doctor chooses it (envlock.doctor.target):
+    an interpreter file, or a venv folder's bin/python; a dangling venv interpreter
+    is named as such."""
+    from envlock.doctor.target import choose
 
     path = Path(given)
-    if path.is_dir():
-        path = path / "bin" / "python"
-    if not path.is_file() or not os.access(path, os.X_OK):
+    if not path.is_dir() and not path.is_file():
         raise UsageError(
-            f"--python {given}: no executable Python interpreter there",
-            hint="give the venv's bin/python (or the venv folder), e.g. --python .venv/bin/python",
+            f"--venv {given}: no venv folder or Python interpreter there",
+            hint="give the venv folder or an interpreter, e.g. --venv .venv or "
+            "--venv /usr/bin/python3",
         )
-    return str(path)
+    return choose(given, None, {}).python
 
 
 def run(args: argparse.Namespace) -> int:
@@ -167,15 +171,15 @@ def _check(args: argparse.Namespace) -> None:
             )
         if args.peaks:  # strict JSON (envlock.readers): a bad file is exit 2, not a FAILED run
             read_json(args.peaks, "--peaks", hint="pass a JSON list of GPU peaks")
-        if args.python:
-            host_python(args.python)
+        if args.venv:
+            host_python(args.venv)
         return
     if not args.image:
         raise UsageError("no image given", hint="envlock smoke IMAGE, or envlock smoke --host")
-    if args.python:
+    if args.venv:
         raise UsageError(
-            "--python is for --host runs (an image carries its own interpreter)",
-            hint=f"envlock smoke --host --python {args.python}",
+            "--venv is for --host runs (an image carries its own interpreter)",
+            hint=f"envlock smoke --host --venv {shlex.quote(args.venv)}",
         )
     if args.expect or args.peaks:
         raise UsageError(
@@ -192,7 +196,7 @@ def _run(args: argparse.Namespace, runner: Any, extra: list[str], log: Any) -> d
             args.allow_cpu,
             size=args.size,
             peaks_file=Path(args.peaks) if args.peaks else None,
-            python=host_python(args.python) if args.python else None,
+            python=host_python(args.venv) if args.venv else None,
             extra=extra,
             timeout=args.timeout,
             log=log,
