@@ -320,3 +320,32 @@ def test_lock_r_still_refuses_editable_lines(tmp_path: Path) -> None:
     )
     assert code == 2
     assert f"-r {freeze}: line 1: -e is not supported here" in err
+
+
+def test_direct_installs_of_a_venv_each_get_their_note() -> None:
+    """The probe's PEP 610 kinds, as captured_from takes them: an archive from a
+    local file, a URL, a VCS checkout; and a framework installed from a URL is
+    pinned from the index, with a note that it may be another build."""
+    from envlock.doctor.capture import captured_from
+    from envlock.lock.freeze import installed_line
+
+    url = "https://example.invalid/tf/tensorflow-2.15.1-cp311-cp311-manylinux_2_17_x86_64.whl"
+    got = captured_from(
+        "v",
+        [
+            installed_line(f"tensorflow @ {url}", "-r f"),
+            ("localwheel", "1.0", "url", "file:///wheels/localwheel-1.0-py3-none-any.whl"),
+            ("custom", "2.0", "url", "https://example.invalid/custom-2.0-py3-none-any.whl"),
+            ("keras", "2.15.0", None),
+        ],
+    )
+    assert (got.version, got.pins) == ("2.15.1", ("keras==2.15.0",))
+    assert got.left_out == ("custom", "localwheel")
+    assert got.notes == (
+        f"tensorflow 2.15.1 ({url}) is a direct install; the lock pins the index's "
+        "tensorflow==2.15.1, which may be another build",
+        "left out: custom 2.0 (https://example.invalid/custom-2.0-py3-none-any.whl): installed "
+        "from a URL: the index's build of that version, if any, may differ",
+        "left out: localwheel 1.0 (file:///wheels/localwheel-1.0-py3-none-any.whl): installed "
+        "from a local file: no index serves it",
+    )
