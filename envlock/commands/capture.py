@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envlock.errors import NoResolution, UsageError
+from envlock.errors import EnvironmentFailure, NoResolution, UsageError
 
 if TYPE_CHECKING:
     from envlock.bundle.folder import LockedFolder
@@ -152,8 +152,15 @@ def _record_origin(captured: Captured, folder: Path, notes: list[str]) -> dict[s
 
     if captured.interpreter is None:
         stale = folder / origin.FILE
-        if stale.exists():
-            stale.unlink()
+        if stale.exists() or stale.is_symlink():
+            try:
+                stale.unlink()
+            except OSError as e:
+                raise EnvironmentFailure(
+                    f"cannot remove {stale}: {e.strerror or e}; the bundle is written, but "
+                    "that file names the interpreter of an earlier capture",
+                    hint=f"remove it by hand: rm {shlex.quote(str(stale))}",
+                ) from None
             notes.append(
                 f"removed {stale}: it named the interpreter of an earlier capture, "
                 "and a freeze names none"
