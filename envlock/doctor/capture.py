@@ -197,10 +197,12 @@ def captured_from(
     python: str | None = None,
     build: dict[str, Any] | None = None,
     notes: Sequence[str] = (),
-    **where: Any,
+    interpreter: str | None = None,
+    venv: str | None = None,
+    probe: dict[str, Any] | None = None,
 ) -> Captured:
-    """``dists`` = Installed (or (name, version, direct kind, [url]) rows) -> Captured.
-    ``where``: Captured's interpreter, venv and probe."""
+    """``dists`` = Installed (or (name, version, direct kind, [url]) rows) -> Captured;
+    ``interpreter``, ``venv`` and ``probe`` (its document) say where they were read."""
     fw_names = framework_names(FRAMEWORK)
     found: dict[str, str] = {}
     pins: dict[str, str] = {}
@@ -282,7 +284,9 @@ def captured_from(
         build_info=build or {},
         notes=tuple(said),
         left_out=tuple(sorted({name for name, _ in left})),
-        **where,
+        interpreter=interpreter,
+        venv=venv,
+        probe=probe or {},
     )
 
 
