@@ -111,6 +111,9 @@ class Constraints:
     # --exclude-newer as a UTC instant (RFC 3339, checked by envlock.instant):
     # releases and files uploaded at or after it are left out
     exclude_newer: str | None = None
+    # --pre: pre-releases (release candidates) are candidates too, as pip's and uv's
+    # --pre; without it only a SPEC naming a pre-release admits them (PEP 440)
+    prereleases: bool = False
 
 
 # The version of the lock's recorded input ([tool.envlock.input]). 1 (no
@@ -196,6 +199,8 @@ class LockInput:
             out["index_url"] = self.index_url
         if c.exclude_newer is not None:
             out["exclude_newer"] = c.exclude_newer
+        if c.prereleases:  # a string, as every recorded value (uv's --prerelease allow)
+            out["prereleases"] = "allow"
         out["schema_version"] = INPUT_SCHEMA
         return out
 
@@ -222,6 +227,10 @@ class LockInput:
         gpus = data.get("gpus", [])
         if not isinstance(gpus, (list, tuple)):
             raise InputError("input.gpus is not a list")
+        allow = data.get("prereleases")
+        if allow not in (None, "allow"):
+            raise InputError(f'input.prereleases is {allow!r}, not "allow"')
+        prereleases = allow == "allow"
         strings = {
             key: _optional_str(data, key)
             for key in (
@@ -260,6 +269,7 @@ class LockInput:
             cuda_source=source,
             gpus=tuple(_gpu_from_dict(g, i) for i, g in enumerate(gpus)),
             exclude_newer=strings["exclude_newer"],
+            prereleases=prereleases,
         )
         legacy = dict(data) if schema == 1 else None
         return cls(constraints, tuple(pins), strings["index_url"], legacy)

@@ -81,6 +81,51 @@ Provides-Extra: and-cuda
 """
 
 
+META_2_22 = """Metadata-Version: 2.4
+Name: tensorflow
+Version: 2.22.0rc0
+Requires-Python: >=3.10
+Requires-Dist: nvidia-cublas-cu12<13.0,>=12.5.3.2; extra == "and-cuda"
+Requires-Dist: nvidia-cudnn-cu12<10.0,>=9.10.2.21; extra == "and-cuda"
+Provides-Extra: and-cuda
+"""
+
+# 2.22.0rc0's layout: build_info.py says only what kind of build it is; the facts
+# are in the CUDA and cuDNN headers (as on the real index)
+BUILD_INFO_2_22 = """import collections
+
+build_info = collections.OrderedDict([('is_cuda_build', True), ('is_rocm_build', False), \
+('is_tensorrt_build', False)])
+"""
+CUDA_CONFIG_2_22 = """#ifndef CUDA_CUDA_CONFIG_H_
+#define CUDA_CUDA_CONFIG_H_
+
+#define TF_CUDA_VERSION "12.5.1"
+#define TF_CUDART_VERSION "12"
+#define TF_CUDNN_VERSION "9"
+
+#define TF_CUDA_TOOLKIT_PATH ""
+
+#define TF_CUDA_COMPUTE_CAPABILITIES 60, 70, 80, 89, 90
+
+#endif  // CUDA_CUDA_CONFIG_H_
+"""
+CUDNN_VERSION_2_22 = """#ifndef CUDNN_VERSION_H_
+#define CUDNN_VERSION_H_
+
+#define CUDNN_MAJOR 9
+#define CUDNN_MINOR 10
+#define CUDNN_PATCHLEVEL 0
+
+#define CUDNN_VERSION (CUDNN_MAJOR * 10000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL)
+#endif /* CUDNN_VERSION_H */
+"""
+HEADERS_2_22 = {
+    "tensorflow/include/third_party/gpus/cuda/cuda_config.h": CUDA_CONFIG_2_22,
+    "tensorflow/include/external/cuda_cudnn/include/cudnn_version.h": CUDNN_VERSION_2_22,
+}
+
+
 def _meta(version: str) -> str:
     return f"Metadata-Version: 2.1\nName: tensorflow\nVersion: {version}\nRequires-Dist: six\n"
 
@@ -105,8 +150,9 @@ def build_index(idx: FakeIndex, filler: int = 0) -> FakeIndex:
         upload: str = "2024-01-01T00:00:00Z",
         yanked: bool | str = False,
         zip64: bool = False,
+        members: dict[str, str] | None = None,
     ) -> None:
-        kwargs: dict[str, object] = {}
+        kwargs: dict[str, object] = {"members": members}
         if path:
             kwargs["build_info_path"] = path
         data = make_wheel(
@@ -133,9 +179,10 @@ def build_index(idx: FakeIndex, filler: int = 0) -> FakeIndex:
         )
     add(
         _wheel("2.22.0rc0", "313", "manylinux_2_27_x86_64"),
-        META_2_21,
-        BUILD_INFO_2_21,
+        META_2_22,
+        BUILD_INFO_2_22,
         upload="2026-05-01T00:00:00Z",
+        members=HEADERS_2_22,
     )
     for py in ("36", "37", "38"):
         add(_wheel("2.3.0", py, "manylinux2010_x86_64"), _meta("2.3.0"), BUILD_INFO_2_3)
@@ -210,9 +257,26 @@ def _refresh(idx: FakeIndex, **kw: object) -> refresh_mod.RefreshResult:
 def test_rows_read_from_the_wheels(fake_index: FakeIndex) -> None:
     result = _refresh(fake_index)
     m = result.matrix
-    assert [str(r.version) for r in m.releases] == ["2.0.0", "2.2.0", "2.3.0", "2.15.1", "2.21.0"]
-    # newest upload among the rows' Linux x86_64 wheels (the rc is not a row)
-    assert m.data_version == "2026-03-06"
+    assert [str(r.version) for r in m.releases] == [
+        "2.0.0",
+        "2.2.0",
+        "2.3.0",
+        "2.15.1",
+        "2.21.0",
+        "2.22.0rc0",
+    ]
+    # newest upload among the rows' Linux x86_64 wheels (the release candidate's)
+    assert m.data_version == "2026-05-01"
+
+    # the release candidate, in the 2.22 layout: its facts from the headers
+    r = m.get("2.22.0rc0")
+    assert r is not None and r.prerelease
+    assert (r.cuda, r.cuda_full, r.cuda_from) == ("12.5", "12.5.1", "cuda_config.h")
+    assert (r.cudnn, r.cudnn_from) == ("9.10", "cudnn_version.h")
+    assert r.compute_capabilities == ("sm_60", "sm_70", "sm_80", "sm_89", "compute_90")
+    assert r.compute_capabilities_from == "cuda_config.h+inferred-ptx"
+    assert r.cuda_build
+    assert all(not x.prerelease for x in m.releases if x is not r)
 
     r = m.get("2.15.1")
     assert r is not None
@@ -347,7 +411,7 @@ def test_same_index_same_bytes(fake_index: FakeIndex, tmp_path: Path) -> None:
         assert code == 0
     assert out1.read_bytes() == out2.read_bytes()
     # and what was written loads and passes the cross-check
-    assert len(load_tensorflow(out1).releases) == 5
+    assert len(load_tensorflow(out1).releases) == 6
     # the fixture rows have unexplained Python gaps (see above): check fails, exit 1
     assert main(["matrix", "check", "--matrix", str(out1)]) == 1
 
@@ -432,12 +496,12 @@ def test_json_summary(
     out = tmp_path / "tf.toml"
     assert main(["matrix", "refresh", "--index-url", fake_index.url, "-o", str(out), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["releases"] == 5
-    assert summary["data_version"] == "2026-03-06"
+    assert summary["releases"] == 6
+    assert summary["data_version"] == "2026-05-01"  # the release candidate
     assert summary["output"] == str(out)
     # 1 page + per release the tail (a small wheel is all in it) + the and-cuda
     # projects' pages, once each although two releases name them
-    assert summary["requests"] == 1 + 5 * SMALL_WHEEL_REQUESTS + 3
+    assert summary["requests"] == 1 + 6 * SMALL_WHEEL_REQUESTS + 3
     for project in ("nvidia-cublas-cu12", "nvidia-cudnn-cu12", "nvidia-nccl-cu12"):
         assert fake_index.hits[f"/simple/{project}/"] == 1
 
@@ -696,9 +760,9 @@ def test_and_cuda_python_rules() -> None:
     assert and_cuda.and_cuda_python(["pre>=3.0rc1"], python, pages) == (python, "")
 
 
-def test_candidates_keep_final_and_post_releases_only() -> None:
-    """What the matrix can hold (envlock.matrix.tensorflow.parse): no pre-, dev- or local
-    releases, no epochs, no 1.x."""
+def test_candidates_keep_final_post_and_pre_releases_only() -> None:
+    """What the matrix can hold (envlock.matrix.tensorflow.parse): no dev- or local
+    releases, no epochs, no 1.x; release candidates are rows (flagged prerelease)."""
     tag = "cp311-cp311-manylinux_2_17_x86_64.whl"
     files = _files(
         *(
@@ -715,7 +779,7 @@ def test_candidates_keep_final_and_post_releases_only() -> None:
         )
     )
     found = refresh_mod.candidates(files)
-    assert [str(c.version) for c in found] == ["2.15.0", "2.15.0.post1"]
+    assert [str(c.version) for c in found] == ["2.15.0", "2.15.0.post1", "2.16.0rc0"]
 
 
 # -- one tag logic, one marker environment, one PEP 691 wrapper, one TOML writer ------

@@ -47,7 +47,8 @@ def matrix() -> Matrix:
 def test_every_minor_in_the_matrix_is_covered(matrix: Matrix) -> None:
     minors = {f"{r.version.major}.{r.version.minor}" for r in matrix.tensorflow.releases}
     # 2.0: CPU-only wheels; 2.1: Python 3.5-3.7 only (tests/test_resolve_python_floor.py)
-    assert minors == set(EXPECTED) | {"2.0", "2.1"}
+    # 2.22: a release candidate only (tests/test_prerelease.py)
+    assert minors == set(EXPECTED) | {"2.0", "2.1", "2.22"}
 
 
 @pytest.mark.parametrize("minor", sorted(EXPECTED, key=Version))
@@ -99,7 +100,7 @@ def test_2_0_wheels_are_cpu_only(matrix: Matrix) -> None:
 
 def test_plain_tensorflow_is_the_newest(matrix: Matrix) -> None:
     res = resolve(Constraints(), matrix)
-    newest = max(r.version for r in matrix.tensorflow.releases)
+    newest = max(r.version for r in matrix.tensorflow.releases if not r.prerelease)
     assert res.version == str(newest)
 
 
@@ -194,18 +195,18 @@ def test_yanked_release_only_when_pinned_exactly(matrix: Matrix) -> None:
     assert any("yanked" in w for w in pinned.warnings)
 
 
-def test_a_prerelease_spec_says_the_matrix_has_none(matrix: Matrix) -> None:
+def test_a_prerelease_spec_the_matrix_lacks_says_which_it_has(matrix: Matrix) -> None:
     with pytest.raises(NoResolution) as err:
-        resolve(Constraints(spec="tensorflow==2.22.0rc0"), matrix)
-    assert err.value.message == "no tensorflow release matches 'tensorflow==2.22.0rc0'"
+        resolve(Constraints(spec="tensorflow==2.23.0rc0"), matrix)
+    assert err.value.message == "no tensorflow release matches 'tensorflow==2.23.0rc0'"
     assert err.value.hint == (
-        "the matrix holds final releases only, no pre-releases; "
+        "the matrix's pre-releases are tensorflow 2.6.0rc0 to 2.22.0rc0; "
         "the matrix has tensorflow 2.0.0 to 2.21.0"
     )
-    # a pre-release row is refused when the matrix is read
+    # a dev-release row is refused when the matrix is read
     doc = matrix.tensorflow.to_dict()
-    doc["releases"][-1]["version"] = "2.22.0rc0"
-    with pytest.raises(DataError, match=r"version: expected a final or post release"):
+    doc["releases"][-1]["version"] = "2.23.0.dev20260101"
+    with pytest.raises(DataError, match=r"version: expected a final, post or pre-release"):
         tensorflow.parse(doc, "matrices/tensorflow.toml")
 
 
@@ -353,7 +354,10 @@ def test_no_release_matches(matrix: Matrix) -> None:
     with pytest.raises(NoResolution) as err:
         resolve(Constraints(spec="tensorflow==2.22"), matrix)
     assert err.value.message == "no tensorflow release matches 'tensorflow==2.22'"
-    assert err.value.hint == "the matrix has tensorflow 2.0.0 to 2.21.0"
+    assert err.value.hint == (
+        "tensorflow 2.22.0rc0 is a pre-release, used only with --pre or when pinned "
+        "(tensorflow==2.22.0rc0); the matrix has tensorflow 2.0.0 to 2.21.0"
+    )
 
 
 def test_matrix_cache_gives_the_same_matrix(

@@ -174,14 +174,18 @@ def _below_minor(spec: str, version: str) -> str:
     return str(requirement)
 
 
-def releases(spec: str, matrix: Matrix | None = None) -> list[Resolution]:
-    """The default resolution of the newest patch of each minor SPEC admits, newest first.
+def releases(
+    spec: str, matrix: Matrix | None = None, prereleases: bool = False
+) -> list[Resolution]:
+    """The default resolution of the newest patch of each minor SPEC admits, newest first
+    (``prereleases``: release candidates are candidates too, as resolve's --pre).
 
     NoResolution (exit 2) when SPEC admits nothing: resolve's own explanation."""
-    found = [resolve(Constraints(spec=spec), matrix)]
+    found = [resolve(Constraints(spec=spec, prereleases=prereleases), matrix)]
     while len(found) < 1000:
+        below = _below_minor(spec, found[-1].version)
         try:
-            found.append(resolve(Constraints(spec=_below_minor(spec, found[-1].version)), matrix))
+            found.append(resolve(Constraints(spec=below, prereleases=prereleases), matrix))
         except NoResolution:
             break
     return found
@@ -193,6 +197,7 @@ def expand(
     sources: Sequence[str] | None = None,
     repo: str = DEFAULT_REPO,
     matrix: Matrix | None = None,
+    prereleases: bool = False,
 ) -> Expansion:
     """The cells of SPEC x ``pythons`` x ``sources``, oldest release first.
 
@@ -206,7 +211,7 @@ def expand(
     cells: list[Cell] = []
     notes: list[str] = []
     impossible: list[str] = []
-    for default in reversed(releases(spec, matrix)):
+    for default in reversed(releases(spec, matrix, prereleases)):
         exact = f"tensorflow=={default.version}"
         for source in sources or (None,):
             if pythons == ALL:

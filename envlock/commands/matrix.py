@@ -218,7 +218,9 @@ def run_show(args: argparse.Namespace) -> int:
                 newest_cc,
                 r.uploaded[:10] or "-",
                 r.cuda_from,
-                "yanked" if r.yanked else ("see note" if r.note else "-"),
+                "yanked"
+                if r.yanked
+                else ("pre-release" if r.prerelease else ("see note" if r.note else "-")),
             ]
         )
     headers = ["tensorflow", "python", "and-cuda python", "cuda", "cudnn", "newest cc"]
@@ -228,6 +230,7 @@ def run_show(args: argparse.Namespace) -> int:
         f"{len(matrix.releases)} releases, data version {matrix.data_version}\n"
         "  and-cuda python: the Pythons --cuda-source pip can install ([and-cuda] wheels)\n"
         "  (cuda): CPU-only wheel; the tested-configurations table's CUDA for the series\n"
-        "  uploaded: the first wheel's upload date (UTC); remark: yanked, or a note in --json\n"
+        "  uploaded: the first wheel's upload date (UTC); remark: yanked, pre-release, or a note "
+        "in --json\n"
     )
     return EXIT_OK

@@ -71,6 +71,13 @@ def add_resolve_arguments(parser: argparse.ArgumentParser, *, spec_optional: boo
         help="ignore releases and files uploaded at or after DATE (YYYY-MM-DD: the start "
         "of that day in UTC, or an RFC 3339 timestamp), as uv's --exclude-newer",
     )
+    parser.add_argument(
+        "--pre",
+        action="store_true",
+        help="consider pre-releases (release candidates) too, as pip's and uv's --pre; "
+        "a SPEC naming one ('tensorflow==2.22.0rc0', 'tensorflow>=2.22.0rc0') admits "
+        "them without it",
+    )
 
 
 def constraints_from_args(
@@ -144,6 +151,7 @@ def constraints_from_args(
         cuda_source=args.cuda_source,
         gpus=tuple(gpus),
         exclude_newer=_exclude_newer(args),
+        prereleases=bool(getattr(args, "pre", False)),
     )
 
 

@@ -111,6 +111,10 @@ def disagreements(rel: TFRelease, tested: TestedConfigs) -> list[Disagreement]:
     version = Version(str(rel.version))
     cfg = tested.for_release(version)
     if cfg is None:
+        if rel.prerelease:
+            # upstream's table gains a series' row with its final release: a release
+            # candidate before it has nothing to disagree with (its final will)
+            return []
         series = ".".join(str(p) for p in rel.version.release[:2])
         return [Disagreement(version, "table", str(rel.version), f"no row for {series}")]
     out: list[Disagreement] = []

@@ -2,7 +2,9 @@
 
 1. The project page through the simple API with JSON (PEP 691) lists every
    file with its URL, sha256, size, upload time and yanked flag.
-2. Releases: every final 2.x version with a Linux x86_64 wheel; its Python
+2. Releases: every 2.x version (final, post and pre-release: release
+   candidates are recorded, flagged ``prerelease``; dev-releases are not) with a
+   Linux x86_64 wheel; its Python
    minors are the ``cp3X`` tags of those wheels (Python 2 wheels are left out:
    envlock targets CPython 3).
 3. Facts: from ONE wheel per release (not yanked if possible, the newest
@@ -10,7 +12,14 @@
    over HTTP range requests (``envlock.matrix.wheel_members``): the zip
    directory, ``*.dist-info/METADATA`` (Requires-Python, the
    ``and-cuda`` extra) and ``.../python/platform/build_info.py`` (CUDA, cuDNN,
-   compute capabilities; parsed with ``ast``, never executed).
+   compute capabilities; parsed with ``ast``, never executed), and the CUDA and
+   cuDNN headers where the wheel has them (``envlock.matrix.headers``): from
+   2.22.0rc0 on build_info holds none of those facts and the headers are read
+   instead (``cuda_from = "cuda_config.h"``, ``cudnn_from = "cudnn_version.h"``,
+   ``compute_capabilities_from`` saying whether the header's ``sm_``/``compute_``
+   split was stated or inferred). Where build_info and a header both state a fact
+   (CUDA major.minor, the cuDNN major, the capability numbers) they must agree,
+   or the refresh stops naming both.
 4. Where the wheel says too little (2.0/2.1 have no CUDA details, 2.2 states
    CUDA "10", build_info gives only the cuDNN major before the and-cuda extra
    existed), the tested-configurations table completes it; each row records
@@ -49,6 +58,7 @@ from packaging.version import InvalidVersion, Version
 
 from envlock.errors import DataError, EnvironmentFailure, UsageError
 from envlock.index.pep691 import IndexFile
+from envlock.matrix import headers as headers_mod
 from envlock.matrix.and_cuda import and_cuda_python
 from envlock.matrix.tensorflow import (
     GENERATED_BY,
@@ -91,6 +101,7 @@ class WheelFacts:
     build_info_path: str
     requests: int
     bytes_read: int
+    headers: headers_mod.HeaderFacts = field(default_factory=headers_mod.HeaderFacts)
 
 
 @dataclass
@@ -142,14 +153,15 @@ def _cpython3_minors(filename: str) -> tuple[str, ...]:
 
 
 def candidates(files: Iterable[IndexFile]) -> list[Candidate]:
-    """Final 2.x releases with Linux x86_64 CPython 3 wheels, sorted by version."""
+    """2.x releases (final, post, pre) with Linux x86_64 CPython 3 wheels, sorted by
+    version; dev-releases are left out."""
     by_version: dict[Version, list[tuple[IndexFile, tuple[str, ...]]]] = {}
     for f in files:
         minors = _cpython3_minors(f.filename)
         if not minors:
             continue
         version = parse_wheel_filename(f.filename)[1]
-        if version.major != 2 or version.is_prerelease or version.is_devrelease:
+        if version.major != 2 or version.is_devrelease:
             continue
         if version.local or version.epoch:
             continue  # the matrix holds neither (envlock.matrix.tensorflow.parse refuses them)
@@ -253,6 +265,9 @@ def read_wheel(sess: requests.Session, index: str, f: IndexFile) -> WheelFacts:
         text = members.build_info.decode("utf-8", errors="replace")
         build_info = parse_build_info(text, f"{f.filename}:{members.build_info_path}")
     msg = BytesHeaderParser().parsebytes(members.metadata)
+    found = headers_mod.read(
+        members.headers.get("cuda_config.h"), members.headers.get("cudnn_version.h"), f.filename
+    )
     return WheelFacts(
         requires_python=str(msg.get("Requires-Python", "") or "").strip(),
         requires_dist=tuple(str(v).strip() for v in msg.get_all("Requires-Dist", [])),
@@ -260,6 +275,7 @@ def read_wheel(sess: requests.Session, index: str, f: IndexFile) -> WheelFacts:
         build_info_path=members.build_info_path,
         requests=members.requests,
         bytes_read=members.bytes_read,
+        headers=found,
     )
 
 
@@ -325,8 +341,63 @@ def _major(value: str) -> str:
     return value.split(".")[0]
 
 
+def agree(where: str, bi: Mapping[str, Any], hdr: headers_mod.HeaderFacts) -> tuple[str, ...]:
+    """Where build_info.py and a header both state a fact, they must say the same:
+    CUDA major.minor (the major where one gives only that), the cuDNN major, the
+    capability numbers. A DataError names both files and both values; else the
+    facts compared ("cuda", "cudnn", "compute_capabilities")."""
+    compared: list[str] = []
+    info = "build_info.py"
+
+    def differ(what: str, ours: str, path: str, theirs: str) -> DataError:
+        return DataError(
+            f"{where}: {info} says {what} {ours}, {path} says {theirs}",
+            hint="the wheel contradicts itself; keep the shipped matrix and report it",
+        )
+
+    raw_cuda = str(bi.get("cuda_version") or "").strip()
+    if raw_cuda and hdr.cuda_version:
+        both = "." in raw_cuda and "." in hdr.cuda_version
+        mine = major_minor(raw_cuda) if both else _major(raw_cuda)
+        theirs = major_minor(hdr.cuda_version) if both else _major(hdr.cuda_version)
+        if mine != theirs:
+            raise differ("CUDA", raw_cuda, hdr.cuda_config_path, hdr.cuda_version)
+        compared.append("cuda")
+    raw_cudnn = str(bi.get("cudnn_version") or "").strip()
+    stated = [
+        (hdr.cuda_config_path, hdr.cudnn_major),
+        (hdr.cudnn_version_path, hdr.cudnn_version),
+    ]
+    for path, value in stated:
+        if raw_cudnn and value and _major(raw_cudnn) != _major(value):
+            raise differ("cuDNN", raw_cudnn, path, value)
+        if raw_cudnn and value and "cudnn" not in compared:
+            compared.append("cudnn")
+    if hdr.cudnn_major and hdr.cudnn_version and hdr.cudnn_major != _major(hdr.cudnn_version):
+        raise DataError(
+            f"{where}: {hdr.cuda_config_path} says cuDNN {hdr.cudnn_major}, "
+            f"{hdr.cudnn_version_path} says {hdr.cudnn_version}",
+            hint="the wheel contradicts itself; keep the shipped matrix and report it",
+        )
+    caps = bi.get("cuda_compute_capabilities") or []
+    if caps and hdr.capabilities and isinstance(caps, list):
+        mine_n = headers_mod.numbers(tuple(str(c) for c in caps))
+        if mine_n != headers_mod.numbers(hdr.capabilities):
+            raise differ(
+                "compute capabilities",
+                ", ".join(str(c) for c in caps),
+                hdr.cuda_config_path,
+                ", ".join(hdr.capabilities),
+            )
+        compared.append("compute_capabilities")
+    return tuple(compared)
+
+
 def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TFRelease:
-    """One tensorflow.toml row from the wheel's facts, completed from the table."""
+    """One tensorflow.toml row from the wheel's facts, completed from the table.
+
+    build_info.py first; what it does not state, the headers (2.22.0rc0 and later);
+    what neither states, the tested-configurations table."""
     where = f"tensorflow {cand.version} ({cand.chosen.filename})"
 
     def need_table(what: str) -> TestedConfig:
@@ -338,6 +409,8 @@ def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TF
         return cfg
 
     bi = facts.build_info
+    hdr = facts.headers
+    agree(where, bi, hdr)
     cuda_build = bool(bi.get("is_cuda_build", bool(bi.get("cuda_version"))))
     and_cuda = and_cuda_requirements(facts.requires_dist, cand.python[-1])
 
@@ -349,12 +422,16 @@ def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TF
         if _major(table.cuda) != raw_cuda:
             raise DataError(f"{where}: build_info says CUDA {raw_cuda}, the table {table.cuda}")
         cuda, cuda_full, cuda_from = table.cuda, raw_cuda, "build_info+tested-configs"
+    elif "." in hdr.cuda_version:
+        cuda, cuda_full = major_minor(hdr.cuda_version), hdr.cuda_version
+        cuda_from = "cuda_config.h"
     else:
         table = need_table("the wheel states no CUDA version")
         cuda, cuda_full, cuda_from = table.cuda, table.cuda, "tested-configs"
 
     raw_cudnn = str(bi.get("cudnn_version") or "").strip()
     pinned = _cudnn_from_and_cuda(and_cuda)
+    header_major = hdr.cudnn_major or _major(hdr.cudnn_version)
     if raw_cudnn and "." in raw_cudnn:
         cudnn, cudnn_from = major_minor(raw_cudnn), "build_info"
     elif raw_cudnn and pinned and _major(pinned) == raw_cudnn:
@@ -367,12 +444,23 @@ def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TF
                 hint="the minor cannot be completed; check matrices/tf-tested-configs.toml",
             )
         cudnn, cudnn_from = table.cudnn, "build_info+tested-configs"
+    elif hdr.cudnn_version:
+        cudnn, cudnn_from = major_minor(hdr.cudnn_version), "cudnn_version.h"
+    elif header_major and pinned and _major(pinned) == header_major:
+        cudnn, cudnn_from = pinned, "cuda_config.h+and-cuda"
     else:
         cudnn, cudnn_from = need_table("the wheel states no cuDNN version").cudnn, "tested-configs"
 
     caps = bi.get("cuda_compute_capabilities") or []
     if not isinstance(caps, list) or not all(isinstance(c, str) for c in caps):
         raise DataError(f"{where}: build_info's cuda_compute_capabilities is not a list of names")
+    caps_from = "build_info"
+    if not caps and hdr.capabilities:
+        try:
+            named, caps_from = headers_mod.split(hdr.capabilities)
+        except DataError as e:
+            raise DataError(f"{where}:{hdr.cuda_config_path}: {e.message}") from None
+        caps = list(named)
     return TFRelease(
         version=cand.version,
         python=cand.python,
@@ -383,6 +471,7 @@ def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TF
         cudnn=cudnn,
         cudnn_from=cudnn_from,
         compute_capabilities=tuple(caps),
+        compute_capabilities_from=caps_from,
         and_cuda=and_cuda,
         wheel=cand.chosen.filename,
         sha256=cand.chosen.sha256,
@@ -390,6 +479,7 @@ def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TF
         note="",
         cuda_build=cuda_build,
         uploaded=first_upload(cand.files),
+        prerelease=cand.version.is_prerelease,
     )
 
 
@@ -438,6 +528,8 @@ class RefreshResult:
     requests: int
     bytes_read: int
     seconds: float
+    # release -> the facts its build_info.py and its headers both state (and agree on)
+    cross_checked: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def refresh(
@@ -533,7 +625,13 @@ def refresh(
         releases=rows,
     )
     matrix = apply_notes(matrix, tested, notes)
+    cross_checked = {
+        str(c.version): both
+        for c in cands
+        if (both := agree(str(c.version), facts[c.version].build_info, facts[c.version].headers))
+    }
     return RefreshResult(
+        cross_checked=cross_checked,
         matrix=matrix,
         releases=len(rows),
         requests=stats.requests + 1 + len(pages),
@@ -549,5 +647,6 @@ def summary(result: RefreshResult, output: str) -> Mapping[str, Any]:
         "data_version": result.matrix.data_version,
         "requests": result.requests,
         "bytes_read": result.bytes_read,
+        "cross_checked": len(result.cross_checked),
         "seconds": round(result.seconds, 2),
     }

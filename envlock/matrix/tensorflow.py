@@ -7,8 +7,17 @@ capabilities, the ``and-cuda`` extra's requirements with the Python minors all
 of them have Linux x86_64 wheels for (``and_cuda_python``; what
 ``--cuda-source pip`` can install) and which requirement removed which minor
 (``and_cuda_python_note``), and which wheel (with its sha256) the facts were
-read from. ``*_from`` fields record where CUDA and cuDNN
-came from. The file is written by ``envlock matrix refresh``, never by hand.
+read from. ``*_from`` fields record where CUDA, cuDNN and the capabilities
+came from: build_info.py, the CUDA and cuDNN headers the wheel ships
+(``cuda_config.h``, ``cudnn_version.h``: 2.22.0rc0 and later state their facts
+only there), the and-cuda extra's pins or the tested-configurations table.
+Two keys are written only where they differ from what every row before 2.22
+says, so those rows keep their bytes: ``compute_capabilities_from`` (absent:
+``"build_info"``; ``"cuda_config.h+inferred-ptx"``: the header's bare numbers,
+split as every earlier release split them, all compiled but the last, which is
+PTX) and ``prerelease = true`` (a release candidate, used by resolve only with
+``--pre`` or a SPEC naming a pre-release). The file is written by
+``envlock matrix refresh``, never by hand.
 
 ``parse`` validates a loaded TOML document; every problem is a ``DataError``
 naming the file and the path inside it, e.g.
@@ -29,13 +38,16 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 GENERATED_BY = "envlock matrix refresh"
 
-CUDA_SOURCES = ("build_info", "build_info+tested-configs", "tested-configs")
+CUDA_SOURCES = ("build_info", "build_info+tested-configs", "cuda_config.h", "tested-configs")
 CUDNN_SOURCES = (
     "build_info",
     "build_info+and-cuda",
     "build_info+tested-configs",
+    "cudnn_version.h",
+    "cuda_config.h+and-cuda",
     "tested-configs",
 )
+CAPABILITY_SOURCES = ("build_info", "cuda_config.h", "cuda_config.h+inferred-ptx")
 
 # Shapes of values (schema.Shape): a regular expression a whole value matches
 # and how messages write it; compiled by re on first use, when a file is validated.
@@ -47,6 +59,7 @@ _WHEEL = (r"tensorflow-[^-]+-[^-]+-[^-]+-[^-]+\.whl", "tensorflow-<version>-<tag
 _TOP_FIELDS = ("schema_version", "data_version", "generated_by", "releases")
 _FIELDS = (
     "version",
+    "prerelease",
     "python",
     "requires_python",
     "cuda",
@@ -56,6 +69,7 @@ _FIELDS = (
     "cudnn_from",
     "cuda_build",
     "compute_capabilities",
+    "compute_capabilities_from",
     "and_cuda",
     "and_cuda_python",
     "and_cuda_python_note",
@@ -71,7 +85,7 @@ _FIELDS = (
 class TFRelease:
     """One TensorFlow release as its Linux x86_64 wheel describes it."""
 
-    version: Version  # a final or post release in canonical form (validated by parse)
+    version: Version  # a final, post or pre-release in canonical form (validated by parse)
     python: tuple[str, ...]  # "3.9", "3.10", ... sorted by minor
     requires_python: str
     cuda: str  # major.minor
@@ -93,10 +107,13 @@ class TFRelease:
     # when the release reached the index: the earliest PEP 691 upload-time of its Linux
     # x86_64 wheels, RFC 3339 in UTC ("" when the index stated none)
     uploaded: str = ""
+    compute_capabilities_from: str = "build_info"  # one of CAPABILITY_SOURCES
+    prerelease: bool = False  # a release candidate (the version's own pre-release part)
 
     def to_dict(self) -> dict[str, Any]:
-        """The TOML/JSON shape, fields in the schema's order."""
-        return {
+        """The TOML/JSON shape, fields in the schema's order; ``prerelease`` and
+        ``compute_capabilities_from`` only where they are not the default."""
+        out: dict[str, Any] = {
             "version": str(self.version),
             "python": list(self.python),
             "requires_python": self.requires_python,
@@ -107,6 +124,7 @@ class TFRelease:
             "cudnn_from": self.cudnn_from,
             "cuda_build": self.cuda_build,
             "compute_capabilities": list(self.compute_capabilities),
+            "compute_capabilities_from": self.compute_capabilities_from,
             "and_cuda": list(self.and_cuda),
             "and_cuda_python": list(self.and_cuda_python),
             "and_cuda_python_note": self.and_cuda_python_note,
@@ -116,6 +134,11 @@ class TFRelease:
             "yanked": self.yanked,
             "note": self.note,
         }
+        if self.compute_capabilities_from == "build_info":
+            del out["compute_capabilities_from"]
+        if self.prerelease:
+            out = {"version": out.pop("version"), "prerelease": True, **out}
+        return out
 
 
 @dataclass(frozen=True)
@@ -171,11 +194,18 @@ def _release(c: Checker, raw: Any, path: str) -> TFRelease:
     raw_version = row["version"]
     if checked.major != 2:
         raise c.fail(f"{path}.version", f"expected a 2.x release, got {show(raw_version)}")
-    if checked.is_prerelease or checked.local or checked.epoch or str(checked) != raw_version:
+    if checked.is_devrelease or checked.local or checked.epoch or str(checked) != raw_version:
         raise c.fail(
             f"{path}.version",
-            f"expected a final or post release in canonical form (as {str(checked)!r} "
-            f"without pre-, dev- or local parts), got {show(raw_version)}",
+            f"expected a final, post or pre-release in canonical form (as {str(checked)!r} "
+            f"without dev- or local parts), got {show(raw_version)}",
+        )
+    prerelease = c.boolean(row, "prerelease", path, default=False)
+    if prerelease != checked.is_prerelease:
+        raise c.fail(
+            f"{path}.prerelease",
+            f"expected {'true' if checked.is_prerelease else 'false (or absent)'} for "
+            f"{show(raw_version)}",
         )
 
     python = c.strings(row, "python", path, PYTHON_MINOR)
@@ -199,6 +229,10 @@ def _release(c: Checker, raw: Any, path: str) -> TFRelease:
     cudnn_from = c.choice(row, "cudnn_from", path, CUDNN_SOURCES)
 
     caps = c.strings(row, "compute_capabilities", path, _CAPABILITY)
+    if "compute_capabilities_from" in row:
+        caps_from = c.choice(row, "compute_capabilities_from", path, CAPABILITY_SOURCES)
+    else:
+        caps_from = "build_info"
     and_cuda = c.strings(row, "and_cuda", path)
     for i, line in enumerate(and_cuda):
         req = c.requirement(line, f"{path}.and_cuda[{i}]")
@@ -236,6 +270,8 @@ def _release(c: Checker, raw: Any, path: str) -> TFRelease:
         yanked=c.boolean(row, "yanked", path, default=False),
         note=c.string(row, "note", path, required=False, empty=True),
         cuda_build=c.boolean(row, "cuda_build", path, default=True),
+        compute_capabilities_from=caps_from,
+        prerelease=prerelease,
     )
 
 

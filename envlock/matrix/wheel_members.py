@@ -1,4 +1,10 @@
-"""The two members ``matrix refresh`` reads from a remote wheel.
+"""The members ``matrix refresh`` reads from a remote wheel.
+
+``*.dist-info/METADATA`` and ``python/platform/build_info.py`` always; the CUDA
+configuration header (``include/third_party/gpus/cuda/cuda_config.h``) and the
+cuDNN version header (``include/external/cuda_cudnn/include/cudnn_version.h``)
+where the wheel ships them (every CUDA build since 2.1x; TensorFlow 2.22.0rc0
+and later state their CUDA, cuDNN and compute capabilities only there).
 
 The standard ``zipfile.ZipFile`` over ``RangeFile``, a file object whose reads
 become HTTP range requests: the tail, the central directory, then each member's
@@ -16,13 +22,23 @@ import struct
 import sys
 import zipfile
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from envlock.errors import DataError, EnvlockError
 from envlock.matrix.rangefile import Fetch, RangeFile
 
 METADATA_SUFFIX = ".dist-info/METADATA"
 BUILD_INFO_SUFFIX = "/python/platform/build_info.py"
+# below the package folder (tensorflow/, tensorflow_core/), preferred first
+CUDA_CONFIG_PATHS = (
+    "include/third_party/gpus/cuda/cuda_config.h",
+    "include/external/local_config_cuda/cuda/cuda/cuda_config.h",
+)
+CUDNN_VERSION_PATHS = (
+    "include/external/cuda_cudnn/include/cudnn_version.h",
+    "include/third_party/gpus/cudnn/include/cudnn_version.h",
+)
+HEADERS = {"cuda_config.h": CUDA_CONFIG_PATHS, "cudnn_version.h": CUDNN_VERSION_PATHS}
 
 
 @dataclass(frozen=True)
@@ -32,6 +48,8 @@ class WheelMembers:
     build_info_path: str
     requests: int
     bytes_read: int
+    # "cuda_config.h" / "cudnn_version.h" -> (member path, bytes), for those the wheel has
+    headers: dict[str, tuple[str, bytes]] = field(default_factory=dict)
 
 
 def pick(names: list[str]) -> tuple[str | None, str | None]:
@@ -46,6 +64,20 @@ def pick(names: list[str]) -> tuple[str | None, str | None]:
     )
 
 
+def pick_headers(names: list[str], build_info: str | None) -> dict[str, str]:
+    """The headers ``HEADERS`` names, below the package folder build_info.py is in
+    (``tensorflow/`` when the wheel has none): the first path of each that exists."""
+    root = build_info[: -len(BUILD_INFO_SUFFIX)] if build_info else "tensorflow"
+    present = set(names)
+    out: dict[str, str] = {}
+    for key, paths in HEADERS.items():
+        for rel in paths:
+            if f"{root}/{rel}" in present:
+                out[key] = f"{root}/{rel}"
+                break
+    return out
+
+
 def read_members(fetch: Fetch, filename: str) -> WheelMembers:
     """METADATA and build_info.py (see ``pick``) of one remote wheel."""
     file = RangeFile(fetch, filename)
@@ -58,11 +90,16 @@ def read_members(fetch: Fetch, filename: str) -> WheelMembers:
         else:
             zf = zipfile.ZipFile(file)
         with zf:
-            metadata, info = pick(zf.namelist())
+            names = zf.namelist()
+            metadata, info = pick(names)
             if metadata is None:
                 raise DataError(f"{filename}: no .dist-info/METADATA in the wheel")
             member = info or ""
             info_bytes = zf.read(info) if info else None
+            headers: dict[str, tuple[str, bytes]] = {}
+            for key, path in pick_headers(names, info).items():
+                member = path
+                headers[key] = (path, zf.read(path))
             member = metadata
             metadata_bytes = zf.read(metadata)
     except EnvlockError:
@@ -91,4 +128,5 @@ def read_members(fetch: Fetch, filename: str) -> WheelMembers:
         build_info_path=info or "",
         requests=file.requests,
         bytes_read=file.bytes_read,
+        headers=headers,
     )

@@ -132,17 +132,33 @@ def image_warnings(cuda_matrix: CudaMatrix, placement: Placement) -> list[str]:
 # ---------------------------------------------------------------- when nothing fits
 
 
-def no_match(spec: Spec, newest_first: Sequence[TFRelease]) -> NoResolution:
-    """No release matches the SPEC itself."""
+def no_match(
+    spec: Spec, newest_first: Sequence[TFRelease], prereleases: bool = False
+) -> NoResolution:
+    """No release matches the SPEC itself (``newest_first``: every row, pre-releases
+    included; ``prereleases``: whether they were candidates)."""
     inside = [r for r in newest_first if spec.admits(r.version)]
-    yanked = [r for r in inside if r.yanked]
-    finals = [r for r in newest_first if not r.yanked]
+    yanked = [r for r in inside if r.yanked and (prereleases or not r.prerelease)]
+    candidates = [r for r in inside if r.prerelease and not r.yanked and not prereleases]
+    finals = [r for r in newest_first if not r.yanked and not r.prerelease]
     hints: list[str] = []
+    if candidates:
+        newest = candidates[0].version
+        hints.append(
+            f"tensorflow {newest} is a pre-release, used only with --pre or when pinned "
+            f"(tensorflow=={newest})"
+        )
     if yanked:
         pins = ", ".join(f"tensorflow=={r.version}" for r in yanked[:3])
         hints.append(f"yanked releases are used only when pinned exactly ({pins})")
-    if spec.prereleases:
-        hints.append("the matrix holds final releases only, no pre-releases")
+    if spec.prereleases and not inside:
+        pres = [r for r in newest_first if r.prerelease]
+        if pres:
+            hints.append(
+                f"the matrix's pre-releases are tensorflow {pres[-1].version} to {pres[0].version}"
+            )
+        else:
+            hints.append("the matrix holds no pre-releases")
     if spec.epoch:
         hints.append("tensorflow releases are all in epoch 0; drop the 'N!' part")
     if spec.local:

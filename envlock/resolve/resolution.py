@@ -22,7 +22,7 @@ from envlock.resolve.explain import (
 )
 from envlock.resolve.floors import floors
 from envlock.resolve.placement import Placement
-from envlock.resolve.spec import FRAMEWORK
+from envlock.resolve.spec import FRAMEWORK, Spec
 from envlock.resolve.stages import Stage, stages_for
 
 
@@ -34,7 +34,10 @@ def resolve(constraints: Constraints, matrix: Matrix | None = None) -> Resolutio
     if cuda_matrix is None:
         raise DataError("matrices/cuda.toml: not available", hint="reinstall envlock")
     checked = check(constraints, cuda_matrix, gpu_matrix=matrix.gpus)
-    newest_first = sorted(matrix.tensorflow.releases, key=lambda r: r.version, reverse=True)
+    every = sorted(matrix.tensorflow.releases, key=lambda r: r.version, reverse=True)
+    # pre-releases only with --pre or a SPEC naming one, as pip and uv (PEP 440)
+    pre = prereleases_allowed(checked.spec, constraints)
+    newest_first = [r for r in every if pre or not r.prerelease]
 
     # 1. the SPEC itself; yanked releases only when pinned exactly (PEP 592)
     matched = [
@@ -43,7 +46,7 @@ def resolve(constraints: Constraints, matrix: Matrix | None = None) -> Resolutio
         if checked.spec.admits(r.version) and not (r.yanked and r.version != checked.spec.exact)
     ]
     if not matched:
-        raise no_match(checked.spec, newest_first)
+        raise no_match(checked.spec, every, pre)
 
     # 2. the other constraints, in the order they are reported
     stages, image = stages_for(checked, constraints, cuda_matrix)
@@ -64,6 +67,13 @@ def resolve(constraints: Constraints, matrix: Matrix | None = None) -> Resolutio
     placement = image.place(chosen)
     assert isinstance(placement, Placement)
     return _resolution(chosen, placement, checked, constraints, matrix, cuda_matrix, removed_by)
+
+
+def prereleases_allowed(spec: Spec, constraints: Constraints) -> bool:
+    """Whether pre-releases are candidates: --pre, or a SPEC naming one
+    (``==2.22.0rc0``, ``>=2.22.0rc0``, ``===2.22.0rc0``), as pip and uv decide."""
+    exact_pre = spec.exact is not None and spec.exact.is_prerelease
+    return constraints.prereleases or spec.prereleases or exact_pre
 
 
 def _nothing_fits(
@@ -99,6 +109,9 @@ def _resolution(
     if checked.spec.widened:
         first += f" (read as {FRAMEWORK}{checked.spec.shown}: ==X.Y means the X.Y series)"
     reasons.append(first)
+    if release.prerelease:
+        why = "--pre was given" if constraints.prereleases else "the SPEC names a pre-release"
+        reasons.append(f"tensorflow {release.version} is a pre-release, a candidate because {why}")
     for name, removed in removed_by.items():
         newer = [(r, why) for r, why in removed if r.version > release.version]
         if newer:

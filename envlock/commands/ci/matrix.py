@@ -36,6 +36,12 @@ def _cell_arguments(p: argparse.ArgumentParser) -> None:
         "picks for the release",
     )
     p.add_argument(
+        "--pre",
+        action="store_true",
+        help="consider pre-releases (release candidates) too, as `envlock resolve --pre`; "
+        "a SPEC naming one admits them without it",
+    )
+    p.add_argument(
         "--repo",
         metavar="REPO",
         help="image repository of the cells' tags (REPO:<cell-id>); default envlock/tensorflow",
@@ -132,6 +138,7 @@ def _expand(args: argparse.Namespace) -> Expansion:
         parse_pythons(args.python),
         parse_sources(args.cuda_source),
         args.repo or DEFAULT_REPO,
+        prereleases=args.pre,
     )
     for note in expansion.notes:
         sys.stderr.write(f"envlock: note: {note}\n")
