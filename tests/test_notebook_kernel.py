@@ -1,0 +1,236 @@
+"""The upgrade story inside real Jupyter kernels (issue #22, "Must show").
+
+A venv with TensorFlow 2.15.1 (CPU) and ipykernel is made with uv, the
+``%envlock`` extension is installed into it with ``envlock notebook install``,
+and jupyter_client (ipykernel's own dependency, so the driver runs on the
+kernel venv's Python; envlock's test venv needs nothing new) starts kernels
+and runs cells in them, as a notebook would:
+
+1. kernel "base": ``%envlock capture``; the platform upgrade, simulated by
+   ``%pip install numpy==2.0.2`` (TensorFlow 2.15.1 needs numpy<2: its import
+   breaks, as after a real upgrade; a TensorFlow upgrade would download another
+   ~600 MB for the same story); ``%envlock doctor`` names numpy's drift;
+   ``%envlock restore --kernel tf215`` builds a new venv and registers it.
+2. kernel "tf215", started from the kernelspec restore wrote: ``import
+   tensorflow`` gives 2.15.1, and ``%envlock doctor`` of it passes.
+3. another "base" kernel: ``%envlock restore --in-place`` puts numpy 1.26.4 back
+   into the running kernel's own environment, ``--undo`` puts 2.0.2 back.
+
+Every install (the kernel venv, restore's new venv, the in-place sync) shares
+one uv cache, so TensorFlow is downloaded once per run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envlock.cli import main
+
+# real TensorFlow installs (one download, then uv's cache), a capture, two doctor
+# runs and restore's smoke test, in three kernels: minutes, not seconds
+pytestmark = [pytest.mark.network, pytest.mark.slow]
+
+DRIVER = r"""
+import json, sys
+from jupyter_client.manager import start_new_kernel
+
+plan = json.load(sys.stdin)
+results = []
+for session in plan:
+    km, kc = start_new_kernel(kernel_name=session["kernel"], startup_timeout=180)
+    cells = []
+    try:
+        for code in session["cells"]:
+            out = {"code": code, "stdout": "", "stderr": "", "html": [], "plain": [], "error": None}
+
+            def hook(msg, out=out):
+                kind, content = msg["msg_type"], msg["content"]
+                if kind == "stream":
+                    out[content["name"]] += content["text"]
+                elif kind in ("display_data", "execute_result"):
+                    data = content["data"]
+                    if "text/html" in data:
+                        out["html"].append(data["text/html"])
+                    else:
+                        out["plain"].append(data.get("text/plain", ""))
+                elif kind == "error":
+                    out["error"] = content["ename"] + ": " + content["evalue"]
+
+            reply = kc.execute_interactive(
+                code, timeout=1200, output_hook=hook,
+                user_expressions={"exit": "globals().get('_envlock_exit')"},
+            )
+            found = reply["content"].get("user_expressions", {}).get("exit", {})
+            out["exit"] = found.get("data", {}).get("text/plain")
+            cells.append(out)
+            sys.stderr.write("cell done: %r exit %s\n" % (code[:60], out["exit"]))
+            sys.stderr.flush()
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    results.append(cells)
+json.dump(results, sys.stdout)
+"""
+
+
+def _uv() -> str:
+    from envlock.lock.uv import uv_bin
+
+    return str(uv_bin())
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The kernel venv (TensorFlow 2.15.1, ipykernel) and the folders every step
+    shares: one uv cache, Jupyter's data dir, envlock's data dir."""
+    from envlock.index.config import index_url
+
+    root = tmp_path_factory.mktemp("notebook-kernel")
+    env = {
+        **os.environ,
+        "UV_CACHE_DIR": str(root / "uv-cache"),  # the one cache of this module
+        "UV_SYSTEM_CERTS": "1",
+        "JUPYTER_DATA_DIR": str(root / "jupyter-data"),
+        "JUPYTER_CONFIG_DIR": str(root / "jupyter-config"),
+        "IPYTHONDIR": str(root / "ipython"),
+        "XDG_DATA_HOME": str(root / "data"),
+        "HOME": str(root / "home"),
+    }
+    env.pop("VIRTUAL_ENV", None)
+    (root / "home").mkdir()
+    venv = root / "base"
+    subprocess.run(
+        [_uv(), "venv", "-q", "--seed", "--python", "/usr/bin/python3.11", str(venv)],
+        env=env,
+        check=True,
+    )
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [_uv(), "pip", "install", "-q", "--python", str(python), "--index-url", index_url(None)]
+        + ["tensorflow==2.15.1", "ipykernel"],
+        env=env,
+        check=True,
+        timeout=1200,
+    )
+    spec = Path(env["JUPYTER_DATA_DIR"]) / "kernels" / "base"
+    spec.mkdir(parents=True)
+    argv = [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    doc = {"argv": argv, "display_name": "base (TensorFlow 2.15.1)", "language": "python"}
+    (spec / "kernel.json").write_text(json.dumps(doc), encoding="utf-8")
+    return {"root": root, "env": env, "python": python}
+
+
+def _cells(world: dict[str, Any], plan: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Run each session's cells in a new kernel of its kernelspec; their outputs."""
+    driver = world["root"] / "driver.py"
+    driver.write_text(DRIVER, encoding="utf-8")
+    done = subprocess.run(
+        [str(world["python"]), str(driver)],
+        input=json.dumps(plan),
+        capture_output=True,
+        text=True,
+        env=world["env"],
+        cwd=world["root"],
+        timeout=2400,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    result: list[list[dict[str, Any]]] = json.loads(done.stdout)
+    # every cell's outputs, for reading when an assertion fails
+    (world["root"] / "cells.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+    return result
+
+
+def _envlock_ran(cell: dict[str, Any], code: int) -> str:
+    """The cell's HTML (one envlock fragment), after checking its exit status."""
+    assert cell["error"] is None, cell
+    assert cell["exit"] == str(code), cell
+    assert len(cell["html"]) == 1, cell
+    html: str = cell["html"][0]
+    assert html.startswith('<div class="envlock">'), html[:200]
+    return html
+
+
+def test_capture_upgrade_doctor_restore_kernel_in_place_and_undo(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, python = world["root"], str(world["python"])
+    monkeypatch.setenv("XDG_DATA_HOME", world["env"]["XDG_DATA_HOME"])
+    assert main(["notebook", "install", "--venv", python, "--json"]) == 0
+    installed = json.loads(capsys.readouterr().out)
+    assert Path(installed["loads"]).is_relative_to(Path(world["env"]["XDG_DATA_HOME"]))
+    env_dir, tf215 = root / "env", root / "tf215"
+
+    [first, second, third] = _cells(
+        world,
+        [
+            {
+                "kernel": "base",
+                "cells": [
+                    "%load_ext envlock",
+                    f"%envlock capture -o {env_dir}",
+                    "%pip install -q numpy==2.0.2",
+                    f"%envlock doctor --lock {env_dir} --allow-cpu",
+                    f"%envlock restore {env_dir} --kernel tf215 --venv {tf215} --allow-cpu",
+                    f"%envlock notebook install --venv {tf215}",
+                ],
+            },
+            {
+                "kernel": "tf215",
+                "cells": [
+                    "import sys, tensorflow as tf; print(tf.__version__, sys.prefix)",
+                    "%load_ext envlock",
+                    f"%envlock doctor --lock {env_dir} --allow-cpu",
+                ],
+            },
+            {
+                "kernel": "base",
+                "cells": [
+                    "%load_ext envlock",
+                    f"%envlock restore {env_dir} --in-place --allow-cpu",
+                    "import numpy; print(numpy.__version__)",
+                    f"%envlock restore {env_dir} --undo",
+                    "from importlib.metadata import version; print(version('numpy'))",
+                ],
+            },
+        ],
+    )
+    load, capture, upgrade, doctor, restore, install = first
+    assert load["error"] is None and load["stderr"] == "", load
+    html = _envlock_ran(capture, 0)
+    assert "captured tensorflow 2.15.1" in html and f"from {python}" in html, html
+    locked = (env_dir / "requirements.txt").read_text(encoding="utf-8")
+    assert "\nnumpy==1.26.4 " in locked and "\nipykernel==" in locked
+    # the extension is no distribution: the capture is clean
+    assert not [line for line in locked.splitlines() if line.startswith("envlock")]
+    assert upgrade["error"] is None, upgrade
+    # doctor: a FAIL naming numpy's drift from the lock (exit 1, printed under the table)
+    html = _envlock_ran(doctor, 1)
+    assert "numpy" in html and "2.0.2" in html and "1.26.4" in html, html
+    assert "envlock exited with status 1 (a check failed)" in doctor["stderr"]
+    html = _envlock_ran(restore, 0)
+    assert "registered the Jupyter kernel tf215" in html, html
+    _envlock_ran(install, 0)
+
+    imported, load, doctor = second
+    assert imported["error"] is None, imported
+    version, prefix = imported["stdout"].split()
+    assert version == "2.15.1"
+    assert Path(prefix).resolve() == tf215.resolve()
+    assert load["error"] is None, load
+    html = _envlock_ran(doctor, 0)
+    assert "FAIL" not in html, html
+
+    load, in_place, numpy_now, undo, numpy_back = third
+    assert load["error"] is None, load
+    html = _envlock_ran(in_place, 0)
+    assert "numpy 2.0.2 -&gt; 1.26.4" in html, html
+    assert "restart the Jupyter kernel" in html
+    assert numpy_now["stdout"].strip() == "1.26.4", numpy_now
+    _envlock_ran(undo, 0)
+    assert numpy_back["stdout"].strip() == "2.0.2", numpy_back
