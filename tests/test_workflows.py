@@ -32,9 +32,23 @@ def test_ci_runs_the_readmes_test_command() -> None:
 def test_scheduled_refresh_runs_matrix_refresh_and_check_with_real_flags() -> None:
     text = (ROOT / ".github" / "workflows" / "matrix-refresh.yml").read_text()
     assert re.search(r"^  schedule:\n    - cron: ", text, re.M)
-    commands = re.findall(r"run: \.venv/bin/envlock (matrix .+)$", text, re.M)
-    assert [c.split()[:2] for c in commands] == [["matrix", "refresh"], ["matrix", "check"]]
+    commands = re.findall(r"\.venv/bin/envlock (matrix [^>|\n]+?)\s*(?:[0-9]?>|\||$)", text, re.M)
+    assert [c.split()[:3] for c in commands] == [
+        ["matrix", "refresh", "--check"],  # the canary: exit 1 when behind the index
+        ["matrix", "refresh", "-o"],
+        ["matrix", "check", "--matrix"],
+    ]
     parser = build_parser()
     for command in commands:
         args = parser.parse_args(shlex.split(command))  # argparse exits on an unknown flag
         assert args.matrix_command in ("refresh", "check")
+    # the pull request with the refreshed matrix, opened by the job's own token
+    assert "gh pr create" in text and "pull-requests: write" in text
+
+
+def test_the_workflows_actions_are_pinned_by_commit_sha() -> None:
+    text = (ROOT / ".github" / "workflows" / "matrix-refresh.yml").read_text()
+    uses = re.findall(r"uses: (\S+)", text)
+    assert len(uses) == 3
+    for ref in uses:
+        assert re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+@[0-9a-f]{40}", ref), ref

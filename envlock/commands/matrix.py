@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,13 @@ def register(subparsers: Any) -> None:
         "--notes-only",
         action="store_true",
         help="offline: only re-apply matrices/tf-notes.toml to the existing file",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing: compare the index with the matrix (-o FILE, default the shipped "
+        "one) and exit 1 naming each release or release candidate it lacks and each row "
+        "that differs",
     )
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     p.set_defaults(func=run_refresh)
@@ -121,9 +129,16 @@ def run_refresh(args: argparse.Namespace) -> int:
     if jobs < 1 or jobs > 64:
         raise UsageError(f"--jobs {jobs} is out of range", hint="use a number from 1 to 64")
     out_path: Path = args.output or _default_output()
+    if args.check and args.notes_only:
+        raise UsageError(
+            "--check and --notes-only do not go together",
+            hint="--check reads the index; --notes-only works offline on the file",
+        )
     table = tested.load()
     notes = check.load_notes()
 
+    if args.check:
+        return _check_refresh(args, out_path, table, notes, jobs)
     if args.notes_only:
         current = load_tensorflow(out_path)
         updated = check.apply_notes(current, table, notes)
@@ -152,6 +167,43 @@ def run_refresh(args: argparse.Namespace) -> int:
         rows = [[k.replace("_", " "), str(v)] for k, v in summary.items()]
         sys.stdout.write(output.table(["refresh", "value"], rows))
     return EXIT_OK
+
+
+def _check_refresh(
+    args: argparse.Namespace, matrix_path: Path, table: Any, notes: Any, jobs: int
+) -> int:
+    """``refresh --check``: the matrix at ``matrix_path`` against a fresh refresh."""
+    from envlock import output
+    from envlock.index.config import index_url
+    from envlock.matrix import load_tensorflow
+    from envlock.matrix import refresh as refresh_mod
+
+    shipped = load_tensorflow(args.output)  # None: the shipped file, read as resolve does
+    index = index_url(args.index_url)
+    show_progress = not args.json and output.stderr_is_tty()
+    with _Progress(show_progress) as progress:
+        result = refresh_mod.refresh(index, tested=table, notes=notes, jobs=jobs, progress=progress)
+    found = refresh_mod.drift(shipped, result.matrix)
+    if args.json:
+        summary = dict(refresh_mod.summary(result, str(matrix_path)))
+        summary.pop("output")
+        output.emit_json({"matrix": str(matrix_path), **found.to_dict(), **summary})
+        return EXIT_OK if found.current else EXIT_CHECK_FAILED
+    if found.current:
+        sys.stdout.write(
+            f"current: {matrix_path} has every one of the {result.releases} tensorflow "
+            f"releases and release candidates on the index, row for row\n"
+        )
+        return EXIT_OK
+    for line in found.lines():
+        sys.stdout.write(line + "\n")
+    sys.stderr.write(
+        f"envlock: check failed: {len(found.new)} new, {len(found.changed)} differing, "
+        f"{len(found.gone)} gone: {matrix_path} is not what the index says today\n"
+        f"  hint: run 'envlock matrix refresh -o {shlex.quote(str(matrix_path))}', review the "
+        "diff and commit it\n"
+    )
+    return EXIT_CHECK_FAILED
 
 
 def run_check(args: argparse.Namespace) -> int:
