@@ -8,14 +8,15 @@ in a ``.pth`` file of PY's site-packages (no dist-info: pip freeze and capture d
 not see it), with the envlock executable that installed it recorded beside them.
 
 ``%envlock COMMAND ...`` runs that envlock, outside the kernel, with the line
-split as a shell would (shlex). For the commands that inspect or change the
-kernel's own environment (capture, doctor, restore --in-place/--undo, smoke
---host, notebook install/uninstall) ``--venv sys.executable`` (``--python`` for
-smoke) is added unless the line names a target itself. In a kernel the output is
-shown as HTML (envlock's ENVLOCK_FORMAT=html), elsewhere as text; progress on
-stderr is shown as it comes. The exit status is ``_envlock_exit`` in the user's
-namespace (as IPython's ``_exit_code`` after ``!cmd``) and the whole result
-``_envlock``; a status other than 0 is also printed. Nothing is raised.
+split as a shell would (shlex; ``~`` is the home folder; ``# ...`` a comment).
+For the commands that inspect or change the kernel's own environment (capture,
+doctor, restore --in-place/--undo, smoke --host, notebook install/uninstall)
+``--venv sys.executable`` (``--python`` for smoke) is added unless the line
+names a target itself. In a kernel the output is shown as HTML (envlock's
+ENVLOCK_FORMAT=html), elsewhere as text; progress on stderr is shown as it
+comes. The exit status is ``_envlock_exit`` in the user's namespace (as
+IPython's ``_exit_code`` after ``!cmd``) and the whole result ``_envlock``; a
+status other than 0 is also printed. Nothing is raised.
 
 Which envlock runs, first found: ``%envlock --use PATH`` (for this session),
 ``$ENVLOCK_BIN``, the one ``envlock notebook install`` recorded, envlock's own
@@ -107,6 +108,34 @@ def with_target(args: list[str], python: str) -> list[str]:
     if command == "smoke" and not _given(rest, "--host"):
         return list(args)  # an image
     return [command, flag, python, *rest]
+
+
+def _uncommented(line: str) -> str:
+    """``line`` up to a ``#`` that starts a word outside quotes, as a shell reads it
+    (shlex's comments=True would also cut ``a#b``)."""
+    quote, escaped, word_start = "", False, True
+    for at, char in enumerate(line):
+        if escaped:
+            escaped, word_start = False, False
+        elif char == "\\" and quote != "'":
+            escaped, word_start = True, False
+        elif quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote, word_start = char, False
+        elif char.isspace():
+            word_start = True
+        elif char == "#" and word_start:
+            return line[:at]
+        else:
+            word_start = False
+    return line
+
+
+def _home(word: str) -> str:
+    """A word that starts with ``~`` or ``~user`` with the home folder in its place,
+    as a shell does (shlex does not)."""
+    return os.path.expanduser(word) if word.startswith("~") else word
 
 
 def _runnable(argv: list[str]) -> list[str] | None:
@@ -271,10 +300,11 @@ class Magic:
 
     def __call__(self, line: str) -> None:
         try:
-            args = shlex.split(line)
+            args = shlex.split(_uncommented(line))
         except ValueError as e:
             sys.stderr.write(f"envlock: error: %envlock {line}: {e}\n  hint: quote as in a shell\n")
             return self._done(None, 2)
+        args = [_home(a) for a in args]
         if args[:1] == ["envlock"]:  # a command envlock printed, with % put in front
             args = args[1:]
         if args[:1] == ["--use"] or (args and args[0].startswith("--use=")):

@@ -77,6 +77,21 @@ def test_the_kernels_interpreter_is_named_where_the_command_acts_on_it(
     assert with_target(args, KERNEL) == shlex.split(want if want is not None else line)
 
 
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("doctor --lock env   # what changed", ["doctor", "--lock", "env"]),
+        ("doctor --lock 'my # env' # note", ["doctor", "--lock", "my # env"]),
+        ('doctor --lock "a \\" #b" x', ["doctor", "--lock", 'a " #b', "x"]),
+        ("resolve --index-url http://h/s#frag", ["resolve", "--index-url", "http://h/s#frag"]),
+        ("doctor --lock a\\ #b", ["doctor", "--lock", "a #b"]),
+        ("# only a comment", []),
+    ],
+)
+def test_a_line_is_split_as_a_shell_splits_it(line: str, words: list[str]) -> None:
+    assert shlex.split(notebook._uncommented(line)) == words
+
+
 @pytest.fixture
 def fake_envlock(tmp_path: Path) -> Path:
     """An envlock that prints its arguments and ENVLOCK_FORMAT on stdout, a
@@ -109,6 +124,11 @@ def test_the_line_runs_the_named_envlock_with_the_kernels_interpreter(
     result = shell.user_ns["_envlock"]
     assert result.argv == [str(fake_envlock), "doctor", "--venv", KERNEL, "--lock", "my env"]
     assert result.stderr == "progress: working\n" and not result.ok
+    # ~ is the home folder, as in a shell
+    magic(f"--use {fake_envlock} capture -o ~/env   # a comment, as in a shell")
+    out, err = capsys.readouterr()
+    home = os.path.expanduser("~")
+    assert out.splitlines() == ["capture", "--venv", KERNEL, "-o", f"{home}/env", "format=text"]
     # --use is remembered for the session; a pasted command keeps its own --venv
     environ["FAKE_EXIT"] = "0"
     magic("envlock restore env --undo --venv /other/python")
