@@ -1031,3 +1031,138 @@ def test_harness_is_standard_library_only() -> None:
         in_stdlib = origin.startswith(stdlib) and "-packages" not in origin
         built_in = name in sys.builtin_module_names or origin in ("built-in", "frozen")
         assert built_in or in_stdlib, (name, origin)
+
+
+# -- the 2.22 layout: build facts from the installed package's headers ----------------
+
+CUDA_CONFIG_2_22 = """#ifndef CUDA_CUDA_CONFIG_H_
+#define CUDA_CUDA_CONFIG_H_
+
+#define TF_CUDA_VERSION "12.5.1"
+#define TF_CUDNN_VERSION "9"
+#define TF_CUDA_TOOLKIT_PATH ""
+
+#define TF_CUDA_COMPUTE_CAPABILITIES 60, 70, 80, 89, 90
+
+#endif  // CUDA_CUDA_CONFIG_H_
+"""
+CUDNN_VERSION_2_22 = """#define CUDNN_MAJOR 9
+#define CUDNN_MINOR 10
+#define CUDNN_PATCHLEVEL 0
+#define CUDNN_VERSION (CUDNN_MAJOR * 10000 + CUDNN_MINOR * 100 + CUDNN_PATCHLEVEL)
+"""
+
+
+def fake_tensorflow_tree(root: Path, build_info: str, headers: bool = True) -> Path:
+    """An installed 'tensorflow' package as 2.22.0rc0 lays it out: build_info says
+    what kind of build it is, the headers say the rest."""
+    pkg = root / "tensorflow"
+    (pkg / "python" / "platform").mkdir(parents=True)
+    (pkg / "python" / "__init__.py").write_text("")
+    (pkg / "python" / "platform" / "__init__.py").write_text("")
+    (pkg / "python" / "platform" / "build_info.py").write_text(build_info)
+    (pkg / "__init__.py").write_text(
+        "import types\n"
+        "from tensorflow.python.platform import build_info as _bi\n"
+        "__version__ = '2.22.0rc0'\n"
+        "sysconfig = types.SimpleNamespace(get_build_info=lambda: dict(_bi.build_info))\n"
+    )
+    if headers:
+        config = pkg / "include" / "third_party" / "gpus" / "cuda"
+        cudnn = pkg / "include" / "external" / "cuda_cudnn" / "include"
+        config.mkdir(parents=True)
+        cudnn.mkdir(parents=True)
+        (config / "cuda_config.h").write_text(CUDA_CONFIG_2_22)
+        (cudnn / "cudnn_version.h").write_text(CUDNN_VERSION_2_22)
+    return pkg
+
+
+BUILD_INFO_2_22 = (
+    "import collections\n"
+    "build_info = collections.OrderedDict([('is_cuda_build', True), "
+    "('is_rocm_build', False), ('is_tensorrt_build', False)])\n"
+)
+
+
+def _adapter_build_info(root: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    for name in list(sys.modules):
+        if name == "tensorflow" or name.startswith("tensorflow."):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(root))
+    adapter = h.TensorFlowAdapter()
+    adapter.load()
+    try:
+        return adapter.build_info()
+    finally:
+        for name in list(sys.modules):
+            if name == "tensorflow" or name.startswith("tensorflow."):
+                del sys.modules[name]
+
+
+def test_a_2_22_install_gives_its_facts_from_its_headers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_tensorflow_tree(tmp_path, BUILD_INFO_2_22)
+    info = _adapter_build_info(tmp_path, monkeypatch)
+    assert info["cuda"] == "12.5.1"
+    assert info["cudnn"] == "9.10.0"
+    assert info["compute_capabilities"] == ["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"]
+    assert info["is_cuda_build"] is True
+    assert info["from"] == {
+        "cuda_version": "cuda_config.h",
+        "cudnn_version": "cudnn_version.h",
+        "cuda_compute_capabilities": "cuda_config.h+inferred-ptx",
+    }
+    # what TensorFlow itself said stays as it said it
+    assert info["raw"] == {
+        "is_cuda_build": True,
+        "is_rocm_build": False,
+        "is_tensorrt_build": False,
+    }
+
+
+def test_the_checks_use_the_header_facts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lock's CUDA and cuDNN compared with what the 2.22 headers say: PASS, not a
+    'build info names no CUDA' failure."""
+    fake_tensorflow_tree(tmp_path, BUILD_INFO_2_22)
+    build = _adapter_build_info(tmp_path, monkeypatch)
+    ctx = h.Context.__new__(h.Context)
+    ctx.build = build
+    ctx.expect = {"cuda": "12.5", "cudnn": "9.10"}
+    ctx.framework = "tensorflow"
+    assert h.check_build_cuda(ctx).status == h.PASS
+    assert h.check_build_cudnn(ctx).status == h.PASS
+    ctx.expect = {"cuda": "12.8", "cudnn": "9.10"}
+    verdict = h.check_build_cuda(ctx)
+    assert (
+        verdict.status == h.FAIL and "built with CUDA 12.5.1, the lock says 12.8" in verdict.reason
+    )
+
+
+def test_build_info_wins_where_it_states_a_fact(tmp_path: Path) -> None:
+    pkg = fake_tensorflow_tree(tmp_path, BUILD_INFO_2_22)
+    stated = {"cuda_version": "12.5.1", "cudnn_version": "9", "is_cuda_build": True}
+    info, sources = h.with_header_facts(stated, str(pkg))
+    assert info["cudnn_version"] == "9"  # build_info's own word is kept
+    assert info["cuda_compute_capabilities"] == ["sm_60", "sm_70", "sm_80", "sm_89", "compute_90"]
+    assert sources == {
+        "cuda_version": "build_info",
+        "cudnn_version": "build_info",
+        "cuda_compute_capabilities": "cuda_config.h+inferred-ptx",
+    }
+    # no headers (a wheel before the include/ tree, a trimmed install): nothing invented
+    bare = fake_tensorflow_tree(tmp_path / "bare", BUILD_INFO_2_22, headers=False)
+    assert h.with_header_facts({"is_cuda_build": True}, str(bare)) == ({"is_cuda_build": True}, {})
+    assert h.header_build_facts(str(tmp_path / "nowhere")) == {}
+
+
+def test_a_cpu_builds_empty_header_gives_no_facts(tmp_path: Path) -> None:
+    """tensorflow-cpu 2.15.1's cuda_config.h states empty strings and no capabilities."""
+    pkg = fake_tensorflow_tree(tmp_path, BUILD_INFO_2_22)
+    config = pkg / "include" / "third_party" / "gpus" / "cuda" / "cuda_config.h"
+    config.write_text(
+        '#define TF_CUDA_VERSION ""\n#define TF_CUDNN_VERSION ""\n'
+        "#define TF_CUDA_COMPUTE_CAPABILITIES \n"
+    )
+    (pkg / "include" / "external" / "cuda_cudnn" / "include" / "cudnn_version.h").unlink()
+    assert h.header_build_facts(str(pkg)) == {}

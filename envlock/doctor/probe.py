@@ -218,6 +218,106 @@ def _plain(value: object) -> Any:
     return str(value)
 
 
+# -- TensorFlow's build facts from its headers (2.22 and later) -----------------
+# From 2.22.0rc0 on, build_info holds only is_cuda_build and its siblings; the
+# CUDA, cuDNN and compute capabilities are stated in the headers the package
+# ships. The same reading as envlock.matrix.headers (which matrix refresh uses),
+# kept here in the standard library alone; tests/test_matrix_headers.py checks
+# that the copies agree.
+
+TF_HEADERS = (
+    (
+        "cuda_config.h",
+        (
+            "include/third_party/gpus/cuda/cuda_config.h",
+            "include/external/local_config_cuda/cuda/cuda/cuda_config.h",
+        ),
+    ),
+    (
+        "cudnn_version.h",
+        (
+            "include/external/cuda_cudnn/include/cudnn_version.h",
+            "include/third_party/gpus/cudnn/include/cudnn_version.h",
+        ),
+    ),
+)
+
+
+def header_defines(text: str) -> dict[str, str]:
+    """``#define NAME VALUE`` lines of a C header (the first of each name)."""
+    import re
+
+    out: dict[str, str] = {}
+    pattern = r"^[ \t]*#[ \t]*define[ \t]+(\w+)(?:[ \t]+(.*?))?[ \t]*$"
+    for m in re.finditer(pattern, text, re.MULTILINE):
+        value = (m.group(2) or "").split("//")[0].split("/*")[0].strip()
+        out.setdefault(m.group(1), value)
+    return out
+
+
+def header_build_facts(package_dir: str) -> dict[str, tuple[Any, str]]:
+    """build_info-named facts the headers of an installed TensorFlow state, each
+    with its source: ``cuda_version`` ("12.5.1", cuda_config.h), ``cudnn_version``
+    ("9.10.0" from cudnn_version.h, else the major from cuda_config.h) and
+    ``cuda_compute_capabilities`` (names; bare numbers split as every release that
+    stated the split did, all compiled but the last, which is PTX:
+    ``cuda_config.h+inferred-ptx``). Empty values (a CPU build) are left out."""
+    texts: dict[str, str] = {}
+    for name, paths in TF_HEADERS:
+        for rel in paths:
+            try:
+                with open(os.path.join(package_dir, *rel.split("/")), "rb") as f:
+                    texts[name] = f.read().decode("utf-8", "replace")
+                break
+            except OSError:
+                continue
+    config = header_defines(texts.get("cuda_config.h", ""))
+    version = header_defines(texts.get("cudnn_version.h", ""))
+    found: dict[str, tuple[Any, str]] = {}
+    cuda = config.get("TF_CUDA_VERSION", "").strip('"').strip()
+    if cuda:
+        found["cuda_version"] = (cuda, "cuda_config.h")
+    parts = [version.get(k, "") for k in ("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL")]
+    cudnn_major = config.get("TF_CUDNN_VERSION", "").strip('"').strip()
+    if all(p.isdigit() for p in parts):
+        found["cudnn_version"] = (".".join(parts), "cudnn_version.h")
+    elif cudnn_major:
+        found["cudnn_version"] = (cudnn_major, "cuda_config.h")
+    raw = config.get("TF_CUDA_COMPUTE_CAPABILITIES", "")
+    caps = [t.strip().strip('"').strip() for t in raw.split(",") if t.strip().strip('"')]
+    if caps and all(t.startswith(("sm_", "compute_")) for t in caps):
+        found["cuda_compute_capabilities"] = (caps, "cuda_config.h")
+    elif caps:
+        numbers = []
+        for t in caps:
+            major, _, minor = t.partition(".")
+            if not major.isdigit() or (minor and not minor.isdigit()):
+                return found  # not a list of capabilities: leave it out
+            numbers.append(int(major) * 10 + int(minor) if minor else int(major))
+        names = [f"sm_{n}" for n in numbers[:-1]] + [f"compute_{numbers[-1]}"]
+        found["cuda_compute_capabilities"] = (names, "cuda_config.h+inferred-ptx")
+    return found
+
+
+def with_header_facts(
+    info: dict[str, Any], package_dir: str
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """``info`` (TensorFlow's build_info) completed from the headers where it lacks
+    a fact, and where each fact came from ("build_info", "cuda_config.h", ...)."""
+    out = dict(info)
+    sources = {k: "build_info" for k in TF_FACTS if info.get(k)}
+    missing = [k for k in TF_FACTS if not info.get(k)]
+    if missing and package_dir:
+        facts = header_build_facts(package_dir)
+        for key in missing:
+            if key in facts:
+                out[key], sources[key] = facts[key]
+    return out, sources
+
+
+TF_FACTS = ("cuda_version", "cudnn_version", "cuda_compute_capabilities")
+
+
 def tensorflow() -> dict[str, Any]:
     start = time.monotonic()
     try:
@@ -230,7 +330,12 @@ def tensorflow() -> dict[str, Any]:
         }
     out: dict[str, Any] = {"imported": True, "version": getattr(tf, "__version__", None)}
     try:
-        out["build_info"] = _plain(dict(tf.sysconfig.get_build_info()))
+        raw = _plain(dict(tf.sysconfig.get_build_info()))
+        # 2.22 and later state CUDA, cuDNN and capabilities only in the package's
+        # headers: build_info gains them where it lacks them, build_info_from says
+        # where each came from (a key older readers ignore)
+        package = os.path.dirname(str(getattr(tf, "__file__", None) or ""))
+        out["build_info"], out["build_info_from"] = with_header_facts(raw, package)
     except Exception as e:
         out["build_info_error"] = f"{type(e).__name__}: {e}"
     try:
