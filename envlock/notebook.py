@@ -85,6 +85,32 @@ def _given(args: list[str], *names: str) -> bool:
     return False
 
 
+def _value(args: list[str], name: str) -> str | None:
+    """The value of the long option ``name`` on the line (``--x V`` or ``--x=V``), else None."""
+    for at, arg in enumerate(args):
+        if arg == "--":
+            break
+        if arg == name and at + 1 < len(args):
+            return args[at + 1]
+        if arg.startswith(name + "="):
+            return arg[len(name) + 1 :]
+    return None
+
+
+def next_step(args: list[str]) -> str | None:
+    """After a restore that registered a kernel in a new venv: the line that makes
+    ``%load_ext envlock`` work in that kernel too (None when the venv is not named
+    on the line: restore chose it)."""
+    if args[:1] != ["restore"] or not _given(args, "--kernel") or _given(args, "--json"):
+        return None
+    venv = _value(args, "--venv")
+    if not venv:
+        return None
+    kernel = _value(args, "--kernel")
+    line = shlex.join(["%envlock", "notebook", "install", "--venv", venv])
+    return f"to use %envlock in the kernel {kernel} too, run here: {line}"
+
+
 def with_target(args: list[str], python: str) -> list[str]:
     """``args`` with the kernel's interpreter named where the command acts on an
     environment and the line names none (``--venv``/``--python`` right after the
@@ -338,6 +364,9 @@ class Magic:
         elif text:  # --json, --help and text mode
             sys.stdout.write(text if text.endswith("\n") else text + "\n")
             sys.stdout.flush()
+        step = next_step(args) if result.exit_code == 0 else None
+        if step:
+            sys.stdout.write(step + "\n")
         if result.exit_code != 0:
             meaning = MEANINGS.get(result.exit_code)
             sys.stderr.write(

@@ -92,6 +92,29 @@ def test_a_line_is_split_as_a_shell_splits_it(line: str, words: list[str]) -> No
     assert shlex.split(notebook._uncommented(line)) == words
 
 
+@pytest.mark.parametrize(
+    ("line", "step"),
+    [
+        (
+            "restore env --kernel tf215 --venv '/envs/tf 215'",
+            "to use %envlock in the kernel tf215 too, run here: "
+            "%envlock notebook install --venv '/envs/tf 215'",
+        ),
+        (
+            "restore env --kernel=tf215 --venv=/envs/tf215",
+            "to use %envlock in the kernel tf215 too, run here: "
+            "%envlock notebook install --venv /envs/tf215",
+        ),
+        ("restore env --kernel tf215", None),  # restore chose the venv: not known here
+        ("restore env --kernel tf215 --venv /envs/tf215 --json", None),
+        ("restore env --venv /envs/tf215", None),
+        ("doctor --venv /envs/tf215", None),
+    ],
+)
+def test_a_kernel_restore_says_how_to_load_the_extension_there(line: str, step: str | None) -> None:
+    assert notebook.next_step(shlex.split(line)) == step
+
+
 @pytest.fixture
 def fake_envlock(tmp_path: Path) -> Path:
     """An envlock that prints its arguments and ENVLOCK_FORMAT on stdout, a

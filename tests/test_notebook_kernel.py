@@ -164,7 +164,8 @@ def test_capture_upgrade_doctor_restore_kernel_in_place_and_undo(
     assert main(["notebook", "install", "--venv", python, "--json"]) == 0
     installed = json.loads(capsys.readouterr().out)
     assert Path(installed["loads"]).is_relative_to(Path(world["env"]["XDG_DATA_HOME"]))
-    env_dir, tf215 = root / "env", root / "tf215"
+    # the README's lines, ~ included (HOME is the module's folder home/)
+    env_dir, tf215 = root / "home" / "env", root / "home" / "envs" / "tf215"
 
     [first, second, third] = _cells(
         world,
@@ -173,10 +174,11 @@ def test_capture_upgrade_doctor_restore_kernel_in_place_and_undo(
                 "kernel": "base",
                 "cells": [
                     "%load_ext envlock",
-                    f"%envlock capture -o {env_dir}",
+                    "%envlock capture -o ~/env                     # before: lock what works today",
                     "%pip install -q numpy==2.0.2",
-                    f"%envlock doctor --lock {env_dir} --allow-cpu",
-                    f"%envlock restore {env_dir} --kernel tf215 --venv {tf215} --allow-cpu",
+                    "%envlock doctor --lock ~/env --allow-cpu   # what changed",
+                    "%envlock restore ~/env --kernel tf215 --venv ~/envs/tf215 --allow-cpu",
+                    # the line the restore printed, pasted (checked below)
                     f"%envlock notebook install --venv {tf215}",
                 ],
             },
@@ -192,9 +194,9 @@ def test_capture_upgrade_doctor_restore_kernel_in_place_and_undo(
                 "kernel": "base",
                 "cells": [
                     "%load_ext envlock",
-                    f"%envlock restore {env_dir} --in-place --allow-cpu",
+                    "%envlock restore ~/env --in-place --allow-cpu",
                     "import numpy; print(numpy.__version__)",
-                    f"%envlock restore {env_dir} --undo",
+                    "%envlock restore ~/env --undo                 # back, offline",
                     "from importlib.metadata import version; print(version('numpy'))",
                 ],
             },
@@ -215,6 +217,9 @@ def test_capture_upgrade_doctor_restore_kernel_in_place_and_undo(
     assert "envlock exited with status 1 (a check failed)" in doctor["stderr"]
     html = _envlock_ran(restore, 0)
     assert "registered the Jupyter kernel tf215" in html, html
+    assert restore["stdout"] == (
+        f"to use %envlock in the kernel tf215 too, run here: {install['code']}\n"
+    )
     _envlock_ran(install, 0)
 
     imported, load, doctor = second

@@ -155,6 +155,11 @@ def install(args: argparse.Namespace) -> int:
             "is in a venv",
         )
     folder = shim_folder(site)
+    if "\n" in str(folder) or "\r" in str(folder):  # a .pth file is read line by line
+        raise UsageError(
+            f"the extension's folder {str(folder)!r} has a line break in its name",
+            hint="set XDG_DATA_HOME to a folder whose path has none",
+        )
     package = folder / "envlock"
     source = Path(envlock.__file__).parent
     command = _self_command()
