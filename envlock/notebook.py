@@ -298,7 +298,22 @@ def _show_html(fragment: str) -> None:
 
 
 class Magic:
-    """The ``%envlock`` line magic of one IPython session."""
+    """%envlock COMMAND [ARGS...]: envlock, installed outside this kernel, run on
+    this kernel's interpreter; the output shown as HTML.
+
+      %envlock capture -o ~/env            lock what is installed (before an upgrade)
+      %envlock doctor --lock ~/env         what drifted, and the fixes
+      %envlock restore ~/env --in-place    the locked versions back here (then restart)
+      %envlock restore ~/env --undo        what --in-place replaced, back (offline)
+      %envlock restore ~/env --kernel tf215 --venv ~/envs/tf215   a new venv as a kernel
+      %envlock --use /path/to/envlock      the envlock to run, for this session
+      %envlock --help                      every command
+
+    ``--venv <this interpreter>`` is added to capture, doctor, restore --in-place
+    and --undo, smoke --host (as --python) and notebook install/uninstall unless
+    the line names a target. The exit status is in ``_envlock_exit``, the result
+    (argv, exit_code, stdout, stderr) in ``_envlock``. See docs/notebook.md.
+    """
 
     def __init__(
         self,

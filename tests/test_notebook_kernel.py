@@ -239,3 +239,33 @@ def test_capture_upgrade_doctor_restore_kernel_in_place_and_undo(
     assert numpy_now["stdout"].strip() == "1.26.4", numpy_now
     _envlock_ran(undo, 0)
     assert numpy_back["stdout"].strip() == "2.0.2", numpy_back
+
+
+def test_in_ipython_outside_a_kernel_the_output_is_text(world: dict[str, Any]) -> None:
+    """IPython in a terminal (no kernel, no HTML display): envlock's text as it is."""
+    script = world["root"] / "terminal.ipy"
+    script.write_text(
+        "%load_ext envlock\n"
+        "%envlock resolve tensorflow==2.15.1\n"
+        "print('exit', _envlock_exit)\n"
+        "%envlock doctor --lock /nonexistent/env\n"
+        "print('exit', _envlock_exit)\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [str(world["python"]), "-m", "IPython", "--no-banner", str(script)],
+        capture_output=True,
+        text=True,
+        env=world["env"],
+        cwd=world["root"],
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["release", "tensorflow", "2.15.1"]
+    assert "<" not in done.stdout and lines[-2:] == ["exit 0", "exit 2"]
+    assert done.stderr.splitlines() == [
+        "envlock: error: --lock /nonexistent/env: no pylock.toml there",
+        "  hint: give the folder envlock lock -o wrote",
+        "envlock exited with status 2 (bad input)",
+    ]
