@@ -249,6 +249,9 @@ def run(
     comes, stdout kept whole (one HTML fragment under ``html``)."""
     env = dict(os.environ if environ is None else environ)
     env["ENVLOCK_FORMAT"] = "html" if html else "text"
+    if not html and "COLUMNS" not in env and _isatty(sys.stdout):
+        # IPython in a terminal: envlock's stdout is a pipe, its tables would fit 100
+        env["COLUMNS"] = str(shutil.get_terminal_size().columns)
     err = sys.stderr if err is None else err
     proc = subprocess.Popen(
         argv,
@@ -279,6 +282,13 @@ def run(
             code = proc.wait()
     reader.join()
     return Result(argv, code, "".join(out), "".join(errors))
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def _in_kernel(shell: Any) -> bool:

@@ -160,6 +160,32 @@ def test_the_line_runs_the_named_envlock_with_the_kernels_interpreter(
     assert err == "progress: working\n" and shell.user_ns["_envlock_exit"] == 0
 
 
+def test_in_a_terminal_the_text_fits_its_width(
+    fake_envlock: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """IPython in a terminal: envlock writes to a pipe, so COLUMNS carries the width."""
+    script = fake_envlock.with_name("columns")
+    script.write_text('#!/bin/sh\necho "columns=${COLUMNS-unset}"\n', encoding="utf-8")
+    script.chmod(0o755)
+
+    class Tty:
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(notebook.shutil, "get_terminal_size", lambda: os.terminal_size((132, 40)))
+    for stdout, environ, want in [
+        (Tty(), {}, "columns=132\n"),
+        (Tty(), {"COLUMNS": "90"}, "columns=90\n"),  # the user's setting stays
+        (sys.stdout, {}, "columns=unset\n"),  # not a terminal: envlock's own default
+    ]:
+        monkeypatch.setattr(notebook.sys, "stdout", stdout)
+        result = notebook.run([str(script)], html=False, environ=environ)
+        assert result.stdout == want
+    monkeypatch.undo()
+    html = notebook.run([str(script)], html=True, environ={})
+    assert html.stdout == "columns=unset\n"  # HTML: nothing to fit
+
+
 def test_envlock_bin_names_the_envlock_and_a_bad_one_is_named_with_the_fix(
     fake_envlock: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
