@@ -474,7 +474,7 @@ def test_a_release_whose_and_cuda_extra_installs_nowhere(matrix: Matrix) -> None
     with pytest.raises(NoResolution) as err:
         resolve(Constraints(spec="tensorflow==2.15.0", cuda_source="pip"), matrix)
     assert err.value.message.startswith(
-        "nothing fits: tensorflow 2.15.x: the and-cuda extra cannot be installed on any "
+        "nothing fits: tensorflow 2.15.0: the and-cuda extra cannot be installed on any "
         "Python (tensorrt==8.6.1.post1: only an sdist, no Linux x86_64 wheel"
     )
     # the series still resolves with the pip source: 2.15.1 has no tensorrt pin

@@ -84,11 +84,17 @@ def wanted_versions(spec: str) -> SpecifierSet:
     return SpecifierSet(",".join(parts))
 
 
+def _pre_allowed(c: Constraints) -> bool:
+    return c.prereleases or bool(wanted_versions(c.spec).prereleases)
+
+
 def check_satisfies(res: Resolution, c: Constraints) -> None:
     version = Version(res.version)
     assert version in wanted_versions(c.spec)
     rel = MATRIX.tensorflow.get(version)
-    assert rel is not None and not rel.yanked and not version.is_prerelease
+    assert rel is not None and not rel.yanked
+    # a release candidate only with --pre or a SPEC naming a pre-release (pip, uv)
+    assert not version.is_prerelease or _pre_allowed(c)
     assert rel.cuda_build
     assert res.python in rel.python
     assert Version(res.python) >= Version(OLDEST_PYTHON)  # the smoke harness runs on it
@@ -138,8 +144,10 @@ def test_answer_satisfies_everything_and_is_the_newest(c: Constraints) -> None:
                     resolve(_pinned(c, v), MATRIX)
         return
     check_satisfies(res, c)
-    # no newer release would do
+    # no newer release would do (release candidates only where they were candidates)
     for v in VERSIONS:
+        if v.is_prerelease and not _pre_allowed(c):
+            continue
         if v > Version(res.version) and v in wanted_versions(c.spec):
             with pytest.raises(NoResolution):
                 resolve(_pinned(c, v), MATRIX)

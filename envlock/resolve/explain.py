@@ -22,7 +22,12 @@ from envlock.resolve.spec import Spec
 
 
 def describe(releases: Sequence[TFRelease]) -> str:
-    """A set of releases in words: "tensorflow 2.15.x" or "tensorflow 2.14.0-2.16.2"."""
+    """A set of releases in words: "tensorflow 2.15.0" (one release: named, not its
+    series, whose other patches may fit), "tensorflow 2.15.x" or
+    "tensorflow 2.14.0-2.16.2"."""
+    versions_seen = {r.version for r in releases}
+    if len(versions_seen) == 1:
+        return f"tensorflow {next(iter(versions_seen))}"
     all_series = sorted({(r.version.major, r.version.minor) for r in releases})
     if len(all_series) == 1:
         return f"tensorflow {all_series[0][0]}.{all_series[0][1]}.x"
@@ -176,6 +181,12 @@ def nearest(blocked: Sequence[TFRelease], passing: Sequence[TFRelease]) -> str |
     releases that pass every constraint but the SPEC), as a SPEC."""
     if not passing:
         return None
+    # another patch of the blocked releases' own series fits: name it (==X.Y or >=X.Y
+    # would reach past it, to another patch or the newest release)
+    blocked_series = {series(r) for r in blocked}
+    same = [r for r in passing if series(r) in blocked_series]
+    if same:
+        return f"tensorflow=={max(same, key=lambda r: r.version).version}"
     lowest = min(r.version for r in blocked)
     highest = max(r.version for r in blocked)
     newer = [r for r in passing if r.version > highest]
