@@ -171,7 +171,7 @@ def _runnable(argv: list[str]) -> list[str] | None:
         return None
     program = argv[0]
     if os.sep in program:
-        path = os.path.expanduser(program)
+        path = os.path.abspath(os.path.expanduser(program))  # the kernel may change folder
         return [path, *argv[1:]] if os.path.isfile(path) and os.access(path, os.X_OK) else None
     found = shutil.which(program)
     return [found, *argv[1:]] if found else None
@@ -370,10 +370,10 @@ class Magic:
                     f"  hint: {fix_hint(self.python)}\n"
                 )
                 return self._done(None, 2)
-            self.use = use
+            self.use = _runnable(use)
             args = args[2:] if args[0] == "--use" else args[1:]
             if not args:
-                sys.stdout.write(f"%envlock runs {shlex.join(use)} in this session\n")
+                sys.stdout.write(f"%envlock runs {shlex.join(self.use or use)} in this session\n")
                 return self._done(None, 0)
         try:
             command, _ = find_envlock(self.use, self.environ, self.here, self.python)

@@ -292,10 +292,14 @@ def test_a_line_that_cannot_run_is_exit_2_with_its_reason(
     assert shell.user_ns["_envlock_exit"] == 2
 
 
-def test_use_alone_says_which_envlock_runs(capsys: pytest.CaptureFixture[str]) -> None:
+def test_use_alone_says_which_envlock_runs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     shell = Shell()
     magic = Magic(shell, html=False, environ={"PATH": ""})
-    magic(f"--use {ENVLOCK}")
+    monkeypatch.chdir(Path(ENVLOCK).parent)
+    magic("--use ./envlock")  # kept as an absolute path: the kernel may change folder
+    monkeypatch.chdir("/")
     assert capsys.readouterr().out == f"%envlock runs {ENVLOCK} in this session\n"
     magic("--version")
     assert capsys.readouterr().out == "envlock 0.1.0\n"
