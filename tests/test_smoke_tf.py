@@ -92,6 +92,12 @@ def test_no_gpu_is_a_loud_failure(tf_python: str, tmp_path: Path) -> None:
     assert result["build_info"]["cuda"] == "12.2"
     assert result["build_info"]["cudnn"] == "8"
     assert result["build_info"]["compute_capabilities"] == EXPECT["compute_capabilities"]
+    # 2.15.1's build_info states all three (its headers agree; not needed here)
+    assert result["build_info"]["from"] == {
+        "cuda_version": "build_info",
+        "cudnn_version": "build_info",
+        "cuda_compute_capabilities": "build_info",
+    }
     assert got["framework_version"] == ("PASS", "TensorFlow 2.15.1 as locked")
     assert got["build_cuda"] == ("PASS", "built with CUDA 12.2 as locked")
     assert got["build_cudnn"] == (
