@@ -11,12 +11,12 @@ not see it), with the envlock executable that installed it recorded beside them.
 split as a shell would (shlex; ``~`` is the home folder; ``# ...`` a comment).
 For the commands that inspect or change the kernel's own environment (capture,
 doctor, restore --in-place/--undo, smoke --host, notebook install/uninstall)
-``--venv sys.executable`` (``--python`` for smoke) is added unless the line
-names a target itself. In a kernel the output is shown as HTML (envlock's
-ENVLOCK_FORMAT=html), elsewhere as text; progress on stderr is shown as it
-comes. The exit status is ``_envlock_exit`` in the user's namespace (as
-IPython's ``_exit_code`` after ``!cmd``) and the whole result ``_envlock``; a
-status other than 0 is also printed. Nothing is raised.
+``--venv sys.executable`` is added unless the line names a target itself
+(``--venv``, or smoke's old ``--python``). In a kernel the output is shown as
+HTML (envlock's ENVLOCK_FORMAT=html), elsewhere as text; progress on stderr is
+shown as it comes. The exit status is ``_envlock_exit`` in the user's namespace
+(as IPython's ``_exit_code`` after ``!cmd``) and the whole result ``_envlock``;
+a status other than 0 is also printed. Nothing is raised.
 
 Which envlock runs, first found: ``%envlock --use PATH`` (for this session),
 ``$ENVLOCK_BIN``, the one ``envlock notebook install`` recorded, envlock's own
@@ -48,7 +48,7 @@ _FRAGMENT = '<div class="envlock">'  # how ENVLOCK_FORMAT=html output starts
 MEANINGS = {1: "a check failed", 2: "bad input", 3: "the environment failed", 130: "interrupted"}
 
 # The commands that act on an environment, and the flag that names it.
-_TARGET_FLAG = {"capture": "--venv", "doctor": "--venv", "restore": "--venv", "smoke": "--python"}
+_TARGET_FLAG = {"capture": "--venv", "doctor": "--venv", "restore": "--venv", "smoke": "--venv"}
 
 
 class NotFound(Exception):
@@ -113,8 +113,8 @@ def next_step(args: list[str]) -> str | None:
 
 def with_target(args: list[str], python: str) -> list[str]:
     """``args`` with the kernel's interpreter named where the command acts on an
-    environment and the line names none (``--venv``/``--python`` right after the
-    command's name); every other line as it is."""
+    environment and the line names none (``--venv`` right after the command's name;
+    smoke's old name ``--python`` counts as one); every other line as it is."""
     if not args or _given(args, "-h", "--help"):
         return list(args)
     command, rest = args[0], list(args[1:])
@@ -123,7 +123,8 @@ def with_target(args: list[str], python: str) -> list[str]:
         if _given(rest, "--venv"):
             return list(args)
         return [command, rest[0], "--venv", python, *rest[1:]]
-    if flag is None or _given(rest, "--venv", "--python"):
+    named = ("--venv", "--python") if command == "smoke" else ("--venv",)
+    if flag is None or _given(rest, *named):
         return list(args)
     if command == "capture" and _given(rest, "-r", "--requirement"):
         return list(args)  # a pip freeze is the input, not an environment
@@ -320,7 +321,7 @@ class Magic:
       %envlock --help                      every command
 
     ``--venv <this interpreter>`` is added to capture, doctor, restore --in-place
-    and --undo, smoke --host (as --python) and notebook install/uninstall unless
+    and --undo, smoke --host and notebook install/uninstall unless
     the line names a target. The exit status is in ``_envlock_exit``, the result
     (argv, exit_code, stdout, stderr) in ``_envlock``. See docs/notebook.md.
     """
