@@ -215,7 +215,13 @@ def find_envlock(
     """(the envlock command to run, where it was named); NotFound when none."""
     candidates: list[tuple[str, list[str] | None]] = [("%envlock --use", use)]
     if environ.get(ENV_BIN):
-        candidates.append((f"${ENV_BIN}", shlex.split(environ[ENV_BIN])))
+        try:
+            candidates.append((f"${ENV_BIN}", shlex.split(environ[ENV_BIN])))
+        except ValueError as e:
+            raise NotFound(
+                f"envlock: error: {ENV_BIN}={environ[ENV_BIN]!r}: {e}\n"
+                "  hint: quote it as in a shell, or give the path of an envlock"
+            ) from None
     candidates.append((f"envlock notebook install ({here / CONFIG})", _recorded(here)))
     for source, argv in candidates:
         if argv is None:
@@ -382,7 +388,14 @@ class Magic:
             sys.stderr.write(f"{e}\n")
             return self._done(None, EXIT_NOT_FOUND)
         argv = [*command, *(with_target(args, self.python) if args else ["--help"])]
-        result = run(argv, html=self.html, environ=self.environ)
+        try:
+            result = run(argv, html=self.html, environ=self.environ)
+        except OSError as e:  # not a program this machine runs (a script for another one)
+            sys.stderr.write(
+                f"envlock: error: cannot run {shlex.join(command)}: {e.strerror or e}\n"
+                f"  hint: {fix_hint(self.python)}\n"
+            )
+            return self._done(None, EXIT_NOT_FOUND)
         text = result.stdout
         if self.html and text.lstrip().startswith(_FRAGMENT):
             if text.strip() != _FRAGMENT + "\n</div>":  # an empty one: nothing to show

@@ -208,6 +208,25 @@ def test_envlock_bin_names_the_envlock_and_a_bad_one_is_named_with_the_fix(
     assert shell.user_ns["_envlock_exit"] == notebook.EXIT_NOT_FOUND
 
 
+def test_an_envlock_that_does_not_run_is_one_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shell = Shell()
+    broken = tmp_path / "envlock"
+    broken.write_bytes(b"\x7fELF not really")  # executable, but no program
+    broken.chmod(0o755)
+    Magic(shell, html=True, environ={"PATH": ""}, python=KERNEL)(f"--use {broken} doctor")
+    first, hint = capsys.readouterr().err.splitlines()
+    assert first.startswith(f"envlock: error: cannot run {broken}: Exec format error")
+    assert f"envlock notebook install --venv {KERNEL}" in hint
+    assert shell.user_ns["_envlock_exit"] == 127
+    environ = {"PATH": "", "ENVLOCK_BIN": "'/opt/env lock"}
+    Magic(shell, html=True, environ=environ, here=tmp_path, python=KERNEL)("doctor")
+    assert capsys.readouterr().err.splitlines()[0] == (
+        'envlock: error: ENVLOCK_BIN="\'/opt/env lock": No closing quotation'
+    )
+
+
 def test_no_envlock_anywhere_is_one_message_whose_command_installs_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
