@@ -417,6 +417,58 @@ def test_install_makes_the_extension_importable_without_a_distribution_and_unins
     assert "not installed there; nothing removed" in capsys.readouterr().out
 
 
+def _oldest_python() -> str | None:
+    """CPython 3.8 from pyenv (the oldest the extension supports), if installed."""
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    found = sorted(root.glob("3.8.*"), key=lambda p: [int(x) for x in p.name.split(".")[1:]])
+    return str(found[-1] / "bin" / "python") if found else None
+
+
+_RUN_MAGIC = r"""
+import envlock
+class Shell:
+    user_ns = {}
+    def register_magic_function(self, func, magic_kind, magic_name):
+        self.magic = func
+shell = Shell()
+envlock.load_ipython_extension(shell)
+shell.magic("--version   # which envlock")
+shell.magic("doctor --lock /nonexistent/env")
+print("exits", shell.user_ns["_envlock_exit"], shell.user_ns["_envlock"].argv[1:4])
+"""
+
+
+def test_the_installed_extension_runs_under_python_38(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    python = _oldest_python()
+    if python is None:
+        pytest.skip("no CPython 3.8 under pyenv (~/.pyenv/versions/3.8.*)")
+    from envlock.lock.uv import uv_bin
+
+    venv = tmp_path / "py38"
+    subprocess.run([str(uv_bin()), "venv", "-q", "--python", python, str(venv)], check=True)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert main(["notebook", "install", "--venv", str(venv)]) == 0
+    assert "Python 3.8." in capsys.readouterr().out
+    env = {"PATH": "/usr/bin:/bin", "XDG_DATA_HOME": str(tmp_path / "data")}
+    ran = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", _RUN_MAGIC],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == [
+        "envlock 0.1.0",
+        f"exits 2 ['doctor', '--venv', '{venv / 'bin' / 'python'}']",
+    ]
+    assert ran.stderr.splitlines()[0] == (
+        "envlock: error: --lock /nonexistent/env: no pylock.toml there"
+    )
+
+
 def test_install_refuses_what_is_no_interpreter(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
