@@ -150,10 +150,19 @@ def verdict(folder: Path, wanted: list[dict[str, str]]) -> str | None:
     return None
 
 
+def close_pipes(proc: subprocess.Popen[Any]) -> None:
+    """Close the pipes to an ended child (else each is a ResourceWarning)."""
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+
 def kill_group(proc: subprocess.Popen[Any]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
+    close_pipes(proc)
 
 
 def lock_kills(count: int, rng: random.Random, index: FakeIndex, work: Path) -> dict[str, Any]:
@@ -259,6 +268,7 @@ def write_kills(count: int, rng: random.Random, index: FakeIndex, work: Path) ->
             pass
         timings.append(time.perf_counter() - start)
         proc.wait()
+        close_pipes(proc)
     span = statistics.median(timings) * 1.2
     current = IMAGES[1]
     results: Counter[str] = Counter()
@@ -303,6 +313,8 @@ def pairs(
         a, b = start(folder, i)
         codes = [a.wait(), b.wait()]
         errs = "".join(p.stderr.read() if p.stderr else "" for p in (a, b))
+        close_pipes(a)
+        close_pipes(b)
         waited += "waiting for another envlock" in errs
         bad = None if codes == [0, 0] else f"exit codes {codes}: {errs.strip()[-300:]}"
         bad = bad or verdict(folder, wanted)

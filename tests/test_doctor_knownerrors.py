@@ -3,6 +3,7 @@ gets the right finding per known message and none for clean logs."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import re
@@ -513,6 +514,11 @@ def test_doctor_log_endless_stdin_ends_quickly_with_a_warning() -> None:
     finally:
         killer.cancel()
         proc.kill()
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):  # stdin: the feeder may be mid-write
+                    stream.close()
     assert time.monotonic() - start < 30
     doc = json.loads(out)
     assert proc.returncode == 1 and doc["status"] == "FAILED"

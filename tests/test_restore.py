@@ -524,7 +524,7 @@ def test_kill_9_during_restore_leaves_the_old_venv_working(
         (folder / "stub-mode").write_text("wait", encoding="utf-8")
     argv = [sys.executable, "-m", "envlock", *offline_args(folder, wh, venv)]
     proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
     new = tmp_path / "venv.envlock-2"
     deadline = time.monotonic() + 60
@@ -622,6 +622,9 @@ def test_restore_of_real_tensorflow_repairs_numpy_removed_and_protobuf_moved(
         assert proc.poll() is None, f"restore ended before the kill ({stage})"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+        proc.stderr.close()
         assert os.readlink(venv) == before
         ok = subprocess.run(
             [py, "-c", "import tensorflow as tf; print(tf.__version__)"],

@@ -153,21 +153,21 @@ def test_host_harness_log_is_streamed_while_it_runs(tmp_path: Path) -> None:
     )
     env = dict(os.environ, PYTHONPATH=str(fake_module(tmp_path, chatty)))
     started = time.perf_counter()
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-m", "envlock", "smoke", "--host", "--framework", "torch", "--json"]
         + ["--verbose"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
-    )
-    assert proc.stderr is not None and proc.stdout is not None
-    seen: list[tuple[float, str]] = []
-    for line in proc.stderr:
-        seen.append((time.perf_counter() - started, line))
-    doc = json.loads(proc.stdout.read())
-    ended = time.perf_counter() - started
-    assert proc.wait() == 1
+    ) as proc:
+        assert proc.stderr is not None and proc.stdout is not None
+        seen: list[tuple[float, str]] = []
+        for line in proc.stderr:
+            seen.append((time.perf_counter() - started, line))
+        doc = json.loads(proc.stdout.read())
+        ended = time.perf_counter() - started
+        assert proc.wait() == 1
     first = next(t for t, line in seen if line == "fake-torch: loading\n")
     assert ended - first >= 3, (first, ended, seen)  # shown before the harness ended
     assert sum(1 for _, line in seen if "fake-torch: loading" in line) == 1  # once

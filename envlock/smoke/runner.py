@@ -10,6 +10,7 @@ naming what happened and the last lines the harness printed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -269,17 +270,22 @@ def _run_teeing_stderr(
     err: list[str] = []
 
     def read_stdout(stream: Any) -> None:
-        out.append(stream.read())
+        # closed below after a reader outlived its wait: what it read is kept
+        with contextlib.suppress(OSError, ValueError):
+            out.append(stream.read())
 
     def tee_stderr(stream: Any) -> None:
-        for line in stream:
-            err.append(line)
-            try:
-                sink = log or sys.stderr
-                sink.write(line)
-                sink.flush()
-            except (OSError, ValueError):  # the log is gone: keep collecting
-                pass
+        try:
+            for line in stream:
+                err.append(line)
+                try:
+                    sink = log or sys.stderr
+                    sink.write(line)
+                    sink.flush()
+                except (OSError, ValueError):  # the log is gone: keep collecting
+                    pass
+        except (OSError, ValueError):  # closed below after a reader outlived its wait
+            pass
 
     readers = [
         threading.Thread(target=read_stdout, args=(proc.stdout,), daemon=True),
@@ -295,4 +301,6 @@ def _run_teeing_stderr(
         returncode = None
     for reader in readers:
         reader.join(timeout=10)
+    proc.stdout.close()  # the pipes are ours to close (a child still holding one: its end)
+    proc.stderr.close()
     return "".join(out), "".join(err), returncode
