@@ -106,8 +106,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     (root / "home").mkdir()
     venv = root / "base"
     subprocess.run(
-        [_uv(), "venv", "-q", "--seed", "--python", "/usr/bin/python3.11", str(venv)],
-        env=env,
+        # any CPython 3.11 uv finds (TensorFlow 2.15.1 has wheels for 3.9-3.11)
+        [_uv(), "venv", "-q", "--seed", "--python", "3.11", str(venv)],
+        env={**env, "UV_PYTHON_DOWNLOADS": "never"},
         check=True,
     )
     python = venv / "bin" / "python"
