@@ -260,7 +260,9 @@ def run(
         # IPython in a terminal: envlock's stdout is a pipe, its tables would fit 100
         env["COLUMNS"] = str(shutil.get_terminal_size().columns)
     err = sys.stderr if err is None else err
-    proc = subprocess.Popen(
+    out: list[str] = []
+    errors: list[str] = []
+    with subprocess.Popen(  # closes both pipes when done
         argv,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -269,25 +271,25 @@ def run(
         text=True,
         encoding="utf-8",
         errors="replace",
-    )
-    out: list[str] = []
-    reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    errors: list[str] = []
-    try:
-        for line in proc.stderr:  # type: ignore[union-attr]
-            errors.append(line)
-            err.write(line)
-            err.flush()
-        code = proc.wait()
-    except KeyboardInterrupt:  # the kernel's interrupt: stop envlock as Ctrl-C would
-        proc.send_signal(2)
+    ) as proc:
+        stdout, stderr = proc.stdout, proc.stderr
+        assert stdout is not None and stderr is not None
+        reader = threading.Thread(target=lambda: out.append(stdout.read()), daemon=True)
+        reader.start()
         try:
-            code = proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            for line in stderr:
+                errors.append(line)
+                err.write(line)
+                err.flush()
             code = proc.wait()
-    reader.join()
+        except KeyboardInterrupt:  # the kernel's interrupt: stop envlock as Ctrl-C would
+            proc.send_signal(2)
+            try:
+                code = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait()
+        reader.join()
     return Result(argv, code, "".join(out), "".join(errors))
 
 
