@@ -156,3 +156,24 @@ def test_the_dangling_interpreter_of_a_captured_venv_is_the_finding(
     doc = json.loads(capsys.readouterr().out)
     assert [f["fix"] for f in doc["findings"]] == [f"envlock restore {folder} --venv {venv}"]
     assert "interpreter" not in doc  # nothing else (envlock's own Python) was inspected
+
+
+def test_a_kernel_restore_never_defaults_to_the_captured_venv(
+    bundle: tuple[Path, FakeIndex],  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """--kernel makes a new kernel beside the one running from the captured venv:
+    replacing that venv under the running kernel is not what it asks for."""
+    folder, _ = bundle
+    venv = project_venv(tmp_path)
+    captured_at(folder, venv, venv / "bin" / "python")
+    # the lock has no ipykernel, so --kernel is refused before anything is built
+    assert main(["restore", str(folder), "--kernel", "tf215", "--allow-cpu"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"no --venv given: {folder / '.venv'}, the venv bootstrap.sh makes (not {venv}, which "
+        f"{folder} was captured from: a running kernel may use it; --kernel registers a new "
+        "venv beside it)"
+    ) in err
+    assert not venv.is_symlink() and (venv / "pyvenv.cfg").is_file()

@@ -106,7 +106,9 @@ def run(args: argparse.Namespace) -> int:
     if args.venv:
         venv = Path(args.venv)
     else:
-        venv, why = default_venv(bundle, in_place=args.in_place or args.undo)
+        venv, why = default_venv(
+            bundle, in_place=args.in_place or args.undo, kernel=bool(args.kernel)
+        )
         if not args.json:
             sys.stderr.write(f"envlock restore: no --venv given: {venv}, {why}\n")
     req = RestoreRequest(

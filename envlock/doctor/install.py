@@ -102,15 +102,25 @@ def wheelhouse_command(bundle: Path, wheelhouse: Path) -> str:
     return shlex.join(["envlock", "wheelhouse", str(bundle), "-o", str(wheelhouse)])
 
 
-def default_venv(bundle: Path, *, in_place: bool = False) -> tuple[Path, str]:
+def default_venv(bundle: Path, *, in_place: bool = False, kernel: bool = False) -> tuple[Path, str]:
     """restore's ``--venv`` when none is given, and why (for people): the environment
     the bundle was captured from (``DIR/captured.json``, on the machine it names), else
     the venv bootstrap.sh makes, ``DIR/.venv``. A capture of an interpreter outside a
-    venv is the default only for ``--in-place`` (a new venv cannot replace it)."""
+    venv is the default only for ``--in-place`` (a new venv cannot replace it). With
+    ``kernel`` (``--kernel NAME``: a new kernel beside the running one) never the
+    captured venv, which may be the running kernel's own: ``DIR/.venv``."""
     from envlock.bundle import origin
 
     found = origin.read(bundle)
     record = bundle / origin.FILE
+    if kernel:
+        why = "the venv bootstrap.sh makes"
+        if found is not None and found.here() and found.venv:
+            why += (
+                f" (not {found.venv}, which {bundle} was captured from: a running kernel may "
+                "use it; --kernel registers a new venv beside it)"
+            )
+        return bundle / ".venv", why
     if found is not None and found.here():
         if found.venv:
             return Path(found.venv), f"the venv {bundle} was captured from ({record})"
