@@ -123,9 +123,13 @@ class Target:
 
     @property
     def environment(self) -> str:
-        """PEP 751 ``environments`` entry for this target."""
+        """PEP 751 ``environments`` entry for this target. ``platform_system`` beside
+        ``sys_platform``: PDM (2.29) reads a lock's platform only from
+        ``platform_system`` and ``platform_machine`` and refuses the lock otherwise
+        ("Unsupported platform marker"); pip and uv evaluate either."""
         return (
-            f"sys_platform == 'linux' and platform_machine == '{self.arch}' and "
+            f"sys_platform == 'linux' and platform_system == 'Linux' and "
+            f"platform_machine == '{self.arch}' and "
             f"implementation_name == 'cpython' and python_version == '{self.python}'"
         )
 
