@@ -16,10 +16,13 @@ import sys
 import tarfile
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envlock.errors import EnvironmentFailure, UsageError
 from envlock.smoke import HARNESS_PATH
+
+if TYPE_CHECKING:
+    from envlock.image.ref import ImageRef
 from envlock.smoke.runner import (
     EXIT_NO_SHELL,
     INJECT_DIR,
@@ -95,15 +98,14 @@ def _is_gpu_request_error(exc: BaseException) -> bool:
     return "device driver" in text or "nvidia" in text or "gpu" in text
 
 
-def _pinned(image: str) -> str | None:
-    """REPO@sha256:<digest> when ``image`` names a manifest digest (envlock.image.ref)."""
+def _as_ref(image: str | ImageRef) -> ImageRef | None:
+    """``image`` as a reference: an ImageRef as handed over, text parsed (None: an image id)."""
     from envlock.image import ref as imageref
 
-    ref = imageref.match(image)
-    return ref.pinned if ref is not None else None
+    return imageref.match(image) if isinstance(image, str) else image
 
 
-def _local_or_pulled(docker_client: Any, image: str) -> Any:
+def _local_or_pulled(docker_client: Any, image: str, ref: ImageRef | None) -> Any:
     """The local image ``image``; one named by digest that is not local is pulled by digest.
 
     The engine finds ``REPO@sha256:<digest>`` locally when the image carries
@@ -114,19 +116,17 @@ def _local_or_pulled(docker_client: Any, image: str) -> Any:
     from docker.errors import APIError, ImageNotFound
 
     from envlock.image import engine
-    from envlock.image import ref as imageref
 
     try:
         return docker_client.images.get(image)
     except ImageNotFound as e:
-        ref = imageref.match(image)
         if ref is None or ref.digest is None:
             raise UsageError(
                 f"no image {image!r} in this Docker Engine",
                 hint="build it with `envlock build DIR --tag NAME`, or check the name",
             ) from e
         missing = e
-    pinned = f"{ref.repository}@{ref.digest}"
+    pinned = ref.pinned
     sys.stderr.write(f"envlock: {pinned} is not local; pulling it by digest\n")
     said = ""
     status: int | None = None
@@ -155,7 +155,7 @@ def _local_or_pulled(docker_client: Any, image: str) -> Any:
 
 
 def run_in_image(
-    image: str,
+    image: str | ImageRef,
     *,
     gpus: str = "all",
     allow_cpu: bool = False,
@@ -172,17 +172,20 @@ def run_in_image(
     is envlock's stderr.
 
     ``image`` is a local name or id, or ``REPO@sha256:<digest>``: that manifest,
-    found locally by its RepoDigest or pulled by digest through the engine.
+    found locally by its RepoDigest or pulled by digest through the engine; an
+    ``ImageRef`` (``ci build``'s pushed cell) is not parsed again.
     """
     from docker.errors import APIError
 
     from envlock.image import engine
 
+    ref = _as_ref(image)
+    image = str(image)
     gpus = parse_gpus(gpus)
     doing = f"while running the smoke test in {image}"
     hint = "check `docker info` and the image"
     with engine.session(doing, client=client, hint=hint) as docker_client:
-        img = _local_or_pulled(docker_client, image)
+        img = _local_or_pulled(docker_client, image, ref)
         labels = (img.attrs.get("Config") or {}).get("Labels") or {}
         framework = framework or labels.get("io.envlock.framework")
         args = harness_args(framework=framework, allow_cpu=allow_cpu, size=size, extra=extra)
@@ -221,7 +224,7 @@ def run_in_image(
         result["checks"] = pre_checks + list(result.get("checks", []))
         recompute_status(result)
     result["image"] = {"ref": image, "id": img.id, "labels": labels}
-    pinned = _pinned(image)
+    pinned = ref.pinned if ref is not None else None
     if pinned is not None:  # run by REPO@sha256:<manifest digest>: the report's subject
         result["image"]["pinned"] = pinned
     result["runner"] = {"kind": "docker", "gpus": gpus, "network": "none"}
