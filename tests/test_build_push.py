@@ -19,9 +19,10 @@ import pytest
 
 from envlock.cli import main
 from envlock.errors import EnvironmentFailure, UsageError
+from envlock.image import ref as imageref
 from envlock.image.build import build_image, declared_args, parse_build_args, step_line
 from envlock.image.labels import created_label
-from envlock.image.push import _push_failure, push_image
+from envlock.image.push import _push_failure, push, push_image
 
 REGISTRY = "127.0.0.1:5000"
 REPO = f"{REGISTRY}/envlock-push/build"
@@ -343,8 +344,13 @@ def test_push_then_pull_back_by_digest_and_base_digest_label(
     assert f"pushed {REPO}@{digest}" in captured.err  # push progress, not silence
     assert "push " in captured.err and ("Pushed" in captured.err or "exists" in captured.err)
 
-    # the function the ci build calls: the same digest for the same image
+    # the functions the ci build calls: the same digest for the same image, and
+    # the pinned reference made from the parsed tag (never rebuilt from text)
     assert push_image(ref) == digest
+    pushed = push(imageref.parse(ref))
+    assert pushed.digest == digest and pushed.ref == imageref.parse(ref)
+    assert pushed.pinned == imageref.ImageRef(REPO, None, digest)
+    assert str(pushed.pinned) == f"{REPO}@{digest}" == doc["pushed"]["pinned"]
 
     # removed here, pulled back by digest: the same image
     image_id = doc["image_id"]

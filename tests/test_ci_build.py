@@ -23,7 +23,7 @@ from envlock.ci.build import (
     CiBuildOptions,
     PlainProgress,
     build_cells,
-    cell_tag,
+    cell_ref,
     check_repository,
     find_cells,
 )
@@ -137,12 +137,20 @@ def test_cells_are_the_subfolders_with_a_dockerfile(tmp_path: Path) -> None:
     (tmp_path / "Dockerfile").write_text("FROM scratch\n")  # DIR itself is no cell
     (tmp_path / "summary.json").write_text("{}")
     assert [c for c, _ in find_cells(tmp_path)] == ["a.cell_1", "b-cell"]
-    assert cell_tag(None, "a.cell_1") == "envlock-ci:a.cell_1"
-    assert cell_tag("127.0.0.1:5000/t/tf", "b-cell") == "127.0.0.1:5000/t/tf:b-cell"
+    assert str(cell_ref(None, "a.cell_1")) == "envlock-ci:a.cell_1"
+    pushed = cell_ref(check_repository("127.0.0.1:5000/t/tf"), "b-cell")
+    assert str(pushed) == "127.0.0.1:5000/t/tf:b-cell"
+    assert (pushed.registry, pushed.path, pushed.tag) == ("127.0.0.1:5000", "t/tf", "b-cell")
 
 
 def test_repository_checks() -> None:
-    assert check_repository("ghcr.io/owner/tf") == "ghcr.io/owner/tf"
+    ref = check_repository("ghcr.io/owner/tf")
+    assert (ref.repository, ref.registry, ref.tag, ref.digest) == (
+        "ghcr.io/owner/tf",
+        "ghcr.io",
+        None,
+        None,
+    )
     for bad in ("owner/tf", "ghcr.io/owner/tf:1", "Not A Repo", f"ghcr.io/o/tf@sha256:{'a' * 64}"):
         with pytest.raises(UsageError):
             check_repository(bad)
@@ -218,7 +226,18 @@ def test_two_cells_one_fails_pushed_smoked_signed_and_pulled_back_by_digest(
     base_image: str,
     docker_client: Any,
     capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from envlock.image import ref as imageref
+
+    parsed: list[str] = []  # every text parsed as an image reference (parse goes through match)
+    real_match = imageref.match
+
+    def counting_match(value: str) -> imageref.ImageRef | None:
+        parsed.append(value)
+        return real_match(value)
+
+    monkeypatch.setattr(imageref, "match", counting_match)
     root = tmp_path / "cells"
     good = make_cell(root, f"good-{time.time_ns()}", base_image)
     make_cell(root, "broken", base_image, fail=True)
@@ -231,6 +250,12 @@ def test_two_cells_one_fails_pushed_smoked_signed_and_pulled_back_by_digest(
         )
         captured = capsys.readouterr()
         assert code == 1, captured.err
+        # --push is parsed once; the cell's tag, its pushed digest, the smoke run, the
+        # report and the registry are handed that ImageRef; the pinned reference is
+        # parsed once more where the report page reads it back from summary.json
+        ours = [v for v in parsed if v.startswith(REPO)]
+        assert ours.count(REPO) == 1 and len(ours) == 2, ours
+        assert ours[1].startswith(f"{REPO}@sha256:"), ours
 
         # the summary on disk
         summary = json.loads((root / "summary.json").read_text())

@@ -267,6 +267,46 @@ def test_attach_refuses_a_report_about_another_image(
     assert code == 2 and "names no registry host" in err
 
 
+def test_attach_report_is_handed_the_envelope_and_the_parsed_image(
+    keypair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ci build hands attach_report the envelope it signed and the ImageRef the push
+    answered with: neither is parsed again, and the registry gets the report's bytes."""
+    from envlock.errors import UsageError
+    from envlock.image import ref as imageref
+    from envlock.image import registry
+    from envlock.report import envelope_bytes, sign_envelope
+    from envlock.report.attach import attach_report
+
+    priv, _ = keypair
+    image = imageref.ImageRef(REPO, None, DIGEST)
+    envelope = sign_envelope(smoke_result(), priv, lock_dir=None, image_id=None, image_ref=image)
+    sent: list[tuple[Any, bytes, str]] = []
+    monkeypatch.setattr(
+        registry,
+        "attach_attestation",
+        lambda ref, data, predicate_type, insecure=False: (
+            sent.append((ref, data, predicate_type)) or "attached"
+        ),
+    )
+
+    def no_parse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(dsse, "parse_envelope", no_parse)
+    monkeypatch.setattr(imageref, "match", no_parse)
+    assert attach_report(envelope, image) == "attached"
+    ((ref, data, predicate_type),) = sent
+    assert ref == image and data == envelope_bytes(envelope.to_dict())
+    assert predicate_type == "https://in-toto.io/attestation/test-result/v0.1"
+    assert attach_report(envelope, image, data=b"the file as it is") == "attached"
+    assert sent[1][1] == b"the file as it is"
+    other = image.at("sha256:" + "e2" * 32)
+    with pytest.raises(UsageError, match=f"REPORT is about {REPO} sha256:{'d1' * 32}, not {other}"):
+        attach_report(envelope, other)
+    assert len(sent) == 2
+
+
 def test_verify_from_registry_needs_a_pinned_image(
     tmp_path: Path, keypair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:

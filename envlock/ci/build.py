@@ -21,10 +21,14 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from envlock.ci.summary import CellOutcome, CiBuildSummary, write_ci_page, write_summary
 from envlock.errors import EnvlockError, UsageError
+from envlock.image.ref import ImageRef
+
+if TYPE_CHECKING:
+    from envlock.report.dsse import Envelope
 
 LOCAL_REPOSITORY = "envlock-ci"
 REPORT_NAME = "report.intoto.json"  # beside the bundle's files, as `smoke --sign -o` suggests
@@ -97,8 +101,13 @@ def find_cells(directory: Path) -> list[tuple[str, Path]]:
     return cells
 
 
-def check_repository(value: str) -> str:
-    """--push REPO: a repository with a registry host, without tag or digest."""
+def check_repository(value: str) -> ImageRef:
+    """--push REPO: a repository with a registry host, without tag or digest.
+
+    The one parse of the reference a pushed cell is named by: the cell's tag,
+    the pushed digest, the smoke run, the report and the registry are all
+    handed ``ImageRef`` objects made from it.
+    """
     from envlock.image import ref as imageref
 
     ref = imageref.parse(value, "--push")
@@ -108,11 +117,12 @@ def check_repository(value: str) -> str:
             "(each cell is pushed as REPO:<cell-id>)",
             hint="e.g. --push ghcr.io/OWNER/tf or --push 127.0.0.1:5000/team/tf",
         )
-    return ref.repository
+    return ref
 
 
-def cell_tag(repository: str | None, cell: str) -> str:
-    return f"{repository or LOCAL_REPOSITORY}:{cell}"
+def cell_ref(repository: ImageRef | None, cell: str) -> ImageRef:
+    """``REPO:<cell-id>`` (``envlock-ci:<cell-id>`` without --push); a cell id is a valid tag."""
+    return (repository or ImageRef(LOCAL_REPOSITORY)).with_tag(cell)
 
 
 def check_cell(folder: Path, options: CiBuildOptions) -> None:
@@ -138,7 +148,7 @@ def check_cell(folder: Path, options: CiBuildOptions) -> None:
 
 def sign_cell_report(
     result: dict[str, Any], key: Path, folder: Path, outcome: CellOutcome
-) -> dict[str, Any]:
+) -> Envelope:
     """The signed report of one cell's smoke result (a DSSE envelope).
 
     The one place that decides the report's subject: a pushed cell's report
@@ -146,23 +156,30 @@ def sign_cell_report(
     cached rebuild does not invalidate it); a local one the image id, named by
     its tag.
     """
-    from envlock.report import sign_result
+    from envlock.report import sign_envelope
 
     lock_dir = folder if (folder / "pylock.toml").is_file() else None
     if outcome.pinned:
-        return sign_result(result, key, lock_dir=lock_dir, image_id=None, image_ref=outcome.pinned)
-    return sign_result(
+        return sign_envelope(
+            result, key, lock_dir=lock_dir, image_id=None, image_ref=outcome.pinned
+        )
+    return sign_envelope(
         result, key, lock_dir=lock_dir, image_id=outcome.image_id, image_name=outcome.tag
     )
 
 
-def _attach(report: bytes, outcome: CellOutcome, say: Callable[[str], None]) -> None:
+def _attach(
+    envelope: Envelope, report: bytes, outcome: CellOutcome, say: Callable[[str], None]
+) -> None:
     """Attach the report to the pushed image (cosign's layout); a registry that
     refuses is noted, not a failed cell: the report file is the record."""
     from envlock.report.attach import attach_report
 
+    assert outcome.pinned is not None
     try:
-        outcome.attached = attach_report(report, str(outcome.pinned), where=str(outcome.report))
+        outcome.attached = attach_report(
+            envelope, outcome.pinned, data=report, where=str(outcome.report)
+        )
         say(f"attached the report as {outcome.attached}")
     except EnvlockError as e:
         outcome.attached = None
@@ -203,7 +220,7 @@ def run_cell(
 ) -> CellOutcome:
     """Build, push, smoke-test and sign one cell; failures are recorded, never raised."""
     from envlock.image.build import build_image
-    from envlock.image.push import push_image
+    from envlock.image.push import push
 
     started = time.perf_counter()
     outcome.started = started
@@ -217,7 +234,7 @@ def run_cell(
         say("build started")
         result = build_image(
             folder,
-            tag=outcome.tag,
+            tag=outcome.image or outcome.tag,
             base_image=options.base_image,
             build_args=options.build_args,
             network=options.network,
@@ -230,10 +247,11 @@ def run_cell(
         say(f"built {result.image_id[:19]} ({outcome.steps}, {result.seconds:.1f} s)")
         if options.push:
             outcome.stage = "push"
-            outcome.digest = push_image(
-                outcome.tag, out=lambda s: say(s.rstrip("\n")) if s.startswith("pushed") else None
+            pushed = push(
+                outcome.image or outcome.tag,
+                out=lambda s: say(s.rstrip("\n")) if s.startswith("pushed") else None,
             )
-            outcome.pinned = f"{options.push}@{outcome.digest}"
+            outcome.digest, outcome.pinned = pushed.digest, pushed.pinned
         outcome.stage = "smoke"
         say("smoke started")
         from envlock.fsutil import atomic_write
@@ -243,7 +261,7 @@ def run_cell(
         with open(folder / SMOKE_LOG_NAME, "w", encoding="utf-8", errors="replace") as log:
             say(f"smoke log: {cell}/{SMOKE_LOG_NAME}")
             smoke = container.run_in_image(
-                outcome.pinned or outcome.tag,  # a pushed cell runs, and is reported, by digest
+                outcome.pinned or outcome.image or outcome.tag,  # a pushed cell: by digest
                 gpus=options.gpus,
                 allow_cpu=options.allow_cpu,
                 timeout=options.smoke_timeout,
@@ -257,12 +275,12 @@ def run_cell(
             from envlock.report import envelope_bytes
 
             envelope = sign_cell_report(smoke, options.sign, folder, outcome)
-            report = envelope_bytes(envelope)
+            report = envelope_bytes(envelope.to_dict())
             atomic_write(folder / REPORT_NAME, report)
             outcome.report = f"{cell}/{REPORT_NAME}"
             say(f"signed {outcome.report}")
             if outcome.pinned:
-                _attach(report, outcome, say)
+                _attach(envelope, report, outcome, say)
         if runner.exit_code_for(smoke) != 0:
             outcome.stage = "smoke"
             raise _CellFailed(_smoke_reason(smoke))
@@ -314,7 +332,6 @@ def build_cells(
         raise UsageError(f"--jobs {options.jobs}: must be at least 1", hint="--jobs 2")
     cells = find_cells(directory)
     repository = check_repository(options.push) if options.push else None
-    options = _with_repository(options, repository)
     for _, folder in cells:
         check_cell(folder, options)
     if options.sign is not None:
@@ -323,7 +340,8 @@ def build_cells(
         load_private(options.sign)  # a bad key is exit 2 before the first build
     engine.connect(timeout=30).close()  # exit 3 now if the engine is not there
     sink: Progress = progress or PlainProgress()
-    made = [CellOutcome(cell, folder, cell_tag(repository, cell)) for cell, folder in cells]
+    refs = [(cell, folder, cell_ref(repository, cell)) for cell, folder in cells]
+    made = [CellOutcome(cell, folder, str(ref), image=ref) for cell, folder, ref in refs]
     if outcomes is not None:
         outcomes.extend(made)
     started = time.perf_counter()
@@ -333,7 +351,7 @@ def build_cells(
             future.result()
     summary = CiBuildSummary(
         directory=directory,
-        repository=repository,
+        repository=repository.repository if repository else None,
         cells=tuple(made),
         seconds=time.perf_counter() - started,
         jobs=options.jobs,
@@ -342,9 +360,3 @@ def build_cells(
     if options.sign is not None:  # every signed report verified, as one page: DIR/report-page/
         write_ci_page(directory, options.sign)
     return summary
-
-
-def _with_repository(options: CiBuildOptions, repository: str | None) -> CiBuildOptions:
-    from dataclasses import replace
-
-    return replace(options, push=repository)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from envlock.errors import DataError, EnvlockError
 
 if TYPE_CHECKING:
+    from envlock.image.ref import ImageRef
     from envlock.report.page_rows import Claim
 
 SCHEMA = "envlock.ci-build/v1"
@@ -37,7 +38,7 @@ class CellOutcome:
     image_id: str | None = None
     steps: str = ""  # "12/14 cached"
     digest: str | None = None
-    pinned: str | None = None
+    pinned: ImageRef | None = None  # REPO@sha256:<digest>, once pushed (Pushed.pinned)
     smoke: str | None = None  # PASSED, WARNED, FAILED
     report: str | None = None  # path relative to DIR
     attached: str | None = None  # REPO:sha256-<hex>.att, when the registry took the report
@@ -46,6 +47,7 @@ class CellOutcome:
     error: str | None = None  # the whole message (with a failed build's last log lines)
     detail: str = ""  # the latest progress line, for the live table
     started: float | None = None
+    image: ImageRef | None = None  # ``tag`` parsed, as the stages are handed it
 
     @property
     def ok(self) -> bool:
@@ -61,7 +63,7 @@ class CellOutcome:
             "image_id": self.image_id,
             "steps": self.steps,
             "digest": self.digest,
-            "pinned": self.pinned,
+            "pinned": str(self.pinned) if self.pinned else None,
             "smoke": self.smoke,
             "report": self.report,
             "attached": self.attached,

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from envlock.bundle.manifest import recover_bundle
     from envlock.errors import UsageError
     from envlock.image.build import build_image, parse_build_args
-    from envlock.image.push import Pushed, check_push_reference, push_image
+    from envlock.image.push import Pushed, check_push_reference, push
 
     build_args = parse_build_args(args.build_arg)
     if args.push:
@@ -71,14 +71,16 @@ def run(args: argparse.Namespace) -> int:
                 "--push needs --tag naming the registry to push to",
                 hint="--tag HOST[:PORT]/NAME:TAG, e.g. --tag 127.0.0.1:5000/envlock/tf:2.15.1",
             )
-        check_push_reference(args.tag)
+        tag = check_push_reference(args.tag)  # parsed once: build and push are handed it
+    else:
+        tag = args.tag
     # an interrupted `envlock lock`/`render` into DIR is finished or undone first
     note = recover_bundle(Path(args.dir))
     if note:
         sys.stderr.write(f"envlock: note: {note}\n")
     result = build_image(
         Path(args.dir),
-        tag=args.tag,
+        tag=tag,
         base_image=args.base_image,
         build_args=build_args,
         no_cache=args.no_cache,
@@ -88,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     pushed: Pushed | None = None
     if args.push:
         out = None if args.progress == "quiet" else _stderr
-        pushed = Pushed(args.tag, push_image(args.tag, out=out))
+        pushed = push(tag, out=out)
     if args.json:
         from envlock.output import emit_json
 

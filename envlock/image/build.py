@@ -20,6 +20,7 @@ from typing import Any
 
 from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
 from envlock.image.labels import OCI, base_labels, created_label, source_labels
+from envlock.image.ref import ImageRef
 
 PROGRESS = ("auto", "plain", "steps", "quiet")
 _STEP = re.compile(r"^Step (\d+)/(\d+) : (.*)$")
@@ -105,11 +106,12 @@ def check_bundle(directory: Path) -> Path:
     return dockerfile
 
 
-def check_reference(value: str, what: str) -> str:
+def check_reference(value: str | ImageRef, what: str) -> str:
+    """``value`` as Docker is given it; text is parsed (UsageError when it is no
+    reference), an ``ImageRef`` is already parsed."""
     from envlock.image import ref as imageref
 
-    imageref.parse(value, what)
-    return value
+    return str(imageref.parse(value, what))
 
 
 class _StepTracker:
@@ -295,7 +297,7 @@ def final_base(text: str, args: Mapping[str, str]) -> str | None:
 def build_image(
     directory: Path,
     *,
-    tag: str | None = None,
+    tag: str | ImageRef | None = None,
     base_image: str | None = None,
     build_args: Mapping[str, str] | None = None,
     no_cache: bool = False,
@@ -319,7 +321,7 @@ def build_image(
     if progress not in PROGRESS:
         raise UsageError(f"--progress {progress!r}", hint="use auto, plain, steps or quiet")
     if tag is not None:
-        check_reference(tag, "--tag")
+        tag = check_reference(tag, "--tag")  # an ImageRef is not parsed again
     text = dockerfile.read_text(encoding="utf-8", errors="replace")
     declared = declared_args(text)
     buildargs: dict[str, str] = dict(build_args or {})

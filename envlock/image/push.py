@@ -13,30 +13,31 @@ from dataclasses import dataclass
 from typing import Any
 
 from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
+from envlock.image.ref import ImageRef
 
 
 @dataclass(frozen=True)
 class Pushed:
     """A pushed tag and the manifest digest the registry answered with."""
 
-    ref: str  # "127.0.0.1:5000/envlock/tf:2.15.1"
+    ref: ImageRef  # 127.0.0.1:5000/envlock/tf:2.15.1
     digest: str  # "sha256:<64 hex>"
 
     @property
-    def pinned(self) -> str:
-        from envlock.image import ref as imageref
-
-        return f"{imageref.parse(self.ref).repository}@{self.digest}"
+    def pinned(self) -> ImageRef:
+        """repository@digest: the reference that names the pushed manifest everywhere."""
+        return self.ref.at(self.digest)
 
     def to_dict(self) -> dict[str, str]:
-        return {"ref": self.ref, "digest": self.digest, "pinned": self.pinned}
+        return {"ref": str(self.ref), "digest": self.digest, "pinned": str(self.pinned)}
 
 
-def check_push_reference(ref: str, what: str = "--tag") -> Any:
+def check_push_reference(ref: str | ImageRef, what: str = "--tag") -> ImageRef:
     """The ImageRef to push: a registry host and a tag (or UsageError, exit 2)."""
     from envlock.image import ref as imageref
 
     parsed = imageref.parse(ref, what)
+    ref = str(parsed)
     if parsed.registry is None:
         raise UsageError(
             f"{what} {ref!r} names no registry host, so there is nowhere to push it",
@@ -51,7 +52,17 @@ def check_push_reference(ref: str, what: str = "--tag") -> Any:
     return parsed
 
 
-def push_image(ref: str, *, client: Any = None, out: Callable[[str], None] | None = None) -> str:
+def push(
+    ref: str | ImageRef, *, client: Any = None, out: Callable[[str], None] | None = None
+) -> Pushed:
+    """Push the local tag ``ref``; the pushed reference and its manifest digest."""
+    parsed = check_push_reference(ref, "image")
+    return Pushed(parsed, push_image(parsed, client=client, out=out))
+
+
+def push_image(
+    ref: str | ImageRef, *, client: Any = None, out: Callable[[str], None] | None = None
+) -> str:
     """Push the local tag ``ref`` to its registry; return the manifest digest ("sha256:<hex>").
 
     Progress (one line per layer as it finishes, then the digest) goes to ``out``.
@@ -61,6 +72,7 @@ def push_image(ref: str, *, client: Any = None, out: Callable[[str], None] | Non
     from envlock.image import engine
 
     parsed = check_push_reference(ref, "image")
+    ref = str(parsed)
     tag = parsed.tag or "latest"
     emit = out or (lambda s: None)
     digest: str | None = None
@@ -91,7 +103,7 @@ def push_image(ref: str, *, client: Any = None, out: Callable[[str], None] | Non
             f"the registry {parsed.registry} answered the push of {ref} without a manifest digest",
             hint=_PUSH_HINT,
         )
-    emit(f"pushed {parsed.repository}@{digest}\n")
+    emit(f"pushed {parsed.at(digest)}\n")
     return digest
 
 

@@ -52,6 +52,10 @@ class ImageRef:
     def with_digest(self, digest: str) -> ImageRef:
         return replace(self, digest=digest)
 
+    def at(self, digest: str) -> ImageRef:
+        """``repository@digest`` (no tag): the manifest a push of this tag answered with."""
+        return ImageRef(self.repository, None, digest)
+
     def with_tag(self, tag: str | None) -> ImageRef:
         return replace(self, tag=tag)
 
@@ -72,8 +76,14 @@ def match(value: str) -> ImageRef | None:
     return ImageRef(m.group("repository"), m.group("tag"), m.group("digest"))
 
 
-def parse(value: str, what: str = "image reference") -> ImageRef:
-    """The reference ``value`` names, or UsageError (exit 2) saying which option was wrong."""
+def parse(value: str | ImageRef, what: str = "image reference") -> ImageRef:
+    """The reference ``value`` names, or UsageError (exit 2) saying which option was wrong.
+
+    An ``ImageRef`` is already parsed and comes back as it is: stages pass the
+    object on, and only text from the command line or a file is parsed.
+    """
+    if isinstance(value, ImageRef):
+        return value
     ref = match(value)
     if ref is None:
         raise UsageError(f"{what} {value!r} is not a valid image reference", hint=HINT)

@@ -64,9 +64,13 @@ def attestation_tag(digest: str) -> str:
     return f"{algo}-{hexpart}.{ATTESTATION_SUFFIX}"
 
 
-def pinned(pinned_ref: str, what: str = "--image") -> imageref.ImageRef:
-    """A reference with a registry host and a manifest digest, or UsageError (exit 2)."""
+def pinned(pinned_ref: str | imageref.ImageRef, what: str = "--image") -> imageref.ImageRef:
+    """A reference with a registry host and a manifest digest, or UsageError (exit 2).
+
+    Text is parsed; an ``ImageRef`` (the one a push answered with) is only checked.
+    """
     ref = imageref.parse(pinned_ref, what)
+    pinned_ref = str(ref)
     if ref.digest is None:
         raise UsageError(
             f"{what} {pinned_ref!r} names no manifest digest",
@@ -338,7 +342,11 @@ def attestation_config(layers: list[dict[str, Any]]) -> bytes:
 
 
 def attach_attestation(
-    pinned_ref: str, envelope: bytes, predicate_type: str, *, insecure: bool = False
+    pinned_ref: str | imageref.ImageRef,
+    envelope: bytes,
+    predicate_type: str,
+    *,
+    insecure: bool = False,
 ) -> str:
     """Attach a DSSE ``envelope`` to the image ``REPO@sha256:<hex>`` as cosign does.
 
@@ -377,7 +385,7 @@ def attach_attestation(
         reg.put_manifest(tag, json.dumps(manifest, separators=(",", ":")).encode())
     finally:
         reg.close()
-    return f"{ref.repository}:{tag}"
+    return str(imageref.ImageRef(ref.repository, tag))
 
 
 @dataclass(frozen=True)
@@ -404,7 +412,9 @@ def _layer_problem(digest: Any, size: Any) -> str:
     return ""
 
 
-def iter_attestations(pinned_ref: str, *, insecure: bool = False) -> Iterator[Attestation]:
+def iter_attestations(
+    pinned_ref: str | imageref.ImageRef, *, insecure: bool = False
+) -> Iterator[Attestation]:
     """The DSSE layers attached to ``REPO@sha256:<hex>`` (cosign's layout), oldest first,
     read one at a time (a caller keeps at most one in memory).
 
@@ -473,6 +483,8 @@ def iter_attestations(pinned_ref: str, *, insecure: bool = False) -> Iterator[At
         reg.close()
 
 
-def fetch_attestations(pinned_ref: str, *, insecure: bool = False) -> list[bytes]:
+def fetch_attestations(
+    pinned_ref: str | imageref.ImageRef, *, insecure: bool = False
+) -> list[bytes]:
     """The DSSE envelopes ``iter_attestations`` reads (those it could), oldest first."""
     return [a.data for a in iter_attestations(pinned_ref, insecure=insecure) if a.data is not None]

@@ -9,14 +9,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envlock.errors import DataError
 from envlock.report import dsse, statement, strict
 from envlock.report import keys as keymod
 from envlock.report.verify import Verification, verify, verify_envelope
 
-__all__ = ["Verification", "envelope_bytes", "sign_result", "verify", "verify_envelope"]
+if TYPE_CHECKING:
+    from envlock.image.ref import ImageRef
+
+__all__ = [
+    "Verification",
+    "envelope_bytes",
+    "sign_envelope",
+    "sign_result",
+    "verify",
+    "verify_envelope",
+]
 
 
 def sign_result(
@@ -27,9 +37,32 @@ def sign_result(
     image_id: str | None,
     image_name: str | None = None,
     url: str | None = None,
-    image_ref: str | None = None,
+    image_ref: str | ImageRef | None = None,
 ) -> dict[str, Any]:
-    """Sign a smoke result with the private key at ``key``; return the DSSE envelope.
+    """``sign_envelope``'s envelope as JSON (the shape of the report file)."""
+    return sign_envelope(
+        result,
+        key,
+        lock_dir=lock_dir,
+        image_id=image_id,
+        image_name=image_name,
+        url=url,
+        image_ref=image_ref,
+    ).to_dict()
+
+
+def sign_envelope(
+    result: dict[str, Any],
+    key: Path,
+    *,
+    lock_dir: Path | None,
+    image_id: str | None,
+    image_name: str | None = None,
+    url: str | None = None,
+    image_ref: str | ImageRef | None = None,
+) -> dsse.Envelope:
+    """Sign a smoke result with the private key at ``key``; return the DSSE envelope
+    (the object, checked as our own verify reads the bytes of its file).
 
     The subject is, in this order: ``image_ref`` (``REPO@sha256:<manifest
     digest>``: the repository and manifest digest, as cosign names an image;
@@ -61,10 +94,10 @@ def sign_result(
         image_ref=image_ref,
     )
     payload = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    envelope = dsse.sign(dsse.INTOTO_PAYLOAD_TYPE, payload, private_key).to_dict()
+    envelope = dsse.sign(dsse.INTOTO_PAYLOAD_TYPE, payload, private_key)
     # never write what our own verify rejects: run its checks on the bytes written
     try:
-        parsed = dsse.parse_envelope(envelope_bytes(envelope))
+        parsed = dsse.parse_envelope(envelope_bytes(envelope.to_dict()))
     except dsse.EnvelopeError as e:
         raise DataError(f"result: the report would not verify: {e}", hint=_HINT) from e
     check = verify_envelope(parsed, private_key.public_key())
@@ -72,7 +105,7 @@ def sign_result(
         raise DataError(
             f"result: the report would not verify: {'; '.join(check.reasons())}", hint=_HINT
         )
-    return envelope
+    return parsed
 
 
 _HINT = "sign the JSON the smoke harness printed, unedited"

@@ -30,10 +30,13 @@ import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envlock.errors import DataError, UsageError
 from envlock.fsutil import sha256_bytes
+
+if TYPE_CHECKING:
+    from envlock.image.ref import ImageRef
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
@@ -243,7 +246,7 @@ def now_rfc3339() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def manifest_subject(pinned_ref: str) -> dict[str, Any]:
+def manifest_subject(pinned_ref: str | ImageRef) -> dict[str, Any]:
     """The subject for an image named by digest: the repository and the manifest digest.
 
     cosign names an image the same way: ``name`` is the repository with its
@@ -252,10 +255,10 @@ def manifest_subject(pinned_ref: str) -> dict[str, Any]:
     """
     from envlock.image import ref as imageref
 
-    ref = imageref.parse(pinned_ref, "--image")
+    ref = imageref.parse(pinned_ref, "--image")  # an ImageRef is not parsed again
     if ref.digest is None:
         raise UsageError(
-            f"--image {pinned_ref!r} names no manifest digest",
+            f"--image {str(ref)!r} names no manifest digest",
             hint="give the reference with its digest, REPO@sha256:<64 hex>",
         )
     return {"name": ref.repository, "digest": {"sha256": ref.digest[7:]}}
@@ -268,7 +271,7 @@ def build_statement(
     image_id: str | None = None,
     image_name: str | None = None,
     url: str | None = None,
-    image_ref: str | None = None,
+    image_ref: str | ImageRef | None = None,
     created: str | None = None,
 ) -> dict[str, Any]:
     """The in-toto Statement for a smoke result (not yet signed).

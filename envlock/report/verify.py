@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envlock.report import dsse, statement
 from envlock.report import keys as keymod
+
+if TYPE_CHECKING:
+    from envlock.image.ref import ImageRef
 
 ABSENT = "(absent)"
 
@@ -83,9 +86,10 @@ def _entry(kind: str, name: str, status: str, report: str, actual: str) -> dict[
     return {"kind": kind, "name": name, "status": status, "report": report, "actual": actual}
 
 
-def _compare_manifest(out: Verification, doc: dict[str, Any], image_ref: str) -> None:
+def _compare_manifest(out: Verification, doc: dict[str, Any], ref: ImageRef) -> None:
     """REPO@sha256:<digest> against the subject: the repository and the digest, each."""
-    want = statement.manifest_subject(image_ref)
+    want = statement.manifest_subject(ref)
+    image_ref = str(ref)
     repo, digest = want["name"], want["digest"]["sha256"]
     pairs = [
         (item.get("name"), item["digest"].get("sha256"))
@@ -119,7 +123,7 @@ def _compare(
     doc: dict[str, Any],
     lock_dir: Path | None,
     image_id: str | None,
-    image_ref: str | None = None,
+    image_ref: ImageRef | None = None,
 ) -> None:
     """Compare the trusted statement with the image and every bundle file asked for."""
     subjects = statement.subject_digests(doc)
@@ -169,7 +173,7 @@ def verify(
     *,
     lock_dir: Path | None = None,
     image_id: str | None = None,
-    image_ref: str | None = None,
+    image_ref: str | ImageRef | None = None,
 ) -> Verification:
     """Check a DSSE envelope against a trusted public key, and optionally a lock/image.
 
@@ -212,15 +216,19 @@ def verify_envelope(
     *,
     lock_dir: Path | None = None,
     image_id: str | None = None,
-    image_ref: str | None = None,
+    image_ref: str | ImageRef | None = None,
 ) -> Verification:
     """Signature, payload type, statement, then (only then) the lock and image."""
     if lock_dir is not None:
         statement.lock_configuration(lock_dir)  # a bad --lock is the caller's input error
     if image_id is not None:
         statement.parse_digest(image_id, "image id")
+    ref = None
     if image_ref is not None:
-        statement.manifest_subject(image_ref)
+        from envlock.image import ref as imageref
+
+        ref = imageref.parse(image_ref, "--image")  # once: the comparison is handed the object
+        statement.manifest_subject(ref)
     out = _empty(public_key)
     valid = dsse.valid_signatures(env, public_key)
     out.valid_signatures = len(valid)
@@ -249,6 +257,6 @@ def verify_envelope(
     out.statement = doc
     out.subject = list(doc["subject"])
     out.result = doc["predicate"]["result"]
-    _compare(out, doc, lock_dir, image_id, image_ref)
+    _compare(out, doc, lock_dir, image_id, ref)
     out.ok = not out.problems and not out.drift and not out.uncovered
     return out

@@ -33,11 +33,16 @@ def register(rsub: Any) -> None:
 
 
 def run_attach(args: argparse.Namespace) -> int:
-    from envlock.report.attach import attach_report
+    from envlock.image import registry
+    from envlock.report.attach import attach_report, parse_report
     from envlock.report.inputs import read_report
 
     data = read_report(args.report)
-    tag = attach_report(data, args.image, insecure=args.insecure_registry, where=args.report)
+    image = registry.pinned(args.image)  # a bad --image is named before a bad report
+    envelope = parse_report(data, args.report)
+    tag = attach_report(
+        envelope, image, data=data, insecure=args.insecure_registry, where=args.report
+    )
     if args.json:
         output.emit_json({"report": args.report, "image": args.image, "attached": tag})
     else:
