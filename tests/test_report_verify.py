@@ -346,3 +346,32 @@ def test_statement_result_never_better_than_its_checks(checks: list[tuple[str, s
             assert p["failedTests"] == [n for n, s in checks if s == "FAIL"]
             assert p["warnedTests"] == [n for n, s in checks if s == "WARN"]
             assert p["passedTests"] == [n for n, s in checks if s == "PASS"]
+
+
+def test_check_envelope_runs_verify_and_its_gates_without_the_command_line(
+    keypair: tuple[Path, Path],
+) -> None:
+    """envlock.report.verify.check_envelope: what `envlock verify` decides, as objects."""
+    from envlock.image import ref as imageref
+    from envlock.report import sign_envelope
+    from envlock.report.verify import Requirements, check_envelope
+
+    priv, pub = keypair
+    public_key = keys.load_public(pub)
+    image = imageref.parse(f"127.0.0.1:5000/team/tf@sha256:{'c3' * 32}")
+    failed = sign_envelope(
+        smoke_result("FAILED", gpu="FAIL"), priv, lock_dir=None, image_id=None, image_ref=image
+    )
+    v, failure = check_envelope(failed, "r.json", public_key, image=image)
+    assert v.ok and v.result == "FAILED" and failure is None
+    assert v.checked[0]["status"] == "matches" and v.checked[0]["name"] == str(image)
+    v, failure = check_envelope(
+        failed, "r.json", public_key, image=image, requirements=Requirements(require_pass=True)
+    )
+    assert v.ok and failure == (
+        "r.json: the signature is valid but the smoke result is FAILED (--require-pass)"
+    )
+    other = image.at("sha256:" + "c4" * 32)
+    v, failure = check_envelope(failed, "r.json", public_key, image=str(other))
+    assert not v.ok and failure is not None
+    assert failure.startswith("r.json: NOT VERIFIED: subject.digest.sha256 drifted")

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envlock import output
 from envlock.errors import CheckFailed
+
+if TYPE_CHECKING:
+    from envlock.report.verify import Requirements
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -78,61 +81,10 @@ def _subject_text(subject: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def _peek_kind(env: Any) -> str | None:
-    """The subject_kind the (not yet verified) payload claims: which comparison to run."""
-    from envlock.report import dsse, statement
+def _requirements(args: argparse.Namespace) -> Requirements:
+    from envlock.report.verify import Requirements
 
-    try:
-        doc = dsse.strict_json(env.payload, "the signed payload")
-    except dsse.EnvelopeError:
-        return None
-    return statement.subject_kind(doc) if isinstance(doc, dict) else None
-
-
-def _gates(args: argparse.Namespace, v: Any) -> str | None:
-    """Why a valid report still fails --require-pass / --require-gpu, or None."""
-    from envlock.report.statement import gpu_used
-
-    if args.require_pass and v.result not in ("PASSED", "WARNED"):
-        return f"the signature is valid but the smoke result is {v.result} (--require-pass)"
-    if args.require_gpu and v.statement is not None:
-        used, why = gpu_used(v.statement)
-        if not used:
-            return f"the signature is valid but the GPU was not used: {why} (--require-gpu)"
-    return None
-
-
-def _check_one(
-    args: argparse.Namespace,
-    env: Any,
-    name: str,
-    public_key: Any,
-    lock_dir: Path | None,
-    *,
-    remote: bool = False,
-) -> tuple[Any, str | None]:
-    """Verify one envelope; (the Verification, why it fails or None). ``remote``: --image
-    is a reference in a registry (--from-registry), compared with the subject as it
-    stands and never looked up in the local Docker Engine: a report that names
-    something else (a lock, a local image) is NOT VERIFIED saying what it names."""
-    from envlock.image import ref as imageref
-    from envlock.report import verify_envelope
-    from envlock.report.image import local_image_id
-
-    image_id = image_ref = None
-    if args.image:
-        ref = imageref.match(args.image)
-        pinned = ref is not None and ref.digest is not None
-        if pinned and (remote or _peek_kind(env) == "image-manifest"):
-            assert ref is not None
-            image_ref = ref.pinned  # the digest is in the reference: no Docker Engine
-        else:
-            image_id = local_image_id(args.image)
-    v = verify_envelope(env, public_key, lock_dir=lock_dir, image_id=image_id, image_ref=image_ref)
-    if not v.ok:
-        return v, f"{name}: NOT VERIFIED: {'; '.join(v.reasons())}"
-    gate = _gates(args, v)
-    return v, f"{name}: {gate}" if gate else None
+    return Requirements(require_pass=args.require_pass, require_gpu=args.require_gpu)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -171,9 +123,17 @@ def run(args: argparse.Namespace) -> int:
         return _run_registry(args, public_key, lock_dir)
 
     from envlock.report.inputs import read_envelope
+    from envlock.report.verify import check_envelope
 
     env = read_envelope(args.report)
-    v, failure = _check_one(args, env, args.report, public_key, lock_dir)
+    v, failure = check_envelope(
+        env,
+        args.report,
+        public_key,
+        requirements=_requirements(args),
+        lock_dir=lock_dir,
+        image=args.image or None,
+    )
     verified = failure is None
     if args.json:
         doc = {"report": args.report, "verified": verified, **v.to_dict()}
@@ -189,36 +149,34 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_registry(args: argparse.Namespace, public_key: Any, lock_dir: Path | None) -> int:
-    """Verify every DSSE envelope attached to --image; exit 0 when one verifies."""
+    """Print every report attached to --image, checked; exit 0 when one verifies."""
     from envlock.image import registry
-    from envlock.report import dsse
+    from envlock.report.verify import attestations_of, check_attached
 
     ref = registry.pinned(args.image)
-    assert ref.digest is not None
-    where = f"{ref.repository}:{registry.attestation_tag(ref.digest)}"
+    where = str(attestations_of(ref))
     entries: list[dict[str, Any]] = []
     texts: list[str] = []
     any_ok = False
     count = 0
-    # one layer in memory at a time; a layer that is not this image's report is
-    # reported and the next one checked (a planted layer never aborts the rest)
-    for att in registry.iter_attestations(args.image, insecure=args.insecure_registry):
+    for att in check_attached(
+        ref,
+        public_key,
+        requirements=_requirements(args),
+        lock_dir=lock_dir,
+        insecure=args.insecure_registry,
+    ):
         count = att.of
-        name = f"{where} [{att.index}/{att.of}]"
-        if att.data is None:
-            entries.append({"report": name, "verified": False, "problems": [att.problem]})
-            texts.append(f"{name}: {att.problem}\n")
-            continue
-        try:
-            env = dsse.parse_envelope(att.data)
-        except dsse.EnvelopeError as e:
-            entries.append({"report": name, "verified": False, "problems": [str(e)]})
-            texts.append(f"{name}: not a DSSE envelope: {e}\n")
-            continue
-        v, failure = _check_one(args, env, name, public_key, lock_dir, remote=True)
-        any_ok = any_ok or failure is None
-        entries.append({"report": name, "verified": failure is None, **v.to_dict()})
-        texts.append(_table(args, v, name) + (f"{failure}\n" if failure else ""))
+        any_ok = any_ok or att.verified
+        entries.append(att.to_dict())
+        if att.verification is None:
+            said = "not a DSSE envelope: " if att.not_envelope else ""
+            texts.append(f"{att.name}: {said}{att.problem}\n")
+        else:
+            failure = att.failure
+            texts.append(
+                _table(args, att.verification, att.name) + (f"{failure}\n" if failure else "")
+            )
     if args.json:
         output.emit_json(
             {"image": args.image, "attached": where, "verified": any_ok, "attestations": entries}

@@ -8,6 +8,7 @@ inputs of the verifier itself (an unreadable key or lock folder: UsageError).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -260,3 +261,144 @@ def verify_envelope(
     _compare(out, doc, lock_dir, image_id, ref)
     out.ok = not out.problems and not out.drift and not out.uncovered
     return out
+
+
+# ---------------------------------------------------------------- what `envlock verify` runs
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What a valid report must also show (``--require-pass``, ``--require-gpu``)."""
+
+    require_pass: bool = False
+    require_gpu: bool = False
+
+
+def gate(v: Verification, requirements: Requirements) -> str | None:
+    """Why a valid report still fails --require-pass / --require-gpu, or None."""
+    if requirements.require_pass and v.result not in ("PASSED", "WARNED"):
+        return f"the signature is valid but the smoke result is {v.result} (--require-pass)"
+    if requirements.require_gpu and v.statement is not None:
+        used, why = statement.gpu_used(v.statement)
+        if not used:
+            return f"the signature is valid but the GPU was not used: {why} (--require-gpu)"
+    return None
+
+
+def peek_kind(env: dsse.Envelope) -> str | None:
+    """The subject_kind the (not yet verified) payload claims: which comparison to run."""
+    try:
+        doc = dsse.strict_json(env.payload, "the signed payload")
+    except dsse.EnvelopeError:
+        return None
+    return statement.subject_kind(doc) if isinstance(doc, dict) else None
+
+
+def check_envelope(
+    env: dsse.Envelope,
+    name: str,
+    public_key: Any,
+    *,
+    requirements: Requirements = Requirements(),
+    lock_dir: Path | None = None,
+    image: str | ImageRef | None = None,
+    remote: bool = False,
+) -> tuple[Verification, str | None]:
+    """Verify one envelope as ``envlock verify`` does; (the Verification, why it fails or None).
+
+    ``image`` (``--image``) is compared as a manifest digest when it names one and
+    the report is about a manifest, else looked up as a local image. ``remote``:
+    ``image`` is a reference in a registry (--from-registry), compared with the
+    subject as it stands and never looked up in the local Docker Engine: a
+    report that names something else (a lock, a local image) is NOT VERIFIED
+    saying what it names.
+    """
+    from envlock.image import ref as imageref
+    from envlock.report.image import local_image_id
+
+    image_id = image_ref = None
+    if image is not None:
+        ref = imageref.match(image) if isinstance(image, str) else image
+        if (
+            ref is not None
+            and ref.digest is not None
+            and (remote or peek_kind(env) == "image-manifest")
+        ):
+            image_ref = ref.at(ref.digest)  # the digest is in the reference: no Docker Engine
+        else:
+            image_id = local_image_id(str(image))
+    v = verify_envelope(env, public_key, lock_dir=lock_dir, image_id=image_id, image_ref=image_ref)
+    if not v.ok:
+        return v, f"{name}: NOT VERIFIED: {'; '.join(v.reasons())}"
+    why = gate(v, requirements)
+    return v, f"{name}: {why}" if why else None
+
+
+@dataclass(frozen=True)
+class AttachedReport:
+    """One DSSE layer attached to an image, as checked: ``verification`` is None when
+    the layer was not read or is not a DSSE envelope (``problem`` says which)."""
+
+    name: str  # "REPO:sha256-<hex>.att [1/2]"
+    of: int  # how many the registry lists
+    verification: Verification | None = None
+    failure: str | None = None  # why a read envelope does not verify (or fails a gate)
+    problem: str | None = None
+    not_envelope: bool = False  # read, but not a DSSE envelope
+
+    @property
+    def verified(self) -> bool:
+        return self.verification is not None and self.failure is None
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.verification is None:
+            return {"report": self.name, "verified": False, "problems": [self.problem]}
+        return {"report": self.name, "verified": self.verified, **self.verification.to_dict()}
+
+
+def attestations_of(ref: ImageRef) -> ImageRef:
+    """Where the attestations of REPO@sha256:<hex> are: ``REPO:sha256-<hex>.att``."""
+    from envlock.image import registry
+    from envlock.image.ref import ImageRef
+
+    assert ref.digest is not None
+    return ImageRef(ref.repository, registry.attestation_tag(ref.digest))
+
+
+def check_attached(
+    image: ImageRef,
+    public_key: Any,
+    *,
+    requirements: Requirements = Requirements(),
+    lock_dir: Path | None = None,
+    insecure: bool = False,
+) -> Iterator[AttachedReport]:
+    """Every DSSE layer attached to ``image`` (REPO@sha256, ``registry.pinned``), checked.
+
+    One layer in memory at a time; a layer that is not this image's report is
+    reported and the next one checked (a planted layer never aborts the rest).
+    Registry failures are EnvironmentFailure (exit 3).
+    """
+    from envlock.image import registry
+
+    where = attestations_of(image)
+    for att in registry.iter_attestations(image, insecure=insecure):
+        name = f"{where} [{att.index}/{att.of}]"
+        if att.data is None:
+            yield AttachedReport(name, att.of, problem=att.problem)
+            continue
+        try:
+            env = dsse.parse_envelope(att.data)
+        except dsse.EnvelopeError as e:
+            yield AttachedReport(name, att.of, problem=str(e), not_envelope=True)
+            continue
+        v, failure = check_envelope(
+            env,
+            name,
+            public_key,
+            requirements=requirements,
+            lock_dir=lock_dir,
+            image=image,
+            remote=True,
+        )
+        yield AttachedReport(name, att.of, verification=v, failure=failure)
