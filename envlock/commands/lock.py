@@ -13,7 +13,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envlock.commands.render import add_force_argument, add_render_arguments, render_options
+from envlock.commands.options import (
+    add_force_argument,
+    add_pin_arguments,
+    add_render_arguments,
+    add_resolve_arguments,
+    constraints_from_args,
+    render_options,
+)
 from envlock.errors import UsageError
 
 if TYPE_CHECKING:
@@ -23,8 +30,6 @@ if TYPE_CHECKING:
 
 
 def register(sub: Any) -> None:
-    from envlock.commands.resolve import add_resolve_arguments
-
     p = sub.add_parser(
         "lock",
         help="pin the whole dependency closure with hashes and write the bundle",
@@ -75,28 +80,6 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def add_pin_arguments(parser: argparse.ArgumentParser, where: str = "") -> None:
-    """--with REQ and -r FILE: requirements pinned beside the framework (``where``:
-    " in every cell" for ci lock)."""
-    parser.add_argument(
-        "--with",
-        dest="with_requirements",
-        action="append",
-        default=[],
-        metavar="REQ",
-        help=f"also pin this requirement{where} (repeatable), e.g. --with numpy==1.26.4",
-    )
-    parser.add_argument(
-        "-r",
-        "--requirement",
-        dest="requirement_files",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help=f"also pin the requirements listed in FILE{where} (one per line)",
-    )
-
-
 def _progress(message: str) -> None:
     from envlock.output import stderr_is_tty
 
@@ -128,7 +111,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("no output folder", hint=f"envlock lock '{args.spec}' -o DIR")
     from envlock.bundle.folder import LockRequest, lock_folder
     from envlock.bundle.guard import check_output_folder
-    from envlock.commands.resolve import constraints_from_args
 
     check_output_folder(Path(args.output), "-o")  # before any resolving: a bad -o fails fast
     from envlock.resolve import resolve

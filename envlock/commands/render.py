@@ -7,54 +7,7 @@ import sys
 from pathlib import Path
 
 from envlock import output
-from envlock.render import PYTHON_SOURCES, RenderOptions
-
-
-def add_render_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options shared by `envlock lock` and `envlock render` (not --os: resolve owns it)."""
-    parser.add_argument(
-        "--base-image",
-        metavar="REF",
-        help="FROM this image instead of the resolved nvidia/cuda tag (mirror, internal "
-        "registry, local image)",
-    )
-    parser.add_argument(
-        "--base-digest", metavar="sha256:HEX", help="pin the base image to this digest"
-    )
-    parser.add_argument(
-        "--ca-cert",
-        metavar="FILE",
-        help="PEM bundle the build stage trusts (networks that intercept TLS); never "
-        "copied into the runtime image",
-    )
-    parser.add_argument(
-        "--python-from",
-        choices=PYTHON_SOURCES,
-        help="where the image gets the lock's Python: the base image itself, the OS's "
-        "apt archive, or uv's standalone builds (default: apt when the OS's python3 is "
-        "the lock's minor, else uv)",
-    )
-
-
-def add_force_argument(parser: argparse.ArgumentParser) -> None:
-    """--force for `envlock lock` and `envlock render`."""
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help="overwrite files in DIR that envlock did not write (not in DIR's "
-        "envlock-manifest.json), e.g. a project's own Dockerfile",
-    )
-
-
-def render_options(args: argparse.Namespace, os: str | None = None) -> RenderOptions:
-    """The render options given on the command line (None where not given)."""
-    return RenderOptions(
-        base_image=args.base_image,
-        base_digest=args.base_digest,
-        os=os,
-        ca_cert=args.ca_cert,
-        python_from=args.python_from,
-    )
+from envlock.commands.options import add_force_argument, add_render_arguments, render_options
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

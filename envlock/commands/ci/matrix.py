@@ -49,8 +49,7 @@ def _cell_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def register(ci_sub: Any) -> None:
-    from envlock.commands.lock import add_pin_arguments
-    from envlock.commands.render import add_force_argument, add_render_arguments
+    from envlock.commands.options import add_force_argument, add_pin_arguments, add_render_arguments
 
     m = ci_sub.add_parser(
         "matrix",
@@ -168,7 +167,7 @@ def run_lock(args: argparse.Namespace) -> int:
     from envlock.bundle.folder import LockRequest
     from envlock.bundle.guard import check_output_folder
     from envlock.ci.lockcells import lock_cells, write_index
-    from envlock.commands.render import render_options
+    from envlock.commands.options import render_options
     from envlock.model import Constraints
     from envlock.output import emit_json, table
 
