@@ -29,6 +29,7 @@ from envlock.image.ref import ImageRef
 
 if TYPE_CHECKING:
     from envlock.report.dsse import Envelope
+    from envlock.smoke.result import SmokeResult
 
 LOCAL_REPOSITORY = "envlock-ci"
 REPORT_NAME = "report.intoto.json"  # beside the bundle's files, as `smoke --sign -o` suggests
@@ -147,7 +148,7 @@ def check_cell(folder: Path, options: CiBuildOptions) -> None:
 
 
 def sign_cell_report(
-    result: dict[str, Any], key: Path, folder: Path, outcome: CellOutcome
+    result: SmokeResult, key: Path, folder: Path, outcome: CellOutcome
 ) -> Envelope:
     """The signed report of one cell's smoke result (a DSSE envelope).
 
@@ -207,12 +208,12 @@ def short_reason(error: BaseException) -> str:
     return first[:200]
 
 
-def _smoke_reason(result: Mapping[str, Any]) -> str:
-    failed = [c for c in result.get("checks", []) if c.get("status") == "FAIL"]
+def _smoke_reason(result: SmokeResult) -> str:
+    failed = result.failed_checks
     if not failed:
-        return f"smoke {result.get('status')}"
+        return f"smoke {result.status}"
     first = failed[0]
-    return f"smoke FAILED: {first.get('name')}: {str(first.get('reason', ''))[:200]}"
+    return f"smoke FAILED: {first.name}: {first.reason[:200]}"
 
 
 def run_cell(
@@ -255,20 +256,22 @@ def run_cell(
         outcome.stage = "smoke"
         say("smoke started")
         from envlock.fsutil import atomic_write
-        from envlock.smoke import container, runner
+        from envlock.smoke import container
+        from envlock.smoke.result import SmokeResult
 
         # the harness's own log goes to the cell's folder, not between other cells' lines
         with open(folder / SMOKE_LOG_NAME, "w", encoding="utf-8", errors="replace") as log:
             say(f"smoke log: {cell}/{SMOKE_LOG_NAME}")
-            smoke = container.run_in_image(
+            document = container.run_in_image(
                 outcome.pinned or outcome.image or outcome.tag,  # a pushed cell: by digest
                 gpus=options.gpus,
                 allow_cpu=options.allow_cpu,
                 timeout=options.smoke_timeout,
                 log=log,
             )
-        outcome.smoke = str(smoke.get("status"))
-        atomic_write(folder / SMOKE_NAME, json.dumps(smoke, indent=2) + "\n")
+        smoke = SmokeResult.from_dict(document)  # read once; the document is what is kept
+        outcome.smoke = str(smoke.status)
+        atomic_write(folder / SMOKE_NAME, json.dumps(document, indent=2) + "\n")
         say(f"smoke {outcome.smoke}")
         if options.sign is not None:
             outcome.stage = "sign"
@@ -281,7 +284,7 @@ def run_cell(
             say(f"signed {outcome.report}")
             if outcome.pinned:
                 _attach(envelope, report, outcome, say)
-        if runner.exit_code_for(smoke) != 0:
+        if not smoke.passed:
             outcome.stage = "smoke"
             raise _CellFailed(_smoke_reason(smoke))
         outcome.stage = "done"

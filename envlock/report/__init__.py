@@ -18,6 +18,7 @@ from envlock.report.verify import Verification, verify, verify_envelope
 
 if TYPE_CHECKING:
     from envlock.image.ref import ImageRef
+    from envlock.smoke.result import SmokeResult
 
 __all__ = [
     "Verification",
@@ -30,7 +31,7 @@ __all__ = [
 
 
 def sign_result(
-    result: dict[str, Any],
+    result: dict[str, Any] | SmokeResult,
     key: Path,
     *,
     lock_dir: Path | None,
@@ -52,7 +53,7 @@ def sign_result(
 
 
 def sign_envelope(
-    result: dict[str, Any],
+    result: dict[str, Any] | SmokeResult,
     key: Path,
     *,
     lock_dir: Path | None,
@@ -68,8 +69,13 @@ def sign_envelope(
     digest>``: the repository and manifest digest, as cosign names an image;
     no Docker Engine needed), ``image_id`` (a local image's config digest),
     else the lock digest (pylock.toml of ``lock_dir``, or the one the result
-    records). Raises UsageError/DataError for a bad key or result.
+    records). Raises UsageError/DataError for a bad key or result. A
+    ``SmokeResult`` is signed as the document it was read from.
     """
+    from envlock.smoke.result import SmokeResult
+
+    if isinstance(result, SmokeResult):
+        result = result.to_dict()
     try:
         strict.check_value(result, max_depth=strict.MAX_RESULT_DEPTH)
     except strict.JSONDefect as e:
