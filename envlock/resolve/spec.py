@@ -82,8 +82,8 @@ def parse_spec(text: str) -> Spec:
         if version_text.endswith(".*"):
             widened.append(str(clause))
             continue
-        if version.is_prerelease:
-            prereleases = True
+        if version.is_prerelease and clause.operator != "!=":
+            prereleases = True  # as packaging and pip read it: "!=X.YrcN" admits none
         if (
             clause.operator == "=="
             and len(version.release) == 2

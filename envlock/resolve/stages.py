@@ -221,6 +221,7 @@ class DriverMinimum(Stage):
     shown: str  # as given
     cuda_matrix: CudaMatrix
     gpus: tuple[Gpu, ...] = ()
+    driver_cuda: str | None = None  # the CUDA the driver supports, when given
 
     @property
     def name(self) -> str:
@@ -250,14 +251,39 @@ class DriverMinimum(Stage):
         if not jit:
             return [], toolkit
         build = Version(release.cuda)
-        forward = {
-            branch
+        images = [
+            im
             for im in self.cuda_matrix.images
             if Version(im.cuda).major == build.major and Version(im.cuda) >= build
+        ]
+        forward = {
+            branch
+            for im in images
             for branch in image_require(im)[0].branches(MARKET_BRANDS["datacenter"])
         }
         short = [g for g in jit if not (g.market == "datacenter" and self.driver.major in forward)]
+        if not short and not any(self._container_serves_all(im, release) for im in images):
+            # each JIT GPU is served only in a container, and no image of the release's
+            # CUDA both starts on every GPU asked about and serves their PTX JIT there
+            short = jit
         return short, toolkit
+
+    def _container_serves_all(self, image: ImageRelease, release: TFRelease) -> bool:
+        """The container runtime starts ``image`` on this driver for every GPU asked
+        about, and its forward-compatibility libraries serve each one's PTX JIT."""
+        from envlock.matrix.require import MARKET_BRANDS
+        from envlock.resolve.floors import compat_serves, driver_cuda_of, image_require, needs_jit
+
+        require = image_require(image)[0]
+        cuda = Version(self.driver_cuda or driver_cuda_of(self.cuda_matrix, self.driver) or "0")
+        for g in self.gpus:
+            brands = MARKET_BRANDS[g.market or "geforce"]  # an unknown brand: as GeForce
+            if not require.admits(self.driver, cuda, brands):
+                return False
+            jit = g.compute_capability and needs_jit(release, g.compute_capability)
+            if jit and not compat_serves(require, g.market, self.driver.major):
+                return False
+        return True
 
     def why_not(self, release: TFRelease) -> str | None:
         need = self.driver_min(release)
@@ -362,7 +388,13 @@ def stages_for(
         stages.append(CudnnBuild(checked.cudnn))
     if checked.driver is not None:
         stages.append(
-            DriverMinimum(checked.driver, str(constraints.driver), cuda_matrix, checked.gpus)
+            DriverMinimum(
+                checked.driver,
+                str(constraints.driver),
+                cuda_matrix,
+                checked.gpus,
+                constraints.driver_cuda,
+            )
         )
     image = BaseImage(checked, constraints.driver_cuda, cuda_matrix)
     stages.append(image)
