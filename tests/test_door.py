@@ -519,10 +519,11 @@ def test_an_index_url_with_a_query_secret_is_neither_printed_nor_recorded(
 )
 def test_redaction_is_linear_in_the_text(crafted: str) -> None:
     """redact runs on every message, and a registry's error body (64 KiB) is
-    attacker text: a crafted one takes about as long as plain text of its size."""
+    attacker text: a crafted one's time grows with its length, not its square.
+    Measured as the growth from 1x to 4x the text (linear: ~4x, quadratic: ~16x),
+    which a loaded machine slows on both sides alike; the ratio to a plain text
+    (the earlier check) read 11x here and 54x beside a parallel suite run."""
     import time
-
-    plain = ("plain log text with words and numbers 123 " * 2000)[: len(crafted)]
 
     def best(text: str) -> float:
         times = []
@@ -532,4 +533,6 @@ def test_redaction_is_linear_in_the_text(crafted: str) -> None:
             times.append(time.perf_counter() - start)
         return min(times)
 
-    assert best(crafted) < max(20 * best(plain), 0.05)
+    once = best(crafted)
+    assert once < 1.0  # the pattern this replaced took 9.8 s on 64 KiB here
+    assert best(crafted * 4) < 8 * max(once, 0.001)
