@@ -375,3 +375,25 @@ def test_check_envelope_runs_verify_and_its_gates_without_the_command_line(
     v, failure = check_envelope(failed, "r.json", public_key, image=str(other))
     assert not v.ok and failure is not None
     assert failure.startswith("r.json: NOT VERIFIED: subject.digest.sha256 drifted")
+
+
+def test_a_trusted_statement_is_read_once_into_fields(keypair: tuple[Path, Path]) -> None:
+    from envlock.report.statement import Statement
+
+    priv, pub = keypair
+    doc = build_statement(smoke_result("WARNED", gpu_visible="WARN"), image_id=IMAGE_A)
+    trusted = Statement.from_dict(doc)
+    assert (trusted.result, trusted.subject_kind) == ("WARNED", "image")
+    assert trusted.warned == ("gpu_visible",) and trusted.failed == ()
+    assert trusted.passed == tuple(doc["predicate"]["passedTests"]) and trusted.passed
+    assert (
+        trusted.subject == (doc["subject"][0],)
+        and trusted.created == doc["predicate"]["envlock"]["created"]
+    )
+    assert trusted.gpu_used and trusted.gpu_why.startswith("op_on_gpu PASS")
+    assert trusted.smoke is doc["predicate"]["envlock"]["smoke"] and trusted.to_dict() == doc
+    v = verify(signed(priv, doc), pub)
+    assert v.ok and v.statement == trusted and v.statement.to_dict() == doc
+    doc["predicate"]["result"] = "PASSED"  # the test lists say WARNED
+    with pytest.raises(ValueError, match="warnedTests"):
+        Statement.from_dict(doc)

@@ -11,6 +11,7 @@ from envlock import output
 from envlock.errors import CheckFailed
 
 if TYPE_CHECKING:
+    from envlock.report.statement import Statement
     from envlock.report.verify import Requirements
 
 
@@ -205,8 +206,6 @@ _STATUS = {
 
 
 def _table(args: argparse.Namespace, v: Any, name: str) -> str:
-    from envlock.report.statement import created_at, gpu_used
-
     rows: list[list[str]] = [["report", name]]
     if v.signature_ok:
         n = v.valid_signatures
@@ -219,13 +218,13 @@ def _table(args: argparse.Namespace, v: Any, name: str) -> str:
         )
     else:
         rows.append(["signature", f"NOT valid for {args.key}"])
-    if v.statement is not None:
+    trusted = v.statement
+    if trusted is not None:
         rows.append(["subject", _subject_text(v.subject)])
-        predicate = v.statement["predicate"]
-        rows.append(["result", _result_text(v.result, predicate)])
-        rows.append(["made", created_at(v.statement) or "(not recorded)"])
-        used, why = gpu_used(v.statement)
-        rows.append(["gpu", f"{'used' if used else 'NOT used'} ({why})"])
+        rows.append(["result", _result_text(trusted)])
+        rows.append(["made", trusted.created or "(not recorded)"])
+        used = "used" if trusted.gpu_used else "NOT used"
+        rows.append(["gpu", f"{used} ({trusted.gpu_why})"])
         if not args.image:
             rows.append(["image", "not checked (no --image given)"])
         if not args.lock:
@@ -255,11 +254,9 @@ def _table(args: argparse.Namespace, v: Any, name: str) -> str:
     return out
 
 
-def _result_text(result: str | None, predicate: dict[str, Any]) -> str:
-    failed = predicate.get("failedTests") or []
-    warned = predicate.get("warnedTests") or []
-    passed = predicate.get("passedTests") or []
-    text = f"{result} ({len(passed)} passed, {len(warned)} warned, {len(failed)} failed)"
+def _result_text(trusted: Statement) -> str:
+    failed, warned, passed = trusted.failed, trusted.warned, trusted.passed
+    text = f"{trusted.result} ({len(passed)} passed, {len(warned)} warned, {len(failed)} failed)"
     if failed:
         text += f"; failed: {', '.join(failed)}"
     if warned:

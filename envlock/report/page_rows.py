@@ -10,9 +10,12 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envlock.errors import EnvlockError, UsageError
+
+if TYPE_CHECKING:
+    from envlock.report.verify import Verification
 
 BENCH_DTYPES = ("fp32", "bf16", "fp16")  # shown: fp32 and the best half precision
 SUBJECT_NOT_CHECKED = "subject not checked"
@@ -205,15 +208,14 @@ def check_report(path: str, keys: Sequence[TrustedKey], claim: Claim, ids: Image
     return row
 
 
-def _fill(row: Row, v: Any, lock_dir: Path | None) -> None:
+def _fill(row: Row, v: Verification, lock_dir: Path | None) -> None:
     """The row's columns, from the verified statement only."""
-    from envlock.report import statement
-
-    doc = v.statement
-    smoke = doc["predicate"][statement.EXTENSION]["smoke"]
+    trusted = v.statement
+    assert trusted is not None
+    smoke: Any = trusted.smoke  # the harness's JSON, every field checked as read
     row.result = v.result
-    row.created = statement.created_at(doc)
-    row.subject_kind = statement.subject_kind(doc)
+    row.created = trusted.created
+    row.subject_kind = trusted.subject_kind
     row.subject = "; ".join(
         f"{s.get('name', '?')} sha256:{str(s['digest'].get('sha256', '?'))[:12]}" for s in v.subject
     )

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -573,3 +574,51 @@ def gpu_used(doc: Mapping[str, Any]) -> tuple[bool, str]:
         if check is not None and str(check.get("status", "")).upper() not in ("PASS", "PASSED"):
             return False, f"{name} {check.get('status')}: {check.get('reason', '')}".rstrip(": ")
     return False, "the signed smoke result has no passing op_on_gpu check"
+
+
+@dataclass(frozen=True)
+class Statement:
+    """A trusted statement (signed by the key, ``statement_problems`` found nothing),
+    read once into what verify, its table and the report page decide on.
+
+    ``document`` is the payload as it was signed; ``to_dict`` gives it back, so
+    every JSON output keeps its shape.
+    """
+
+    subject: tuple[dict[str, Any], ...]  # as signed: {"name", "digest": {algo: hex}}
+    subject_kind: str | None
+    result: str  # PASSED | WARNED | FAILED
+    passed: tuple[str, ...]
+    warned: tuple[str, ...]
+    failed: tuple[str, ...]
+    created: str | None
+    gpu_used: bool
+    gpu_why: str  # one phrase: the check that shows it
+    smoke: dict[str, Any]  # the signed smoke result (predicate.envlock.smoke), a JSON object
+    document: Mapping[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any], *, checked: bool = False) -> Statement:
+        """Read a statement that ``statement_problems`` passes (ValueError otherwise;
+        ``checked``: the caller has just run it)."""
+        problems = [] if checked else statement_problems(doc)
+        if problems:
+            raise ValueError("; ".join(problems))
+        predicate = doc["predicate"]
+        used, why = gpu_used(doc)
+        return cls(
+            subject=tuple(doc["subject"]),
+            subject_kind=subject_kind(doc),
+            result=predicate["result"],
+            passed=tuple(predicate.get("passedTests", [])),
+            warned=tuple(predicate.get("warnedTests", [])),
+            failed=tuple(predicate.get("failedTests", [])),
+            created=created_at(doc),
+            gpu_used=used,
+            gpu_why=why,
+            smoke=predicate[EXTENSION]["smoke"],
+            document=doc,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.document)

@@ -32,7 +32,7 @@ class Verification:
     problems: list[str]
     keyid: str = ""  # keyid of the trusted key
     key_type: str = ""
-    statement: dict[str, Any] | None = None
+    statement: statement.Statement | None = None  # once trusted
     # what was compared, one entry per subject: {"kind": "image" | "file" | "subject",
     # "name", "status": "matches" | "drift" | "missing" | "not covered", "report", "actual"}
     checked: list[dict[str, str]] = field(default_factory=list)
@@ -57,12 +57,11 @@ class Verification:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        predicate = (self.statement or {}).get("predicate") or {}
-        doc = self.statement or {}
+        trusted = self.statement
         return {
-            "subject_kind": statement.subject_kind(doc) if self.statement else None,
-            "created": statement.created_at(doc) if self.statement else None,
-            "gpu_used": statement.gpu_used(doc)[0] if self.statement else None,
+            "subject_kind": trusted.subject_kind if trusted else None,
+            "created": trusted.created if trusted else None,
+            "gpu_used": trusted.gpu_used if trusted else None,
             "ok": self.ok,
             "signature_ok": self.signature_ok,
             "valid_signatures": self.valid_signatures,
@@ -77,9 +76,9 @@ class Verification:
             "problems": self.problems,
             "keyid": self.keyid,
             "key_type": self.key_type,
-            "passedTests": predicate.get("passedTests", []) if self.result else [],
-            "warnedTests": predicate.get("warnedTests", []) if self.result else [],
-            "failedTests": predicate.get("failedTests", []) if self.result else [],
+            "passedTests": list(trusted.passed) if trusted and self.result else [],
+            "warnedTests": list(trusted.warned) if trusted and self.result else [],
+            "failedTests": list(trusted.failed) if trusted and self.result else [],
         }
 
 
@@ -255,9 +254,9 @@ def verify_envelope(
     if problems:
         out.problems.extend(problems)
         return out
-    out.statement = doc
-    out.subject = list(doc["subject"])
-    out.result = doc["predicate"]["result"]
+    out.statement = statement.Statement.from_dict(doc, checked=True)
+    out.subject = list(out.statement.subject)
+    out.result = out.statement.result
     _compare(out, doc, lock_dir, image_id, ref)
     out.ok = not out.problems and not out.drift and not out.uncovered
     return out
@@ -278,10 +277,9 @@ def gate(v: Verification, requirements: Requirements) -> str | None:
     """Why a valid report still fails --require-pass / --require-gpu, or None."""
     if requirements.require_pass and v.result not in ("PASSED", "WARNED"):
         return f"the signature is valid but the smoke result is {v.result} (--require-pass)"
-    if requirements.require_gpu and v.statement is not None:
-        used, why = statement.gpu_used(v.statement)
-        if not used:
-            return f"the signature is valid but the GPU was not used: {why} (--require-gpu)"
+    if requirements.require_gpu and v.statement is not None and not v.statement.gpu_used:
+        why = v.statement.gpu_why
+        return f"the signature is valid but the GPU was not used: {why} (--require-gpu)"
     return None
 
 
