@@ -8,6 +8,7 @@ Only ``cryptography`` is used, imported lazily.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +22,11 @@ if TYPE_CHECKING:
     from envlock.smoke.result import SmokeResult
 
 __all__ = [
+    "SignedReport",
     "Verification",
     "envelope_bytes",
     "sign_envelope",
+    "sign_report",
     "sign_result",
     "verify",
     "verify_envelope",
@@ -62,8 +65,39 @@ def sign_envelope(
     url: str | None = None,
     image_ref: str | ImageRef | None = None,
 ) -> dsse.Envelope:
+    """``sign_report``'s envelope."""
+    return sign_report(
+        result,
+        key,
+        lock_dir=lock_dir,
+        image_id=image_id,
+        image_name=image_name,
+        url=url,
+        image_ref=image_ref,
+    ).envelope
+
+
+@dataclass(frozen=True)
+class SignedReport:
+    """A report just signed: the envelope and its statement as our own verify read it."""
+
+    envelope: dsse.Envelope
+    statement: statement.Statement
+
+
+def sign_report(
+    result: dict[str, Any] | SmokeResult,
+    key: Path,
+    *,
+    lock_dir: Path | None,
+    image_id: str | None,
+    image_name: str | None = None,
+    url: str | None = None,
+    image_ref: str | ImageRef | None = None,
+) -> SignedReport:
     """Sign a smoke result with the private key at ``key``; return the DSSE envelope
-    (the object, checked as our own verify reads the bytes of its file).
+    (the object, checked as our own verify reads the bytes of its file) and its
+    trusted statement.
 
     The subject is, in this order: ``image_ref`` (``REPO@sha256:<manifest
     digest>``: the repository and manifest digest, as cosign names an image;
@@ -107,11 +141,11 @@ def sign_envelope(
     except dsse.EnvelopeError as e:
         raise DataError(f"result: the report would not verify: {e}", hint=_HINT) from e
     check = verify_envelope(parsed, private_key.public_key())
-    if not check.ok:
+    if not check.ok or check.statement is None:
         raise DataError(
             f"result: the report would not verify: {'; '.join(check.reasons())}", hint=_HINT
         )
-    return parsed
+    return SignedReport(parsed, check.statement)
 
 
 _HINT = "sign the JSON the smoke harness printed, unedited"

@@ -592,6 +592,7 @@ class Statement:
     warned: tuple[str, ...]
     failed: tuple[str, ...]
     created: str | None
+    configuration: dict[str, str]  # bundle file name -> sha256 hex, in the signed order
     gpu_used: bool
     gpu_why: str  # one phrase: the check that shows it
     smoke: dict[str, Any]  # the signed smoke result (predicate.envlock.smoke), a JSON object
@@ -614,11 +615,17 @@ class Statement:
             warned=tuple(predicate.get("warnedTests", [])),
             failed=tuple(predicate.get("failedTests", [])),
             created=created_at(doc),
+            configuration={k: v for k, v in configuration_digests(doc).items() if v is not None},
             gpu_used=used,
             gpu_why=why,
             smoke=predicate[EXTENSION]["smoke"],
             document=doc,
         )
+
+    @property
+    def subject_digests(self) -> list[str]:
+        """The sha256 digests the subject names."""
+        return subject_digests(self.document)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.document)

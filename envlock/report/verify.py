@@ -86,22 +86,22 @@ def _entry(kind: str, name: str, status: str, report: str, actual: str) -> dict[
     return {"kind": kind, "name": name, "status": status, "report": report, "actual": actual}
 
 
-def _compare_manifest(out: Verification, doc: dict[str, Any], ref: ImageRef) -> None:
+def _compare_manifest(out: Verification, trusted: statement.Statement, ref: ImageRef) -> None:
     """REPO@sha256:<digest> against the subject: the repository and the digest, each."""
     want = statement.manifest_subject(ref)
     image_ref = str(ref)
     repo, digest = want["name"], want["digest"]["sha256"]
     pairs = [
         (item.get("name"), item["digest"].get("sha256"))
-        for item in doc["subject"]
+        for item in trusted.subject
         if isinstance(item, dict) and isinstance(item.get("digest"), dict)
     ]
     names = ", ".join(str(n) for n, _ in pairs) or ABSENT
     digests = ", ".join(f"sha256:{d}" for _, d in pairs) or ABSENT
-    if statement.subject_kind(doc) != "image-manifest":
+    if trusted.subject_kind != "image-manifest":
         out.checked.append(_entry("image", image_ref, "drift", digests, f"sha256:{digest}"))
         out.problems.append(
-            f"the report names a {statement.subject_kind(doc)} ({names} {digests}), "
+            f"the report names a {trusted.subject_kind} ({names} {digests}), "
             f"not a manifest digest in a repository, so it cannot be checked against {image_ref}"
         )
         return
@@ -120,16 +120,16 @@ def _compare_manifest(out: Verification, doc: dict[str, Any], ref: ImageRef) -> 
 
 def _compare(
     out: Verification,
-    doc: dict[str, Any],
+    trusted: statement.Statement,
     lock_dir: Path | None,
     image_id: str | None,
     image_ref: ImageRef | None = None,
 ) -> None:
     """Compare the trusted statement with the image and every bundle file asked for."""
-    subjects = statement.subject_digests(doc)
+    subjects = trusted.subject_digests
     shown = ", ".join(f"sha256:{d}" for d in subjects) or ABSENT
     if image_ref is not None:
-        _compare_manifest(out, doc, image_ref)
+        _compare_manifest(out, trusted, image_ref)
     if image_id is not None:
         want = statement.parse_digest(image_id, "image id")
         if want in subjects:
@@ -140,7 +140,7 @@ def _compare(
     if lock_dir is None:
         return
     actual = statement.lock_configuration(lock_dir)
-    reported = statement.configuration_digests(doc)
+    reported = trusted.configuration
     extra = sorted(set(reported) - set(statement.BUNDLE_FILES))
     for name in [*statement.BUNDLE_FILES, *extra]:
         have, want_file = actual.get(name), reported.get(name)
@@ -157,8 +157,7 @@ def _compare(
         actual_text = f"sha256:{have}" if have else ABSENT
         out.checked.append(_entry("file", name, status, report_text, actual_text))
         out.drift.append((f"configuration[{name}].sha256", report_text, actual_text))
-    ext = doc["predicate"].get(statement.EXTENSION)
-    if isinstance(ext, dict) and ext.get("subject_kind") == "lock":
+    if trusted.subject_kind == "lock":
         lock_digest = f"sha256:{actual['pylock.toml']}"
         if actual["pylock.toml"] in subjects:
             out.checked.append(_entry("subject", "pylock.toml", "matches", shown, lock_digest))
@@ -257,7 +256,7 @@ def verify_envelope(
     out.statement = statement.Statement.from_dict(doc, checked=True)
     out.subject = list(out.statement.subject)
     out.result = out.statement.result
-    _compare(out, doc, lock_dir, image_id, ref)
+    _compare(out, out.statement, lock_dir, image_id, ref)
     out.ok = not out.problems and not out.drift and not out.uncovered
     return out
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envlock import output
 from envlock.errors import DataError, UsageError
+
+if TYPE_CHECKING:
+    from envlock.report import SignedReport
 
 
 def register(rsub: Any) -> None:
@@ -61,7 +64,7 @@ def _read_result(path: str) -> dict[str, Any]:
 
 def run_sign(args: argparse.Namespace) -> int:
     from envlock import fsutil
-    from envlock.report import envelope_bytes, sign_result
+    from envlock.report import envelope_bytes, sign_report
     from envlock.report.image import local_image_id
     from envlock.report.inputs import sign_inputs
     from envlock.report.outputs import refuse_clobber
@@ -88,7 +91,7 @@ def run_sign(args: argparse.Namespace) -> int:
         else:
             image_id = local_image_id(args.image)
             image_name = None if args.image == image_id else args.image
-    envelope = sign_result(
+    signed = sign_report(
         result,
         Path(args.key),
         lock_dir=lock_dir,
@@ -97,8 +100,8 @@ def run_sign(args: argparse.Namespace) -> int:
         url=args.url,
         image_ref=image_ref,
     )
-    fsutil.atomic_write(out, envelope_bytes(envelope))
-    summary = _summary(envelope)
+    fsutil.atomic_write(out, envelope_bytes(signed.envelope.to_dict()))
+    summary = _summary(signed)
     summary["report"] = str(out)
     if args.json:
         output.emit_json(summary)
@@ -115,18 +118,15 @@ def run_sign(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary(envelope: dict[str, Any]) -> dict[str, Any]:
-    import base64
-    import json
-
-    doc = json.loads(base64.b64decode(envelope["payload"]))
-    subject = doc["subject"][0]
-    predicate = doc["predicate"]
+def _summary(signed: SignedReport) -> dict[str, Any]:
+    """What was signed, from the statement our own verify read (never parsed again)."""
+    trusted = signed.statement
+    subject = trusted.subject[0]
     return {
         "subject": f"{subject['name']} sha256:{subject['digest']['sha256']}",
-        "subject_kind": predicate["envlock"]["subject_kind"],
-        "created": predicate["envlock"]["created"],
-        "result": predicate["result"],
-        "keyids": [s.get("keyid", "") for s in envelope["signatures"]],
-        "configuration": [c["name"] for c in predicate["configuration"]],
+        "subject_kind": trusted.subject_kind,
+        "created": trusted.created,
+        "result": trusted.result,
+        "keyids": [s.keyid or "" for s in signed.envelope.signatures],
+        "configuration": list(trusted.configuration),
     }
