@@ -66,7 +66,7 @@ def test_statement_shape_for_an_image(tmp_path: Path, keypair: tuple[Path, Path]
     assert p["envlock"]["subject_kind"] == "image"
     v = verify(json.dumps(env).encode(), pub, lock_dir=bundle, image_id=IMAGE_A)
     assert v.ok and v.result == "WARNED" and v.drift == []
-    assert [(c["kind"], c["name"], c["status"]) for c in v.checked] == [
+    assert [(c.kind, c.name, c.status) for c in v.checked] == [
         ("image", IMAGE_A, "matches"),
         ("file", "pylock.toml", "matches"),
         ("file", "requirements.txt", "matches"),
@@ -191,7 +191,7 @@ def test_subject_digest_differing_from_the_image_is_drift(keypair: tuple[Path, P
     v = verify(env, pub, image_id=IMAGE_B)
     assert v.signature_ok and not v.ok and v.problems == []
     assert v.drift == [("subject.digest.sha256", IMAGE_A, IMAGE_B)]
-    assert [(c["kind"], c["status"]) for c in v.checked] == [("image", "drift")]
+    assert [(c.kind, c.status) for c in v.checked] == [("image", "drift")]
     assert v.result == "PASSED"  # what the report says is still readable
 
 
@@ -216,7 +216,7 @@ def test_configuration_digest_differing_from_the_lock_is_drift(
         ),
         ("configuration[Dockerfile].sha256", "sha256:" + before["Dockerfile"], "(absent)"),
     ]
-    assert [(c["name"], c["status"]) for c in v.checked] == [
+    assert [(c.name, c.status) for c in v.checked] == [
         (IMAGE_A, "matches"),
         ("pylock.toml", "matches"),
         ("requirements.txt", "drift"),
@@ -364,7 +364,7 @@ def test_check_envelope_runs_verify_and_its_gates_without_the_command_line(
     )
     v, failure = check_envelope(failed, "r.json", public_key, image=image)
     assert v.ok and v.result == "FAILED" and failure is None
-    assert v.checked[0]["status"] == "matches" and v.checked[0]["name"] == str(image)
+    assert v.checked[0].status == "matches" and v.checked[0].name == str(image)
     v, failure = check_envelope(
         failed, "r.json", public_key, image=image, requirements=Requirements(require_pass=True)
     )

@@ -232,14 +232,14 @@ def _table(args: argparse.Namespace, v: Any, name: str) -> str:
         if v.statement is not None and not v.subject_checked and not v.drift:
             rows.append(["subject", "not checked (nothing given to compare it with)"])
         for entry in v.checked:
-            if entry["kind"] == "image":
-                rows.append(["image", f"{args.image}: {_STATUS[entry['status']]}"])
+            if entry.kind == "image":
+                rows.append(["image", f"{args.image}: {_STATUS[entry.status]}"])
                 continue
-            if entry["kind"] == "subject":
-                what = f"subject (lock digest of {Path(args.lock) / entry['name']})"
+            if entry.kind == "subject":
+                what = f"subject (lock digest of {Path(args.lock) / entry.name})"
             else:
-                what = str(Path(args.lock) / entry["name"])
-            rows.append(["checked", f"{what}: {_STATUS[entry['status']]}"])
+                what = str(Path(args.lock) / entry.name)
+            rows.append(["checked", f"{what}: {_STATUS[entry.status]}"])
     out = output.table(["check", "outcome"], rows)
     if v.problems:
         out += "\nproblems:\n" + "".join(f"  - {p}\n" for p in v.problems)

@@ -221,7 +221,7 @@ def _fill(row: Row, v: Verification, lock_dir: Path | None) -> None:
     )
     row.subject_checked = v.subject_checked
     if v.subject_checked:
-        what = [e["name"] for e in v.checked if e["status"] == "matches" and e["kind"] != "file"]
+        what = [e.name for e in v.checked if e.status == "matches" and e.kind != "file"]
         row.subject_note = "subject matches " + ", ".join(what)
     row.framework = _text(smoke.get("framework"))
     row.version = _text(smoke.get("version"))

@@ -22,6 +22,27 @@ if TYPE_CHECKING:
 ABSENT = "(absent)"
 
 
+@dataclass(frozen=True)
+class Compared:
+    """One thing compared with the trusted statement: an image, a bundle file, the lock
+    subject. ``report`` and ``actual`` are the digests shown on each side."""
+
+    kind: str  # image | file | subject
+    name: str
+    status: str  # matches | drift | missing | not covered
+    report: str
+    actual: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "status": self.status,
+            "report": self.report,
+            "actual": self.actual,
+        }
+
+
 @dataclass
 class Verification:
     ok: bool
@@ -33,9 +54,7 @@ class Verification:
     keyid: str = ""  # keyid of the trusted key
     key_type: str = ""
     statement: statement.Statement | None = None  # once trusted
-    # what was compared, one entry per subject: {"kind": "image" | "file" | "subject",
-    # "name", "status": "matches" | "drift" | "missing" | "not covered", "report", "actual"}
-    checked: list[dict[str, str]] = field(default_factory=list)
+    checked: list[Compared] = field(default_factory=list)  # what was compared, one each
     uncovered: list[str] = field(default_factory=list)  # asked for, not in the report
     valid_signatures: int = 0  # distinct valid signatures by the key (malleated copies once)
 
@@ -44,9 +63,7 @@ class Verification:
         """Whether the subject was compared with something (an image, a lock) and
         matched; False for a report verified without --image/--lock, and always for
         an environment subject (a host run without a lock), which nothing names."""
-        return any(
-            e["kind"] in ("image", "subject") and e["status"] == "matches" for e in self.checked
-        )
+        return any(e.kind in ("image", "subject") and e.status == "matches" for e in self.checked)
 
     def reasons(self) -> list[str]:
         """Why it did not verify, one phrase each."""
@@ -67,7 +84,7 @@ class Verification:
             "valid_signatures": self.valid_signatures,
             "result": self.result,
             "subject": self.subject,
-            "checked": self.checked,
+            "checked": [e.to_dict() for e in self.checked],
             "drift": [
                 {"field": f, "report": expected, "actual": actual}
                 for f, expected, actual in self.drift
@@ -82,8 +99,8 @@ class Verification:
         }
 
 
-def _entry(kind: str, name: str, status: str, report: str, actual: str) -> dict[str, str]:
-    return {"kind": kind, "name": name, "status": status, "report": report, "actual": actual}
+def _entry(kind: str, name: str, status: str, report: str, actual: str) -> Compared:
+    return Compared(kind, name, status, report, actual)
 
 
 def _compare_manifest(out: Verification, trusted: statement.Statement, ref: ImageRef) -> None:
