@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from envlock.errors import EnvlockError, UsageError
 
 if TYPE_CHECKING:
+    from envlock.image.ref import ImageRef
     from envlock.report.verify import Verification
 
 BENCH_DTYPES = ("fp32", "bf16", "fp16")  # shown: fp32 and the best half precision
@@ -131,11 +132,12 @@ class ImageIds:
 
 def _comparisons(
     claim: Claim, env: Any, ids: ImageIds
-) -> tuple[Path | None, str | None, str | None]:
+) -> tuple[Path | None, str | None, str | ImageRef | None]:
     """(lock_dir, image_id, image_ref) to hand verify_envelope, as `envlock verify` picks them."""
     from envlock.report import statement
 
-    image_ref, image_id = claim.image_ref, claim.image_id
+    image_ref: str | ImageRef | None = claim.image_ref
+    image_id = claim.image_id
     if claim.image_name is not None:
         from envlock.image import ref as imageref
 
@@ -144,7 +146,7 @@ def _comparisons(
             # a reference by manifest digest is compared as it stands, never looked up
             # in the local engine: a report naming a lock or a local image is not
             # verified, saying what it names
-            image_ref = ref.pinned
+            image_ref = ref.at(ref.digest)  # handed on parsed
         elif statement.HEX64.fullmatch(claim.image_name.removeprefix("sha256:")):
             image_id = claim.image_name
         else:

@@ -87,7 +87,7 @@ def run_sign(args: argparse.Namespace) -> int:
 
         ref = imageref.match(args.image)
         if ref is not None and ref.digest is not None:
-            image_ref = ref.pinned  # repository + manifest digest, no engine needed
+            image_ref = ref.at(ref.digest)  # repository + manifest digest, no engine needed
         else:
             image_id = local_image_id(args.image)
             image_name = None if args.image == image_id else args.image
