@@ -292,9 +292,7 @@ def test_step_tracker_follows_the_classic_builder_stream() -> None:
     for chunk in CLASSIC_LOG:
         tracker.feed_text(chunk)
     tracker.flush()
-    steps = [
-        BuildStep(s["number"], s["instruction"], s["cached"], s["cacheable"]) for s in tracker.steps
-    ]
+    steps = [s.frozen() for s in tracker.steps]
     assert steps == [
         BuildStep(1, "ARG BASE_IMAGE=envlock-test/bookworm-python:1", False, False),
         BuildStep(2, "FROM ${BASE_IMAGE} AS build", False, False),

@@ -20,7 +20,13 @@ import pytest
 from envlock.cli import main
 from envlock.errors import EnvironmentFailure, UsageError
 from envlock.image import ref as imageref
-from envlock.image.build import build_image, declared_args, parse_build_args, step_line
+from envlock.image.build import (
+    TrackedStep,
+    build_image,
+    declared_args,
+    parse_build_args,
+    step_line,
+)
 from envlock.image.labels import created_label
 from envlock.image.push import _push_failure, push, push_image
 
@@ -113,9 +119,9 @@ def test_created_label_from_source_date_epoch(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_step_line() -> None:
-    step = {"number": 3, "total": 12, "instruction": "RUN  a \\\n  b", "cached": True}
+    step = TrackedStep(3, 12, "RUN  a \\\n  b", cached=True)
     assert step_line(step) == "step 3/12 RUN a \\ b (cached)"
-    long = {"number": 1, "total": 2, "instruction": "RUN " + "x" * 300, "cached": False}
+    long = TrackedStep(1, 2, "RUN " + "x" * 300)
     assert len(step_line(long)) == len("step 1/2 ") + 120
 
 

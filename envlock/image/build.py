@@ -49,6 +49,25 @@ class BuildStep:
         }
 
 
+@dataclass
+class TrackedStep:
+    """A step as the build stream shows it, while it runs (``cached`` is known one
+    line later); ``frozen()`` is the ``BuildStep`` the result keeps."""
+
+    number: int
+    total: int
+    instruction: str
+    cached: bool = False
+    cacheable: bool = True
+
+    @property
+    def where(self) -> str:
+        return f"{self.number}/{self.total}"
+
+    def frozen(self) -> BuildStep:
+        return BuildStep(self.number, self.instruction, self.cached, self.cacheable)
+
+
 @dataclass(frozen=True)
 class BuildResult:
     image_id: str
@@ -119,17 +138,17 @@ class _StepTracker:
 
     def __init__(
         self,
-        on_step: Callable[[dict[str, Any]], None] | None = None,
+        on_step: Callable[[TrackedStep], None] | None = None,
         args: Mapping[str, str] | None = None,
     ) -> None:
-        self.steps: list[dict[str, Any]] = []
+        self.steps: list[TrackedStep] = []
         self.log: list[str] = []
         self.image_id: str | None = None
         self.seen_from = False
         self.args = dict(args or {})  # build arguments in force: declared defaults + given
         self._partial = ""
         self._on_step = on_step
-        self._pending: dict[str, Any] | None = None  # a step whose cache state is not known yet
+        self._pending: TrackedStep | None = None  # a step whose cache state is not known yet
 
     def feed_text(self, text: str) -> list[str]:
         text = self._partial + text
@@ -156,7 +175,7 @@ class _StepTracker:
         if self._pending is not None and not m:
             # the line after "Step N/M" says whether the engine reuses a layer
             if line.strip() == "---> Using cache":
-                self._pending["cached"] = True
+                self._pending.cached = True
             self._announce()
         if m:
             self._announce()
@@ -166,23 +185,17 @@ class _StepTracker:
             cacheable = not is_from and not (keyword == "ARG" and not self.seen_from)
             self.seen_from = self.seen_from or is_from
             self.steps.append(
-                {
-                    "number": int(m.group(1)),
-                    "total": int(m.group(2)),
-                    "instruction": instruction,
-                    "cached": False,
-                    "cacheable": cacheable,
-                }
+                TrackedStep(int(m.group(1)), int(m.group(2)), instruction, False, cacheable)
             )
             self._pending = self.steps[-1]
             return
         if line.strip() == "---> Using cache" and self.steps:
-            self.steps[-1]["cached"] = True
+            self.steps[-1].cached = True
         elif line.startswith("Successfully built "):
             self.image_id = self.image_id or line.split()[-1]
 
     @property
-    def current(self) -> dict[str, Any] | None:
+    def current(self) -> TrackedStep | None:
         return self.steps[-1] if self.steps else None
 
     def from_image(self, instruction: str) -> tuple[str, str | None]:
@@ -195,14 +208,12 @@ class _StepTracker:
         return substitute(name, self.args), variable
 
 
-def step_line(step: Mapping[str, Any], width: int = 120) -> str:
+def step_line(step: TrackedStep, width: int = 120) -> str:
     """One plain progress line for a build step: ``step 3/12 RUN ... (cached)``."""
-    instruction = " ".join(str(step["instruction"]).split())
+    instruction = " ".join(step.instruction.split())
     if len(instruction) > width:
         instruction = instruction[: width - 3] + "..."
-    return f"step {step['number']}/{step['total']} {instruction}" + (
-        " (cached)" if step.get("cached") else ""
-    )
+    return f"step {step.where} {instruction}" + (" (cached)" if step.cached else "")
 
 
 def substitute(text: str, args: Mapping[str, str]) -> str:
@@ -372,9 +383,7 @@ def build_image(
         ) from e
     attrs = image.attrs or {}
     image_labels = dict(((attrs.get("Config") or {}).get("Labels")) or {})
-    steps = tuple(
-        BuildStep(s["number"], s["instruction"], s["cached"], s["cacheable"]) for s in tracker.steps
-    )
+    steps = tuple(s.frozen() for s in tracker.steps)
     return BuildResult(
         image_id=image_id,
         tags=tuple(image.tags),
@@ -494,14 +503,12 @@ class BuildFailed(EnvironmentFailure):
 
 def _step_failure(tracker: _StepTracker, message: str) -> BuildFailed:
     step = tracker.current
-    where = (
-        f"step {step['number']}/{step['total']} ({step['instruction']})" if step else "the build"
-    )
+    instruction = step.instruction if step else None  # with the image a FROM resolved to
     hint = "fix the step, or rerun with --progress plain to see the whole log"
-    if step and step["instruction"].upper().startswith("FROM"):
-        image, variable = tracker.from_image(step["instruction"])
-        if image != step["instruction"].split()[1]:
-            where = f"{where[:-1]}, image {image})"
+    if step and step.instruction.upper().startswith("FROM"):
+        image, variable = tracker.from_image(step.instruction)
+        if image != step.instruction.split()[1]:
+            instruction = f"{step.instruction}, image {image}"
         if variable == "BASE_IMAGE":
             hint = (
                 f"the base image {image} is neither local nor pullable here: build or load it, "
@@ -523,11 +530,12 @@ def _step_failure(tracker: _StepTracker, message: str) -> BuildFailed:
             "the daemon's default network has no way out here (e.g. dockerd --bridge=none); "
             "rerun with --network host, or give the daemon a working bridge"
         )
+    where = f"step {step.where} ({instruction})" if step else "the build"
     return BuildFailed(
         f"the build failed at {where}: {message}\nlast lines of its log:\n{_tail(tracker.log)}",
         hint=hint,
-        step=f"{step['number']}/{step['total']}" if step else None,
-        instruction=where[len(f"step {step['number']}/{step['total']} (") : -1] if step else None,
+        step=step.where if step else None,
+        instruction=instruction,
         reason=message,
         step_exit_code=_exit_code(message),
     )
@@ -556,11 +564,7 @@ def _engine_lost(tracker: _StepTracker, e: BaseException) -> EnvironmentFailure:
     if "connection broken" in text.lower() or "incompleteread" in text.lower():
         text = f"the connection to the engine broke off ({type(e).__name__})"
     step = tracker.current
-    where = (
-        f"step {step['number']}/{step['total']} ({step['instruction']})"
-        if step
-        else "the start of the build"
-    )
+    where = f"step {step.where} ({step.instruction})" if step else "the start of the build"
     return EnvironmentFailure(
         f"the Docker Engine stopped answering during the build, at {where}: {text}\n"
         f"last lines of its log:\n{_tail(tracker.log)}",
