@@ -132,6 +132,9 @@ def run(args: argparse.Namespace) -> int:
     written = lock_folder(request, resolution, _progress)
     for note in written.notes:
         sys.stderr.write(f"envlock: note: {note}\n")
+    for warning in written.lock.resolution.warnings:
+        if warning not in resolution.warnings:  # the lock's own: library caps (#26)
+            sys.stderr.write(f"envlock: warning: {warning}\n")
     _print_lock(args, written)
     return 0
 
@@ -173,6 +176,10 @@ def _print_lock(args: argparse.Namespace, written: LockedFolder) -> None:
         f"wrote {', '.join(files)} to {out}\n"
         f"install: pip install --require-hashes --no-deps -r {out / 'requirements.txt'}\n"
     )
+    from envlock.matrix.libraries import cap_reasons
+
+    for reason in cap_reasons(r.reasons):
+        sys.stdout.write(f"why: {reason}\n")
 
 
 def _package_json(p: LockedPackage) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -16,6 +17,9 @@ from envlock.lock.conflicts import explain
 from envlock.lock.uv import ResolverFailed
 from envlock.model import CUDA_SOURCES, Lock, LockInput, Resolution
 from envlock.target import Target
+
+if TYPE_CHECKING:
+    from envlock.matrix import libraries
 
 RESOLVERS = ("uv", "pip")
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
@@ -193,10 +197,14 @@ def _lock(
     reqs = top_requirements(resolution, lock_input)
     freed = upgrade_names(upgrade, previous, reqs)
     fw = canonicalize_name(resolution.framework)
+    from envlock.matrix import libraries
+
+    applied = library_caps(resolution, lock_input)
+    caps = libraries.constraints_of(applied)
     preferences = tuple(
         (p.name, p.version)
         for p in (previous.packages if previous else ())
-        if p.name != fw and p.name not in freed
+        if p.name != fw and p.name not in freed and _meets(p.name, p.version, caps)
     )
     when = lock_input.exclude_newer
     try:
@@ -212,6 +220,7 @@ def _lock(
                 exclude_newer=when,
                 preferences=preferences,
                 upgrade=tuple(sorted(freed)),
+                constraints=caps,
             )
             version = uv.uv_version()
         else:
@@ -225,6 +234,7 @@ def _lock(
                 exclude_newer=when,
                 preferences=preferences,
                 upgrade=tuple(sorted(freed)),
+                constraints=caps,
             )
             version = pip.pip_version()
     except ResolverFailed as e:
@@ -244,6 +254,7 @@ def _lock(
             f"the resolver locked {fw} {got.get(fw)!r}, not the resolved {resolution.version}",
             hint="check the index: it may not carry that release's wheels",
         )
+    resolution = with_cap_notes(resolution, lock_input, applied, got)
     return Lock(
         resolution=resolution,
         input=lock_input,
@@ -251,4 +262,81 @@ def _lock(
         resolver=resolver,
         resolver_version=version,
         top_requirements=reqs,
+    )
+
+
+def _gpu_labels(lock_input: LockInput) -> tuple[tuple[str, str], ...]:
+    """(label, compute capability) of each GPU the input names: a name gpus.toml
+    knows (resolve has refused an unknown one), else the capability as given."""
+    out: list[tuple[str, str]] = []
+    names = None
+    for gpu in lock_input.constraints.gpus:
+        cc = gpu.compute_capability
+        if cc is None:
+            if names is None:
+                from envlock.matrix import load_gpus
+
+                names = load_gpus()
+            entry = names.lookup(gpu.name)
+            if entry is None:
+                continue
+            cc = entry.compute_capability
+        label = f"{gpu.name} (compute capability {cc})" if gpu.name else f"compute capability {cc}"
+        out.append((label, cc))
+    return tuple(out)
+
+
+def library_caps(resolution: Resolution, lock_input: LockInput) -> tuple[libraries.AppliedCap, ...]:
+    """The matrices/libraries.toml entries a lock for the input's GPUs must meet
+    (none without --gpu, or where CUDA is not from pip's nvidia-* wheels). They
+    come from the recorded constraints, so ``lock --check`` derives them again."""
+    from envlock.matrix import libraries
+
+    if resolution.cuda_source != "pip" or not lock_input.constraints.gpus:
+        return ()
+    gpus = _gpu_labels(lock_input)
+    if not gpus:
+        return ()
+    return libraries.caps_for(
+        libraries.load(), resolution.framework, resolution.version, resolution.and_cuda, gpus
+    )
+
+
+def _meets(name: str, version: str, caps: Sequence[str]) -> bool:
+    for cap in caps:
+        req = Requirement(cap)
+        if canonicalize_name(req.name) == name and not req.specifier.contains(
+            version, prereleases=True
+        ):
+            return False
+    return True
+
+
+def with_cap_notes(
+    resolution: Resolution,
+    lock_input: LockInput,
+    applied: Sequence[libraries.AppliedCap],
+    locked: dict[str, str],
+) -> Resolution:
+    """The resolution with a why line per cap the lock met, a warning where the
+    capped result is unverified, and, for a lock without --gpu whose locked
+    nvidia-* version does not work on some GPUs, a warning naming them."""
+    from envlock.matrix import libraries
+
+    if resolution.cuda_source != "pip":
+        return resolution
+    reasons = tuple(a.reason() for a in applied)
+    warnings = libraries.unverified(applied, locked)
+    if not lock_input.constraints.gpus:
+        from envlock.matrix import load_gpus
+
+        warnings += libraries.warnings_without_gpu(
+            libraries.load(), resolution.framework, resolution.version, locked, load_gpus()
+        )
+    if not reasons and not warnings:
+        return resolution
+    return replace(
+        resolution,
+        reasons=resolution.reasons + reasons,
+        warnings=resolution.warnings + warnings,
     )

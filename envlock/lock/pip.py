@@ -279,10 +279,12 @@ def compile_lock(
     exclude_newer: str | None = None,
     preferences: Sequence[tuple[str, str]] = (),
     upgrade: Sequence[str] = (),
+    constraints: Sequence[str] = (),
 ) -> tuple[LockedPackage, ...]:
     """pip's resolution for ``target``. ``exclude_newer``: --uploaded-prior-to (pip
     26.0+). ``preferences``: an earlier lock's pins, given to pip as constraints,
-    except the ``upgrade`` names."""
+    except the ``upgrade`` names. ``constraints``: more constraint lines (the
+    library caps of a lock for named GPUs)."""
     if offline:
         raise UsageError(
             "--offline works with the uv resolver only (pip has no metadata cache to lock from)",
@@ -297,9 +299,10 @@ def compile_lock(
         if exclude_newer:
             cmd += ["--uploaded-prior-to", exclude_newer]
         kept = [(n, v) for n, v in preferences if canonicalize_name(n) not in freed]
-        if kept:
+        if kept or constraints:
             pins = Path(tmp, "constraints.txt")
-            pins.write_text("".join(f"{n}=={v}\n" for n, v in kept), encoding="utf-8")
+            lines = [f"{n}=={v}" for n, v in kept] + list(constraints)
+            pins.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
             cmd += ["--constraint", str(pins)]
         cmd += list(requirements)
         try:

@@ -321,8 +321,12 @@ def compile_lock(
     exclude_newer: str | None = None,
     preferences: Sequence[tuple[str, str]] = (),
     upgrade: Sequence[str] = (),
+    constraints: Sequence[str] = (),
 ) -> tuple[LockedPackage, ...]:
     """Resolve ``requirements`` for ``target``; raise ResolverFailed on no solution.
+
+    ``constraints``: requirement lines given to uv as ``--constraint`` (the
+    library caps of a lock for named GPUs, envlock.matrix.libraries).
 
     One resolution over the network and one read of uv's cache. uv writes the
     dependency graph (``# via``) only in requirements.txt form and url and size
@@ -347,6 +351,10 @@ def compile_lock(
             annotated.write_text(
                 "".join(f"{name}=={version}\n" for name, version in preferences), encoding="utf-8"
             )
+        capped = None
+        if constraints:
+            capped = Path(tmp, "caps.txt")
+            capped.write_text("".join(c + "\n" for c in constraints), encoding="utf-8")
         cmd = compile_command(
             REQUIREMENTS_IN,
             annotated.name,
@@ -355,6 +363,7 @@ def compile_lock(
             offline=offline,
             exclude_newer=exclude_newer,
             upgrade=upgrade,
+            constraints=capped.name if capped else None,
         )
         _compile(cmd, env, tmp, index, offline)
         graph = parse_annotated(annotated.read_text(encoding="utf-8"))

@@ -238,6 +238,10 @@ def check_all(tensorflow_path: Path | None = None) -> CheckReport:
     files.append(display_name("cuda.toml"))
     load_gpus()
     files.append(display_name("gpus.toml"))
+    from envlock.matrix import libraries
+
+    libraries.load_file()
+    files.append(display_name(libraries.FILENAME))
     tested = tested_mod.load()
     files.append(display_name(tested_mod.FILENAME))
     notes = load_notes()
