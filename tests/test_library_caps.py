@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from fixtures.index.fakeindex import FakeIndex
 
-from envlock.errors import DataError
+from envlock.errors import DataError, NoResolution
 from envlock.lock import lock, pylock_text, read_lock
 from envlock.matrix import libraries, load_gpus, load_tensorflow, read_toml
 from envlock.model import Constraints, Gpu, LockInput, Resolution
@@ -343,3 +343,24 @@ def test_an_earlier_lock_above_the_cap_is_no_preference(index: FakeIndex, tmp_pa
             previous=previous,
         )
         assert _cudnn(lk) == "9.10.2.21", resolver
+
+
+@pytest.mark.parametrize("resolver", ["uv", "pip"])
+def test_a_pin_against_a_cap_names_the_cap_and_its_source(
+    index: FakeIndex, tmp_path: Path, resolver: str
+) -> None:
+    constraints = Constraints(spec="tensorflow[and-cuda]==2.21.0", gpus=(Gpu("V100"),))
+    with pytest.raises(NoResolution) as err:
+        lock(
+            _resolution(),
+            LockInput(constraints, with_requirements=("nvidia-cudnn-cu12==9.28.0.42",)),
+            resolver=resolver,
+            index_url=index.url,
+            cache_dir=str(tmp_path / "uv-cache"),
+        )
+    assert err.value.message.startswith(
+        f"your pin nvidia-cudnn-cu12==9.28.0.42 conflicts with the library cap {V100_CAP} "
+        "of this lock for V100 (compute capability 7.0): "
+    )
+    assert "https://github.com/conda-forge/tensorflow-feedstock/pull/457" in err.value.message
+    assert err.value.hint is not None and f"--with '{V100_CAP}'" in err.value.hint

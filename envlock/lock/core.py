@@ -238,6 +238,9 @@ def _lock(
             )
             version = pip.pip_version()
     except ResolverFailed as e:
+        capped = _cap_conflict(applied, reqs[1:], e.output)
+        if capped is not None:
+            raise capped from None
         raise explain(
             e.output,
             resolver=resolver,
@@ -300,6 +303,28 @@ def library_caps(resolution: Resolution, lock_input: LockInput) -> tuple[librari
     return libraries.caps_for(
         libraries.load(), resolution.framework, resolution.version, resolution.and_cuda, gpus
     )
+
+
+def _cap_conflict(
+    applied: Sequence[libraries.AppliedCap], pins: Sequence[str], output: str
+) -> NoResolution | None:
+    """A pin the resolver could not meet together with a library cap: the error
+    names the cap and why it is there, not the framework."""
+    for a in applied:
+        cap = a.cap
+        if cap.cap not in output:
+            continue
+        for pin in pins:
+            req = Requirement(pin)
+            if canonicalize_name(req.name) != cap.package:
+                continue
+            return NoResolution(
+                f"your pin {pin} conflicts with the library cap {cap.constraint} of this "
+                f"lock for {', '.join(a.gpus)}: {cap.effect} (source: {', '.join(a.urls)})",
+                hint=f"drop the pin on {cap.package}, or pin one the cap allows: "
+                f"--with '{cap.constraint}'",
+            )
+    return None
 
 
 def _meets(name: str, version: str, caps: Sequence[str]) -> bool:
