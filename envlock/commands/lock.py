@@ -36,6 +36,9 @@ def register(sub: Any) -> None:
         description="Resolve SPEC as 'envlock resolve' does, then lock the full dependency "
         "closure for the target (Linux x86_64 manylinux, the resolved CPython minor) with "
         "hashes: DIR/pylock.toml (PEP 751), DIR/requirements.txt and the rendered bundle. "
+        "With --gpu, nvidia-* libraries are capped to versions that run on that GPU "
+        "(matrices/libraries.toml; each cap is a why line with its source); without it, "
+        "a locked version that does not run on some GPUs is a warning naming them. "
         "Exit 2 when the pins conflict, 3 when the index cannot be reached.",
     )
     add_resolve_arguments(p, spec_optional=True)  # SPEC is not needed for --check DIR
