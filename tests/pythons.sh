@@ -55,7 +55,8 @@ for version in $unit_pythons; do
   ENVLOCK_PYTHON="$py" ENVLOCK_VENV="$venv" bash scripts/ensure-venv.sh test
   echo "tests/pythons.sh: CPython $version venv ready in $((SECONDS - start)) s"
   run_pytest "CPython $version unit tests" \
-    "$venv/bin/python" -m pytest -p no:cacheprovider -m "$unit_markers" "$@"
+    "$venv/bin/python" -m pytest -p no:cacheprovider -m "$unit_markers" \
+    -n "${ENVLOCK_PYTHONS_WORKERS:-2}" --dist loadfile "$@"
 done
 
 if [ -n "$harness_python" ]; then

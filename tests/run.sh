@@ -41,7 +41,15 @@ bash tests/pythons.sh "$@" >"$pythons_log" 2>&1 &
 pythons_pid=$!
 trap 'kill "$pythons_pid" 2>/dev/null || true' EXIT  # stopped with the main run
 rc=0
-"$venv/bin/python" -m pytest "$@" || rc=$?
+# ENVLOCK_TEST_WORKERS pytest-xdist workers (default 3: the suite mostly waits on
+# Docker, uv and subprocesses; 0 runs it in this process), each test module on
+# one worker (--dist loadfile: module-scoped fixtures are built once)
+workers="${ENVLOCK_TEST_WORKERS:-3}"
+parallel=()
+if [ "$workers" != 0 ]; then
+  parallel=(-n "$workers" --dist loadfile)
+fi
+"$venv/bin/python" -m pytest "${parallel[@]}" "$@" || rc=$?
 echo "tests/run.sh: main pytest run: exit $rc in $((SECONDS - start)) s"
 if [ "$rc" = 5 ]; then
   echo "tests/run.sh: pytest collected no test (exit 5)" >&2
