@@ -150,6 +150,39 @@ class FakeAdapter(h.Adapter):
             device_of=lambda out: xla["device"],
         )
 
+    train_model = "fake conv net"
+
+    def train_variants(self, on_gpu: bool) -> list[Any]:
+        """conf['train'][name] overrides a variant's answers: 'losses', 'device',
+        'seconds_per_step', 'error' (raised), 'skip'."""
+        train = self.conf.get("train", {})
+        return [
+            h.TrainVariant("eager", "the fake eager loop", plain=True),
+            h.TrainVariant("mixed", "the fake loop under autocast"),
+            h.TrainVariant(
+                "compiled",
+                "fake.compile",
+                compiled=True,
+                skip=train.get("compiled", {}).get("skip"),
+            ),
+        ]
+
+    def train(
+        self, variant: str, on_gpu: bool, steps: int, shape: dict[str, int]
+    ) -> dict[str, Any]:
+        self.trained = getattr(self, "trained", []) + [(variant, on_gpu, steps, shape)]
+        found: dict[str, Any] = {
+            "losses": [2.3 / (1 + i) for i in range(steps)],
+            "device": "cuda:0" if on_gpu else "cpu",
+            "first_step_s": 0.5,
+            "seconds_per_step": {"eager": 0.004, "mixed": 0.002, "compiled": 0.001}[variant],
+            "compute_dtype": "float16" if variant == "mixed" else "float32",
+        }
+        found.update(self.conf.get("train", {}).get(variant, {}))
+        if "error" in found:
+            raise found["error"]
+        return found
+
     def matmul_timer(self, dtype: str, n: int, on_gpu: bool) -> tuple[Any, str]:
         self._maybe_crash("matmul_" + dtype)
         seconds = 2.0 * n**3 / (self.conf["tflops"][dtype] * 1e12)
@@ -291,7 +324,7 @@ def test_op_elsewhere_or_wrong_answer_fails(fake: Fake, tmp_path: Path) -> None:
 
 
 def test_without_expectations_the_comparisons_skip(fake: Fake, tmp_path: Path) -> None:
-    result = smoke(fake, tmp_path, "--no-benchmark")
+    result = smoke(fake, tmp_path, "--no-benchmark", "--no-training")
     got = checks(result)
     assert got["framework_version"] == ("SKIP", "PyTorch 2.3.1+cu121 (no version expected)")
     assert got["build_cuda"] == ("SKIP", "built with CUDA 12.1 (nothing expected)")
@@ -354,13 +387,192 @@ def test_old_gpu_gets_fp16_only(fake: Fake, tmp_path: Path) -> None:
     assert {r["n"] for r in result["benchmark"]["results"]} == {256}
 
 
-def test_training_benchmark_is_tensorflow_only(fake: Fake, tmp_path: Path) -> None:
-    result = smoke(fake, tmp_path, "--training", "--size", "64")
-    assert checks(result)["benchmark_training"] == (
-        "SKIP",
-        "the training benchmark exists for TensorFlow only, not PyTorch",
+TRAIN_CHECKS = ["train_eager", "train_mixed", "train_compiled"]
+
+
+def test_training_runs_by_default_each_variant_timed_against_the_plain_loop(
+    fake: Fake, tmp_path: Path
+) -> None:
+    result = smoke(fake, tmp_path, "--size", "64", expect=EXPECT)
+    assert result["status"] == "PASSED", checks(result)
+    got = checks(result)
+    assert [c["name"] for c in result["checks"]][-3:] == TRAIN_CHECKS  # after the matmuls
+    assert got["train_eager"] == (
+        "PASS",
+        "the fake eager loop: loss 2.3 -> 0.115 in 20 steps on cuda:0, 4.00 ms a step "
+        "(first 0.50 s)",
     )
-    assert "training" not in result["benchmark"]
+    assert got["train_mixed"] == (
+        "PASS",
+        "the fake loop under autocast: loss 2.3 -> 0.115 in 20 steps on cuda:0, 2.00 ms a step "
+        "(first 0.50 s), 2.00x the plain loop's speed",
+    )
+    assert got["train_compiled"][1].endswith(
+        "1.00 ms a step (first 0.50 s), 4.00x the plain loop's speed"
+    )
+    training = result["benchmark"]["training"]
+    assert training["model"] == "fake conv net"
+    assert (training["device"], training["batch"], training["input"]) == ("gpu:0", 64, "32x32x3")
+    assert training["memory_growth"] is True
+    assert [r["variant"] for r in training["runs"]] == ["eager", "mixed", "compiled"]
+    assert training["runs"][0]["plain"] is True and "speedup_vs_plain" not in training["runs"][0]
+    assert [r.get("speedup_vs_plain") for r in training["runs"][1:]] == [2.0, 4.0]
+    assert training["runs"][1]["compute_dtype"] == "float16"
+    # beside the matmul figure of the same run
+    fp32 = next(r for r in result["benchmark"]["results"] if r["dtype"] == "fp32")
+    assert training["matmul_fp32_s"] == fp32["seconds_per_op"]["median"]
+    assert fake.adapter is not None
+    assert [t[:3] for t in fake.adapter.trained] == [
+        ("eager", True, 20),
+        ("mixed", True, 20),
+        ("compiled", True, 20),
+    ]
+
+
+def test_no_training_leaves_the_checks_out_and_training_is_an_accepted_no_op(
+    fake: Fake, tmp_path: Path
+) -> None:
+    off = smoke(fake, tmp_path, "--size", "64", "--no-training")
+    assert not [n for n in checks(off) if n.startswith("train")]
+    assert "training" not in off["benchmark"]
+    on = smoke(fake, tmp_path, "--no-benchmark", "--training", "--training-steps", "5")
+    assert [n for n in checks(on) if n.startswith("train")] == TRAIN_CHECKS
+    assert "results" not in on["benchmark"] and "matmul_fp32_s" not in on["benchmark"]["training"]
+    assert fake.adapter is not None
+    assert {t[2] for t in fake.adapter.trained} == {5}
+    tiny = smoke(fake, tmp_path, "--no-benchmark", "--training-steps", "1")
+    assert {t[2] for t in fake.adapter.trained} == {3}  # a loss needs steps to fall over
+    assert tiny["status"] == "PASSED"
+
+
+def test_training_on_the_cpu_uses_the_small_shape(fake: Fake, tmp_path: Path) -> None:
+    result = smoke(fake, tmp_path, "--no-benchmark", "--allow-cpu", gpus=[])
+    assert [checks(result)[n][0] for n in TRAIN_CHECKS] == ["PASS"] * 3
+    assert fake.adapter is not None
+    assert fake.adapter.trained[0] == ("eager", False, 8, {"batch": 16, "image": 8, "channels": 8})
+    assert result["benchmark"]["training"]["device"] == "cpu"
+
+
+def test_a_loss_that_does_not_fall_fails(fake: Fake, tmp_path: Path) -> None:
+    result = smoke(
+        fake,
+        tmp_path,
+        "--no-benchmark",
+        train={"mixed": {"losses": [2.3, 2.4, 2.31]}, "compiled": {"losses": [2.3, float("nan")]}},
+    )
+    got = checks(result)
+    assert result["status"] == "FAILED"
+    assert got["train_eager"][0] == "PASS"
+    assert got["train_mixed"] == (
+        "FAIL",
+        "training with the fake loop under autocast on cuda:0: the loss did not fall "
+        "(2.3 -> 2.31 over 3 steps)",
+    )
+    assert got["train_compiled"] == (
+        "FAIL",
+        "training with fake.compile on cuda:0: the loss did not fall (2.3 -> nan over 2 steps)",
+    )
+
+
+def test_training_off_the_gpu_fails(fake: Fake, tmp_path: Path) -> None:
+    result = smoke(fake, tmp_path, "--no-benchmark", train={"mixed": {"device": "cpu"}})
+    assert checks(result)["train_mixed"] == (
+        "FAIL",
+        "training with the fake loop under autocast was asked for GPU 0 and ran on cpu",
+    )
+
+
+@pytest.mark.parametrize(
+    ("message", "path"),
+    [
+        ("cuDNN error: CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED", "cuDNN"),
+        ("Failed to get convolution algorithm. This is probably because cuDNN failed", "cuDNN"),
+        ("DNN library is not found.", "cuDNN"),
+        (
+            "CUDA error: no kernel image is available for execution on the device",
+            "precompiled kernels",
+        ),
+        ("CUDA_ERROR_INVALID_PTX: a PTX JIT compilation failed", "PTX"),
+        ("ptxas fatal: Value 'sm_120' is not defined for option 'gpu-name'", "PTX"),
+        ("XlaRuntimeError: INTERNAL: Failed to compile the HLO module", "XLA"),
+        ("BackendCompilerFailed: backend='inductor' raised: triton error", "TorchInductor"),
+        ("CUBLAS_STATUS_NOT_INITIALIZED when calling cublasCreate(handle)", "cuBLAS"),
+        ("CUDA error: an illegal memory access was encountered", None),
+    ],
+)
+def test_broken_path_is_named_from_the_error(message: str, path: str | None) -> None:
+    assert h.broken_path(message) == path
+
+
+def test_a_training_failure_names_the_path_that_broke(fake: Fake, tmp_path: Path) -> None:
+    cudnn = RuntimeError(
+        "CUDNN_BACKEND_TENSOR_DESCRIPTOR cudnnFinalize failed cudnn_status: "
+        "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED"
+    )
+    ptx = RuntimeError("CUDA_ERROR_INVALID_PTX: PTX version 8.5 does not support target sm_120")
+    result = smoke(
+        fake,
+        tmp_path,
+        "--no-benchmark",
+        xla_failure="WARN",
+        train={"eager": {"error": cudnn}, "compiled": {"error": ptx}},
+    )
+    got = checks(result)
+    assert got["train_eager"] == (
+        "FAIL",
+        "training with the fake eager loop failed on GPU 0 (cuDNN broke): RuntimeError: "
+        "CUDNN_BACKEND_TENSOR_DESCRIPTOR cudnnFinalize failed cudnn_status: "
+        "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED",
+    )
+    # a compiler the adapter calls optional (torch.compile) fails as a warning
+    assert got["train_compiled"][0] == "WARN"
+    assert got["train_compiled"][1].startswith(
+        "training with fake.compile failed on GPU 0 (PTX broke)"
+    )
+    entry = next(c for c in result["checks"] if c["name"] == "train_eager")
+    assert entry["broken_path"] == "cuDNN"
+    assert entry["error"]["type"] == "RuntimeError"
+    # the mixed variant, no plain loop to compare with, still passes without a ratio
+    assert got["train_mixed"][0] == "PASS" and "plain loop" not in got["train_mixed"][1]
+    assert result["status"] == "FAILED"
+
+
+def test_a_compiled_train_step_is_not_tried_where_xla_would_abort(
+    fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(h, "find_ptxas", lambda cuda=None: {"path": None, "searched": []})
+    result = smoke(fake, tmp_path, "--no-benchmark", xla_needs_ptxas=True)
+    status, reason = checks(result)["train_compiled"]
+    assert status == "WARN"
+    assert reason.startswith("fake.compile not run on the GPU: no ptxas on PATH")
+    assert fake.adapter is not None
+    assert [t[0] for t in fake.adapter.trained] == ["eager", "mixed"]
+
+
+def test_a_variant_the_adapter_skips_and_an_adapter_without_training(
+    fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = smoke(fake, tmp_path, "--no-benchmark", train={"compiled": {"skip": "not here"}})
+    assert checks(result)["train_compiled"] == ("SKIP", "not here")
+    monkeypatch.setattr(FakeAdapter, "train_variants", h.Adapter.train_variants)
+    result = smoke(fake, tmp_path, "--no-benchmark")
+    assert checks(result)["train"] == ("SKIP", "no training step for PyTorch")
+
+
+def test_died_in_names_the_check_and_the_path() -> None:
+    log = (
+        "envlock-smoke: running gpu_visible\n"
+        "envlock-smoke: PASS gpu_visible: 1 GPU(s) visible\n"
+        "envlock-smoke: running cudnn_runtime\n"
+    )
+    assert h.died_in(log) == ("cudnn_runtime", "cuDNN")  # the path that check exercises
+    assert h.died_in(log + "Could not load symbol cudnnGetVersion\n") == ("cudnn_runtime", "cuDNN")
+    train = log + "envlock-smoke: running train_jit\nptxas fatal: unknown sm_120\n"
+    assert h.died_in(train) == ("train_jit", "PTX")
+    # words printed before the dying check started do not count for it
+    assert h.died_in("cudnn warning\nenvlock-smoke: running op_on_gpu\n") == ("op_on_gpu", None)
+    assert h.died_in("Could not load symbol cudnnGetVersion") == (None, "cuDNN")
+    assert h.died_in("") == (None, None)
 
 
 def test_bad_expect_and_peaks_files(fake: Fake, tmp_path: Path) -> None:
@@ -981,6 +1193,9 @@ def test_stdout_holds_only_the_json_and_crashes_are_reported(tmp_path: Path, pyt
         ("op_on_gpu", "SKIP"),
         ("xla", "FAIL"),
         ("benchmark_fp32", "FAIL"),
+        ("train_eager", "FAIL"),  # on by default; this jax has no device to train on
+        ("train_jit", "FAIL"),
+        ("train_jit_bfloat16", "SKIP"),  # on a GPU only
     ]
     gpu = next(c for c in doc["checks"] if c["name"] == "gpu_visible")
     assert gpu["reason"].startswith("gpu_visible crashed: RuntimeError: Unable to initialize")

@@ -528,6 +528,86 @@ def nvcc_wheel(cuda: object) -> str:
     return "nvidia-cuda-nvcc"
 
 
+# ---------------------------------------------------------------- training
+
+# The training step: a small convolutional classifier (a 3x3 convolution,
+# batch normalization, ReLU, a dense layer over 10 classes) trained on one
+# fixed synthetic batch, which it can learn by heart, so the loss must fall
+# within a few steps. The convolution goes through cuDNN on a GPU, the backward
+# pass and the optimizer step through the framework's kernels, and the compiled
+# variants through XLA or TorchInductor: a matmul passes where any of these
+# paths can still break.
+TRAIN_SHAPE_GPU = {"batch": 64, "image": 32, "channels": 16}
+TRAIN_SHAPE_CPU = {"batch": 16, "image": 8, "channels": 8}
+TRAIN_CLASSES = 10
+TRAIN_STEPS_GPU, TRAIN_STEPS_CPU = 20, 8
+
+
+@dataclass(frozen=True)
+class TrainVariant:
+    """One way an adapter trains the model: ``plain`` is the framework's own
+    uncompiled loop the others are timed against; ``compiled`` ones go through
+    the framework's compiler (XLA, torch.compile); ``skip`` says why it is not run."""
+
+    name: str  # the check is "train_" + name
+    what: str
+    plain: bool = False
+    compiled: bool = False
+    skip: str | None = None
+
+
+def timed_steps(step: Callable[[], Any], steps: int) -> dict[str, Any]:
+    """Run ``step`` (one train step, returning its loss on the host) ``steps`` times."""
+    losses, times = [], []
+    for _ in range(steps):
+        start = time.perf_counter()
+        losses.append(float(step()))
+        times.append(time.perf_counter() - start)
+    return {
+        "losses": losses,
+        "first_step_s": times[0],
+        "seconds_per_step": statistics.median(times[1:]) if len(times) > 1 else times[0],
+    }
+
+
+# Which execution path an error names, most specific first: a failure in
+# training says whether cuDNN, the precompiled kernels, PTX JIT or the compiler broke.
+BROKEN_PATHS = (
+    ("cuDNN", ("cudnn", "dnn library", "dnn support", "miopen")),
+    ("precompiled kernels", ("no kernel image", "no_binary_for_gpu", "invalid device function")),
+    ("PTX", ("ptx",)),
+    ("XLA", ("xla", "jit_compile", "hlo ", "autotun")),
+    ("TorchInductor", ("inductor", "triton", "dynamo", "c++ compiler")),
+    ("cuBLAS", ("cublas",)),
+)
+
+
+def broken_path(text: object) -> str | None:
+    """'cuDNN', 'PTX', 'XLA', ... named by an error's text, or None."""
+    low = str(text).lower()
+    for path, words in BROKEN_PATHS:
+        if any(word in low for word in words):
+            return path
+    return None
+
+
+RUNNING = "running"  # the log line before each check: "envlock-smoke: running NAME"
+# The path a check exercises first, for a process that died inside it saying nothing.
+CHECK_PATHS = {"cudnn_runtime": "cuDNN", "xla": "XLA"}
+
+
+def died_in(log_text: str) -> tuple[str | None, str | None]:
+    """(the check a harness was running when it died, the path that broke) from its log:
+    the path its last words name, else the one that check exercises."""
+    prefix = f"envlock-smoke: {RUNNING} "
+    check, last_words = None, log_text
+    lines = log_text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith(prefix):
+            check, last_words = line[len(prefix) :].strip(), "\n".join(lines[i + 1 :])
+    return check, broken_path(last_words) or CHECK_PATHS.get(check or "")
+
+
 # ---------------------------------------------------------------- adapters
 
 
@@ -572,9 +652,17 @@ class Adapter:
     def settings(self) -> dict[str, Any]:
         return {}
 
-    def training_benchmark(self, on_gpu: bool, steps: int) -> dict[str, Any] | None:
-        """Train-step and input-pipeline timings; None where the adapter has none."""
-        return None
+    train_model = ""  # the model the train steps fit, in words
+
+    def train_variants(self, on_gpu: bool) -> list[TrainVariant]:
+        """The ways this framework trains the model, the plain loop first."""
+        return []
+
+    def train(
+        self, variant: str, on_gpu: bool, steps: int, shape: dict[str, int]
+    ) -> dict[str, Any]:
+        """Train ``steps`` steps: {'losses', 'device', 'first_step_s', 'seconds_per_step', ...}."""
+        raise NotImplementedError
 
     def set_precision_policy(self, policy: Any) -> tuple[str, str]:
         """Put runtime.json's mixed_precision in force; (status, reason)."""
@@ -803,89 +891,102 @@ class TensorFlowAdapter(Adapter):
             return FAIL, f"asked for precision policy {policy}, Keras reports {got}"
         return PASS, f"Keras precision policy {got} in force (runtime.json)"
 
-    def _mlp(self, features: int, width: int) -> Any:
+    train_model = "Conv2D 3x3 (no bias) + BatchNormalization + ReLU + Dense(10), Adam"
+
+    def train_variants(self, on_gpu: bool) -> list[TrainVariant]:
+        fit = "model.fit on tf.data (prefetch)"
+        return [
+            TrainVariant("eager", "an eager tf.GradientTape loop, float32", plain=True),
+            TrainVariant("fit_float32", fit + ", float32"),
+            TrainVariant("fit_mixed_float16", fit + ", mixed_float16 policy"),
+            TrainVariant("fit_jit_compile", fit + ", jit_compile=True", compiled=True),
+        ]
+
+    def _conv_model(self, shape: dict[str, int], jit: bool) -> Any:
         keras = self.module.keras
         layers = keras.layers
+        size = shape["image"]
         model = keras.Sequential(
             [
-                keras.Input(shape=(features,)),
-                layers.Dense(width, activation="relu"),
-                layers.Dense(width, activation="relu"),
-                layers.Dense(10),
-                layers.Activation("softmax", dtype="float32"),
+                keras.Input(shape=(size, size, 3)),
+                layers.Conv2D(shape["channels"], 3, padding="same", use_bias=False),
+                layers.BatchNormalization(),
+                layers.Activation("relu"),
+                layers.Flatten(),
+                layers.Dense(TRAIN_CLASSES),
+                layers.Activation(
+                    "linear", dtype="float32"
+                ),  # float32 logits under mixed precision
             ]
         )
         model.compile(
-            optimizer=keras.optimizers.SGD(learning_rate=0.01),
-            loss="sparse_categorical_crossentropy",
+            optimizer=keras.optimizers.Adam(learning_rate=0.01),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            jit_compile=jit,
         )
         return model
 
-    def _timed_fit(self, model: Any, data: Any, steps: int, device: str) -> dict[str, Any]:
+    def train(
+        self, variant: str, on_gpu: bool, steps: int, shape: dict[str, int]
+    ) -> dict[str, Any]:
         tf = self.module
-        with tf.device(device):
-            model.fit(data.take(2), epochs=1, verbose=0)  # trace and compile first
-            start = time.perf_counter()
-            history = model.fit(data, epochs=1, verbose=0)
-            elapsed = time.perf_counter() - start
-        losses = history.history.get("loss") or [None]
-        return {
-            "seconds_per_step": elapsed / steps,
-            "seconds": round(elapsed, 4),
-            "loss": losses[-1],
-        }
-
-    def training_benchmark(self, on_gpu: bool, steps: int) -> dict[str, Any] | None:
-        """A small MLP's train step under float32 and mixed precision, and the same
-        training fed by a tf.data pipeline with per-batch preprocessing, without and
-        with prefetch (which overlaps the preprocessing with the step)."""
-        tf = self.module
-        mp = self.module.keras.mixed_precision
+        mp = tf.keras.mixed_precision
         device = "/GPU:0" if on_gpu else "/CPU:0"
-        width, batch = (4096, 512) if on_gpu else (256, 64)
-        mixed = "mixed_float16" if on_gpu else "mixed_bfloat16"
-        x = tf.random.normal([batch * steps, width], seed=1)
-        y = tf.random.uniform([batch * steps], 0, 10, dtype=tf.int32, seed=2)
-        out: dict[str, Any] = {
-            "model": f"MLP {width}-{width}-{width}-10, SGD",
-            "device": "gpu:0" if on_gpu else "cpu",
-            "batch": batch,
-            "steps": steps,
-            "train_step": [],
-            "input_pipeline": [],
-        }
-        original = mp.global_policy().name
+        batch, size = shape["batch"], shape["image"]
+        original = mp.global_policy().name  # runtime.json's, when it set one
+        policy = "mixed_float16" if variant == "fit_mixed_float16" else "float32"
         try:
-            for policy in ("float32", mixed):
-                mp.set_global_policy(policy)
-                data = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch)
-                entry: dict[str, Any] = {"policy": policy}
-                entry.update(self._timed_fit(self._mlp(width, width), data, steps, device))
-                out["train_step"].append(entry)
-            mp.set_global_policy("float32")
-            w_pre = tf.random.normal([width, width], stddev=width**-0.5, seed=3)
-
-            def preprocess(xb: Any, yb: Any) -> tuple[Any, Any]:
-                for _ in range(4):  # stands in for decoding and augmentation
-                    xb = tf.tanh(tf.matmul(xb, w_pre))
-                return xb, yb
-
-            for prefetch in (False, True):
-                data = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch).map(preprocess)
-                if prefetch:
-                    data = data.prefetch(tf.data.AUTOTUNE)
-                entry = {"prefetch": prefetch}
-                entry.update(self._timed_fit(self._mlp(width, width), data, steps, device))
-                out["input_pipeline"].append(entry)
+            mp.set_global_policy(policy)
+            with tf.device(device):
+                x = tf.random.stateless_normal([batch, size, size, 3], seed=[1, 2])
+                y = tf.random.stateless_uniform(
+                    [batch], seed=[3, 4], minval=0, maxval=TRAIN_CLASSES, dtype=tf.int32
+                )
+                model = self._conv_model(shape, jit=variant == "fit_jit_compile")
+                if variant == "eager":
+                    found = self._eager_loop(model, x, y, steps)
+                else:
+                    found = self._fit(model, x, y, steps)
+            found["device"] = str(model.trainable_variables[0].device)
+            found["compute_dtype"] = str(model.layers[0].compute_dtype)
+            found["policy"] = policy
+            found["runtime_policy"] = original
         finally:
             mp.set_global_policy(original)
-        first, second = out["train_step"]
-        out["mixed_precision_speedup"] = round(
-            first["seconds_per_step"] / second["seconds_per_step"], 3
-        )
-        plain, fetched = out["input_pipeline"]
-        out["prefetch_speedup"] = round(plain["seconds_per_step"] / fetched["seconds_per_step"], 3)
-        return out
+        return found
+
+    def _eager_loop(self, model: Any, x: Any, y: Any, steps: int) -> dict[str, Any]:
+        tf = self.module
+        loss_fn, optimizer = model.loss, model.optimizer
+
+        def step() -> float:
+            with tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return float(loss.numpy())
+
+        return timed_steps(step, steps)
+
+    def _fit(self, model: Any, x: Any, y: Any, steps: int) -> dict[str, Any]:
+        tf = self.module
+        data = tf.data.Dataset.from_tensors((x, y)).repeat().prefetch(tf.data.AUTOTUNE)
+        times: list[float] = []
+
+        class Timer(tf.keras.callbacks.Callback):  # type: ignore[misc,name-defined]
+            def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+                self.start = time.perf_counter()
+
+            def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+                times.append(time.perf_counter() - self.start)
+
+        # one step an epoch: the history holds each step's loss, the timer each step's time
+        history = model.fit(data, epochs=steps, steps_per_epoch=1, verbose=0, callbacks=[Timer()])
+        return {
+            "losses": [float(v) for v in history.history["loss"]],
+            "first_step_s": times[0],
+            "seconds_per_step": statistics.median(times[1:]) if len(times) > 1 else times[0],
+        }
 
     def matmul_timer(self, dtype: str, n: int, on_gpu: bool) -> tuple[Callable[[int], float], str]:
         tf = self.module
@@ -1075,6 +1176,89 @@ class TorchAdapter(Adapter):
         if dtype == "fp32" and on_gpu and torch.backends.cuda.matmul.allow_tf32:
             math = "tf32"
         return run, math
+
+    train_model = "Conv2d 3x3 (no bias) + BatchNorm2d + ReLU + Linear(10), Adam"
+
+    def train_variants(self, on_gpu: bool) -> list[TrainVariant]:
+        torch = self.module
+        half = "float16, with a GradScaler" if on_gpu else "bfloat16"
+        compile_skip = None
+        if not callable(getattr(torch, "compile", None)):
+            compile_skip = f"PyTorch {torch.__version__} has no torch.compile (it came with 2.0)"
+        elif not on_gpu:
+            # Inductor's C++ build of a training graph costs tens of seconds on a CPU;
+            # the xla check has already compiled a function there
+            compile_skip = (
+                "torch.compile training runs on the GPU only (the xla check covers the CPU)"
+            )
+        return [
+            TrainVariant("eager", "an eager loop, float32", plain=True),
+            TrainVariant("autocast", f"an eager loop under torch.autocast, {half}"),
+            TrainVariant(
+                "compile",
+                "torch.compile (TorchInductor), float32",
+                compiled=True,
+                skip=compile_skip,
+            ),
+        ]
+
+    def train(
+        self, variant: str, on_gpu: bool, steps: int, shape: dict[str, int]
+    ) -> dict[str, Any]:
+        torch = self.module
+        nn = torch.nn
+        device = "cuda:0" if on_gpu else "cpu"
+        batch, size, channels = shape["batch"], shape["image"], shape["channels"]
+        g = torch.Generator().manual_seed(1)
+        x = torch.randn(batch, 3, size, size, generator=g).to(device)
+        y = torch.randint(0, TRAIN_CLASSES, (batch,), generator=g).to(device)
+        torch.manual_seed(2)
+        model = nn.Sequential(
+            nn.Conv2d(3, channels, 3, padding=1, bias=False),
+            nn.BatchNorm2d(channels),
+            nn.ReLU(),
+            nn.Flatten(),
+            nn.Linear(channels * size * size, TRAIN_CLASSES),
+        ).to(device)
+        model.train()
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+        loss_fn = nn.CrossEntropyLoss()
+        forward = torch.compile(model) if variant == "compile" else model
+        autocast = variant == "autocast"
+        dtype = (torch.float16 if on_gpu else torch.bfloat16) if autocast else torch.float32
+        scaler = None
+        if autocast and on_gpu:
+            amp = getattr(torch, "amp", None)
+            if amp is not None and hasattr(amp, "GradScaler"):
+                scaler = amp.GradScaler("cuda")
+            else:  # before 2.3
+                scaler = torch.cuda.amp.GradScaler()
+        seen: dict[str, Any] = {}
+
+        def step() -> float:
+            optimizer.zero_grad(set_to_none=True)
+            if autocast:
+                with torch.autocast(device_type="cuda" if on_gpu else "cpu", dtype=dtype):
+                    out = forward(x)
+                    loss = loss_fn(out, y)
+            else:
+                out = forward(x)
+                loss = loss_fn(out, y)
+            seen["dtype"], seen["device"] = str(out.dtype), str(loss.device)
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                optimizer.step()
+            return float(loss.item())  # to the host: waits for the GPU
+
+        found = timed_steps(step, steps)
+        weights = next(model.parameters()).device
+        found["device"] = str(weights) if str(weights) == seen["device"] else seen["device"]
+        found["compute_dtype"] = seen["dtype"]
+        return found
 
     xla_failure = WARN  # torch.compile is an extra: it needs Triton (GPU) or a C++ compiler
 
@@ -1308,6 +1492,85 @@ class JaxAdapter(Adapter):
             device_of=device_of,
         )
 
+    train_model = "lax.conv_general_dilated 3x3 + batch norm + ReLU + dense(10), SGD"
+
+    def train_variants(self, on_gpu: bool) -> list[TrainVariant]:
+        return [
+            TrainVariant(
+                "eager", "the train step un-jitted (jax.disable_jit()), float32", plain=True
+            ),
+            TrainVariant("jit", "a jax.jit train step, float32", compiled=True),
+            TrainVariant(
+                "jit_bfloat16",
+                "a jax.jit train step, bfloat16 compute",
+                compiled=True,
+                skip=None if on_gpu else "bfloat16 compute is trained on the GPU only",
+            ),
+        ]
+
+    def train(
+        self, variant: str, on_gpu: bool, steps: int, shape: dict[str, int]
+    ) -> dict[str, Any]:
+        jax = self.module
+        jnp = jax.numpy
+        dev = self._gpu_devices()[0] if on_gpu else jax.devices("cpu")[0]
+        batch, size, channels = shape["batch"], shape["image"], shape["channels"]
+        compute = jnp.bfloat16 if variant == "jit_bfloat16" else jnp.float32
+        kx, ky, kk, kw = jax.random.split(jax.random.PRNGKey(1), 4)
+        features = channels * size * size
+        put = functools.partial(jax.device_put, device=dev)
+        x = put(jax.random.normal(kx, (batch, 3, size, size), jnp.float32))
+        y = put(jax.random.randint(ky, (batch,), 0, TRAIN_CLASSES))
+        params = {
+            "conv": put(jax.random.normal(kk, (channels, 3, 3, 3), jnp.float32) * (27**-0.5)),
+            "scale": put(jnp.ones((channels,), jnp.float32)),
+            "shift": put(jnp.zeros((channels,), jnp.float32)),
+            "w": put(
+                jax.random.normal(kw, (features, TRAIN_CLASSES), jnp.float32) * features**-0.5
+            ),
+            "b": put(jnp.zeros((TRAIN_CLASSES,), jnp.float32)),
+        }
+
+        def loss_fn(p: Any, x: Any, y: Any) -> Any:
+            h = jax.lax.conv_general_dilated(
+                x.astype(compute),
+                p["conv"].astype(compute),
+                window_strides=(1, 1),
+                padding="SAME",
+                dimension_numbers=("NCHW", "OIHW", "NCHW"),
+            ).astype(jnp.float32)
+            mean = h.mean(axis=(0, 2, 3), keepdims=True)
+            var = h.var(axis=(0, 2, 3), keepdims=True)
+            h = (h - mean) * jax.lax.rsqrt(var + 1e-5)
+            h = h * p["scale"][None, :, None, None] + p["shift"][None, :, None, None]
+            h = jax.nn.relu(h).reshape(h.shape[0], -1)
+            logits = (h.astype(compute) @ p["w"].astype(compute)).astype(jnp.float32) + p["b"]
+            logp = jax.nn.log_softmax(logits)
+            return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+        def train_step(p: Any, x: Any, y: Any) -> Any:
+            loss, grads = jax.value_and_grad(loss_fn)(p, x, y)
+            return jax.tree_util.tree_map(lambda a, g: a - 0.1 * g, p, grads), loss
+
+        compiled = jax.jit(train_step)
+        state: dict[str, Any] = {"params": params, "loss": None}
+
+        def step() -> float:
+            if variant == "eager":
+                with jax.disable_jit():
+                    state["params"], loss = train_step(state["params"], x, y)
+            else:
+                state["params"], loss = compiled(state["params"], x, y)
+            state["loss"] = loss
+            return float(loss)  # to the host: waits for the device
+
+        found = timed_steps(step, steps)
+        loss = state["loss"]
+        devices = loss.devices() if hasattr(loss, "devices") else {loss.device()}
+        found["device"] = ",".join(str(d) for d in devices)
+        found["compute_dtype"] = jnp.dtype(compute).name
+        return found
+
 
 ADAPTERS: dict[str, Callable[[], Adapter]] = {
     "tensorflow": TensorFlowAdapter,
@@ -1378,7 +1641,7 @@ class Options:
     peaks: str | None
     min_fraction: float
     benchmark: bool  # False: --no-benchmark
-    training: bool
+    training: bool  # False: --no-training
     training_steps: int | None
 
 
@@ -1416,12 +1679,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-benchmark", action="store_true", help="checks only")
     p.add_argument(
-        "--training",
-        action="store_true",
-        help="also time a small train step (float32 vs mixed precision) and a tf.data "
-        "input pipeline without and with prefetch (TensorFlow)",
+        "--no-training",
+        dest="training",
+        action="store_false",
+        help="skip the training checks (a small conv net trained a few steps per variant: "
+        "the loss must fall, on the GPU)",
     )
-    p.add_argument("--training-steps", type=int, help="train steps timed (default 50 GPU, 30 CPU)")
+    p.add_argument(
+        "--training",
+        dest="training",
+        action="store_true",
+        help="the training checks run by default; kept for old callers",
+    )
+    p.add_argument(
+        "--training-steps",
+        type=int,
+        help=f"steps per training variant (default {TRAIN_STEPS_GPU} GPU, {TRAIN_STEPS_CPU} CPU; "
+        "at least 3)",
+    )
     return p
 
 
@@ -1536,7 +1811,10 @@ def run_check(
     failing: str | None = None,
 ) -> None:
     """Run one check; an exception becomes a FAIL naming the check (or ``failing``)
-    and the error. A check that returns None records nothing (it read or measured)."""
+    and the error. A check that returns None records nothing (it read or measured).
+    The log names the check first, so a process killed inside it (a library that
+    aborts or segfaults) is reported with the check it died in."""
+    log(f"{RUNNING} {name}")
     try:
         verdict = check(ctx)
     except Exception as exc:  # noqa: BLE001 - this is the harness's safety net
@@ -1993,13 +2271,106 @@ def check_matmul_speed(ctx: Context) -> Verdict:
     return Verdict(PASS, text)
 
 
-def bench_training(ctx: Context) -> Verdict | None:
-    steps = ctx.options.training_steps or (50 if ctx.on_gpu else 30)
-    found = ctx.adapter.training_benchmark(ctx.on_gpu, steps)
-    if found is None:
-        return Verdict(SKIP, f"the training benchmark exists for TensorFlow only, not {ctx.pretty}")
-    ctx.benchmark["training"] = found
-    return None
+def check_train(ctx: Context, variant: TrainVariant) -> Verdict:
+    """Train the small conv net ``variant``'s way: it must run (on GPU 0 when a GPU
+    is visible) and its loss must fall; the step time is compared with the plain loop's."""
+    adapter, on_gpu = ctx.adapter, ctx.on_gpu
+    where = "GPU 0" if on_gpu else "the CPU"
+    if variant.skip:
+        return Verdict(SKIP, variant.skip)
+    if variant.compiled and on_gpu and adapter.xla_needs_ptxas:
+        ptxas = find_ptxas(ctx.build.get("cuda") or ctx.expect.get("cuda"))
+        fallback = any(f.split("=")[0] == PTXAS_FALLBACK_FLAG for f in _xla_flags())
+        if not (ptxas.get("path") and ptxas.get("xla_finds", False)) and not fallback:
+            return _no_ptxas(ctx, ptxas, variant.what)
+    steps = max(3, ctx.options.training_steps or (TRAIN_STEPS_GPU if on_gpu else TRAIN_STEPS_CPU))
+    shape = TRAIN_SHAPE_GPU if on_gpu else TRAIN_SHAPE_CPU
+    try:
+        found = adapter.train(variant.name, on_gpu, steps, dict(shape))
+    except Exception as exc:  # noqa: BLE001 - the framework's own error is the finding
+        text = f"{type(exc).__name__}: {exc}"
+        path = broken_path(text)
+        status = adapter.xla_failure if variant.compiled else FAIL
+        broke = f" ({path} broke)" if path else ""
+        return Verdict(
+            status,
+            f"training with {variant.what} failed on {where}{broke}: {_error_text(exc)}",
+            {
+                "broken_path": path,
+                "error": {
+                    "type": type(exc).__name__,
+                    "message": str(exc)[:2000],
+                    "where": _where(exc),
+                },
+            },
+        )
+    losses = found["losses"]
+    first, last = losses[0], losses[-1]
+    device = short_device(found["device"])
+    run = {
+        "variant": variant.name,
+        "what": variant.what,
+        "device": device,
+        "steps": len(losses),
+        "loss_first": first,
+        "loss_last": last,
+        "first_step_s": round(found["first_step_s"], 4),
+        "seconds_per_step": found["seconds_per_step"],
+    }
+    run.update({k: found[k] for k in ("compute_dtype", "policy", "runtime_policy") if k in found})
+    training = ctx.benchmark.setdefault("training", {"runs": []})
+    plain = next((r for r in training["runs"] if r.get("plain")), None)
+    if variant.plain:
+        run["plain"] = True
+    elif plain is not None and found["seconds_per_step"] > 0:
+        run["speedup_vs_plain"] = round(plain["seconds_per_step"] / found["seconds_per_step"], 3)
+    training["runs"].append(run)
+    extra = {"training": run}
+    if on_gpu_zero(device) != on_gpu:
+        return Verdict(
+            FAIL, f"training with {variant.what} was asked for {where} and ran on {device}", extra
+        )
+    finite = all(v == v and abs(v) != float("inf") for v in losses)
+    if not finite or not last < first:
+        return Verdict(
+            FAIL,
+            f"training with {variant.what} on {device}: the loss did not fall "
+            f"({first:.4g} -> {last:.4g} over {len(losses)} steps)",
+            extra,
+        )
+    text = (
+        f"{variant.what}: loss {first:.3g} -> {last:.3g} in {len(losses)} steps on {device}, "
+        f"{found['seconds_per_step'] * 1e3:.2f} ms a step (first {found['first_step_s']:.2f} s)"
+    )
+    if "speedup_vs_plain" in run:
+        text += f", {run['speedup_vs_plain']:.2f}x the plain loop's speed"
+    return Verdict(PASS, text, extra)
+
+
+def run_training(ctx: Context) -> None:
+    """The training checks, one a variant, the plain loop first; the summary sits
+    in the benchmark beside the matmul figures."""
+    variants = ctx.adapter.train_variants(ctx.on_gpu)
+    if not variants:
+        ctx.add("train", SKIP, f"no training step for {ctx.pretty}")
+        return
+    on_gpu = ctx.on_gpu
+    shape = TRAIN_SHAPE_GPU if on_gpu else TRAIN_SHAPE_CPU
+    ctx.benchmark["training"] = {
+        "model": ctx.adapter.train_model,
+        "device": "gpu:0" if on_gpu else "cpu",
+        "batch": shape["batch"],
+        "input": f"{shape['image']}x{shape['image']}x3",
+        "classes": TRAIN_CLASSES,
+        "memory_growth": ctx.memory_growth,
+        "mixed_precision": ctx.config.get("mixed_precision"),
+        "runs": [],
+    }
+    for variant in variants:
+        run_check(ctx, "train_" + variant.name, functools.partial(check_train, variant=variant))
+    fp32 = [r for r in (ctx.benchmark.get("results") or []) if r.get("dtype") == "fp32"]
+    if fp32:
+        ctx.benchmark["training"]["matmul_fp32_s"] = fp32[0]["seconds_per_op"]["median"]
 
 
 def run_benchmark(ctx: Context) -> None:
@@ -2016,8 +2387,6 @@ def run_benchmark(ctx: Context) -> None:
         run_check(ctx, "benchmark_" + dtype, measure)
     if plan.on_gpu:
         run_check(ctx, "matmul_speed", check_matmul_speed)
-    if ctx.options.training:
-        run_check(ctx, "benchmark_training", bench_training)
 
 
 # ---------------------------------------------------------------- the run
@@ -2061,6 +2430,8 @@ def run_checks(ctx: Context) -> None:
     ctx.settings.update(_safe(ctx.adapter.settings) or {})
     if opts.benchmark:
         run_benchmark(ctx)
+    if opts.training:
+        run_training(ctx)
 
 
 def smoke(options: Options, started: float) -> dict[str, Any]:

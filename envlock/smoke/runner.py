@@ -113,13 +113,23 @@ def interpret(stdout: str, stderr: str, exit_code: int, framework: str | None) -
             framework=framework,
             exit_code=exit_code,
         )
-    return failed_result(
-        f"the harness died before reporting ({_exit_text(exit_code)}); last lines: "
+    from envlock.smoke.harness import died_in
+
+    check, path = died_in(stderr)
+    where = f" in the check {check}" if check else ""
+    broke = f": {path} broke" if path else ""
+    result = failed_result(
+        f"the harness died before reporting ({_exit_text(exit_code)}){where}{broke}; last lines: "
         + (log_tail(stderr, 3).replace("\n", " | ") or "(none)"),
         framework=framework,
         stderr_tail=log_tail(stderr),
         exit_code=exit_code,
     )
+    if check:
+        result["checks"][-1]["died_in"] = check
+    if path:
+        result["checks"][-1]["broken_path"] = path
+    return result
 
 
 def recompute_status(result: dict[str, Any]) -> None:
