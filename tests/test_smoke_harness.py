@@ -573,6 +573,37 @@ def test_died_in_names_the_check_and_the_path() -> None:
     assert h.died_in("cudnn warning\nenvlock-smoke: running op_on_gpu\n") == ("op_on_gpu", None)
     assert h.died_in("Could not load symbol cudnnGetVersion") == (None, "cuDNN")
     assert h.died_in("") == (None, None)
+    # a silent death after a check that failed naming a path (jax on the H200)
+    earlier = (
+        "envlock-smoke: running cudnn_runtime\n"
+        "envlock-smoke: FAIL cudnn_runtime: cudnn_runtime crashed: RuntimeError: "
+        "cudnn_status: CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED\n"
+        "envlock-smoke: running op_on_gpu\n"
+    )
+    assert h.died_in(earlier) == ("op_on_gpu", "cuDNN")
+
+
+def test_logged_checks_are_read_back_from_the_log() -> None:
+    log = (
+        "envlock-smoke: running import\n"
+        "envlock-smoke: PASS import: imported jax\n"
+        "2026-12-02 I external/xla: some chatter: with colons\n"
+        "envlock-smoke: WARN gpu_visible: no GPU visible: JAX runs on the CPU (--allow-cpu)\n"
+        "envlock-smoke: FAIL cudnn_runtime: cudnn_runtime crashed: RuntimeError: x\n"
+    )
+    assert h.logged_checks(log) == [
+        {"name": "import", "status": "PASS", "reason": "imported jax"},
+        {
+            "name": "gpu_visible",
+            "status": "WARN",
+            "reason": "no GPU visible: JAX runs on the CPU (--allow-cpu)",
+        },
+        {
+            "name": "cudnn_runtime",
+            "status": "FAIL",
+            "reason": "cudnn_runtime crashed: RuntimeError: x",
+        },
+    ]
 
 
 def test_bad_expect_and_peaks_files(fake: Fake, tmp_path: Path) -> None:

@@ -247,6 +247,31 @@ def test_interpret_dead_harness(
     assert words in result["checks"][-1]["reason"]
 
 
+def test_a_harness_killed_after_a_cudnn_failure_keeps_its_checks_and_names_cudnn() -> None:
+    # the log of jax on the H200 with stub cuDNN engine libraries (docs/gpu-run-training.md)
+    stderr = (
+        "envlock-smoke: running import\n"
+        "envlock-smoke: PASS import: imported jax\n"
+        "envlock-smoke: running cudnn_runtime\n"
+        "envlock-smoke: FAIL cudnn_runtime: cudnn_runtime crashed: RuntimeError: "
+        "CUDNN_BACKEND_TENSOR_DESCRIPTOR cudnnFinalize failedptrDesc->finalize() cudnn_status: "
+        "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED\n"
+        "envlock-smoke: running op_on_gpu\n"
+    )
+    result = runner.interpret("", stderr, -11, "jax")
+    assert [(c["name"], c["status"]) for c in result["checks"]] == [
+        ("import", "PASS"),
+        ("cudnn_runtime", "FAIL"),
+        ("harness", "FAIL"),
+    ]
+    last = result["checks"][-1]
+    assert last["reason"].startswith(
+        "the harness died before reporting (killed by SIGSEGV) in the check op_on_gpu: "
+        "cuDNN broke; last lines: "
+    )
+    assert (last["died_in"], last["broken_path"]) == ("op_on_gpu", "cuDNN")
+
+
 def test_interpret_keeps_the_harness_document() -> None:
     doc = {"schema": "envlock.smoke/v1", "status": "WARNED", "checks": []}
     assert runner.interpret(json.dumps(doc), "", 0, None) == doc

@@ -596,16 +596,35 @@ RUNNING = "running"  # the log line before each check: "envlock-smoke: running N
 CHECK_PATHS = {"cudnn_runtime": "cuDNN", "xla": "XLA"}
 
 
+def logged_checks(log_text: str) -> list[dict[str, Any]]:
+    """The verdicts a harness logged ("envlock-smoke: FAIL name: reason"), for one
+    that died before it could print its document."""
+    out = []
+    for line in log_text.splitlines():
+        if not line.startswith("envlock-smoke: "):
+            continue
+        status, _, rest = line[len("envlock-smoke: ") :].partition(" ")
+        name, sep, reason = rest.strip().partition(": ")
+        if status in (PASS, WARN, FAIL, SKIP) and sep and name and " " not in name:
+            out.append({"name": name, "status": status, "reason": reason})
+    return out
+
+
 def died_in(log_text: str) -> tuple[str | None, str | None]:
     """(the check a harness was running when it died, the path that broke) from its log:
-    the path its last words name, else the one that check exercises."""
+    the path its last words name, else the one that check exercises, else the one
+    the last failed check before it named."""
     prefix = f"envlock-smoke: {RUNNING} "
     check, last_words = None, log_text
     lines = log_text.splitlines()
     for i, line in enumerate(lines):
         if line.startswith(prefix):
             check, last_words = line[len(prefix) :].strip(), "\n".join(lines[i + 1 :])
-    return check, broken_path(last_words) or CHECK_PATHS.get(check or "")
+    path = broken_path(last_words) or CHECK_PATHS.get(check or "")
+    if path is None and check is not None:
+        failed = [c for c in logged_checks(log_text) if c["status"] == FAIL]
+        path = broken_path(failed[-1]["reason"]) if failed else None
+    return check, path
 
 
 # ---------------------------------------------------------------- adapters

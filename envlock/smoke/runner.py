@@ -113,7 +113,7 @@ def interpret(stdout: str, stderr: str, exit_code: int, framework: str | None) -
             framework=framework,
             exit_code=exit_code,
         )
-    from envlock.smoke.harness import died_in
+    from envlock.smoke.harness import died_in, logged_checks
 
     check, path = died_in(stderr)
     where = f" in the check {check}" if check else ""
@@ -122,6 +122,7 @@ def interpret(stdout: str, stderr: str, exit_code: int, framework: str | None) -
         f"the harness died before reporting ({_exit_text(exit_code)}){where}{broke}; last lines: "
         + (log_tail(stderr, 3).replace("\n", " | ") or "(none)"),
         framework=framework,
+        checks=logged_checks(stderr),  # what it found before it died
         stderr_tail=log_tail(stderr),
         exit_code=exit_code,
     )
