@@ -6,18 +6,18 @@ and jupyter_client (ipykernel's own dependency, so the driver runs on the
 kernel venv's Python; envlock's test venv needs nothing new) starts kernels
 and runs cells in them, as a notebook would:
 
-1. kernel "base": ``%envlock capture``; the platform upgrade, simulated by
-   ``%pip install numpy==2.0.2`` (TensorFlow 2.15.1 needs numpy<2: its import
-   breaks, as after a real upgrade; a TensorFlow upgrade would download another
-   ~600 MB for the same story); ``%envlock doctor`` names numpy's drift;
+1. kernel "base": ``%envlock capture``; the platform upgrade, as the issue
+   has it: pip upgrades TensorFlow (``%pip install tensorflow==2.16.2``, Keras 3
+   with it); ``%envlock doctor`` names TensorFlow's drift and the Keras jump;
    ``%envlock restore --kernel tf215`` builds a new venv and registers it.
 2. kernel "tf215", started from the kernelspec restore wrote: ``import
    tensorflow`` gives 2.15.1, and ``%envlock doctor`` of it passes.
-3. another "base" kernel: ``%envlock restore --in-place`` puts numpy 1.26.4 back
-   into the running kernel's own environment, ``--undo`` puts 2.0.2 back.
+3. another "base" kernel: ``%envlock restore --in-place`` puts TensorFlow 2.15.1
+   back into the running kernel's own environment, ``--undo`` puts 2.16.2 back.
 
-Every install (the kernel venv, restore's new venv, the in-place sync) shares
-one uv cache, so TensorFlow is downloaded once per run.
+Every uv install (the kernel venv, restore's new venv, the in-place sync) shares
+one uv cache, so TensorFlow 2.15.1 is downloaded once per run; pip, in the
+upgrade cell, downloads 2.16.2 (~590 MB) as it would on the platform.
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def test_capture_upgrade_doctor_restore_kernel_in_place_and_undo(
                 "cells": [
                     "%load_ext envlock",
                     "%envlock capture -o ~/env                     # before: lock what works today",
-                    "%pip install -q numpy==2.0.2",
+                    "%pip install -q tensorflow==2.16.2",
                     "%envlock doctor --lock ~/env --allow-cpu   # what changed",
                     "%envlock restore ~/env --kernel tf215 --venv ~/envs/tf215 --allow-cpu",
                     # the line the restore printed, pasted (checked below)
@@ -196,9 +196,9 @@ def test_capture_upgrade_doctor_restore_kernel_in_place_and_undo(
                 "cells": [
                     "%load_ext envlock",
                     "%envlock restore ~/env --in-place --allow-cpu",
-                    "import numpy; print(numpy.__version__)",
+                    "from importlib.metadata import version; print(version('tensorflow'))",
                     "%envlock restore ~/env --undo                 # back, offline",
-                    "from importlib.metadata import version; print(version('numpy'))",
+                    "from importlib.metadata import version; print(version('tensorflow'))",
                 ],
             },
         ],
@@ -212,9 +212,11 @@ def test_capture_upgrade_doctor_restore_kernel_in_place_and_undo(
     # the extension is no distribution: the capture is clean
     assert not [line for line in locked.splitlines() if line.startswith("envlock")]
     assert upgrade["error"] is None, upgrade
-    # doctor: a FAIL naming numpy's drift from the lock (exit 1, printed under the table)
+    # doctor: a FAIL naming TensorFlow's drift from the lock and the Keras 2 -> 3 jump
+    # (exit 1, printed under the table)
     html = _envlock_ran(doctor, 1)
-    assert "numpy" in html and "2.0.2" in html and "1.26.4" in html, html
+    assert "tensorflow" in html and "2.16.2" in html and "2.15.1" in html, html
+    assert "Keras 3" in html and "TF_USE_LEGACY_KERAS" in html, html
     assert "envlock exited with status 1 (a check failed)" in doctor["stderr"]
     html = _envlock_ran(restore, 0)
     assert "registered the Jupyter kernel tf215" in html, html
@@ -232,14 +234,14 @@ def test_capture_upgrade_doctor_restore_kernel_in_place_and_undo(
     html = _envlock_ran(doctor, 0)
     assert "FAIL" not in html, html
 
-    load, in_place, numpy_now, undo, numpy_back = third
+    load, in_place, tf_now, undo, tf_back = third
     assert load["error"] is None, load
     html = _envlock_ran(in_place, 0)
-    assert "numpy 2.0.2 -&gt; 1.26.4" in html, html
+    assert "tensorflow 2.16.2 -&gt; 2.15.1" in html, html
     assert "restart the Jupyter kernel" in html
-    assert numpy_now["stdout"].strip() == "1.26.4", numpy_now
+    assert tf_now["stdout"].strip() == "2.15.1", tf_now
     _envlock_ran(undo, 0)
-    assert numpy_back["stdout"].strip() == "2.0.2", numpy_back
+    assert tf_back["stdout"].strip() == "2.16.2", tf_back
 
 
 def test_in_ipython_outside_a_kernel_the_output_is_text(world: dict[str, Any]) -> None:
