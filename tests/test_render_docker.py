@@ -145,6 +145,10 @@ def test_smoke_in_the_image(built: dict[str, Any]) -> None:
     assert checks["framework_version"] == "PASS"
     assert checks["build_cuda"] == "PASS" and checks["build_cudnn"] == "PASS"
     assert checks["gpu_visible"] == "WARN"
+    # the training checks run by default and pass on the CPU: the loss fell in each
+    train = ["train_eager", "train_fit_float32", "train_fit_mixed_float16", "train_fit_jit_compile"]
+    assert [(n, checks.get(n)) for n in train] == [(n, "PASS") for n in train]
+    assert [c["name"] for c in result["checks"] if c["status"] == "WARN"] == ["gpu_visible"]
     assert result["settings"]["runtime_config"] == "/opt/envlock/runtime.json"
     expect = json.loads((built["bundle"] / "expect.json").read_text())
     assert result["expected"] == expect

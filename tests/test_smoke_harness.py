@@ -414,6 +414,7 @@ def test_training_runs_by_default_each_variant_timed_against_the_plain_loop(
     assert training["model"] == "fake conv net"
     assert (training["device"], training["batch"], training["input"]) == ("gpu:0", 64, "32x32x3")
     assert training["memory_growth"] is True
+    assert 0 <= training["seconds"] < result["duration_s"]
     assert [r["variant"] for r in training["runs"]] == ["eager", "mixed", "compiled"]
     assert training["runs"][0]["plain"] is True and "speedup_vs_plain" not in training["runs"][0]
     assert [r.get("speedup_vs_plain") for r in training["runs"][1:]] == [2.0, 4.0]

@@ -16,6 +16,8 @@ from envlock.cli import main
 from envlock.errors import UsageError
 from envlock.smoke import HARNESS_PATH, container, runner
 
+REPO = Path(__file__).resolve().parent.parent
+
 FAKE_TORCH_CPU = """
 __version__ = "2.9.0+cpu"
 class _V:
@@ -402,3 +404,35 @@ def test_stderr_pump_with_nothing_to_say_writes_nothing() -> None:
     pump.start()
     pump.finish(b"")
     assert sink.getvalue() == ""
+
+
+def test_describe_shows_the_training_runs_beside_the_matmul() -> None:
+    from envlock.commands.smoke import describe
+
+    result = json.loads((REPO / "docs" / "gpu-run" / "h200-torch-training.json").read_text())
+    text = describe(result)
+    lines = text.splitlines()
+    at = lines.index(
+        "training: Conv2d 3x3 (no bias) + BatchNorm2d + ReLU + Linear(10), Adam, "
+        "batch 64 of 32x32x3 on gpu:0"
+    )
+    assert lines[at - 1] == ""  # below the matmul table
+    assert any(line.startswith("matmul 8192^3") for line in lines[:at])
+    header, *rows = [line for line in lines[at + 1 :] if line.strip() and "---" not in line][:4]
+    assert header.split() == [
+        "train",
+        "ms",
+        "per",
+        "step",
+        "first",
+        "step",
+        "s",
+        "loss",
+        "vs",
+        "plain",
+    ]
+    runs = result["benchmark"]["training"]["runs"]
+    assert [row.split()[0] for row in rows] == [r["variant"] for r in runs]
+    assert rows[0].split()[1] == f"{runs[0]['seconds_per_step'] * 1e3:.2f}"
+    assert rows[0].endswith("plain loop")
+    assert rows[2].endswith(f"{runs[2]['speedup_vs_plain']:.2f}x")
