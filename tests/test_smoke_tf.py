@@ -169,29 +169,91 @@ def test_runtime_settings_are_applied_and_recorded(tf_python: str, tmp_path: Pat
     assert result["status"] == "WARNED"
 
 
-def test_training_benchmark_on_the_cpu(tf_python: str, tmp_path: Path) -> None:
+TF_TRAIN = ["train_eager", "train_fit_float32", "train_fit_mixed_float16", "train_fit_jit_compile"]
+
+
+def test_training_checks_pass_on_the_cpu_by_default(tf_python: str, tmp_path: Path) -> None:
+    runtime = {"schema": "envlock.runtime/v1", "memory_growth": True, "mixed_precision": "float32"}
+    out = subprocess.run(
+        [tf_python, str(HARNESS_PATH), "--allow-cpu", "--size", "64"]
+        + ["--expect", str(bundle(tmp_path, EXPECT, runtime) / "expect.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    got = checks(result)
+    assert result["status"] == "WARNED", got  # gpu_visible under --allow-cpu, nothing else
+    assert [c["name"] for c in result["checks"] if c["status"] == "WARN"] == ["gpu_visible"]
+    assert [c["name"] for c in result["checks"]][-4:] == TF_TRAIN
+    whats = {
+        "train_eager": r"an eager tf\.GradientTape loop, float32",
+        "train_fit_float32": r"model\.fit on tf\.data \(prefetch\), float32",
+        "train_fit_mixed_float16": r"model\.fit on tf\.data \(prefetch\), mixed_float16 policy",
+        "train_fit_jit_compile": r"model\.fit on tf\.data \(prefetch\), jit_compile=True",
+    }
+    for name, what in whats.items():
+        status, reason = got[name]
+        assert status == "PASS", (name, reason)
+        tail = "" if name == "train_eager" else r", \d+\.\d\dx the plain loop's speed"
+        assert re.fullmatch(
+            what + r": loss \S+ -> \S+ in 8 steps on CPU:0, \d+\.\d\d ms a step "
+            r"\(first \d+\.\d\d s\)" + tail,
+            reason,
+        ), reason
+    training = result["benchmark"]["training"]
+    assert training["model"].startswith("Conv2D 3x3 (no bias) + BatchNormalization")
+    assert (training["device"], training["batch"], training["input"]) == ("cpu", 16, "8x8x3")
+    assert training["memory_growth"] is True and training["mixed_precision"] == "float32"
+    assert 0 < training["seconds"] < 60  # all four variants; about 4 s on an idle core
+    runs = {r["variant"]: r for r in training["runs"]}
+    assert list(runs) == [n[len("train_") :] for n in TF_TRAIN]
+    for run in runs.values():
+        assert run["device"] == "CPU:0" and run["steps"] == 8
+        assert 0 < run["loss_last"] < run["loss_first"] < 10  # a real cross-entropy, falling
+        assert 0 < run["seconds_per_step"] < run["first_step_s"] + 1
+    # the policy each variant trained under, and runtime.json's put back after
+    assert runs["fit_mixed_float16"]["compute_dtype"] == "float16"
+    assert runs["fit_mixed_float16"]["policy"] == "mixed_float16"
+    assert {runs[v]["compute_dtype"] for v in ("eager", "fit_float32", "fit_jit_compile")} == {
+        "float32"
+    }
+    assert {r["runtime_policy"] for r in runs.values()} == {"float32"}
+    assert result["settings"]["precision_policy"] == "float32"
+    plain = runs["eager"]["seconds_per_step"]
+    assert runs["fit_float32"]["speedup_vs_plain"] == pytest.approx(
+        plain / runs["fit_float32"]["seconds_per_step"], rel=1e-2
+    )
+    fp32 = result["benchmark"]["results"][0]
+    assert training["matmul_fp32_s"] == fp32["seconds_per_op"]["median"]
+
+
+def test_runtime_mixed_precision_is_put_back_after_training(tf_python: str, tmp_path: Path) -> None:
+    runtime = {"schema": "envlock.runtime/v1", "mixed_precision": "mixed_float16"}
     result = runner.run_on_host(
         None,
-        bundle(tmp_path, EXPECT),
+        bundle(tmp_path, EXPECT, runtime),
         True,
         python=tf_python,
-        size=64,
-        extra=["--training", "--training-steps", "8"],
+        extra=["--no-benchmark", "--training-steps", "4"],
     )
-    assert result["status"] == "WARNED", checks(result)
-    training = result["benchmark"]["training"]
-    assert training["device"] == "cpu"
-    assert training["steps"] == 8 and training["batch"] == 64
-    assert [t["policy"] for t in training["train_step"]] == ["float32", "mixed_bfloat16"]
-    assert [t["prefetch"] for t in training["input_pipeline"]] == [False, True]
-    for entry in training["train_step"] + training["input_pipeline"]:
-        assert entry["seconds_per_step"] > 0
-        assert 0 < entry["loss"] < 10  # a real cross-entropy over 10 classes
-    ratio = (
-        training["train_step"][0]["seconds_per_step"]
-        / training["train_step"][1]["seconds_per_step"]
+    got = checks(result)
+    assert [got[n][0] for n in TF_TRAIN] == ["PASS"] * 4, got
+    runs = {r["variant"]: r for r in result["benchmark"]["training"]["runs"]}
+    assert runs["fit_float32"]["compute_dtype"] == "float32"  # each variant sets its own
+    # each variant found runtime.json's policy in force: the one before put it back
+    assert [r["runtime_policy"] for r in runs.values()] == ["mixed_float16"] * 4
+    assert result["settings"]["precision_policy"] == "mixed_float16"
+    assert {r["steps"] for r in runs.values()} == {4}
+
+
+def test_no_training_leaves_the_training_checks_out(tf_python: str, tmp_path: Path) -> None:
+    result = runner.run_on_host(
+        None, bundle(tmp_path, EXPECT), True, python=tf_python, size=64, extra=["--no-training"]
     )
-    assert training["mixed_precision_speedup"] == pytest.approx(ratio, rel=1e-2)
+    assert not [c for c in result["checks"] if c["name"].startswith("train")]
+    assert "training" not in result["benchmark"]
 
 
 def test_xla_compiles_and_matches_eager_on_the_cpu(tf_python: str, tmp_path: Path) -> None:
