@@ -573,7 +573,7 @@ def timed_steps(step: Callable[[], Any], steps: int) -> dict[str, Any]:
 # Which execution path an error names, most specific first: a failure in
 # training says whether cuDNN, the precompiled kernels, PTX JIT or the compiler broke.
 BROKEN_PATHS = (
-    ("cuDNN", ("cudnn", "dnn library", "dnn support", "miopen")),
+    ("cuDNN", ("cudnn", "dnn library", "dnn support")),
     ("precompiled kernels", ("no kernel image", "no_binary_for_gpu", "invalid device function")),
     ("PTX", ("ptx",)),
     ("XLA", ("xla", "jit_compile", "hlo ", "autotun")),
