@@ -1020,6 +1020,59 @@ def fake_torch(**attrs: Any) -> Any:
     return torch
 
 
+@pytest.mark.parametrize(
+    ("adapter", "module", "on_gpu", "names", "skipped"),
+    [
+        (
+            h.TensorFlowAdapter,
+            None,
+            True,
+            ["eager", "fit_float32", "fit_mixed_float16", "fit_jit_compile"],
+            {},
+        ),
+        (h.TorchAdapter, {"compile": print}, True, ["eager", "autocast", "compile"], {}),
+        (
+            h.TorchAdapter,
+            {"compile": print},
+            False,
+            ["eager", "autocast", "compile"],
+            {
+                "compile": "torch.compile training runs on the GPU only "
+                "(the xla check covers the CPU)"
+            },
+        ),
+        (
+            h.TorchAdapter,
+            {"__version__": "1.13.1"},
+            True,
+            ["eager", "autocast", "compile"],
+            {"compile": "PyTorch 1.13.1 has no torch.compile (it came with 2.0)"},
+        ),
+        (h.JaxAdapter, None, True, ["eager", "jit", "jit_bfloat16"], {}),
+        (
+            h.JaxAdapter,
+            None,
+            False,
+            ["eager", "jit", "jit_bfloat16"],
+            {"jit_bfloat16": "bfloat16 compute is trained on the GPU only"},
+        ),
+    ],
+)
+def test_each_adapter_trains_a_plain_loop_first_and_its_variants(
+    adapter: Any, module: Any, on_gpu: bool, names: list[str], skipped: dict[str, str]
+) -> None:
+    a = adapter()
+    if module is not None:
+        a.module = fake_torch(**module)
+    variants = a.train_variants(on_gpu)
+    assert [v.name for v in variants] == names
+    assert [v.plain for v in variants] == [True] + [False] * (len(names) - 1)
+    assert {v.name: v.skip for v in variants if v.skip} == skipped
+    compiled = {v.name for v in variants if v.compiled}
+    assert compiled == {n for n in names if "jit" in n or n == "compile"}
+    assert a.train_model  # said in the summary
+
+
 def test_torch_adapter_without_torch_compile_skips() -> None:
     adapter = h.TorchAdapter()
     adapter.module = fake_torch(__version__="1.13.1")

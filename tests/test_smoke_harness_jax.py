@@ -67,3 +67,15 @@ def test_jax_jit_matches_the_unjitted_function_on_the_cpu(jax_python: str) -> No
     assert 0 < xla["steady_call_s"] < xla["first_call_s"]
     assert result["status"] == "WARNED"  # gpu_visible under --allow-cpu, nothing else
     assert [c["name"] for c in result["checks"] if c["status"] == "WARN"] == ["gpu_visible"]
+    # the training checks, on by default: a conv net trained un-jitted and with jax.jit
+    train = {c["name"]: c for c in result["checks"] if c["name"].startswith("train")}
+    assert {n: c["status"] for n, c in train.items()} == {
+        "train_eager": "PASS",
+        "train_jit": "PASS",
+        "train_jit_bfloat16": "SKIP",  # on a GPU only
+    }
+    runs = {r["variant"]: r for r in result["benchmark"]["training"]["runs"]}
+    assert list(runs) == ["eager", "jit"]
+    for run in runs.values():
+        assert run["loss_last"] < run["loss_first"] and run["steps"] == 8
+    assert runs["jit"]["seconds_per_step"] < runs["eager"]["seconds_per_step"]  # 200x here
