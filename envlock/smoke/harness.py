@@ -677,6 +677,20 @@ class Adapter:
         """The ways this framework trains the model, the plain loop first."""
         return []
 
+    train_api: tuple[str, ...] = ()  # the module's attributes the train steps use
+
+    def train_missing(self) -> str | None:
+        """Why this install cannot train at all (a framework without its training API)."""
+        for name in self.train_api:
+            try:
+                found = getattr(self.module, name, None)
+            except Exception:  # noqa: BLE001 - a lazy module that fails to load is missing
+                found = None
+            if found is None:
+                what = f"{PRETTY[self.name]} {getattr(self.module, '__version__', '')}".strip()
+                return f"{what} here has no {self.name}.{name} to train with"
+        return None
+
     def train(
         self, variant: str, on_gpu: bool, steps: int, shape: dict[str, int]
     ) -> dict[str, Any]:
@@ -911,6 +925,7 @@ class TensorFlowAdapter(Adapter):
         return PASS, f"Keras precision policy {got} in force (runtime.json)"
 
     train_model = "Conv2D 3x3 (no bias) + BatchNormalization + ReLU + Dense(10), Adam"
+    train_api = ("keras", "data", "GradientTape")
 
     def train_variants(self, on_gpu: bool) -> list[TrainVariant]:
         fit = "model.fit on tf.data (prefetch)"
@@ -1197,6 +1212,7 @@ class TorchAdapter(Adapter):
         return run, math
 
     train_model = "Conv2d 3x3 (no bias) + BatchNorm2d + ReLU + Linear(10), Adam"
+    train_api = ("nn", "optim")
 
     def train_variants(self, on_gpu: bool) -> list[TrainVariant]:
         torch = self.module
@@ -1512,6 +1528,7 @@ class JaxAdapter(Adapter):
         )
 
     train_model = "lax.conv_general_dilated 3x3 + batch norm + ReLU + dense(10), SGD"
+    train_api = ("lax", "nn", "value_and_grad")
 
     def train_variants(self, on_gpu: bool) -> list[TrainVariant]:
         return [
@@ -2372,6 +2389,10 @@ def run_training(ctx: Context) -> None:
     variants = ctx.adapter.train_variants(ctx.on_gpu)
     if not variants:
         ctx.add("train", SKIP, f"no training step for {ctx.pretty}")
+        return
+    missing = ctx.adapter.train_missing()
+    if missing:
+        ctx.add("train", SKIP, missing)
         return
     on_gpu = ctx.on_gpu
     shape = TRAIN_SHAPE_GPU if on_gpu else TRAIN_SHAPE_CPU
