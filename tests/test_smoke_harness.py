@@ -1078,6 +1078,17 @@ def test_each_adapter_trains_a_plain_loop_first_and_its_variants(
     assert a.train_model  # said in the summary
 
 
+def test_tensorflow_weights_device_under_keras_2_and_keras_3() -> None:
+    import types
+
+    gpu = "/job:localhost/replica:0/task:0/device:GPU:0"
+    keras2 = types.SimpleNamespace(device=gpu)  # a tf.Variable
+    keras3 = types.SimpleNamespace(value=types.SimpleNamespace(device=gpu))  # no .device
+    assert h.TensorFlowAdapter._variable_device(keras2) == gpu
+    assert h.TensorFlowAdapter._variable_device(keras3) == gpu
+    assert h.TensorFlowAdapter._variable_device(object()) == "None"  # then the check FAILs
+
+
 def test_torch_adapter_without_torch_compile_skips() -> None:
     adapter = h.TorchAdapter()
     adapter.module = fake_torch(__version__="1.13.1")

@@ -981,13 +981,22 @@ class TensorFlowAdapter(Adapter):
                     found = self._eager_loop(model, x, y, steps)
                 else:
                     found = self._fit(model, x, y, steps)
-            found["device"] = str(model.trainable_variables[0].device)
+            found["device"] = self._variable_device(model.trainable_variables[0])
             found["compute_dtype"] = str(model.layers[0].compute_dtype)
             found["policy"] = policy
             found["runtime_policy"] = original
         finally:
             mp.set_global_policy(original)
         return found
+
+    @staticmethod
+    def _variable_device(variable: Any) -> str:
+        """Where a weight lives: a tf.Variable's device, or (Keras 3, TensorFlow 2.16
+        and later) that of the tf.Variable inside the Keras variable."""
+        device = getattr(variable, "device", None)
+        if device is None:
+            device = getattr(getattr(variable, "value", None), "device", None)
+        return str(device)
 
     def _eager_loop(self, model: Any, x: Any, y: Any, steps: int) -> dict[str, Any]:
         tf = self.module
