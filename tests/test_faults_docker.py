@@ -170,6 +170,9 @@ def test_docker_killed_mid_build_exits_3_naming_the_step(
         if build.poll() is None:
             build.kill()
             build.wait()
+        for pipe in (build.stdout, build.stderr):
+            if pipe is not None:
+                pipe.close()
     err = "".join(seen) + rest
     message = err[err.find("envlock: error:") :]
     assert code == 3, err

@@ -43,10 +43,13 @@ def connect(timeout: int = 600) -> Any:
     import docker
 
     where = os.environ.get("DOCKER_HOST") or DEFAULT_HOST
+    client = None
     try:
         client = docker.from_env(timeout=timeout)
         client.ping()
     except engine_errors() as e:
+        if client is not None:  # its socket, else a ResourceWarning later
+            client.close()
         raise EnvironmentFailure(
             f"cannot reach the Docker Engine at {where}: {short(e)}", hint=START_HINT
         ) from e
