@@ -520,14 +520,14 @@ def test_an_index_url_with_a_query_secret_is_neither_printed_nor_recorded(
 def test_redaction_is_linear_in_the_text(crafted: str) -> None:
     """redact runs on every message, and a registry's error body (64 KiB) is
     attacker text: a crafted one's time grows with its length, not its square.
-    Measured as the growth from 4x to 16x the text (linear: ~4x, quadratic: ~16x),
+    Measured as the growth from 4x to 16x the text (linear: ~4x, quadratic: ~16x; threshold 11x),
     which a loaded machine slows on both sides alike; the ratio to a plain text
     (the earlier check) read 11x here and 54x beside a parallel suite run."""
     import time
 
     def best(text: str) -> float:
         times = []
-        for _ in range(3):
+        for _ in range(5):
             start = time.perf_counter()
             redact(text)
             times.append(time.perf_counter() - start)
@@ -535,4 +535,4 @@ def test_redaction_is_linear_in_the_text(crafted: str) -> None:
 
     assert best(crafted) < 1.0  # the pattern this replaced took 9.8 s on 64 KiB here
     once = best(crafted * 4)  # ~10-50 ms: large enough that a loaded machine's noise
-    assert best(crafted * 16) < 8 * once  # does not decide (a 3 ms base read 11x once)
+    assert best(crafted * 16) < 11 * once  # does not decide (a 3 ms base read 11x once)
