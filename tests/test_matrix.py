@@ -18,7 +18,8 @@ from packaging.version import Version
 from envlock.cli import main
 from envlock.errors import DataError
 from envlock.matrix import check, load, load_tensorflow, tensorflow, tested
-from envlock.matrix.refresh import _strip_extra, and_cuda_requirements, parse_build_info
+from envlock.matrix.and_cuda import _strip_extra, and_cuda_requirements
+from envlock.matrix.build_info import parse_build_info
 
 if sys.version_info >= (3, 11):
     import tomllib

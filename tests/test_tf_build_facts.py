@@ -13,6 +13,7 @@ from test_smoke_harness import BUILD_INFO_2_22, fake_tensorflow_tree, h
 
 from envlock.doctor import probe
 from envlock.matrix import headers, refresh
+from envlock.matrix.build_info import parse_build_info
 
 CONFIG = "include/third_party/gpus/cuda/cuda_config.h"
 CUDNN = "include/external/cuda_cudnn/include/cudnn_version.h"
@@ -121,7 +122,7 @@ def test_the_real_2_15_1_cpu_package(tmp_path: Path) -> None:
     members = _remote_members("tensorflow-cpu", wheel)
     assert "cuda_config.h" in members.headers
     pkg = _installed_tree(tmp_path, members)
-    info = refresh.parse_build_info(members.build_info.decode())
+    info = parse_build_info(members.build_info.decode())
     assert info["is_cuda_build"] is False
     for reader in (h, probe):
         assert reader.header_build_facts(str(pkg)) == {}
@@ -134,7 +135,7 @@ def test_the_real_2_22_0rc0_package(tmp_path: Path) -> None:
     wheel = "tensorflow-2.22.0rc0-cp313-cp313-manylinux_2_27_x86_64.whl"
     members = _remote_members("tensorflow", wheel)
     pkg = _installed_tree(tmp_path, members)
-    info = refresh.parse_build_info(members.build_info.decode())
+    info = parse_build_info(members.build_info.decode())
     assert "cuda_version" not in info and info["is_cuda_build"] is True
     for reader in (h, probe):
         completed, sources = reader.with_header_facts(info, str(pkg))

@@ -183,7 +183,9 @@ def _check_refresh(
     show_progress = not args.json and output.stderr_is_tty()
     with _Progress(show_progress) as progress:
         result = refresh_mod.refresh(index, tested=table, notes=notes, jobs=jobs, progress=progress)
-    found = refresh_mod.drift(shipped, result.matrix)
+    from envlock.matrix.drift import drift
+
+    found = drift(shipped, result.matrix)
     if args.json:
         summary = dict(refresh_mod.summary(result, str(matrix_path)))
         summary.pop("output")

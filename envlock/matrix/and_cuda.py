@@ -9,9 +9,11 @@ requirement removed which minor. Wheel tags are read through
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
-from packaging.requirements import Requirement
+from packaging.markers import Marker
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
@@ -108,3 +110,44 @@ def _sdist_allowed(filename: str, req: Requirement, pre: bool) -> bool:
             except InvalidVersion:
                 return False
     return False
+
+
+_EXTRA_CLAUSE = re.compile(r"""extra\s*==\s*["']and-cuda["']""")
+
+
+def and_cuda_requirements(requires_dist: Iterable[str], python: str) -> tuple[str, ...]:
+    """The ``and-cuda`` extra's requirements, normalised, extra marker stripped."""
+    base_env = newest_linux(python).marker_environment()
+    out: list[str] = []
+    for line in requires_dist:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is None:
+            continue
+        with_extra = req.marker.evaluate({**base_env, "extra": "and-cuda"})
+        without = req.marker.evaluate({**base_env, "extra": ""})
+        if not with_extra or without:
+            continue
+        text = f"{req.name}{'[' + ','.join(sorted(req.extras)) + ']' if req.extras else ''}"
+        text += str(req.specifier)
+        rest = _strip_extra(str(req.marker))
+        if rest:
+            text += f"; {rest}"
+        out.append(text)
+    return tuple(out)
+
+
+def _strip_extra(marker: str) -> str:
+    """``A and extra == "and-cuda"`` -> ``A``; a lone extra clause -> ``""``."""
+    text = _EXTRA_CLAUSE.sub("__EXTRA__", marker)
+    for pattern in (" and __EXTRA__", "__EXTRA__ and ", "__EXTRA__"):
+        text = text.replace(pattern, "")
+    text = text.strip()
+    while text.startswith("(") and text.endswith(")"):
+        text = text[1:-1].strip()
+    if not text:
+        return ""
+    Marker(text)  # still a valid marker
+    return text

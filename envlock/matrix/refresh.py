@@ -41,7 +41,6 @@ date of the newest upload among the rows, nothing depends on the clock.
 
 from __future__ import annotations
 
-import ast
 import re
 import threading
 import time
@@ -51,15 +50,15 @@ from dataclasses import dataclass, field, replace
 from email.parser import BytesHeaderParser
 from typing import TYPE_CHECKING, Any
 
-from packaging.markers import Marker
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from envlock.errors import DataError, EnvironmentFailure, UsageError
 from envlock.index.pep691 import IndexFile
 from envlock.matrix import headers as headers_mod
-from envlock.matrix.and_cuda import and_cuda_python
+from envlock.matrix.and_cuda import and_cuda_python, and_cuda_requirements
+from envlock.matrix.build_info import parse_build_info
 from envlock.matrix.tensorflow import (
     GENERATED_BY,
     SCHEMA_VERSION,
@@ -80,7 +79,6 @@ PROJECT = "tensorflow"
 DEFAULT_JOBS = 16
 
 _CUDNN_PACKAGE = re.compile(r"^nvidia-cudnn-cu[0-9]+$")
-_EXTRA_CLAUSE = re.compile(r"""extra\s*==\s*["']and-cuda["']""")
 
 
 @dataclass(frozen=True)
@@ -210,53 +208,6 @@ def _range_fetcher(
     return fetch
 
 
-def parse_build_info(text: str, filename: str = "build_info.py") -> dict[str, Any]:
-    """The literal assignments of a build_info.py, parsed with ``ast`` (never run).
-
-    Knows the three shapes TensorFlow wrote: ``build_info = {...}``,
-    ``build_info = collections.OrderedDict([...])`` and plain module variables
-    (``cuda_version_number = '10.1'``). ``*_version_number`` become ``*_version``.
-    """
-    try:
-        tree = ast.parse(text, filename=filename)
-    except SyntaxError as e:
-        raise DataError(f"{filename}: not valid Python: {e.msg} (line {e.lineno})") from None
-    except ValueError as e:  # a NUL byte before 3.12 (a SyntaxError from 3.12 on)
-        raise DataError(f"{filename}: not valid Python: {e}") from None
-    out: dict[str, Any] = {}
-    for node in tree.body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
-            continue
-        target = node.targets[0]
-        if not isinstance(target, ast.Name):
-            continue
-        value = node.value
-        if target.id == "build_info":
-            if isinstance(value, ast.Call) and len(value.args) == 1 and not value.keywords:
-                value = value.args[0]  # OrderedDict([...]) -> the list of pairs
-            try:
-                literal = ast.literal_eval(value)
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                continue
-            if isinstance(literal, (list, tuple)):
-                try:
-                    literal = dict(literal)
-                except (TypeError, ValueError):
-                    continue
-            if isinstance(literal, dict):
-                out.update({str(k): v for k, v in literal.items()})
-            continue
-        try:
-            out[target.id] = ast.literal_eval(value)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            continue
-    renames = (("cuda_version_number", "cuda_version"), ("cudnn_version_number", "cudnn_version"))
-    for old, new in renames:
-        if old in out and new not in out:
-            out[new] = out.pop(old)
-    return out
-
-
 def read_wheel(sess: requests.Session, index: str, f: IndexFile) -> WheelFacts:
     """METADATA and build_info.py of one remote wheel, by range requests."""
     members = read_members(_range_fetcher(sess, f.url, index, f.size), f.filename)
@@ -280,44 +231,6 @@ def read_wheel(sess: requests.Session, index: str, f: IndexFile) -> WheelFacts:
 
 
 # -- facts -> row ------------------------------------------------------------
-
-
-def and_cuda_requirements(requires_dist: Iterable[str], python: str) -> tuple[str, ...]:
-    """The ``and-cuda`` extra's requirements, normalised, extra marker stripped."""
-    base_env = newest_linux(python).marker_environment()
-    out: list[str] = []
-    for line in requires_dist:
-        try:
-            req = Requirement(line)
-        except InvalidRequirement:
-            continue
-        if req.marker is None:
-            continue
-        with_extra = req.marker.evaluate({**base_env, "extra": "and-cuda"})
-        without = req.marker.evaluate({**base_env, "extra": ""})
-        if not with_extra or without:
-            continue
-        text = f"{req.name}{'[' + ','.join(sorted(req.extras)) + ']' if req.extras else ''}"
-        text += str(req.specifier)
-        rest = _strip_extra(str(req.marker))
-        if rest:
-            text += f"; {rest}"
-        out.append(text)
-    return tuple(out)
-
-
-def _strip_extra(marker: str) -> str:
-    """``A and extra == "and-cuda"`` -> ``A``; a lone extra clause -> ``""``."""
-    text = _EXTRA_CLAUSE.sub("__EXTRA__", marker)
-    for pattern in (" and __EXTRA__", "__EXTRA__ and ", "__EXTRA__"):
-        text = text.replace(pattern, "")
-    text = text.strip()
-    while text.startswith("(") and text.endswith(")"):
-        text = text[1:-1].strip()
-    if not text:
-        return ""
-    Marker(text)  # still a valid marker
-    return text
 
 
 def _cudnn_from_and_cuda(and_cuda: Iterable[str]) -> str | None:
@@ -650,89 +563,3 @@ def summary(result: RefreshResult, output: str) -> Mapping[str, Any]:
         "cross_checked": len(result.cross_checked),
         "seconds": round(result.seconds, 2),
     }
-
-
-# -- refresh --check: the shipped matrix against the index ----------------------
-
-
-@dataclass(frozen=True)
-class Change:
-    """One field of a row that the index gives otherwise."""
-
-    field: str
-    shipped: Any
-    index: Any
-
-
-@dataclass(frozen=True)
-class Drift:
-    """What separates a shipped matrix from a fresh refresh."""
-
-    new: tuple[TFRelease, ...]  # on the index, not in the matrix
-    changed: tuple[tuple[str, tuple[Change, ...]], ...]  # (version, its changed fields)
-    gone: tuple[str, ...]  # in the matrix, no longer on the index
-
-    @property
-    def current(self) -> bool:
-        return not (self.new or self.changed or self.gone)
-
-    def lines(self) -> list[str]:
-        """One line per new release, differing row and vanished release."""
-        out: list[str] = []
-        for row in self.new:
-            kind = "release candidate" if row.prerelease else "release"
-            out.append(f"new on the index: tensorflow {row.version} ({kind}, {row.uploaded[:10]})")
-        for version, changes in self.changed:
-            parts = "; ".join(
-                f"{c.field}: shipped {_short(c.shipped)}, index {_short(c.index)}" for c in changes
-            )
-            out.append(f"differs: tensorflow {version}: {parts}")
-        for version in self.gone:
-            out.append(f"gone from the index: tensorflow {version}")
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "current": self.current,
-            "new": [
-                {"version": str(r.version), "prerelease": r.prerelease, "uploaded": r.uploaded}
-                for r in self.new
-            ],
-            "changed": [
-                {
-                    "version": version,
-                    "fields": [
-                        {"field": c.field, "shipped": c.shipped, "index": c.index} for c in changes
-                    ],
-                }
-                for version, changes in self.changed
-            ],
-            "gone": list(self.gone),
-        }
-
-
-def _short(value: Any, limit: int = 80) -> str:
-    import json
-
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def drift(shipped: TFMatrix, fresh: TFMatrix) -> Drift:
-    """Rows the index has and the matrix lacks, rows whose fields differ (every field
-    of the written form, the note included), rows the index no longer has."""
-    ours = {str(r.version): r for r in shipped.releases}
-    theirs = {str(r.version): r for r in fresh.releases}
-    new = tuple(r for r in fresh.releases if str(r.version) not in ours)
-    changed: list[tuple[str, tuple[Change, ...]]] = []
-    for row in shipped.releases:
-        other = theirs.get(str(row.version))
-        if other is None:
-            continue
-        a, b = row.to_dict(), other.to_dict()
-        fields = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
-        if fields:
-            changes = tuple(Change(k, a.get(k), b.get(k)) for k in fields)
-            changed.append((str(row.version), changes))
-    gone = tuple(str(r.version) for r in shipped.releases if str(r.version) not in theirs)
-    return Drift(new=new, changed=tuple(changed), gone=gone)
