@@ -14,7 +14,8 @@ from report_support import cli, decode, make_keys, smoke_result
 
 from envlock.report import dsse, sign_result
 from envlock.report import keys as keymod
-from envlock.report.statement import gpu_used, statement_problems
+from envlock.report.statement import statement_problems
+from envlock.report.trusted import gpu_used
 
 REPO = "127.0.0.1:5000/team/tf"
 DIGEST = "sha256:" + "d1" * 32

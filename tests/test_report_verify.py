@@ -378,7 +378,7 @@ def test_check_envelope_runs_verify_and_its_gates_without_the_command_line(
 
 
 def test_a_trusted_statement_is_read_once_into_fields(keypair: tuple[Path, Path]) -> None:
-    from envlock.report.statement import Statement
+    from envlock.report.trusted import Statement
 
     priv, pub = keypair
     doc = build_statement(smoke_result("WARNED", gpu_visible="WARN"), image_id=IMAGE_A)

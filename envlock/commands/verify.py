@@ -11,7 +11,7 @@ from envlock import output
 from envlock.errors import CheckFailed
 
 if TYPE_CHECKING:
-    from envlock.report.statement import Statement
+    from envlock.report.trusted import Statement
     from envlock.report.verify import Requirements
 
 

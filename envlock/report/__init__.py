@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envlock.errors import DataError
-from envlock.report import dsse, statement, strict
+from envlock.report import dsse, statement, strict, trusted
 from envlock.report import keys as keymod
 from envlock.report.verify import Verification, verify, verify_envelope
 
@@ -82,7 +82,7 @@ class SignedReport:
     """A report just signed: the envelope and its statement as our own verify read it."""
 
     envelope: dsse.Envelope
-    statement: statement.Statement
+    statement: trusted.Statement
 
 
 def sign_report(

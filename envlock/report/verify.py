@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envlock.report import dsse, statement
+from envlock.report import dsse, statement, trusted
 from envlock.report import keys as keymod
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class Verification:
     problems: list[str]
     keyid: str = ""  # keyid of the trusted key
     key_type: str = ""
-    statement: statement.Statement | None = None  # once trusted
+    statement: trusted.Statement | None = None  # once trusted
     checked: list[Compared] = field(default_factory=list)  # what was compared, one each
     uncovered: list[str] = field(default_factory=list)  # asked for, not in the report
     valid_signatures: int = 0  # distinct valid signatures by the key (malleated copies once)
@@ -103,7 +103,7 @@ def _entry(kind: str, name: str, status: str, report: str, actual: str) -> Compa
     return Compared(kind, name, status, report, actual)
 
 
-def _compare_manifest(out: Verification, trusted: statement.Statement, ref: ImageRef) -> None:
+def _compare_manifest(out: Verification, trusted: trusted.Statement, ref: ImageRef) -> None:
     """REPO@sha256:<digest> against the subject: the repository and the digest, each."""
     want = statement.manifest_subject(ref)
     image_ref = str(ref)
@@ -137,7 +137,7 @@ def _compare_manifest(out: Verification, trusted: statement.Statement, ref: Imag
 
 def _compare(
     out: Verification,
-    trusted: statement.Statement,
+    trusted: trusted.Statement,
     lock_dir: Path | None,
     image_id: str | None,
     image_ref: ImageRef | None = None,
@@ -270,7 +270,7 @@ def verify_envelope(
     if problems:
         out.problems.extend(problems)
         return out
-    out.statement = statement.Statement.from_dict(doc, checked=True)
+    out.statement = trusted.Statement.from_dict(doc, checked=True)
     out.subject = list(out.statement.subject)
     out.result = out.statement.result
     _compare(out, out.statement, lock_dir, image_id, ref)
