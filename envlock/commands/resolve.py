@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from envlock.commands.options import add_resolve_arguments, constraints_from_args
 from envlock.model import Resolution
 from envlock.output import bullets, emit_json, table
-from envlock.resolve import resolve
+from envlock.resolve import load_matrix, resolve
+from envlock.resolve.paths import GpuPaths, describe, for_resolution
 
 DESCRIPTION = (
     "Resolve a TensorFlow requirement against envlock's matrices: the newest "
@@ -35,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.set_defaults(func=run)
 
 
-def summary(res: Resolution) -> str:
+def summary(res: Resolution, paths: Sequence[GpuPaths] = ()) -> str:
     """The readable form: one fact per line, then why, then warnings."""
     rows = [
         ("release", f"{res.framework} {res.version}"),
@@ -55,6 +57,8 @@ def summary(res: Resolution) -> str:
         ("matrix", f"{res.matrix_version}  (sha256 {res.matrix_digest[:12]})"),
     ]
     lines = [table(None, rows).rstrip()]
+    if paths:
+        lines += ["", *describe(paths)]
     if res.reasons:
         lines += ["", "why:", bullets("  - ", res.reasons).rstrip()]
     if res.warnings:
@@ -63,9 +67,14 @@ def summary(res: Resolution) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    res = resolve(constraints_from_args(args))
+    constraints = constraints_from_args(args)
+    res = resolve(constraints)
+    paths = for_resolution(res, constraints, load_matrix())
     if args.json:
-        emit_json(res.to_dict())
+        doc = res.to_dict()
+        if constraints.gpus:
+            doc["paths"] = [p.to_dict() for p in paths]
+        emit_json(doc)
     else:
-        sys.stdout.write(summary(res))
+        sys.stdout.write(summary(res, paths))
     return 0

@@ -108,6 +108,9 @@ def run(args: argparse.Namespace) -> int:
     _check(args)
     with _harness_log(args) as log:
         result = _run(args, runner, extra, log)
+    paths = _paths(result)
+    if paths:
+        result["paths"] = paths
     image_id = result.get("image", {}).get("id")
     image_ref = result.get("image", {}).get("pinned")
 
@@ -134,6 +137,18 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(describe(result))
     return runner.exit_code_for(result)
+
+
+def _paths(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The verdict per execution path for what the harness saw (its facts: the
+    build's CUDA and sm targets, each GPU and driver, the cuDNN that loaded, the
+    ptxas XLA found), judged by the function resolve and doctor use."""
+    from envlock.matrix import libraries, load_cuda
+    from envlock.matrix import paths as paths_mod
+    from envlock.resolve.paths import for_smoke
+
+    found = for_smoke(result, load_cuda(), paths_mod.load(), libraries.load())
+    return [p.to_dict() for p in found]
 
 
 @contextlib.contextmanager
@@ -328,6 +343,18 @@ def describe(result: dict[str, Any]) -> str:
         lines.append(
             table(["train", "ms per step", "first step s", "loss", "vs plain"], trows).rstrip()
         )
+    for gpu_paths in result.get("paths") or []:
+        lines.append("")
+        lines.append(
+            f"paths on {gpu_paths.get('gpu')} (compute capability "
+            f"{gpu_paths.get('compute_capability')}):"
+        )
+        prow = [
+            [p.get("path", ""), p.get("status", ""), short(p.get("why", ""))]
+            + ([short(p["fix"])] if p.get("fix") else [""])
+            for p in gpu_paths.get("paths") or []
+        ]
+        lines.append(table(["path", "verdict", "why", "fix"], prow).rstrip())
     if result.get("duration_s") is not None:
         lines.append(f"\n({result['duration_s']} s)")
     return "\n".join(lines) + "\n"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from packaging.version import Version
 
@@ -51,7 +51,19 @@ def _cc_number(capability: str) -> int:
     return int(major) * 10 + int(minor)
 
 
-def needs_jit(release: TFRelease, capability: str) -> bool | None:
+class Build(Protocol):
+    """What the floors read of a build: a TFRelease, or a framework build seen by the
+    smoke harness (envlock.resolve.paths.Build)."""
+
+    @property
+    def cuda(self) -> str: ...
+    @property
+    def compute_capabilities(self) -> Sequence[str]: ...
+    @property
+    def version(self) -> object: ...
+
+
+def needs_jit(release: Build, capability: str) -> bool | None:
     """True: only PTX serves this GPU; False: compiled kernels do; None: neither
     (unsupported) or the wheel lists nothing."""
     sms = _numbers(release.compute_capabilities, "sm_")
@@ -141,9 +153,7 @@ class HostFloor:
         return f"the floor of CUDA {self.cuda} (minor-version compatibility)"
 
 
-def host_floor(
-    release: TFRelease, cuda_matrix: CudaMatrix, gpus: Sequence[Gpu]
-) -> HostFloor | None:
+def host_floor(release: Build, cuda_matrix: CudaMatrix, gpus: Sequence[Gpu]) -> HostFloor | None:
     """The driver ``release`` needs on a host venv for ``gpus`` (none: GPUs with
     compiled kernels); None when cuda.toml has no row for its CUDA."""
     row = cuda_matrix.release(release.cuda)
