@@ -25,7 +25,7 @@ def gm(doc: dict[str, Any]) -> gpus.GpuMatrix:
 
 def test_load_gives_the_parsed_gpu_matrix(gm: gpus.GpuMatrix) -> None:
     assert load().gpus == gm
-    assert len(gm.gpus) == 9
+    assert len(gm.gpus) == 11
 
 
 def test_datasheet_values(gm: gpus.GpuMatrix) -> None:
