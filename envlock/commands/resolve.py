@@ -17,7 +17,7 @@ from envlock.commands.options import add_resolve_arguments, constraints_from_arg
 from envlock.model import Resolution
 from envlock.output import bullets, emit_json, table
 from envlock.resolve import load_matrix, resolve
-from envlock.resolve.paths import GpuPaths, describe, for_resolution
+from envlock.resolve.paths import GpuPaths, for_resolution
 
 DESCRIPTION = (
     "Resolve a TensorFlow requirement against envlock's matrices: the newest "
@@ -57,8 +57,15 @@ def summary(res: Resolution, paths: Sequence[GpuPaths] = ()) -> str:
         ("matrix", f"{res.matrix_version}  (sha256 {res.matrix_digest[:12]})"),
     ]
     lines = [table(None, rows).rstrip()]
-    if paths:
-        lines += ["", *describe(paths)]
+    for gpu_paths in paths:
+        lines += [
+            "",
+            f"paths on {gpu_paths.gpu} (compute capability {gpu_paths.compute_capability}):",
+        ]
+        for p in gpu_paths.paths:
+            lines.append(bullets(f"  {p.path:<8} {p.status:<7} ", [p.why]).rstrip())
+            if p.fix:
+                lines.append(bullets(f"  {'':<8} {'fix:':<7} ", [p.fix]).rstrip())
     if res.reasons:
         lines += ["", "why:", bullets("  - ", res.reasons).rstrip()]
     if res.warnings:

@@ -26,7 +26,10 @@ if TYPE_CHECKING:
 
 FILENAME = "paths.toml"
 SCHEMA_VERSION = 1
-HINT = "each [[archs]] row needs compute_capability, cuda, ptx and from; [[failures]] rows need framework, compute_capability, path, effect and from"
+HINT = (
+    "each [[archs]] row needs compute_capability, cuda, ptx and from; each [[failures]] "
+    "row framework, compute_capability, path, effect and from"
+)
 PATHS = ("kernels", "ptx-jit", "xla", "cudnn")
 _CAPABILITY = (r"[0-9]+\.[0-9]", "X.Y")
 _MINOR = (r"[0-9]+\.[0-9]+", "X.Y")
@@ -84,9 +87,9 @@ class PathsMatrix:
         best: Arch | None = None
         for row in self.archs:
             have = Version(row.compute_capability)
-            if have.major == wanted.major and have <= wanted:
-                if best is None or have > Version(best.compute_capability):
-                    best = row
+            newer = best is None or have > Version(best.compute_capability)
+            if have.major == wanted.major and have <= wanted and newer:
+                best = row
         return best
 
     def urls(self, keys: tuple[str, ...]) -> tuple[str, ...]:

@@ -133,10 +133,6 @@ def _minor(text: str) -> Version:
     return Version(f"{v.major}.{v.minor}")
 
 
-def _label(gpu: Gpu) -> str:
-    return f"{gpu.name} ({gpu.compute_capability})" if gpu.name else f"{gpu.compute_capability}"
-
-
 def execution_paths(
     build: Build,
     gpu: Gpu,
@@ -147,10 +143,10 @@ def execution_paths(
 ) -> GpuPaths:
     """The four verdicts for ``build`` on ``gpu`` (its compute capability known)."""
     capability = gpu.compute_capability or ""
-    out = GpuPaths(gpu.name, capability)
+    label = gpu.name or f"a GPU of compute capability {capability}"
     if not capability:
         unknown = PathVerdict("kernels", "unknown", "compute capability unknown")
-        return GpuPaths(gpu.name, capability, tuple(replace_path(unknown, p) for p in PATH_NAMES))
+        return GpuPaths(label, capability, tuple(replace_path(unknown, p) for p in PATH_NAMES))
     have = _cc_number(capability)
     arch = table.arch(capability)
     gpu_driver = toolkit_driver_for(cuda_matrix, arch.cuda) if arch else None
@@ -159,7 +155,7 @@ def execution_paths(
     jit = _ptx_jit(build, gpu, have, kernels, driver, gpu_driver, cuda_matrix, table)
     xla = _xla(build, capability, have, tools, arch, table)
     cudnn = _cudnn(build, gpu.name, capability, tools, arch, table, libraries)
-    return GpuPaths(out.gpu, capability, (kernels, jit, xla, cudnn))
+    return GpuPaths(label, capability, (kernels, jit, xla, cudnn))
 
 
 def replace_path(verdict: PathVerdict, path: str) -> PathVerdict:
@@ -337,7 +333,8 @@ def _xla(
         return PathVerdict(
             "xla",
             "needs",
-            f"XLA needs ptxas and libdevice and finds none{tools.ptxas_where and ' (' + tools.ptxas_where + ')'}",
+            "XLA needs ptxas and libdevice and finds none"
+            + (f" ({tools.ptxas_where})" if tools.ptxas_where else ""),
             wheel_fix,
             sources,
         )
@@ -536,18 +533,6 @@ def for_smoke(
             )
         )
     return out
-
-
-def describe(paths: Sequence[GpuPaths]) -> list[str]:
-    """The readable lines: per GPU, one row per path, the fix under it."""
-    lines: list[str] = []
-    for gp in paths:
-        lines.append(f"paths on {gp.gpu} (compute capability {gp.compute_capability}):")
-        for p in gp.paths:
-            lines.append(f"  {p.path:<8} {p.status:<7} {p.why}")
-            if p.fix:
-                lines.append(f"  {'':<8} {'fix:':<7} {p.fix}")
-    return lines
 
 
 def for_resolution(res: Resolution, constraints: Constraints, matrix: Matrix) -> list[GpuPaths]:

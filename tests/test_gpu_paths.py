@@ -1,0 +1,235 @@
+"""A verdict per execution path (issue #26): envlock.resolve.paths against the
+sourced table tests/cases/gpu-paths.toml (5 TensorFlow releases x 7 GPUs),
+resolve's whole output for a few of them (tests/cases/gpu-paths/<name>.txt,
+refreshed only with ENVLOCK_UPDATE_GOLDEN=1), matrices/paths.toml's checks,
+and the smoke side: the verdicts for what the harness saw on the H200.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from envlock.errors import DataError
+from envlock.matrix import libraries, load_cuda, load_gpus
+from envlock.matrix import paths as paths_mod
+from envlock.model import Constraints, Gpu
+from envlock.resolve import load_matrix, resolve
+from envlock.resolve.paths import (
+    STATUSES,
+    Build,
+    Tools,
+    execution_paths,
+    for_resolution,
+    for_smoke,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+CASES = REPO / "tests" / "cases"
+TABLE = tomllib.loads((CASES / "gpu-paths.toml").read_text(encoding="utf-8"))
+GOLDEN = CASES / "gpu-paths"
+GOLDEN_CASES: list[dict[str, object]] = json.loads(
+    (GOLDEN / "cases.json").read_text(encoding="utf-8")
+)
+UPDATE = os.environ.get("ENVLOCK_UPDATE_GOLDEN") == "1"
+COLUMNS = {"kernels": "kernels", "ptx-jit": "ptx_jit", "xla": "xla", "cudnn": "cudnn"}
+
+
+def test_the_table_covers_five_releases_by_seven_gpus_with_sources() -> None:
+    rows = TABLE["cases"]
+    releases = {r["release"] for r in rows}
+    gpus = {r["gpu"] for r in rows}
+    assert len(releases) == 5
+    assert gpus == {"P100", "V100", "T4", "A100", "H100", "B200", "RTX 5090"}
+    assert len(rows) == 35 == len({(r["release"], r["gpu"]) for r in rows})
+    for row in rows:
+        assert row["from"], row
+        assert set(row["from"]) <= set(TABLE["sources"]), row
+        assert row["basis"] in ("derived", "reported")
+        assert {row[c] for c in COLUMNS.values()} <= set(STATUSES)
+
+
+@pytest.fixture(scope="module")
+def verdicts() -> dict[tuple[str, str], dict[str, str]]:
+    """resolve + the path verdicts for each table row (pip CUDA, no driver)."""
+    matrix = load_matrix()
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    for release in sorted({r["release"] for r in TABLE["cases"]}):
+        gpus = [r["gpu"] for r in TABLE["cases"] if r["release"] == release]
+        c = Constraints(
+            spec=f"tensorflow=={release}",
+            cuda_source="pip",
+            gpus=tuple(Gpu(g) for g in gpus),
+        )
+        res = resolve(c, matrix)
+        assert res.version == release
+        for gp in for_resolution(res, c, matrix):
+            out[(release, gp.gpu)] = {p.path: p.status for p in gp.paths}
+    return out
+
+
+@pytest.mark.parametrize(
+    "row", TABLE["cases"], ids=[f"{r['release']}-{r['gpu']}" for r in TABLE["cases"]]
+)
+def test_verdicts_match_the_sourced_table(
+    row: dict[str, str], verdicts: dict[tuple[str, str], dict[str, str]]
+) -> None:
+    got = verdicts[(row["release"], row["gpu"])]
+    assert got == {path: row[column] for path, column in COLUMNS.items()}
+
+
+def test_blackwell_under_tf_2_21_cannot_run_xla_and_says_how_to_turn_it_off() -> None:
+    matrix = load_matrix()
+    c = Constraints(spec="tensorflow==2.21", gpus=(Gpu("RTX 5090"),))
+    res = resolve(c, matrix)
+    (gp,) = for_resolution(res, c, matrix)
+    xla = next(p for p in gp.paths if p.path == "xla")
+    assert (gp.compute_capability, xla.status) == ("12.0", "cannot")
+    assert "sm_120 needs PTX ISA 8.7 (CUDA 12.8)" in xla.why
+    assert "jit_compile=False" in xla.fix
+    assert "https://github.com/tensorflow/tensorflow/issues/111958" in xla.sources
+    jit = next(p for p in gp.paths if p.path == "ptx-jit")
+    assert jit.status == "cannot"
+    assert "https://github.com/tensorflow/tensorflow/issues/101746" in jit.sources
+
+
+def test_blackwell_names_and_capabilities() -> None:
+    gm = load_gpus()
+    expected = {
+        "B200": ("10.0", "datacenter"),
+        "GB200": ("10.0", "datacenter"),
+        "RTX 5090": ("12.0", "geforce"),
+        "RTX 5080": ("12.0", "geforce"),
+        "RTX 5070 Ti": ("12.0", "geforce"),
+        "RTX 5070": ("12.0", "geforce"),
+        "NVIDIA GeForce RTX 5090": ("12.0", "geforce"),
+        "RTX PRO 6000": ("12.0", "workstation"),
+        "NVIDIA RTX PRO 6000 Blackwell Server Edition": ("12.0", "workstation"),
+    }
+    for name, want in expected.items():
+        entry = gm.lookup(name)
+        assert entry is not None, name
+        assert (entry.compute_capability, entry.market) == want, name
+    b200 = gm.find("NVIDIA B200")
+    assert b200 is not None and (b200.sm, b200.bf16_tflops) == (100, 2250.0)
+
+
+def _driver_case(driver: str) -> dict[str, str]:
+    build = Build(
+        "tensorflow", "2.15.1", "12.2", ("sm_50", "sm_60", "sm_70", "sm_75", "compute_80")
+    )
+    gp = execution_paths(
+        build,
+        Gpu("A100", compute_capability="8.0"),
+        Tools(cuda_source="pip", ptxas="12.2.140", cudnn="8.9.4.25", driver=driver),
+        load_cuda(),
+        paths_mod.load(),
+        libraries.load(),
+    )
+    return {p.path: f"{p.status}|{p.fix}" for p in gp.paths}
+
+
+def test_the_ptx_jit_floor_is_the_shared_host_floor() -> None:
+    from envlock.resolve.floors import host_floor
+
+    matrix = load_matrix()
+    release = next(r for r in matrix.tensorflow.releases if str(r.version) == "2.15.1")
+    floor = host_floor(release, matrix.cuda, [Gpu("A100", compute_capability="8.0")])
+    assert floor is not None and floor.driver == "535.54.03"
+    below = _driver_case("530.30.02")
+    assert below["ptx-jit"].startswith("needs|upgrade the NVIDIA driver to 535.54.03 or newer")
+    assert _driver_case("535.54.03")["ptx-jit"] == "works|"
+
+
+def test_a_pinned_cudnn_that_dropped_the_gpu_needs_the_capped_lock() -> None:
+    build = Build(
+        "tensorflow", "2.21.0", "12.5", ("sm_60", "sm_70", "sm_80", "sm_89", "compute_90")
+    )
+    gp = execution_paths(
+        build,
+        Gpu("V100", compute_capability="7.0"),
+        Tools(
+            cuda_source="pip", ptxas="12.9.86", cudnn="9.28.0.42", lock_spec="tensorflow==2.21.0"
+        ),
+        load_cuda(),
+        paths_mod.load(),
+        libraries.load(),
+    )
+    cudnn = next(p for p in gp.paths if p.path == "cudnn")
+    assert cudnn.status == "needs"
+    assert cudnn.fix == (
+        "envlock lock 'tensorflow[and-cuda]==2.21.0' --gpu V100 -o env "
+        "(it caps nvidia-cudnn-cu12<9.11)"
+    )
+    assert "https://github.com/conda-forge/tensorflow-feedstock/pull/457" in cudnn.sources
+
+
+def test_the_smoke_side_judges_what_the_harness_saw_on_the_h200() -> None:
+    """The facts the harness recorded on the H200 (docs/gpu-run, 2026-12-04) give
+    the verdicts the run printed."""
+    for name, expected in (
+        ("h200-paths-torch.json", ["works", "unused", "unused", "works"]),
+        ("h200-paths-jax.json", ["unknown", "unknown", "works", "works"]),
+    ):
+        result = json.loads((REPO / "docs" / "gpu-run" / name).read_text(encoding="utf-8"))
+        judged = for_smoke(result, load_cuda(), paths_mod.load(), libraries.load())
+        assert [p.status for p in judged[0].paths] == expected
+        assert [p.to_dict() for p in judged] == result["paths"]
+
+
+def test_paths_toml_damage_names_file_and_place() -> None:
+    doc = tomllib.loads((REPO / "matrices" / "paths.toml").read_text(encoding="utf-8"))
+    doc["archs"][0]["from"] = ["nowhere"]
+    with pytest.raises(DataError) as err:
+        paths_mod.parse(doc, "matrices/paths.toml")
+    assert err.value.message == (
+        "matrices/paths.toml: archs[0].from[0]: 'nowhere' is not a key of [sources]"
+    )
+    doc = tomllib.loads((REPO / "matrices" / "paths.toml").read_text(encoding="utf-8"))
+    doc["failures"][0]["path"] = "cuda"
+    with pytest.raises(DataError) as err:
+        paths_mod.parse(doc, "matrices/paths.toml")
+    assert err.value.message.startswith("matrices/paths.toml: failures[0].path: ")
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    cache = tmp_path_factory.mktemp("cache")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVLOCK_", "PYTHON"))}
+    env.update(ENVLOCK_CACHE_DIR=str(cache), COLUMNS="80", LC_ALL="C.UTF-8")
+    out: dict[str, bytes] = {}
+    for case in GOLDEN_CASES:
+        args = [str(a) for a in case["args"]]  # type: ignore[attr-defined]
+        proc = subprocess.run(
+            [sys.executable, "-m", "envlock", "resolve", *args],
+            capture_output=True,
+            cwd=REPO,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+        out[str(case["name"])] = b"exit %d\n--- stdout\n%s--- stderr\n%s" % (
+            proc.returncode,
+            proc.stdout,
+            proc.stderr,
+        )
+    return out
+
+
+@pytest.mark.parametrize("name", [str(c["name"]) for c in GOLDEN_CASES])
+def test_resolve_output_matches_golden(name: str, outputs: dict[str, bytes]) -> None:
+    path = GOLDEN / f"{name}.txt"
+    if UPDATE:
+        path.write_bytes(outputs[name])
+    assert path.is_file(), f"{path} missing: run with ENVLOCK_UPDATE_GOLDEN=1 and review the diff"
+    assert outputs[name] == path.read_bytes()
+
+
+def test_no_stale_golden_files() -> None:
+    assert {p.stem for p in GOLDEN.glob("*.txt")} == {str(c["name"]) for c in GOLDEN_CASES}
