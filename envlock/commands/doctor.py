@@ -114,6 +114,54 @@ def _floor(expected: Any, host: Any, environ: dict[str, str]) -> Any:
     return host_floor(release, matrix.cuda, gpus)
 
 
+def _paths(expected: Any, host: Any, probe: dict[str, Any], python: str) -> tuple[Any, ...]:
+    """The verdict per execution path for each host GPU, for the expected release
+    with what the inspected environment has: the ptxas of its nvidia-cuda-nvcc-cu12
+    wheel and the cuDNN of its nvidia-cudnn-cu12 wheel, when installed (resolve's
+    function, envlock.resolve.paths)."""
+    if expected is None or host is None or expected.framework != "tensorflow":
+        return ()
+    import shlex
+
+    from envlock.doctor.findings import installed
+    from envlock.matrix import libraries
+    from envlock.matrix import paths as paths_mod
+    from envlock.resolve import load_matrix
+    from envlock.resolve.floors import host_gpus
+    from envlock.resolve.paths import CUDNN, NVCC, Build, Tools, execution_paths
+
+    dists = installed(probe)
+    nvcc = (dists.get(NVCC) or {}).get("version")
+    cudnn = (dists.get(CUDNN) or {}).get("version")
+    tools = Tools(
+        cuda_source=expected.cuda_source,
+        ptxas=str(nvcc) if nvcc else None,
+        ptxas_where=f"{NVCC}=={nvcc}" if nvcc else "",
+        no_ptxas=expected.cuda_source == "pip" and not nvcc,
+        cudnn=str(cudnn) if cudnn else _loaded_cudnn(probe),
+        driver=host.driver,
+        install=f"{shlex.quote(python)} -m pip install",
+    )
+    build = Build(
+        "tensorflow", expected.version, expected.cuda, tuple(expected.compute_capabilities)
+    )
+    matrix = load_matrix()
+    table, libs = paths_mod.load(), libraries.load()
+    return tuple(
+        execution_paths(build, gpu, tools, matrix.cuda, table, libs)
+        for gpu in host_gpus(host)
+        if gpu.compute_capability
+    )
+
+
+def _loaded_cudnn(probe: dict[str, Any]) -> str | None:
+    """The version of the libcudnn the probe loaded from the system path, if any."""
+    for lib in probe.get("libraries") or []:
+        if str(lib.get("soname", "")).startswith("libcudnn.so") and lib.get("version"):
+            return str(lib["version"])
+    return None
+
+
 def _driver_version(host: Any) -> Any:
     from packaging.version import InvalidVersion, Version
 
@@ -214,6 +262,7 @@ def run(args: argparse.Namespace) -> int:
             allow_cpu=args.allow_cpu,
             fits=_fits(lock.resolution.python if lock else None, host),
             floor=_floor(expected, host, dict(os.environ)),
+            paths=_paths(expected, host, probe, chosen.python),
             venv=target.venv_of(chosen.python),
             python=chosen.python,
             python_fits=_python_fits,

@@ -65,7 +65,8 @@ def summary(res: Resolution, paths: Sequence[GpuPaths] = ()) -> str:
         for p in gpu_paths.paths:
             lines.append(bullets(f"  {p.path:<8} {p.status:<7} ", [p.why]).rstrip())
             if p.fix:
-                lines.append(bullets(f"  {'':<8} {'fix:':<7} ", [p.fix]).rstrip())
+                label = "steps:" if p.manual else "fix:"
+                lines.append(bullets(f"  {'':<8} {label:<7} ", [p.fix]).rstrip())
     if res.reasons:
         lines += ["", "why:", bullets("  - ", res.reasons).rstrip()]
     if res.warnings:

@@ -20,6 +20,7 @@ from envlock.model import Lock, Resolution
 
 if TYPE_CHECKING:
     from envlock.resolve.floors import HostFloor
+    from envlock.resolve.paths import GpuPaths
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,9 @@ class Context:
     # the expected release's driver floor for the host's GPUs: resolve's own
     # (envlock.resolve.floors.host_floor, PTX JIT included); None: the lock's driver_min
     floor: HostFloor | None = None
+    # the verdict per execution path for each host GPU (envlock.resolve.paths, the
+    # function resolve and smoke use), from the installed ptxas and cuDNN
+    paths: tuple[GpuPaths, ...] = ()
 
 
 def restore_command(ctx: Context) -> str:

@@ -482,6 +482,38 @@ def check_libraries(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
     return out
 
 
+def check_paths(ctx: Context) -> list[Finding]:
+    """One finding per execution path and host GPU, from the verdicts resolve gives
+    (envlock.resolve.paths): a path that serves no GPU here is INFO; XLA, which a
+    program can leave off, WARNs; a path the GPU needs and cannot use FAILs."""
+    out: list[Finding] = []
+    for i, gpu in enumerate(ctx.paths):
+        statuses = {p.path: p.status for p in gpu.paths}
+        served = statuses.get("kernels") in ("works", "needs") or statuses.get("ptx-jit") in (
+            "works",
+            "needs",
+        )
+        for p in gpu.paths:
+            if p.status == "works":
+                status = "PASS"
+            elif p.status in ("unused", "unknown") or (p.path == "kernels" and served):
+                status = "INFO"
+            elif p.path == "xla":
+                status = "WARN"
+            else:
+                status = "FAIL"
+            out.append(
+                Finding(
+                    f"path {p.path} (gpu {i})",
+                    status,
+                    f"{gpu.gpu} ({gpu.compute_capability}): {p.status}: {p.why}",
+                    p.fix,
+                    manual=p.manual,
+                )
+            )
+    return out
+
+
 def judge(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
     """Every finding for one probe result, in a stable order, root causes first: when
     the interpreter is not the locked Python, the per-package rows it causes are
@@ -515,5 +547,6 @@ def judge(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
     findings += check_tensorflow(probe, ctx)
     findings += check_driver(ctx)
     findings += check_gpus(probe, ctx)
+    findings += check_paths(ctx)
     findings += check_libraries(probe, ctx)
     return findings

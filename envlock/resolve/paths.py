@@ -39,7 +39,7 @@ from packaging.version import InvalidVersion, Version
 
 from envlock.matrix import Matrix
 from envlock.matrix.cuda import CudaMatrix
-from envlock.matrix.libraries import LibraryMatrix
+from envlock.matrix.libraries import LibraryCap, LibraryMatrix
 from envlock.matrix.paths import PathsMatrix
 from envlock.model import Constraints, Gpu, Resolution
 from envlock.resolve.floors import _cc_number, _numbers, host_floor, toolkit_driver_for
@@ -89,8 +89,10 @@ class PathVerdict:
     path: str  # one of PATH_NAMES
     status: str  # one of STATUSES
     why: str
+    # a command to paste as it stands, or with ``manual`` the steps no command takes
     fix: str = ""
     sources: tuple[str, ...] = ()
+    manual: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -98,6 +100,7 @@ class PathVerdict:
             "status": self.status,
             "why": self.why,
             "fix": self.fix,
+            "manual": self.manual,
             "sources": list(self.sources),
         }
 
@@ -159,7 +162,9 @@ def execution_paths(
 
 
 def replace_path(verdict: PathVerdict, path: str) -> PathVerdict:
-    return PathVerdict(path, verdict.status, verdict.why, verdict.fix, verdict.sources)
+    return PathVerdict(
+        path, verdict.status, verdict.why, verdict.fix, verdict.sources, verdict.manual
+    )
 
 
 def _driver_fix(needed: str) -> str:
@@ -188,7 +193,9 @@ def _kernels(
     floor = max([x for x in (row.driver_min if row else None, gpu_driver) if x], key=Version)
     why = f"SASS for sm_{sass[-1]} in {name} runs on compute capability {capability}"
     if driver is not None and driver < Version(floor):
-        return PathVerdict("kernels", "needs", f"{why}, on driver >= {floor}", _driver_fix(floor))
+        return PathVerdict(
+            "kernels", "needs", f"{why}, on driver >= {floor}", _driver_fix(floor), manual=True
+        )
     return PathVerdict("kernels", "works", f"{why} (driver >= {floor})")
 
 
@@ -241,7 +248,7 @@ def _ptx_jit(
     elif floor is not None:
         why += f" (the CUDA {build.cuda} toolkit's)"
     if driver is not None and driver < Version(top):
-        return PathVerdict("ptx-jit", "needs", why, _driver_fix(top))
+        return PathVerdict("ptx-jit", "needs", why, _driver_fix(top), manual=True)
     return PathVerdict("ptx-jit", "works", why)
 
 
@@ -277,6 +284,7 @@ def _xla(
             f"does not support target {target}')",
             off,
             sources + table.urls(("tf-111958",)),
+            manual=bool(off),
         )
     nvcc_fix = f"{tools.install} '{NVCC}>={arch.cuda},<13'"
     if tools.ptxas:
@@ -329,19 +337,26 @@ def _xla(
     if tools.no_ptxas:
         wheel_fix = f"{tools.install} '{NVCC}=={build.cuda}.*'"
         if tools.lock_spec:
-            wheel_fix = _lock_fix(tools, "", f"its {NVCC} wheel carries ptxas and libdevice")
+            wheel_fix = _lock_fix(tools, "")
         return PathVerdict(
             "xla",
             "needs",
             "XLA needs ptxas and libdevice and finds none"
-            + (f" ({tools.ptxas_where})" if tools.ptxas_where else ""),
+            + (f" ({tools.ptxas_where})" if tools.ptxas_where else "")
+            + f"; the {NVCC} wheel of pip CUDA carries both",
             wheel_fix,
             sources,
         )
     return PathVerdict("xla", "unknown", "which ptxas XLA finds is not known here", "", sources)
 
 
-def _lock_fix(tools: Tools, gpu: str, why: str) -> str:
+def _wanted(cap: LibraryCap) -> str:
+    """What to install instead of a version ``cap`` rules out: from the version a
+    source verified to work (a broken range), else the cap itself (below a drop)."""
+    return f">={cap.works_from}" if cap.works_from else cap.cap
+
+
+def _lock_fix(tools: Tools, gpu: str) -> str:
     """``envlock lock`` with the and-cuda extra (pip CUDA: the nvidia-* wheels, which a
     lock for a named GPU caps) for the release resolved."""
     spec = tools.lock_spec
@@ -350,7 +365,7 @@ def _lock_fix(tools: Tools, gpu: str, why: str) -> str:
         spec = f"{name}[and-cuda]=={version}"
     source = "" if tools.cuda_source == "pip" else " --cuda-source pip"
     named = f" --gpu {shlex.quote(gpu)}" if gpu else ""
-    return f"envlock lock {shlex.quote(spec)}{source}{named} -o env ({why})"
+    return f"envlock lock {shlex.quote(spec)}{source}{named} -o env"
 
 
 def _cudnn(
@@ -376,14 +391,14 @@ def _cudnn(
         for cap in caps:
             if cap.affects(version):
                 fix = (
-                    _lock_fix(tools, gpu_name or capability, f"it caps {CUDNN}{cap.cap}")
+                    _lock_fix(tools, gpu_name or capability)
                     if tools.lock_spec
-                    else f"{tools.install} '{CUDNN}{cap.cap}'"
+                    else f"{tools.install} '{CUDNN}{_wanted(cap)}'"
                 )
                 return PathVerdict(
                     "cudnn",
                     "needs",
-                    f"cuDNN {version}: {cap.effect}",
+                    f"cuDNN {version}: {cap.effect}; a lock for this GPU takes {CUDNN}{cap.cap}",
                     fix,
                     libraries.urls(cap) if libraries else (),
                 )
