@@ -266,5 +266,6 @@ def test_doctor_fix_installs_into_the_inspected_interpreter() -> None:
         "path kernels (gpu 0)|PASS|",
         "path ptx-jit (gpu 0)|INFO|",
         "path xla (gpu 0)|PASS|",
-        "path cudnn (gpu 0)|FAIL|/srv/venv/bin/python -m pip install 'nvidia-cudnn-cu12>=9.24.0.43'",
+        "path cudnn (gpu 0)|FAIL|"
+        "/srv/venv/bin/python -m pip install 'nvidia-cudnn-cu12>=9.24.0.43'",
     ]
