@@ -76,8 +76,9 @@ def summary(res: Resolution, paths: Sequence[GpuPaths] = ()) -> str:
 
 def run(args: argparse.Namespace) -> int:
     constraints = constraints_from_args(args)
-    res = resolve(constraints)
-    paths = for_resolution(res, constraints, load_matrix())
+    matrix = load_matrix() if constraints.gpus else None
+    res = resolve(constraints, matrix)
+    paths = for_resolution(res, constraints, matrix) if matrix is not None else []
     if args.json:
         doc = res.to_dict()
         if constraints.gpus:
