@@ -93,7 +93,14 @@ def compute_warnings(
             continue
         usable_ptx = [p for p in ptx if p <= have]
         compiled = ", ".join(release.compute_capabilities)
-        if usable_ptx:
+        if usable_ptx and _jit_reported_failing(release, capability):
+            out.append(
+                f"{label} (compute capability {capability}) has no compiled kernels in "
+                f"tensorflow {release.version} ({compiled}), and the JIT of its "
+                f"compute_{usable_ptx[-1]} PTX is reported failing on it: GPU ops will fail "
+                f"(the ptx-jit path; sources in matrices/paths.toml)"
+            )
+        elif usable_ptx:
             out.append(
                 f"{label} (compute capability {capability}) has no compiled kernels in "
                 f"tensorflow {release.version} ({compiled}): they are JIT-compiled from "
@@ -105,6 +112,17 @@ def compute_warnings(
                 f"{release.version} (compiled for {compiled}): GPU ops will fail"
             )
     return out
+
+
+def _jit_reported_failing(release: TFRelease, capability: str) -> bool:
+    """Whether matrices/paths.toml reports the PTX JIT of this release failing on GPUs
+    of this compute capability (the data the ptx-jit verdict reads)."""
+    from envlock.matrix import paths
+
+    return any(
+        f.path == "ptx-jit" and f.applies("tensorflow", str(release.version), capability)
+        for f in paths.load().failures
+    )
 
 
 def image_warnings(cuda_matrix: CudaMatrix, placement: Placement) -> list[str]:
