@@ -269,3 +269,20 @@ def test_doctor_fix_installs_into_the_inspected_interpreter() -> None:
         "path cudnn (gpu 0)|FAIL|"
         "/srv/venv/bin/python -m pip install 'nvidia-cudnn-cu12>=9.24.0.43'",
     ]
+
+
+def test_smoke_report_shows_the_paths_section(monkeypatch: pytest.MonkeyPatch) -> None:
+    from envlock.commands.smoke import _paths, describe
+
+    monkeypatch.setenv("COLUMNS", "100")
+    result = json.loads((REPO / "docs" / "gpu-run" / "h200-paths-jax.json").read_text("utf-8"))
+    result["paths"] = _paths(result)
+    text = describe(result)
+    section = text[text.index("paths on NVIDIA H200 (compute capability 9.0):") :]
+    rows = [line.split()[:2] for line in section.splitlines()[3:] if line[:1].isalpha()]
+    assert rows[:4] == [
+        ["kernels", "unknown"],
+        ["ptx-jit", "unknown"],
+        ["xla", "works"],
+        ["cudnn", "works"],
+    ]
