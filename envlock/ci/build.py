@@ -290,7 +290,7 @@ def run_cell(
         say(f"built {result.image_id[:19]} ({outcome.steps}, {result.seconds:.1f} s)")
 
         outcome.stage = "smoke"
-        say("smoke started")
+        say(f"smoke started in {result.image_id[:19]} (the local image; pushed only if it passes)")
         from envlock.fsutil import atomic_write
         from envlock.smoke import container
         from envlock.smoke.result import SmokeResult
@@ -311,7 +311,7 @@ def run_cell(
         smoke = SmokeResult.from_dict(document)  # read once; the document is what is kept
         outcome.smoke = str(smoke.status)
         atomic_write(folder / SMOKE_NAME, json.dumps(document, indent=2) + "\n")
-        say(f"smoke {outcome.smoke} (image {outcome.image_id[:19]})")
+        say(f"smoke {outcome.smoke}")
 
         if options.push and smoke.passed:
             outcome.stage = "push"
@@ -675,9 +675,7 @@ def build_cells(
     )
     beat.start()
     try:
-        with ThreadPoolExecutor(
-            max_workers=options.jobs, thread_name_prefix="envlock-ci"
-        ) as pool:
+        with ThreadPoolExecutor(max_workers=options.jobs, thread_name_prefix="envlock-ci") as pool:
             futures = [
                 pool.submit(run_cell, o.cell, o.folder, options, o, sink, before.get(o.cell))
                 for o in made
