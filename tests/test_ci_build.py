@@ -613,3 +613,20 @@ def test_markdown_summary_escapes_and_names_pull_commands(tmp_path: Path) -> Non
         "Pull by digest:\n\n```sh\n"
         f"docker pull {REPO}@{digest}\n```\n"
     )
+
+
+def test_push_progress_counts_the_bytes_the_engine_reports() -> None:
+    from envlock.image.push import PushProgress
+
+    p = PushProgress()
+    for chunk in [
+        {"status": "Preparing", "id": "a1"},
+        {"status": "Preparing", "id": "b2"},
+        {"status": "Pushing", "id": "a1", "progressDetail": {"current": 500000, "total": 2000000}},
+        {"status": "Layer already exists", "id": "b2"},
+        {"status": "Pushing", "id": "a1", "progressDetail": {"current": 1500000, "total": 2000000}},
+    ]:
+        p.feed(chunk)
+    assert p.line() == "1.5 MB sent of 2.0 MB, 1/2 layers done"
+    p.feed({"status": "Pushed", "id": "a1", "progressDetail": {}})
+    assert p.line() == "2.0 MB sent of 2.0 MB, 2/2 layers done"

@@ -84,8 +84,8 @@ class PushProgress:
         sent = sum(self.current.values())
         total = sum(self.total.values())
         layers = len(set(self.current) | self.done)
-        of = f" of {_mb(total)} known" if total else ""
-        return f"{_mb(sent)}{of} sent, {len(self.done)}/{layers} layers done"
+        of = f" of {_mb(total)}" if total else ""
+        return f"{_mb(sent)} sent{of}, {len(self.done)}/{layers} layers done"
 
 
 def _mb(n: int) -> str:
