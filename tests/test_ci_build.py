@@ -445,7 +445,6 @@ def _lines(err: str) -> list[str]:
 
 
 @pytest.mark.docker
-@pytest.mark.slow  # two ci build runs with pushes, signing and attaching (~20-40 s here)
 def test_a_rerun_with_nothing_changed_keeps_digests_and_attaches_nothing(
     tmp_path: Path, base_image: str, docker_client: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:

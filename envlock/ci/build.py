@@ -372,19 +372,31 @@ OUTPUT_NAMES = frozenset({REPORT_NAME, SMOKE_NAME, SMOKE_LOG_NAME})
 
 
 def cell_inputs(folder: Path, options: CiBuildOptions) -> str:
-    """sha256 over what decides a cell's image: every bundle file (not ci build's
-    outputs), the build arguments, the base image as the engine has it (its id
-    and repo digests) and the repository it is pushed to."""
+    """sha256 over what decides a cell's image: the files of its build context as
+    the engine is sent them (docker-py's own .dockerignore filter), the
+    Dockerfile, the build arguments, the base image as the engine has it (its
+    id and repo digests), the repository it is pushed to and the RUN network.
+    ci build's own outputs in the folder (smoke.json, smoke.log, the report)
+    never count, even where no .dockerignore keeps them out of the context."""
     import hashlib
+
+    from docker.utils.build import exclude_paths
 
     from envlock.image.build import declared_args, final_base
 
+    ignore = folder / ".dockerignore"
+    patterns = []
+    if ignore.is_file():  # as docker-py's APIClient.build reads it
+        lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
+        patterns = [x.strip() for x in lines if x.strip() and not x.strip().startswith("#")]
+    names = sorted(set(exclude_paths(str(folder), patterns, dockerfile="Dockerfile")))
     files: dict[str, str] = {}
-    for path in sorted(folder.rglob("*")):
-        if path.is_file() and path.name not in OUTPUT_NAMES:
-            files[path.relative_to(folder).as_posix()] = hashlib.sha256(
-                path.read_bytes()
-            ).hexdigest()
+    for name in [*names, "Dockerfile"]:
+        if name in OUTPUT_NAMES:
+            continue
+        path = folder / name
+        if path.is_file() and not path.is_symlink():
+            files[name] = hashlib.sha256(path.read_bytes()).hexdigest()
     text = (folder / "Dockerfile").read_text(encoding="utf-8", errors="replace")
     declared = declared_args(text)
     args = {k: v for k, v in declared.items() if v is not None} | dict(options.build_args)
