@@ -488,8 +488,11 @@ def test_a_rerun_with_nothing_changed_keeps_digests_and_attaches_nothing(
         assert f"[{name}] removed build-stage image {cell1['removed'][0][:19]}" in first.err
 
         # the rerun: nothing changed, so nothing is built, signed or attached again
-        assert main(argv) == 0
+        assert main([*argv, "--summary-format", "markdown"]) == 0
         second = capsys.readouterr()
+        assert second.out.startswith("### envlock ci build\n")  # for $GITHUB_STEP_SUMMARY
+        assert f"| `{name}` | ok | reused | WARNED | `{repo}@{digest}` |" in second.out
+        assert f"\ndocker pull {repo}@{digest}\n" in second.out
         cell2 = json.loads((root / "summary.json").read_text())["cells"][0]
         assert cell2["build"] == "reused"
         assert (cell2["digest"], cell2["image_id"]) == (digest, image_id)
