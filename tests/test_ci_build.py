@@ -519,6 +519,18 @@ def test_a_rerun_with_nothing_changed_keeps_digests_and_attaches_nothing(
         assert "predicate.envlock.smoke.image.id" in verdict.out
         assert "VERIFIED" not in verdict.out.replace("NOT VERIFIED", "")
 
+        # the cell's tag moved to another image: not reused, built and pushed back
+        from envlock.image.push import push
+
+        docker_client.images.get(base_image).tag(repo, name)
+        assert push(f"{repo}:{name}").digest != digest
+        assert main(argv) == 0
+        moved = capsys.readouterr()
+        cell_moved = json.loads((root / "summary.json").read_text())["cells"][0]
+        assert cell_moved["build"] in ("ok", "cached"), moved.err
+        assert f"[{name}] unchanged since the last run" not in moved.err
+        assert registry_tags(path)[name] == cell_moved["digest"] == digest  # same image again
+
         # a changed lock is a new image: built, pushed and signed again
         with (root / name / "pylock.toml").open("a") as f:
             f.write("# changed\n")
@@ -632,3 +644,27 @@ def test_push_progress_counts_the_bytes_the_engine_reports() -> None:
     assert p.line() == "1.5 MB sent of 2.0 MB, 1/2 layers done"
     p.feed({"status": "Pushed", "id": "a1", "progressDetail": {}})
     assert p.line() == "2.0 MB sent of 2.0 MB, 2/2 layers done"
+
+
+@pytest.mark.docker
+def test_without_push_an_unchanged_cell_reuses_its_local_image(
+    tmp_path: Path, base_image: str, docker_client: Any
+) -> None:
+    root = tmp_path / "cells"
+    name = f"local-{time.time_ns()}"
+    make_cell(root, name, base_image)
+    options = CiBuildOptions(network="none", allow_cpu=True)
+    try:
+        first = build_cells(root, options, progress=PlainProgress(lambda s: None))
+        lines: list[str] = []
+        second = build_cells(root, options, progress=PlainProgress(lines.append))
+        (a,), (b,) = first.cells, second.cells
+        assert a.ok and b.ok and b.build == "reused" and b.image_id == a.image_id
+        assert any(x.startswith(f"[{name}] unchanged since the last run") for x in lines)
+        # gone from the engine: built again
+        docker_client.images.remove(a.tag, force=True)
+        third = build_cells(root, options, progress=PlainProgress(lambda s: None))
+        assert third.cells[0].build in ("ok", "cached") and third.cells[0].ok
+    finally:
+        with contextlib.suppress(Exception):
+            docker_client.images.remove(f"envlock-ci:{name}", force=True)

@@ -473,6 +473,8 @@ def _reuse(
             return False
         if registry.manifest_config_digest(pinned) != image_id:
             return False  # gone from the registry, or no longer that image
+        if outcome.image is None or registry.tag_digest(outcome.image) != pinned.digest:
+            return False  # the cell's tag was moved: push it again
         outcome.pinned, outcome.digest = pinned, pinned.digest
         outcome.attached = previous.get("attached")
     elif not _local_image(image_id):

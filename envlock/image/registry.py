@@ -533,3 +533,26 @@ def manifest_config_digest(
             hint=_HINT,
         )
     return digest
+
+
+def tag_digest(ref: imageref.ImageRef, *, insecure: bool = False) -> str | None:
+    """The manifest digest a tag points at now (``Docker-Content-Digest`` of a HEAD),
+    or None when the repository has no such tag."""
+    if ref.tag is None or ref.registry is None:
+        raise UsageError(f"{ref}: give REPO:TAG with its registry host", hint=_HINT)
+    reg = _Registry(ref, insecure)
+    doing = f"reading the tag {ref}"
+    accept = f"{DOCKER_MANIFEST_MEDIA_TYPE}, {MANIFEST_MEDIA_TYPE}"
+    try:
+        resp = reg.request(
+            "HEAD", f"{reg.url}/manifests/{ref.tag}", doing, headers={"Accept": accept}
+        )
+        resp.close()
+        if resp.status_code == 404:
+            return None
+        if resp.status_code != 200:
+            raise reg.fail(resp, doing)
+        digest = resp.headers.get("Docker-Content-Digest")
+    finally:
+        reg.close()
+    return digest if isinstance(digest, str) and _SHA256.fullmatch(digest) else None
