@@ -323,6 +323,15 @@ def run_cell(
                 progress=sent,
             )
             outcome.digest, outcome.pinned = pushed.digest, pushed.pinned
+            from envlock.image import registry
+
+            config = registry.manifest_config_digest(pushed.pinned)
+            if config != outcome.image_id:  # the tag moved between the smoke run and the push
+                raise _CellFailed(
+                    f"push: {pushed.pinned} has config {config}, not the image the smoke "
+                    f"test ran ({outcome.image_id})"
+                )
+            say(f"the pushed manifest's config is the image the smoke test ran ({config[:19]})")
         elif options.push:
             say(f"not pushed: the smoke test {outcome.smoke}")
         outcome.pulse = None
