@@ -669,3 +669,42 @@ def test_without_push_an_unchanged_cell_reuses_its_local_image(
     finally:
         with contextlib.suppress(Exception):
             docker_client.images.remove(f"envlock-ci:{name}", force=True)
+
+
+def test_heartbeat_speaks_for_a_silent_cell_and_only_for_it(tmp_path: Path) -> None:
+    """A cell pushing quietly gets a line every `interval` seconds saying how far the
+    push is; a cell that just spoke, a queued one and a finished one get none."""
+    import threading
+
+    from envlock.ci.build import heartbeat
+    from envlock.image.push import PushProgress
+
+    sent = PushProgress()
+    sent.feed(
+        {"status": "Pushing", "id": "l1", "progressDetail": {"current": 10**6, "total": 4 * 10**6}}
+    )
+    quiet = CellOutcome("quiet", tmp_path, "r:quiet", stage="push")
+    quiet.said, quiet.started, quiet.pulse = (
+        time.monotonic() - 5,
+        time.perf_counter(),
+        lambda: f"push: {sent.line()}",
+    )
+    talking = CellOutcome("talking", tmp_path, "r:talking", stage="build")
+    queued = CellOutcome("queued", tmp_path, "r:queued")
+    done = CellOutcome("done", tmp_path, "r:done", stage="done")
+    for o in (talking, done):
+        o.said = time.monotonic() + 3600  # spoke "just now" for the whole test
+    lines: list[str] = []
+    stop = threading.Event()
+    beat = threading.Thread(
+        target=heartbeat,
+        args=([quiet, talking, queued, done], PlainProgress(lines.append), 0.2, stop),
+    )
+    beat.start()
+    time.sleep(0.7)
+    stop.set()
+    beat.join()
+    assert lines and all(
+        x.startswith("[quiet] ... push: 1.0 MB sent of 4.0 MB, 0/1 layers done") for x in lines
+    ), lines
+    assert 1 <= len(lines) <= 5, lines  # one per interval (0.2 s), not one per tick (0.05 s)
