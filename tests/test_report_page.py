@@ -490,6 +490,10 @@ def test_at_1400_px_the_pushed_reference_signer_and_lock_are_in_view(
             assert bar["width"] is None and "(no peak)" in bar["text"], bar
         else:
             assert abs(bar["width"] - 120 * min(bar["fraction"], 1.0)) < 0.6, bar
+    shot = tmp_path / "page-1400.png"
+    _chromium(f"--screenshot={shot}", "--window-size=1400,900", (out / "index.html").as_uri())
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", data[16:24]) == (1400, 900)
     assert {b["text"] for b in bars if b["fraction"] is None} == {
         "fp32 0.0421 (no peak)", "bf16 0 (no peak)",
     }  # fmt: skip
