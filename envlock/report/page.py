@@ -42,17 +42,26 @@ class Page:
     missing: list[dict[str, str]] = field(default_factory=list)  # ci cells without a report
     source: str | None = None  # the summary.json the claims came from
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, base: Path | None = None) -> dict[str, Any]:
+        """The page's summary; ``base``: the folder it is written to, every path then
+        relative to it (as the HTML shows them)."""
+        rel = relative_to(base)
+
+        def row(r: Row) -> dict[str, Any]:
+            d = r.to_dict()
+            d["report"], d["signer"] = rel(r.report), rel(r.signer) or r.signer
+            return d
+
         return {
             "schema": SCHEMA,
             "ok": not self.unverified,
             "verified": len(self.rows),
             "not_verified": len(self.unverified),
-            "keys": [{"path": k.path, "keyid": k.keyid} for k in self.keys],
-            "summary": self.source,
+            "keys": [{"path": rel(k.path), "keyid": k.keyid} for k in self.keys],
+            "summary": rel(self.source) or None,
             "checks": self.check_names,
-            "cells": [r.to_dict() for r in self.rows],
-            "unverified": [r.to_dict() for r in self.unverified],
+            "cells": [row(r) for r in self.rows],
+            "unverified": [row(r) for r in self.unverified],
             "cells_without_report": self.missing,
         }
 
@@ -259,7 +268,7 @@ def write_page(out_dir: Path, page: Page, *, title: str = "envlock report page")
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"{out_dir} is a file", hint="give -o a folder for index.html")
     html = render_page(page, title=title, base=out_dir)
-    summary = json.dumps(page.to_dict(), indent=2) + "\n"
+    summary = json.dumps(page.to_dict(out_dir), indent=2) + "\n"
     write_files(out_dir, {"index.html": html, "summary.json": summary})
     return out_dir / "index.html"
 
