@@ -474,6 +474,8 @@ def test_a_rerun_with_nothing_changed_keeps_digests_and_attaches_nothing(
         smoked = lines.index(f"[{name}] smoke WARNED")
         pushed = lines.index(f"[{name}] pushed {repo}@{digest}")
         assert smoked < pushed
+        layers = [x for x in lines[smoked:pushed] if x.startswith(f"[{name}] push ")]
+        assert layers, lines  # each layer as it lands (Pushed / Layer already exists)
         assert f"[{name}] smoke started in {image_id[:19]}" in first.err
         outside = [x for x in lines if not x.startswith(f"[{name}] ")]
         assert all(x.startswith("report page: ") for x in outside), outside

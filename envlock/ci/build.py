@@ -319,7 +319,7 @@ def run_cell(
             outcome.pulse = lambda: f"push: {sent.line()}"
             pushed = push(
                 outcome.image or outcome.tag,
-                out=lambda s: say(s.rstrip("\n")) if s.startswith("pushed") else None,
+                out=lambda s: say(s.rstrip("\n")),  # each layer as it lands, then the digest
                 progress=sent,
             )
             outcome.digest, outcome.pinned = pushed.digest, pushed.pinned
