@@ -389,3 +389,324 @@ def test_short_reason_reads_the_fields_of_build_failed() -> None:
     assert other.step_exit_code is None
     assert short_reason(other).endswith(": no space left on device")
     assert short_reason(RuntimeError("first line\nsecond")) == "first line"
+
+
+# ---------------------------------------------------------------- order, reuse, cleanup, heartbeat
+
+
+def make_staged_cell(root: Path, name: str, base_image: str, *, sleep: int = 0) -> Path:
+    """A two-stage cell, as envlock's own Dockerfile is: a build stage whose image the
+    engine keeps untagged, and the runtime stage copying from it."""
+    folder = root / name
+    folder.mkdir(parents=True)
+    pause = f"sleep {sleep} && " if sleep else ""
+    (folder / "Dockerfile").write_text(
+        f"ARG BASE_IMAGE={base_image}\n"
+        "FROM ${BASE_IMAGE} AS build\n"
+        f"RUN {pause}echo installing {name} && echo {name}-{time.time_ns()} > /tmp/marker\n"
+        "FROM ${BASE_IMAGE}\n"
+        "COPY --from=build /tmp/marker /marker\n"
+        f"COPY tf.py {SITE}\n"
+        f'LABEL io.envlock.framework="tensorflow" io.envlock.cell="{name}"\n'
+    )
+    (folder / "tf.py").write_text(FAKE_TF)
+    (folder / "pylock.toml").write_text(f'lock-version = "1.0"\n# cell {name}\n')
+    return folder
+
+
+def registry_tags(path: str) -> dict[str, str]:
+    """{tag: manifest digest} of a repository of the local registry, as it answers."""
+    import requests
+
+    accept = ", ".join(
+        [
+            "application/vnd.docker.distribution.manifest.v2+json",
+            "application/vnd.oci.image.manifest.v1+json",
+            "application/vnd.oci.image.index.v1+json",
+        ]
+    )
+    with requests.Session() as s:
+        resp = s.get(f"http://{REGISTRY}/v2/{path}/tags/list", timeout=30)
+        if resp.status_code == 404:
+            return {}
+        resp.raise_for_status()
+        tags = resp.json().get("tags") or []
+        out = {}
+        for tag in tags:
+            head = s.head(
+                f"http://{REGISTRY}/v2/{path}/manifests/{tag}", headers={"Accept": accept}
+            )
+            out[tag] = head.headers["Docker-Content-Digest"]
+        return out
+
+
+def _lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line]
+
+
+@pytest.mark.docker
+def test_a_rerun_with_nothing_changed_keeps_digests_and_attaches_nothing(
+    tmp_path: Path, base_image: str, docker_client: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from envlock.report import envelope_bytes, sign_envelope
+
+    name = f"staged-{time.time_ns()}"
+    path = f"envlock-rerun-{time.time_ns()}"
+    repo = f"{REGISTRY}/{path}"
+    root = tmp_path / "cells"
+    make_staged_cell(root, name, base_image)
+    priv, pub = make_keys(tmp_path)
+    argv = ["ci", "build", str(root), "--push", repo, "--sign", str(priv), "--allow-cpu"]
+    argv += ["--network", "none"]
+    try:
+        assert main(argv) == 0
+        first = capsys.readouterr()
+        cell1 = json.loads((root / "summary.json").read_text())["cells"][0]
+        digest, image_id = cell1["digest"], cell1["image_id"]
+        report1 = (root / name / "report.intoto.json").read_bytes()
+        tags1 = registry_tags(path)
+        assert tags1[name] == digest and cell1["attached"] is not None
+        # the cell's tag and what attaching the report added (however attach lays it out)
+        assert len(tags1) >= 2, tags1
+
+        # the order: smoke on the local image, then push; every cell line prefixed
+        lines = _lines(first.err)
+        smoked = lines.index(f"[{name}] smoke WARNED")
+        pushed = lines.index(f"[{name}] pushed {repo}@{digest}")
+        assert smoked < pushed
+        layers = [x for x in lines[smoked:pushed] if x.startswith(f"[{name}] push ")]
+        assert layers, lines  # each layer as it lands (Pushed / Layer already exists)
+        assert f"[{name}] smoke started in {image_id[:19]}" in first.err
+        outside = [x for x in lines if not x.startswith(f"[{name}] ")]
+        assert all(x.startswith("report page: ") for x in outside), outside
+        # the smoke result records the image id that ran; it is the pushed config
+        smoke = json.loads((root / name / "smoke.json").read_text())
+        assert smoke["image"]["id"] == image_id
+
+        # the build stage's image is gone, with its layers; the cell's own image stays
+        assert len(cell1["removed"]) == 1 and cell1["removed"][0] != image_id
+        with pytest.raises(Exception):  # noqa: B017, PT011 - docker's ImageNotFound
+            docker_client.images.get(cell1["removed"][0])
+        assert docker_client.images.get(image_id).id == image_id
+        assert f"[{name}] removed build-stage image {cell1['removed'][0][:19]}" in first.err
+
+        # the rerun: nothing changed, so nothing is built, signed or attached again
+        assert main([*argv, "--summary-format", "markdown"]) == 0
+        second = capsys.readouterr()
+        assert second.out.startswith("### envlock ci build\n")  # for $GITHUB_STEP_SUMMARY
+        assert f"| `{name}` | ok | reused | WARNED | `{repo}@{digest}` |" in second.out
+        assert f"\ndocker pull {repo}@{digest}\n" in second.out
+        cell2 = json.loads((root / "summary.json").read_text())["cells"][0]
+        assert cell2["build"] == "reused"
+        assert (cell2["digest"], cell2["image_id"]) == (digest, image_id)
+        assert cell2["attached"] == cell1["attached"] and cell2["inputs"] == cell1["inputs"]
+        assert (root / name / "report.intoto.json").read_bytes() == report1
+        assert registry_tags(path) == tags1
+        assert f"[{name}] unchanged since the last run" in second.err
+        assert "build step" not in second.err and f"[{name}] signed" not in second.err
+        assert f"[{name}] attached" not in second.err
+
+        # the report verifies against the pushed manifest, through `report verify`
+        args = ["report", "verify", str(root / name / "report.intoto.json"), "--key", str(pub)]
+        assert main([*args, "--image", f"{repo}@{digest}", "--lock", str(root / name)]) == 0
+        out = capsys.readouterr().out
+        assert f"config of {repo}@{digest} vs the image the smoke test ran ({image_id})" in out
+        # a report whose smoke ran another image than the manifest's config: drift
+        smoke["image"]["id"] = "sha256:" + "0" * 64
+        other = sign_envelope(smoke, priv, lock_dir=root / name, image_id=None,
+                              image_ref=f"{repo}@{digest}")  # fmt: skip
+        forged = tmp_path / "other.intoto.json"
+        forged.write_bytes(envelope_bytes(other.to_dict()))
+        assert main(["verify", str(forged), "--key", str(pub), "--image", f"{repo}@{digest}"]) == 1
+        verdict = capsys.readouterr()
+        assert "predicate.envlock.smoke.image.id" in verdict.out
+        assert "VERIFIED" not in verdict.out.replace("NOT VERIFIED", "")
+
+        # the cell's tag moved to another image: not reused, built and pushed back
+        from envlock.image.push import push
+
+        docker_client.images.get(base_image).tag(repo, name)
+        assert push(f"{repo}:{name}").digest != digest
+        assert main(argv) == 0
+        moved = capsys.readouterr()
+        cell_moved = json.loads((root / "summary.json").read_text())["cells"][0]
+        assert cell_moved["build"] in ("ok", "cached"), moved.err
+        assert f"[{name}] unchanged since the last run" not in moved.err
+        assert registry_tags(path)[name] == cell_moved["digest"] == digest  # same image again
+
+        # a changed lock is a new image: built, pushed and signed again
+        with (root / name / "pylock.toml").open("a") as f:
+            f.write("# changed\n")
+        assert main(argv) == 0
+        capsys.readouterr()
+        cell3 = json.loads((root / "summary.json").read_text())["cells"][0]
+        assert cell3["build"] in ("ok", "cached") and cell3["inputs"] != cell1["inputs"]
+        assert (root / name / "report.intoto.json").read_bytes() != report1
+    finally:
+        with contextlib.suppress(Exception):
+            for image in docker_client.images.list(name=repo):
+                docker_client.images.remove(image.id, force=True)
+
+
+@pytest.mark.docker
+def test_a_failing_smoke_is_never_pushed_and_keep_keeps_the_build_stage(
+    tmp_path: Path, base_image: str, docker_client: Any
+) -> None:
+    name = f"nogpu-{time.time_ns()}"
+    path = f"envlock-nopush-{time.time_ns()}"
+    root = tmp_path / "cells"
+    make_staged_cell(root, name, base_image, sleep=3)
+    lines: list[str] = []
+    summary = build_cells(
+        root,
+        CiBuildOptions(push=f"{REGISTRY}/{path}", network="none", keep=True, heartbeat=1.0),
+        progress=PlainProgress(lines.append),
+    )
+    (cell,) = summary.cells
+    try:
+        assert cell.smoke == "FAILED" and cell.digest is None and cell.pinned is None
+        assert registry_tags(path) == {}  # nothing landed under the cell's tag
+        assert f"[{name}] not pushed: the smoke test FAILED\n" in lines
+        # no GPU here: the engine refuses the GPU request; the note carries the cell
+        assert any(x.startswith(f"[{name}] warning: the GPU request failed") for x in lines)
+        assert all(x.startswith(f"[{name}] ") for x in lines), lines
+        # --keep: the build stage's image is still there
+        assert cell.removed == [] and len(cell.stage_images) == 1
+        assert docker_client.images.get(cell.stage_images[0]).tags == []
+        # the 3 s RUN step was silent: the heartbeat said where the build was
+        beats = [x for x in lines if x.startswith(f"[{name}] ... build step ")]
+        assert beats and "log lines" in beats[0], lines
+    finally:
+        with contextlib.suppress(Exception):
+            docker_client.images.remove(cell.tag, force=True)
+        for short in cell.stage_images:
+            with contextlib.suppress(Exception):
+                docker_client.images.remove(short)
+
+
+def test_stage_images_are_read_from_the_classic_builders_log() -> None:
+    from envlock.ci.build import stage_images
+
+    log = [
+        "Step 1/6 : ARG BASE_IMAGE=x",
+        "Step 2/6 : FROM ${BASE_IMAGE} AS build",
+        " ---> 1111aaaa2222",
+        "Step 3/6 : RUN make",
+        " ---> Running in 99990000ffff",
+        " ---> Removed intermediate container 99990000ffff",
+        " ---> 3333bbbb4444",
+        "Step 4/6 : FROM ${BASE_IMAGE}",
+        " ---> 1111aaaa2222",
+        "Step 5/6 : COPY --from=build /x /x",
+        " ---> Using cache",
+        " ---> 5555cccc6666",
+        "Successfully built 5555cccc6666",
+    ]
+    assert stage_images(log) == ("3333bbbb4444",)
+    assert stage_images(log[3:]) == ()  # one stage: nothing left behind
+
+
+def test_markdown_summary_escapes_and_names_pull_commands(tmp_path: Path) -> None:
+    from envlock.ci.summary import CiBuildSummary, markdown_summary
+    from envlock.image.ref import ImageRef
+
+    digest = "sha256:" + "ab" * 32
+    ok = CellOutcome("tf2.15", tmp_path, f"{REPO}:tf2.15", stage="done", build="reused")
+    ok.pinned, ok.smoke, ok.report, ok.seconds = (
+        ImageRef(REPO).at(digest), "PASSED", "tf2.15/report.intoto.json", 1.25,
+    )  # fmt: skip
+    bad = CellOutcome("tf2.16", tmp_path, f"{REPO}:tf2.16", stage="failed", build="failed")
+    bad.reason, bad.image_id = "build: step 3/9 RUN a | b <x> *y*", None
+    summary = CiBuildSummary(tmp_path, REPO, (ok, bad), 3.04, 2)
+    assert markdown_summary(summary) == (
+        "### envlock ci build\n\n"
+        "2 cells, 1 ok, 1 failed, 3.0 s (--jobs 2)\n\n"
+        "| cell | result | build | smoke | image | report | seconds |\n"
+        "| --- | --- | --- | --- | --- | --- | ---: |\n"
+        f"| `tf2.15` | ok | reused | PASSED | `{REPO}@{digest}` | `tf2.15/report.intoto.json` "
+        "| 1.2 |\n"
+        "| `tf2.16` | FAILED: build: step 3/9 RUN a \\| b \\<x\\> \\*y\\* | failed | - | - | - "
+        "| 0.0 |\n\n"
+        "Pull by digest:\n\n```sh\n"
+        f"docker pull {REPO}@{digest}\n```\n"
+    )
+
+
+def test_push_progress_counts_the_bytes_the_engine_reports() -> None:
+    from envlock.image.push import PushProgress
+
+    p = PushProgress()
+    for chunk in [
+        {"status": "Preparing", "id": "a1"},
+        {"status": "Preparing", "id": "b2"},
+        {"status": "Pushing", "id": "a1", "progressDetail": {"current": 500000, "total": 2000000}},
+        {"status": "Layer already exists", "id": "b2"},
+        {"status": "Pushing", "id": "a1", "progressDetail": {"current": 1500000, "total": 2000000}},
+    ]:
+        p.feed(chunk)
+    assert p.line() == "1.5 MB sent of 2.0 MB, 1/2 layers done"
+    p.feed({"status": "Pushed", "id": "a1", "progressDetail": {}})
+    assert p.line() == "2.0 MB sent of 2.0 MB, 2/2 layers done"
+
+
+@pytest.mark.docker
+def test_without_push_an_unchanged_cell_reuses_its_local_image(
+    tmp_path: Path, base_image: str, docker_client: Any
+) -> None:
+    root = tmp_path / "cells"
+    name = f"local-{time.time_ns()}"
+    make_cell(root, name, base_image)
+    options = CiBuildOptions(network="none", allow_cpu=True)
+    try:
+        first = build_cells(root, options, progress=PlainProgress(lambda s: None))
+        lines: list[str] = []
+        second = build_cells(root, options, progress=PlainProgress(lines.append))
+        (a,), (b,) = first.cells, second.cells
+        assert a.ok and b.ok and b.build == "reused" and b.image_id == a.image_id
+        assert any(x.startswith(f"[{name}] unchanged since the last run") for x in lines)
+        # gone from the engine: built again
+        docker_client.images.remove(a.tag, force=True)
+        third = build_cells(root, options, progress=PlainProgress(lambda s: None))
+        assert third.cells[0].build in ("ok", "cached") and third.cells[0].ok
+    finally:
+        with contextlib.suppress(Exception):
+            docker_client.images.remove(f"envlock-ci:{name}", force=True)
+
+
+def test_heartbeat_speaks_for_a_silent_cell_and_only_for_it(tmp_path: Path) -> None:
+    """A cell pushing quietly gets a line every `interval` seconds saying how far the
+    push is; a cell that just spoke, a queued one and a finished one get none."""
+    import threading
+
+    from envlock.ci.build import heartbeat
+    from envlock.image.push import PushProgress
+
+    sent = PushProgress()
+    sent.feed(
+        {"status": "Pushing", "id": "l1", "progressDetail": {"current": 10**6, "total": 4 * 10**6}}
+    )
+    quiet = CellOutcome("quiet", tmp_path, "r:quiet", stage="push")
+    quiet.said, quiet.started, quiet.pulse = (
+        time.monotonic() - 5,
+        time.perf_counter(),
+        lambda: f"push: {sent.line()}",
+    )
+    talking = CellOutcome("talking", tmp_path, "r:talking", stage="build")
+    queued = CellOutcome("queued", tmp_path, "r:queued")
+    done = CellOutcome("done", tmp_path, "r:done", stage="done")
+    for o in (talking, done):
+        o.said = time.monotonic() + 3600  # spoke "just now" for the whole test
+    lines: list[str] = []
+    stop = threading.Event()
+    beat = threading.Thread(
+        target=heartbeat,
+        args=([quiet, talking, queued, done], PlainProgress(lines.append), 0.2, stop),
+    )
+    beat.start()
+    time.sleep(0.7)
+    stop.set()
+    beat.join()
+    assert lines and all(
+        x.startswith("[quiet] ... push: 1.0 MB sent of 4.0 MB, 0/1 layers done") for x in lines
+    ), lines
+    assert 1 <= len(lines) <= 5, lines  # one per interval (0.2 s), not one per tick (0.05 s)

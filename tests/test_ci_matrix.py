@@ -39,7 +39,7 @@ def test_range_gives_the_newest_patch_of_each_minor(capsys: pytest.CaptureFixtur
     for cell in cells:
         assert tuple(cell) == CELL_FIELDS
         assert cell["spec"] == f"tensorflow=={cell['version']}"
-        assert cell["image_tag"] == f"envlock/tensorflow:{cell['id']}"
+        assert cell["image_tag"] == f"envlock-ci:{cell['id']}"  # local: no --repo given
 
 
 def test_each_cell_is_what_lock_resolves_for_its_flags() -> None:
@@ -164,7 +164,7 @@ def test_ids_are_unique_and_safe_as_folder_tag_and_bake_target() -> None:
 
 
 def test_bake_format(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = _run(capsys, RANGE, "--format", "bake", "--dir", "out/cells")
+    code, out, err = _run(capsys, RANGE, "--format", "bake", "--repo", "ghcr.io/o/tf")
     assert code == 0, err
     doc = json.loads(out)
     targets = doc["target"]
@@ -173,9 +173,12 @@ def test_bake_format(capsys: pytest.CaptureFixture[str]) -> None:
     assert list(targets) == [bake_target(i) for i in ids]
     for cid in ids:
         t = targets[bake_target(cid)]
-        assert t["context"] == f"out/cells/{cid}"
+        assert t["context"] == cid  # relative to the bake file's folder
         assert t["dockerfile"] == "Dockerfile"
-        assert t["tags"] == [f"envlock/tensorflow:{cid}"]
+        assert t["tags"] == [f"ghcr.io/o/tf:{cid}"]
+        assert t["cache-from"] == [f"type=gha,scope={bake_target(cid)}"]
+        assert t["cache-to"] == [f"type=gha,scope={bake_target(cid)},mode=max"]
+        assert t["output"] == ["type=registry"]
         assert t["labels"]["io.envlock.cell"] == cid
         assert "io.envlock.lock.digest" not in t["labels"]  # not locked yet
         assert t["args"]["BASE_IMAGE"].startswith("nvidia/cuda:")

@@ -264,3 +264,34 @@ def test_duplicate_keys_in_a_result_are_refused(
     )
     assert code == 2
     assert f"{result}: not valid JSON: duplicate key 'status' in one object" in err
+
+
+def test_every_report_action_is_under_report_and_the_top_level_ones_are_aliases(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], result_file: Path
+) -> None:
+    """keygen, sign, verify, attach, show, page under `envlock report`; `envlock
+    keygen`/`envlock verify` stay, the same commands, documented as aliases."""
+    from envlock.parser import build_parser
+
+    report = build_parser(["report"])._subparsers._group_actions[0].choices["report"]  # type: ignore[union-attr]
+    actions = report._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert list(actions) == ["keygen", "sign", "verify", "attach", "show", "page"]
+    top = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    for name in ("keygen", "verify"):
+        assert top[name].description.startswith(f"An alias of `envlock report {name}`")
+        assert actions[name].description == top[name].description.split(". ", 1)[1]
+
+    code, out, _ = cli(capsys, "report", "keygen", "-o", str(tmp_path / "a"), "--json")
+    assert code == 0 and json.loads(out)["type"] == "ecdsa-p256"
+    code, out, _ = cli(capsys, "keygen", "-o", str(tmp_path / "b"), "--json")
+    assert code == 0 and json.loads(out)["type"] == "ecdsa-p256"
+    signed = tmp_path / "r.intoto.json"
+    code, _, err = cli(
+        capsys, "report", "sign", str(result_file), "--key", str(tmp_path / "a.pem"),
+        "--image", f"127.0.0.1:5000/t/tf@sha256:{'ab' * 32}", "-o", str(signed),
+    )  # fmt: skip
+    assert code == 0, err
+    via_report = cli(capsys, "report", "verify", str(signed), "--key", str(tmp_path / "a.pub.pem"))
+    via_alias = cli(capsys, "verify", str(signed), "--key", str(tmp_path / "a.pub.pem"))
+    assert via_report == via_alias and via_report[0] == 0
+    assert "VERIFIED: signed by the given key" in via_report[1]

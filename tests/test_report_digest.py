@@ -206,6 +206,10 @@ def test_require_gpu_fails_a_cpu_only_run_that_require_pass_accepts(
         "no GPU visible: TensorFlow runs on the CPU (--allow-cpu) (--require-gpu)"
     ) in err
     assert "gpu        NOT used (gpu_visible WARN: " in out
+    # one message: the failure; no VERIFIED line before it (as `report verify` too)
+    assert "VERIFIED" not in out and err.count("(--require-gpu)") == 1
+    code, out2, err2 = cli(capsys, "report", "verify", str(cpu), "--key", str(pub), "--require-gpu")
+    assert (code, out2, err2) == (1, out, err)
     code, out, err = cli(capsys, "verify", str(cpu), "--key", str(pub), "--require-gpu", "--json")
     assert code == 1
     doc = json.loads(out)

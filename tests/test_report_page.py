@@ -345,8 +345,13 @@ def test_chromium_renders_the_page(capsys: Any, matrix: dict[str, Any], tmp_path
     url = (tmp_path / "page" / "index.html").as_uri()
     dom = _Dom()
     dom.feed(_chromium("--dump-dom", url).stdout.decode())
-    assert sorted(dom.cells) == sorted(str(p) for p in matrix["good"])
-    assert sorted(dom.unverified) == sorted([str(matrix["tampered"]), str(matrix["unknown"])])
+    page = tmp_path / "page"
+
+    def rel(p: Path) -> str:  # paths are shown as seen from the page's folder
+        return os.path.relpath(p, page)
+
+    assert sorted(dom.cells) == sorted(rel(p) for p in matrix["good"])
+    assert sorted(dom.unverified) == sorted([rel(matrix["tampered"]), rel(matrix["unknown"])])
     assert dom.sections[:2] == ["verified", "not-verified"]
     assert XSS in dom.reasons  # the reason is text in the DOM, not elements
     assert "<b> ELEMENT" not in dom.reasons and dom.scripts == 1
@@ -358,3 +363,144 @@ def test_chromium_renders_the_page(capsys: Any, matrix: dict[str, Any], tmp_path
     width, height = struct.unpack(">II", data[16:24])
     assert (width, height) == (1280, 900)
     assert len(data) > 10_000  # a page, not a blank image
+
+
+# ---------------------------------------------------------------- 1,400 px: where the images went
+
+PUSHED_REPO = "ghcr.io/a-rather-long-organisation-name/tensorflow-gpu-environments"
+CHECK_NAMES = [
+    "framework_version", "build_cuda", "build_cudnn", "gpu_visible", "compute_capability",
+    "cudnn_runtime", "op_on_gpu", "memory_growth", "cuda_libraries", "driver_floor",
+    "xla_jit", "tf32_matmul",
+]  # fmt: skip
+BASE = "nvidia/cuda:12.2.2-cudnn8-runtime-ubuntu22.04"
+
+# run by Chromium after the page's own script: every column header and every item of
+# each cell's second line, measured where the browser laid it out
+MEASURE = """<script>
+(function () {
+  var out = {vw: document.documentElement.clientWidth, items: [], bars: []};
+  document.querySelectorAll("#cells thead th, tr.where .item, tr.where code").forEach(function (e) {
+    var r = e.getBoundingClientRect();
+    out.items.push({cls: e.className || e.tagName, text: e.textContent.slice(0, 80),
+                    left: r.left, right: r.right, width: r.width});
+  });
+  document.querySelectorAll("svg.bar").forEach(function (svg) {
+    var fill = svg.querySelector("rect.fill");
+    var frac = svg.dataset.fraction;
+    out.bars.push({text: svg.querySelector("text").textContent,
+                   fraction: frac === undefined ? null : Number(frac),
+                   width: fill ? fill.getBoundingClientRect().width : null});
+  });
+  var pre = document.createElement("pre");
+  pre.id = "measured";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def _pushed_result(version: str, python: str, *, cpu: bool = False) -> dict[str, Any]:
+    r = _result(version, python)
+    r["checks"] = [{"name": n, "status": "PASS", "reason": f"{n} ok"} for n in CHECK_NAMES]
+    r["image"] = {
+        "id": "sha256:" + "1f" * 32,
+        "ref": "sha256:" + "1f" * 32,
+        "labels": {
+            "org.opencontainers.image.base.name": BASE,
+            "org.opencontainers.image.base.digest": "sha256:" + "ba" * 32,
+        },
+    }
+    if cpu:  # a CPU run: no datasheet peak, so its numbers get no bar
+        r["gpus"] = []
+        r["status"] = "WARNED"
+        r["checks"][3] = {"name": "gpu_visible", "status": "WARN", "reason": "no GPU visible"}
+        r["checks"][6] = {"name": "op_on_gpu", "status": "SKIP", "reason": "no GPU"}
+        r["benchmark"]["results"] = [
+            {"op": "matmul", "dtype": "fp32", "math": "fp32", "device": "cpu", "tflops": 0.0421},
+            {"op": "matmul", "dtype": "bf16", "math": "bf16", "device": "cpu", "tflops": 0.0},
+        ]
+    return r
+
+
+@needs_chromium
+def test_at_1400_px_the_pushed_reference_signer_and_lock_are_in_view(
+    capsys: Any, tmp_path: Path
+) -> None:
+    """Before: the pushed REPO@sha256 and signer columns began past ~2,500 px, bars of
+    rows that each read `fp32 0.0 (no peak)` differed in length, and the details
+    showed the runner's absolute paths."""
+    import html as htmllib
+    import re
+
+    key, pub = make_keys(tmp_path, "ci-signer")
+    bundle = make_bundle(tmp_path, "tf2.15.1-py3.10-cuda12.2")
+    reports = []
+    for i, (version, python, cpu) in enumerate(
+        [("2.14.1", "3.10.14", False), ("2.15.1", "3.11.9", False), ("2.16.2", "3.11.9", True)]
+    ):
+        digest = f"{i:02x}" * 32
+        reports.append(
+            _sign(
+                tmp_path,
+                f"cell-{version}",
+                _pushed_result(version, python, cpu=cpu),
+                key,
+                lock_dir=bundle,
+                image_ref=f"{PUSHED_REPO}@sha256:{digest}",
+            )  # fmt: skip
+        )
+    out = tmp_path / "site" / "page"
+    code, _, err = cli(
+        capsys, "report", "page", *map(str, reports), "--key", str(pub), "-o", str(out)
+    )
+    assert code == 0, err
+    text = (out / "index.html").read_text()
+    assert str(tmp_path) not in text  # no absolute path of the machine that wrote it
+    assert str(tmp_path) not in (out / "summary.json").read_text()
+    assert "../../cell-2.14.1.intoto.json" in text and "(../../ci-signer.pub.pem)" in text
+    (out / "measure.html").write_text(text.replace("</body>", MEASURE + "\n</body>"))
+    dumped = _chromium(
+        "--dump-dom", "--window-size=1400,900", (out / "measure.html").as_uri()
+    ).stdout.decode()
+    found = re.search(r'<pre id="measured">(.*?)</pre>', dumped, re.S)
+    assert found, dumped[-2000:]
+    m = json.loads(htmllib.unescape(found.group(1)))
+    assert 1380 <= m["vw"] <= 1400, m["vw"]
+    outside = [i for i in m["items"] if i["left"] < 0 or i["right"] > m["vw"]]
+    assert outside == [], outside  # every column and every item of the second lines in view
+    codes = [
+        i for i in m["items"] if i["cls"] in ("pushed", "pull", "lockdigest", "signer", "base")
+    ]
+    lock = "sha256:" + hashlib_sha256((bundle / "pylock.toml").read_bytes())
+    for i in range(3):
+        pushed = f"{PUSHED_REPO}@sha256:{f'{i:02x}' * 32}"
+        assert {"cls": "pushed", "text": pushed[:80]}.items() <= next(
+            c for c in codes if c["cls"] == "pushed" and c["text"] == pushed[:80]
+        ).items()
+        assert any(c["cls"] == "pull" and c["text"] == f"docker pull {pushed}"[:80] for c in codes)
+        assert f'<code class="pull" title="select to copy">docker pull {pushed}</code>' in text
+    assert sum(c["cls"] == "lockdigest" and c["text"] == lock for c in codes) == 3
+    assert sum(c["cls"] == "base" and c["text"].startswith(BASE + "@sha256:ba") for c in codes) == 3
+    assert all(c["width"] > 0 for c in codes)
+    # bars: as long as their share of the peak says; no peak, no bar
+    bars = m["bars"]
+    assert len(bars) == 6
+    for bar in bars:
+        if bar["fraction"] is None:
+            assert bar["width"] is None and "(no peak)" in bar["text"], bar
+        else:
+            assert abs(bar["width"] - 120 * min(bar["fraction"], 1.0)) < 0.6, bar
+    shot = tmp_path / "page-1400.png"
+    _chromium(f"--screenshot={shot}", "--window-size=1400,900", (out / "index.html").as_uri())
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", data[16:24]) == (1400, 900)
+    assert {b["text"] for b in bars if b["fraction"] is None} == {
+        "fp32 0.0421 (no peak)", "bf16 0 (no peak)",
+    }  # fmt: skip
+
+
+def hashlib_sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()

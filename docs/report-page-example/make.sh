@@ -6,7 +6,7 @@
 # REPORTS_DIR (default: docs/report-page-example/reports) holds *.intoto.json;
 # each PUB is a trusted public key (default: every *.pub.pem beside this
 # script). Writes index.html + summary.json here and a screenshot
-# (screenshot.png, 1680x900) with headless Chromium when it is installed. Add the H200
+# (screenshot.png, 1400x900: the width the page is checked at) with headless Chromium when it is installed. Add the H200
 # reports to REPORTS_DIR and their signer's public key here, then re-run.
 #
 # The CPU reports committed here came from (a throwaway key; only its public
@@ -37,7 +37,7 @@ rc=0
   --title "envlock report page: example" -o "$here" || rc=$?
 if command -v chromium >/dev/null 2>&1; then
   chromium --headless --no-sandbox --disable-gpu --hide-scrollbars \
-    --screenshot="$here/screenshot.png" --window-size=1680,900 \
+    --screenshot="$here/screenshot.png" --window-size=1400,900 \
     "file://$here/index.html" >/dev/null 2>&1
 fi
 exit "$rc"

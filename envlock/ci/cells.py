@@ -33,7 +33,9 @@ from envlock.resolve import Constraints, resolve
 from envlock.resolve.constraints import PYTHON_MINOR
 
 ALL = "all"
-DEFAULT_REPO = "envlock/tensorflow"
+# without --repo, cells are tagged with the local name `ci build` uses without --push:
+# never a namespace on a registry nobody here owns
+DEFAULT_REPO = "envlock-ci"
 CELL_ID = re.compile(r"^tf[0-9][0-9A-Za-z.]*-py3\.[0-9]{1,2}-cuda[0-9]+\.[0-9]+(-pip)?$")
 CELL_FIELDS = (
     "id",

@@ -142,7 +142,7 @@ def write_index(
             )
             for c in cells
         ]
-    bake = bake_file(cells, str(output), digests)
+    bake = bake_file(cells, digests)
     document = {
         "schema_version": SCHEMA_VERSION,
         "spec": spec,

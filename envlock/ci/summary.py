@@ -10,8 +10,10 @@ the report page (``envlock report page --summary``, and ``write_ci_page`` after
 from __future__ import annotations
 
 import json
+import re
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +35,8 @@ class CellOutcome:
     cell: str
     folder: Path
     tag: str
-    stage: str = "queued"  # queued, build, push, smoke, sign, done, failed
-    build: str = "-"  # ok, cached, failed, -
+    stage: str = "queued"  # queued, build, smoke, push, sign, done, failed
+    build: str = "-"  # ok, cached, reused (unchanged since the last run), failed, -
     image_id: str | None = None
     steps: str = ""  # "12/14 cached"
     digest: str | None = None
@@ -48,6 +50,12 @@ class CellOutcome:
     detail: str = ""  # the latest progress line, for the live table
     started: float | None = None
     image: ImageRef | None = None  # ``tag`` parsed, as the stages are handed it
+    inputs: str | None = None  # sha256 of what decides the image (ci.build.cell_inputs)
+    signer: str | None = None  # keyid of the key that signed the report
+    stage_images: tuple[str, ...] = ()  # build-stage images the build left (short ids)
+    removed: list[str] = field(default_factory=list)  # those removed (no --keep)
+    said: float | None = None  # time.monotonic() of the cell's latest line (heartbeat)
+    pulse: Callable[[], str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -70,6 +78,9 @@ class CellOutcome:
             "seconds": round(self.seconds, 1),
             "reason": self.reason,
             "error": self.error,
+            "inputs": self.inputs,
+            "signer": self.signer,
+            "removed": list(self.removed),
         }
 
 
@@ -136,10 +147,10 @@ def read_summary(path: Path) -> tuple[dict[Path, Claim], list[dict[str, str]]]:
             raise DataError(f"{path}: cells[{i}]: not a cell", hint="re-run 'envlock ci build'")
         name = cell["cell"]
         report = cell.get("report")
-        for field, value in (("cell", name), ("report", report)):
+        for part, value in (("cell", name), ("report", report)):
             if isinstance(value, str) and "\0" in value:  # no path holds one
                 raise DataError(
-                    f"{path}: cells[{i}].{field}: holds a NUL character ({value!r})",
+                    f"{path}: cells[{i}].{part}: holds a NUL character ({value!r})",
                     hint="give the summary.json 'envlock ci build' wrote",
                 )
         if not isinstance(report, str) or not report:
@@ -186,6 +197,56 @@ def summary_rows(summary: CiBuildSummary) -> list[list[str]]:
 
 
 SUMMARY_HEADERS = ("cell", "build", "push digest", "smoke", "report", "seconds", "reason")
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+
+
+def md_text(value: str) -> str:
+    """Text as one Markdown table cell: on one line, every character Markdown (or
+    the HTML GitHub allows in it) would act on escaped with a backslash."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(value.split()))
+
+
+def md_code(value: str) -> str:
+    """A value shown as code (a reference, a digest): backticks never occur in one."""
+    return f"`{value}`" if value and "`" not in value and "|" not in value else md_text(value)
+
+
+def markdown_summary(summary: CiBuildSummary) -> str:
+    """The summary as GitHub-flavoured Markdown, for ``$GITHUB_STEP_SUMMARY``: one
+    row per cell (its pushed reference and a pull-by-digest command), then totals."""
+    failed = len(summary.failed)
+    lines = [
+        "### envlock ci build",
+        "",
+        f"{len(summary.cells)} cells, {len(summary.cells) - failed} ok, {failed} failed, "
+        f"{summary.seconds:.1f} s (--jobs {summary.jobs})",
+        "",
+        "| cell | result | build | smoke | image | report | seconds |",
+        "| --- | --- | --- | --- | --- | --- | ---: |",
+    ]
+    for c in summary.cells:
+        result = "ok" if c.ok else "FAILED: " + (c.reason or c.stage)
+        image = md_code(str(c.pinned)) if c.pinned else md_code(c.image_id or "") or "-"
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    md_code(c.cell),
+                    md_text(result),
+                    md_text(c.build),
+                    md_text(c.smoke or "-"),
+                    image,
+                    md_code(c.report) if c.report else "-",
+                    f"{c.seconds:.1f}",
+                ]
+            )
+            + " |"
+        )
+    pulls = [f"docker pull {c.pinned}" for c in summary.cells if c.pinned]
+    if pulls:
+        lines += ["", "Pull by digest:", "", "```sh", *pulls, "```"]
+    return "\n".join(lines) + "\n"
 
 
 def write_ci_page(directory: Path, private_key: Path) -> Path | None:

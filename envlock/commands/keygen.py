@@ -9,13 +9,19 @@ from pathlib import Path
 from envlock import output
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], *, alias: bool = True
+) -> None:
+    """``envlock report keygen``; ``alias``: the same command at the top level
+    (``envlock keygen``), kept as an alias of it."""
     from envlock.report.keys import DEFAULT_KEY_TYPE, KEY_TYPES, PASSPHRASE_ENV
 
     p = sub.add_parser(
         "keygen",
-        help="make a key pair for signing env reports",
-        description="Write NAME.pem (private, mode 0600) and NAME.pub.pem (public). "
+        help="make a key pair for signing env reports"
+        + (" (alias of `envlock report keygen`)" if alias else ""),
+        description=("An alias of `envlock report keygen`, the same command. " if alias else "")
+        + "Write NAME.pem (private, mode 0600) and NAME.pub.pem (public). "
         f"The private key is encrypted when {PASSPHRASE_ENV} is set. Keep it outside "
         "any bundle folder: it must never enter a build context or an image.",
     )

@@ -15,17 +15,25 @@ if TYPE_CHECKING:
     from envlock.report.verify import Requirements
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], *, alias: bool = True
+) -> None:
+    """``envlock report verify``; ``alias``: the same command at the top level
+    (``envlock verify``), kept as an alias of it."""
     p = sub.add_parser(
         "verify",
-        help="verify a signed env report",
-        description="Exit 0 when the report's signature is valid for KEY over the DSSE PAE, "
+        help="verify a signed env report"
+        + (" (alias of `envlock report verify`)" if alias else ""),
+        description=("An alias of `envlock report verify`, the same command. " if alias else "")
+        + "Exit 0 when the report's signature is valid for KEY over the DSSE PAE, "
         "it is an in-toto test-result statement, and the lock and image, when given, match. "
         "Otherwise exit 1 saying what failed. A valid report of a FAILED smoke test verifies "
         "(exit 0) but is shown as FAILED; add --require-pass to exit 1 unless it PASSED or WARNED, "
         "and --require-gpu to exit 1 unless the GPU was really used. With --image "
-        "REPO@sha256:<digest> no Docker Engine is needed; --from-registry checks the reports "
-        "attached to that image in its registry (cosign's sha256-<hex>.att tag) instead of a file.",
+        "REPO@sha256:<digest> no Docker Engine is needed; when the report's signed smoke result "
+        "records the image id it ran, the registry's manifest is read and its config digest must "
+        "be that image id. --from-registry checks the reports attached to that image in its "
+        "registry (cosign's sha256-<hex>.att tag) instead of a file.",
     )
     p.add_argument(
         "report",
@@ -140,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         doc = {"report": args.report, "verified": verified, **v.to_dict()}
         output.emit_json(doc)
     else:
-        sys.stdout.write(_table(args, v, args.report))
+        sys.stdout.write(_table(args, v, args.report, failure))
     if failure:
         raise CheckFailed(
             failure,
@@ -176,7 +184,8 @@ def _run_registry(args: argparse.Namespace, public_key: Any, lock_dir: Path | No
         else:
             failure = att.failure
             texts.append(
-                _table(args, att.verification, att.name) + (f"{failure}\n" if failure else "")
+                _table(args, att.verification, att.name, failure)
+                + (f"{failure}\n" if failure else "")
             )
     if args.json:
         output.emit_json(
@@ -205,7 +214,9 @@ _STATUS = {
 }
 
 
-def _table(args: argparse.Namespace, v: Any, name: str) -> str:
+def _table(args: argparse.Namespace, v: Any, name: str, failure: str | None = None) -> str:
+    """The verification as a table; the verdict line only when it stands (a report
+    that fails --require-pass/--require-gpu gets its one message, the failure)."""
     rows: list[list[str]] = [["report", name]]
     if v.signature_ok:
         n = v.valid_signatures
@@ -232,6 +243,15 @@ def _table(args: argparse.Namespace, v: Any, name: str) -> str:
         if v.statement is not None and not v.subject_checked and not v.drift:
             rows.append(["subject", "not checked (nothing given to compare it with)"])
         for entry in v.checked:
+            if entry.kind == "image" and entry.name.startswith("config of "):
+                rows.append(
+                    [
+                        "image",
+                        f"{entry.name} vs the image the smoke test ran ({entry.report}): "
+                        f"{_STATUS[entry.status]}",
+                    ]
+                )
+                continue
             if entry.kind == "image":
                 rows.append(["image", f"{args.image}: {_STATUS[entry.status]}"])
                 continue
@@ -247,7 +267,9 @@ def _table(args: argparse.Namespace, v: Any, name: str) -> str:
         out += "\ndrift:\n" + output.table(
             ["field", "in the report", "actual"], [list(d) for d in v.drift]
         )
-    if v.ok and v.result == "FAILED":
+    if failure is not None:
+        pass  # the failure is the one message (stderr, exit 1)
+    elif v.ok and v.result == "FAILED":
         out += "\nthe signature is valid, but this report says the smoke test FAILED\n"
     elif v.ok:
         out += f"\nVERIFIED: signed by the given key, smoke result {v.result}\n"

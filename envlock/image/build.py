@@ -316,6 +316,7 @@ def build_image(
     progress: str = "auto",
     client: Any = None,
     out: Callable[[str], None] | None = None,
+    on_log: Callable[[str], None] | None = None,
 ) -> BuildResult:
     """Build ``directory``'s Dockerfile with ``directory`` as the whole context.
 
@@ -324,7 +325,9 @@ def build_image(
     base.name, base.digest) are set at build time. ``progress``: ``plain`` streams
     the log, ``steps`` writes one line per build step, ``quiet`` nothing, ``auto``
     the log on a terminal and step lines otherwise; all of it through ``out``
-    (default: stderr).
+    (default: stderr). ``on_log``, when given, is handed every line of the
+    build log as it arrives (whatever ``progress`` shows): ``ci build``'s
+    heartbeat reads install progress from it.
     """
     from envlock.image import engine
 
@@ -370,6 +373,7 @@ def build_image(
                 progress,
                 write,
                 in_force,
+                on_log,
             )
             image_id = tracker.image_id or ""
             if not image_id.startswith("sha256:"):
@@ -409,6 +413,7 @@ def _stream_build(
     progress: str,
     write: Callable[[str], Any],
     in_force: Mapping[str, str],
+    on_log: Callable[[str], None] | None = None,
 ) -> tuple[_StepTracker, float]:
     from docker.errors import APIError
 
@@ -435,6 +440,9 @@ def _stream_build(
         for chunk in stream:
             if "stream" in chunk:
                 lines = tracker.feed_text(str(chunk["stream"]))
+                if on_log is not None:
+                    for line in lines:
+                        on_log(line)
                 if show:
                     for line in lines:
                         write(line + "\n")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
@@ -52,20 +52,69 @@ def check_push_reference(ref: str | ImageRef, what: str = "--tag") -> ImageRef:
     return parsed
 
 
+@dataclass
+class PushProgress:
+    """Bytes sent so far, per layer, as the engine's push stream reports them
+    (``progressDetail``); ``ci build``'s heartbeat prints ``line()``."""
+
+    current: dict[str, int] = field(default_factory=dict)
+    total: dict[str, int] = field(default_factory=dict)
+    done: set[str] = field(default_factory=set)
+
+    def feed(self, chunk: dict[str, Any]) -> None:
+        layer = str(chunk.get("id") or "")
+        if not layer:
+            return
+        status = str(chunk.get("status") or "")
+        detail = chunk.get("progressDetail")
+        if isinstance(detail, dict):
+            cur, tot = detail.get("current"), detail.get("total")
+            if isinstance(cur, int):
+                self.current[layer] = cur
+            if isinstance(tot, int) and tot > 0:
+                self.total[layer] = tot
+        if status in _PUSH_DONE or status.startswith("Mounted from"):
+            self.done.add(layer)
+            if layer in self.total:
+                self.current[layer] = self.total[layer]
+        elif status in ("Preparing", "Waiting"):
+            self.current.setdefault(layer, 0)
+
+    def line(self) -> str:
+        sent = sum(self.current.values())
+        total = sum(self.total.values())
+        layers = len(set(self.current) | self.done)
+        of = f" of {_mb(total)}" if total else ""
+        return f"{_mb(sent)} sent{of}, {len(self.done)}/{layers} layers done"
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
 def push(
-    ref: str | ImageRef, *, client: Any = None, out: Callable[[str], None] | None = None
+    ref: str | ImageRef,
+    *,
+    client: Any = None,
+    out: Callable[[str], None] | None = None,
+    progress: PushProgress | None = None,
 ) -> Pushed:
     """Push the local tag ``ref``; the pushed reference and its manifest digest."""
     parsed = check_push_reference(ref, "image")
-    return Pushed(parsed, push_image(parsed, client=client, out=out))
+    return Pushed(parsed, push_image(parsed, client=client, out=out, progress=progress))
 
 
 def push_image(
-    ref: str | ImageRef, *, client: Any = None, out: Callable[[str], None] | None = None
+    ref: str | ImageRef,
+    *,
+    client: Any = None,
+    out: Callable[[str], None] | None = None,
+    progress: PushProgress | None = None,
 ) -> str:
     """Push the local tag ``ref`` to its registry; return the manifest digest ("sha256:<hex>").
 
-    Progress (one line per layer as it finishes, then the digest) goes to ``out``.
+    Progress (one line per layer as it finishes, then the digest) goes to ``out``;
+    ``progress`` is fed every chunk (bytes sent per layer).
     A registry that refuses or cannot be reached is EnvironmentFailure (exit 3);
     a reference without a registry host, or a tag that is not local, is UsageError.
     """
@@ -89,6 +138,8 @@ def push_image(
                     detail = chunk.get("errorDetail") or {}
                     message = str(chunk.get("error") or detail.get("message") or "unknown error")
                     raise _push_failure(ref, parsed.registry, message.strip())
+                if progress is not None:
+                    progress.feed(chunk)
                 aux = chunk.get("aux")
                 if isinstance(aux, dict) and aux.get("Digest"):
                     digest = str(aux["Digest"])

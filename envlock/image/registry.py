@@ -488,3 +488,71 @@ def fetch_attestations(
 ) -> list[bytes]:
     """The DSSE envelopes ``iter_attestations`` reads (those it could), oldest first."""
     return [a.data for a in iter_attestations(pinned_ref, insecure=insecure) if a.data is not None]
+
+
+DOCKER_MANIFEST_MEDIA_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
+
+
+def manifest_config_digest(
+    pinned_ref: str | imageref.ImageRef, *, insecure: bool = False
+) -> str | None:
+    """The config digest ("sha256:<hex>") of the image manifest ``REPO@sha256:...``
+    (Docker's schema 2 or OCI), or None when the registry holds no such manifest.
+
+    The Docker Engine's image id is its config digest, so this is how a pushed
+    manifest is tied to the local image a smoke test ran.
+    """
+    ref = pinned(pinned_ref)
+    reg = _Registry(ref, insecure)
+    doing = f"reading the manifest {ref}"
+    try:
+        resp = reg.request(
+            "GET",
+            f"{reg.url}/manifests/{ref.digest}",
+            doing,
+            headers={"Accept": f"{DOCKER_MANIFEST_MEDIA_TYPE}, {MANIFEST_MEDIA_TYPE}"},
+        )
+        if resp.status_code == 404:
+            resp.close()
+            return None
+        if resp.status_code != 200:
+            raise reg.fail(resp, doing)
+        body = reg.read(resp, "manifest", doing, sha256=(ref.digest or "").partition(":")[2])
+    finally:
+        reg.close()
+    try:
+        doc = json.loads(body)
+    except (ValueError, RecursionError):
+        doc = None
+    config = doc.get("config") if isinstance(doc, dict) else None
+    digest = config.get("digest") if isinstance(config, dict) else None
+    if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+        raise EnvironmentFailure(
+            f"the registry {ref.registry} sent a manifest for {ref} without a config digest "
+            "(an index or a schema 1 manifest?)",
+            hint=_HINT,
+        )
+    return digest
+
+
+def tag_digest(ref: imageref.ImageRef, *, insecure: bool = False) -> str | None:
+    """The manifest digest a tag points at now (``Docker-Content-Digest`` of a HEAD),
+    or None when the repository has no such tag."""
+    if ref.tag is None or ref.registry is None:
+        raise UsageError(f"{ref}: give REPO:TAG with its registry host", hint=_HINT)
+    reg = _Registry(ref, insecure)
+    doing = f"reading the tag {ref}"
+    accept = f"{DOCKER_MANIFEST_MEDIA_TYPE}, {MANIFEST_MEDIA_TYPE}"
+    try:
+        resp = reg.request(
+            "HEAD", f"{reg.url}/manifests/{ref.tag}", doing, headers={"Accept": accept}
+        )
+        resp.close()
+        if resp.status_code == 404:
+            return None
+        if resp.status_code != 200:
+            raise reg.fail(resp, doing)
+        digest = resp.headers.get("Docker-Content-Digest")
+    finally:
+        reg.close()
+    return digest if isinstance(digest, str) and _SHA256.fullmatch(digest) else None

@@ -42,17 +42,26 @@ class Page:
     missing: list[dict[str, str]] = field(default_factory=list)  # ci cells without a report
     source: str | None = None  # the summary.json the claims came from
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, base: Path | None = None) -> dict[str, Any]:
+        """The page's summary; ``base``: the folder it is written to, every path then
+        relative to it (as the HTML shows them)."""
+        rel = relative_to(base)
+
+        def row(r: Row) -> dict[str, Any]:
+            d = r.to_dict()
+            d["report"], d["signer"] = rel(r.report), rel(r.signer) or r.signer
+            return d
+
         return {
             "schema": SCHEMA,
             "ok": not self.unverified,
             "verified": len(self.rows),
             "not_verified": len(self.unverified),
-            "keys": [{"path": k.path, "keyid": k.keyid} for k in self.keys],
-            "summary": self.source,
+            "keys": [{"path": rel(k.path), "keyid": k.keyid} for k in self.keys],
+            "summary": rel(self.source) or None,
             "checks": self.check_names,
-            "cells": [r.to_dict() for r in self.rows],
-            "unverified": [r.to_dict() for r in self.unverified],
+            "cells": [row(r) for r in self.rows],
+            "unverified": [row(r) for r in self.unverified],
             "cells_without_report": self.missing,
         }
 
@@ -124,14 +133,48 @@ def _best_fraction(row: Row) -> float:
     return max((b["fraction_of_peak"] or 0.0 for b in row.bench), default=0.0)
 
 
-def _bar_scale(page: Page) -> float:
-    """TFLOP/s of a full bar where no peak is known (CPU runs): the page's largest."""
-    values = [b["tflops"] for r in page.rows for b in r.bench if b["peak_tflops"] is None]
-    return max(values, default=1.0) or 1.0
+BAR_WIDTH = 120  # px of a bar at 100% of the datasheet peak
 
 
-def render_page(page: Page, *, title: str = "envlock report page") -> str:
-    """The page as one self-contained HTML document (no external assets)."""
+def bar_width(fraction: float | None) -> float | None:
+    """A benchmark bar's length: its share of the datasheet peak (capped at the
+    full bar); None where no peak is known: such a number gets no bar, since a
+    length relative to other rows would say something the number does not."""
+    if fraction is None:
+        return None
+    return round(max(0.0, min(fraction, 1.0)) * BAR_WIDTH, 1)
+
+
+def tflops_text(value: float) -> str:
+    """TFLOP/s as shown beside a bar: 3 significant digits below 100, whole above."""
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 1:
+        return f"{value:.1f}"
+    return f"{value:.3g}"
+
+
+def relative_to(base: Path | None) -> Any:
+    """The template's ``rel``: a path as seen from the page's folder (no absolute
+    paths of the machine that wrote the page)."""
+    import os
+
+    def rel(path: str | None) -> str:
+        if not path:
+            return ""
+        if base is None:
+            return path
+        try:
+            return os.path.relpath(os.path.abspath(path), os.path.abspath(base))
+        except ValueError:  # another drive (Windows): the name only
+            return Path(path).name
+
+    return rel
+
+
+def render_page(page: Page, *, title: str = "envlock report page", base: Path | None = None) -> str:
+    """The page as one self-contained HTML document (no external assets); paths
+    are shown relative to ``base``, the folder the page is written to."""
     from envlock.report.statement import now_rfc3339
 
     env = _environment()
@@ -140,8 +183,11 @@ def render_page(page: Page, *, title: str = "envlock report page") -> str:
             page=page,
             title=title,
             made=now_rfc3339(),
-            bar_scale=_bar_scale(page),
             status_class=_STATUS_CLASS,
+            rel=relative_to(base),
+            bar_width=bar_width,
+            bar_full=BAR_WIDTH,
+            tflops=tflops_text,
         )
     )
 
@@ -221,8 +267,8 @@ def write_page(out_dir: Path, page: Page, *, title: str = "envlock report page")
 
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"{out_dir} is a file", hint="give -o a folder for index.html")
-    html = render_page(page, title=title)
-    summary = json.dumps(page.to_dict(), indent=2) + "\n"
+    html = render_page(page, title=title, base=out_dir)
+    summary = json.dumps(page.to_dict(out_dir), indent=2) + "\n"
     write_files(out_dir, {"index.html": html, "summary.json": summary})
     return out_dir / "index.html"
 

@@ -63,6 +63,9 @@ class Row:
     subject_kind: str | None = None
     subject_note: str = SUBJECT_NOT_CHECKED
     subject_checked: bool = False
+    pushed: str | None = None  # REPO@sha256:<manifest digest>, when the subject names one
+    lock_digest: str | None = None  # sha256:<hex> of the pylock.toml the report covers
+    base_image: str | None = None  # the base image the image was built on (its OCI labels)
     checks: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> status, reason
     bench: list[dict[str, Any]] = field(default_factory=list)
     sort: dict[str, int] = field(default_factory=dict)  # column -> rank (filled by the page)
@@ -88,6 +91,9 @@ class Row:
             "subject_kind": self.subject_kind,
             "subject_checked": self.subject_checked,
             "subject_note": self.subject_note,
+            "pushed": self.pushed,
+            "lock_digest": self.lock_digest,
+            "base_image": self.base_image,
             "checks": [{"name": k, **v} for k, v in self.checks.items()],
             "benchmark": self.bench,
         }
@@ -225,6 +231,12 @@ def _fill(row: Row, v: Verification, lock_dir: Path | None) -> None:
     if v.subject_checked:
         what = [e.name for e in v.checked if e.status == "matches" and e.kind != "file"]
         row.subject_note = "subject matches " + ", ".join(what)
+    if trusted.subject_kind == "image-manifest" and v.subject:
+        first = v.subject[0]
+        row.pushed = f"{first.get('name', '?')}@sha256:{first['digest'].get('sha256', '?')}"
+    lock = trusted.configuration.get("pylock.toml")
+    row.lock_digest = f"sha256:{lock}" if lock else None
+    row.base_image = _base_image(smoke)
     row.framework = _text(smoke.get("framework"))
     row.version = _text(smoke.get("version"))
     expected = smoke.get("expected") if isinstance(smoke.get("expected"), dict) else {}
@@ -243,6 +255,23 @@ def _fill(row: Row, v: Verification, lock_dir: Path | None) -> None:
             "reason": reason if isinstance(reason, str) else "",
         }
     row.bench = _bench(smoke, gpus[0].get("name") if gpus else None)
+
+
+def _base_image(smoke: dict[str, Any]) -> str | None:
+    """``name@digest`` (or the name) of the base image, from the image's OCI labels as
+    the signed smoke result recorded them; None for a host run."""
+    from envlock.image.labels import OCI
+
+    image = smoke.get("image")
+    labels = image.get("labels") if isinstance(image, dict) else None
+    if not isinstance(labels, dict):
+        return None
+    name, digest = labels.get(OCI + "base.name"), labels.get(OCI + "base.digest")
+    if not isinstance(name, str) or not name:
+        return None
+    if isinstance(digest, str) and digest and "@" not in name:
+        return f"{name}@{digest}"
+    return name
 
 
 def _cuda_source(smoke: dict[str, Any], lock_dir: Path | None) -> str:

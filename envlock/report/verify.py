@@ -317,6 +317,7 @@ def check_envelope(
     lock_dir: Path | None = None,
     image: str | ImageRef | None = None,
     remote: bool = False,
+    insecure: bool = False,
 ) -> tuple[Verification, str | None]:
     """Verify one envelope as ``envlock verify`` does; (the Verification, why it fails or None).
 
@@ -342,10 +343,48 @@ def check_envelope(
         else:
             image_id = local_image_id(str(image))
     v = verify_envelope(env, public_key, lock_dir=lock_dir, image_id=image_id, image_ref=image_ref)
+    if v.ok and image_ref is not None:
+        check_config(v, image_ref, insecure=insecure)
     if not v.ok:
         return v, f"{name}: NOT VERIFIED: {'; '.join(v.reasons())}"
     why = gate(v, requirements)
     return v, f"{name}: {why}" if why else None
+
+
+def ran_image_id(trusted_statement: trusted.Statement) -> str | None:
+    """The image id (config digest) the signed smoke result says it ran in, or None."""
+    image = trusted_statement.smoke.get("image")
+    value = image.get("id") if isinstance(image, dict) else None
+    if isinstance(value, str) and value.startswith("sha256:") and len(value) == 71:
+        return value
+    return None
+
+
+def check_config(v: Verification, image_ref: ImageRef, *, insecure: bool = False) -> None:
+    """For a report on ``REPO@sha256:<manifest>`` whose smoke result records the
+    image id it ran: the registry's manifest must have that image as its config
+    (the engine's image id is the config digest), so what was pushed is what was
+    tested. Reads the manifest from the registry (EnvironmentFailure, exit 3,
+    when it cannot be reached)."""
+    from envlock.image import registry
+
+    trusted_statement = v.statement
+    if trusted_statement is None or trusted_statement.subject_kind != "image-manifest":
+        return
+    ran = ran_image_id(trusted_statement)
+    if ran is None:
+        return
+    config = registry.manifest_config_digest(image_ref, insecure=insecure)
+    what = f"config of {image_ref}"
+    if config is None:
+        v.checked.append(_entry("image", what, "missing", ran, ABSENT))
+        v.problems.append(f"the registry holds no manifest {image_ref}")
+    elif config == ran:
+        v.checked.append(_entry("image", what, "matches", ran, config))
+    else:
+        v.checked.append(_entry("image", what, "drift", ran, config))
+        v.drift.append((f"predicate.envlock.smoke.image.id (the {what})", ran, config))
+    v.ok = not v.problems and not v.drift and not v.uncovered
 
 
 @dataclass(frozen=True)
@@ -414,5 +453,6 @@ def check_attached(
             lock_dir=lock_dir,
             image=image,
             remote=True,
+            insecure=insecure,
         )
         yield AttachedReport(name, att.of, verification=v, failure=failure)

@@ -16,6 +16,7 @@ import sys
 import tarfile
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from envlock.errors import EnvironmentFailure, UsageError
@@ -165,8 +166,13 @@ def run_in_image(
     timeout: float = 3600,
     client: Any = None,
     log: Any = None,
+    warn: Callable[[str], Any] | None = None,
 ) -> dict[str, Any]:
     """Run the image's harness in a container without network; GPUs by device request.
+
+    ``warn`` is given envlock's own notes on the run (a GPU request the engine
+    refused), one line each; None writes them to stderr (``ci build`` prefixes
+    them with the cell).
 
     The harness's log goes to ``log`` (``write``/``flush``) as it comes; None
     is envlock's stderr.
@@ -208,7 +214,10 @@ def run_in_image(
             pre_checks.append(
                 {"name": "gpu_request", "status": "WARN" if allow_cpu else "FAIL", "reason": reason}
             )
-            sys.stderr.write(f"envlock: {reason}\n")
+            if warn is not None:
+                warn(f"warning: {reason}")
+            else:
+                sys.stderr.write(f"envlock: {reason}\n")
             stdout, stderr, code = _run_container(
                 docker_client, img.id, command, payload, [], timeout, log
             )

@@ -13,10 +13,10 @@ from typing import Any
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "ci",
-        help="expand a version range into cells, then lock, build, push, smoke and sign each",
+        help="expand a version range into cells, then lock, build, smoke, push and sign each",
         description="CI matrix image builds: `ci matrix SPEC` lists the cells, `ci lock SPEC -o "
-        "DIR` writes one bundle per cell, `ci build DIR` builds, pushes, smoke-tests and signs "
-        "them, `ci init` writes a GitHub Actions workflow that does the same.",
+        "DIR` writes one bundle per cell, `ci build DIR` builds, smoke-tests, pushes (what "
+        "passed) and signs them, `ci init` writes a GitHub Actions workflow that does the same.",
     )
     ci_sub = p.add_subparsers(dest="ci_command", metavar="COMMAND", parser_class=type(p))
     ci_sub.required = True

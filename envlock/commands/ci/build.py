@@ -1,4 +1,4 @@
-"""envlock ci build: build, push, smoke-test and sign every cell of a `ci lock` folder."""
+"""envlock ci build: build, smoke-test, push and sign every cell of a `ci lock` folder."""
 
 from __future__ import annotations
 
@@ -13,14 +13,20 @@ from typing import Any
 def register(ci_sub: Any) -> None:
     p = ci_sub.add_parser(
         "build",
-        help="build, push, smoke-test and sign every cell of a `ci lock` folder",
+        help="build, smoke-test, push and sign every cell of a `ci lock` folder",
         description="Every direct subfolder of DIR with a Dockerfile is a cell (its name is "
         "the cell id). Each cell is built (tag REPO:<cell-id> with --push, else "
-        "envlock-ci:<cell-id>), pushed, smoke-tested in its image and, with --sign, its "
-        "result signed into DIR/<cell-id>/report.intoto.json. Cells run --jobs at a time; "
-        "one failing cell does not stop the others. Progress on stderr (a live table on a "
-        "terminal, plain lines otherwise); the summary on stdout and in DIR/summary.json. "
-        "Exit 1 if a cell failed, 2 for bad input, 3 when Docker cannot be reached.",
+        "envlock-ci:<cell-id>), smoke-tested in the image just built, and only when the "
+        "smoke test passed pushed; with --sign its result is signed into "
+        "DIR/<cell-id>/report.intoto.json, naming REPO@<manifest digest> and the image id "
+        "that ran. A cell unchanged since the last run (same bundle files, base image and "
+        "build arguments; its image still in the registry) is reused: same digest, not "
+        "re-signed or re-attached. Build-stage images are removed at the end unless --keep. "
+        "Cells run --jobs at a time; one failing cell does not stop the others. Progress on "
+        "stderr (a live table on a terminal, plain lines prefixed [cell-id] otherwise, with a "
+        "line at least every 30 s per running cell); the summary on stdout and in "
+        "DIR/summary.json. Exit 1 if a cell failed, 2 for bad input, 3 when Docker cannot be "
+        "reached.",
     )
     p.add_argument("dir", metavar="DIR", help="folder with one bundle per cell (`ci lock -o`)")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="cells at a time (default 1)")
@@ -45,6 +51,18 @@ def register(ci_sub: Any) -> None:
     p.add_argument(
         "--network", metavar="MODE", help="network for RUN steps: host, none, or a network name"
     )
+    p.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the build-stage images a multi-stage build leaves (removed by default)",
+    )
+    p.add_argument(
+        "--summary-format",
+        choices=("text", "markdown"),
+        default="text",
+        help="the summary on stdout: a text table (default) or a Markdown table, e.g. "
+        '>> "$GITHUB_STEP_SUMMARY"',
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 
@@ -61,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         build_args=parse_build_args(args.build_arg),
         allow_cpu=args.allow_cpu,
         network=args.network,
+        keep=args.keep,
     )
     directory = Path(args.dir)
     if sys.stderr.isatty():
@@ -71,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
         from envlock.output import emit_json
 
         emit_json(summary.to_dict())
+    elif args.summary_format == "markdown":
+        from envlock.ci.summary import markdown_summary
+
+        sys.stdout.write(markdown_summary(summary))
     else:
         sys.stdout.write(describe(summary))
     return 0 if summary.ok else 1

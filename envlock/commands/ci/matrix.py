@@ -44,7 +44,9 @@ def _cell_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--repo",
         metavar="REPO",
-        help="image repository of the cells' tags (REPO:<cell-id>); default envlock/tensorflow",
+        help="image repository of the cells' tags (REPO:<cell-id>), with its registry host, "
+        "e.g. ghcr.io/OWNER/tf; default envlock-ci, a local name (the bake file then loads "
+        "images into the local engine instead of pushing)",
     )
 
 
@@ -66,14 +68,9 @@ def register(ci_sub: Any) -> None:
         choices=("github", "bake", "json"),
         default="json",
         help='github: {"include": [...]} on one line for strategy.matrix; bake: a '
-        "docker-bake.json; json: a list (default)",
-    )
-    m.add_argument(
-        "--dir",
-        default="cells",
-        metavar="DIR",
-        help="--format bake: the folder holding the cells' bundles (contexts DIR/<cell-id>; "
-        "default cells)",
+        "docker-bake.json for the folder `ci lock -o DIR` fills (contexts <cell-id>, "
+        "relative to it: save it as DIR/docker-bake.json, then cd DIR && docker buildx bake); "
+        "json: a list (default)",
     )
     m.set_defaults(func=run_matrix)
 
@@ -152,7 +149,7 @@ def run_matrix(args: argparse.Namespace) -> int:
     if args.format == "github":
         sys.stdout.write(github_matrix(cells) + "\n")
     elif args.format == "bake":
-        emit_json(bake_file(cells, args.dir))
+        emit_json(bake_file(cells))
     else:
         emit_json(cell_list(cells))
     return 0
