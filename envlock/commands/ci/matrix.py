@@ -103,10 +103,10 @@ def register(ci_sub: Any) -> None:
     )
     lk.add_argument(
         "--exclude-newer",
-        metavar="DATE|TIMESTAMP",
-        help="only releases and files uploaded before this instant (a date means the end "
-        "of that day in UTC, or an RFC 3339 timestamp), as uv's --exclude-newer; recorded "
-        "in DIR/cells.json and each lock, so --check reuses it",
+        metavar="DATE",
+        help="ignore releases and files uploaded at or after DATE (YYYY-MM-DD: the start of "
+        "that day in UTC, or an RFC 3339 timestamp), as uv's --exclude-newer; recorded in "
+        "DIR/cells.json and each lock, so --check reuses it",
     )
     lk.add_argument("--jobs", type=int, default=4, metavar="N", help="cells locked at once (4)")
     add_pin_arguments(lk, " in every cell")
@@ -182,8 +182,9 @@ def register(ci_sub: Any) -> None:
     init.add_argument("--index-url", metavar="URL", help="simple-API index (default: pip/uv's)")
     init.add_argument(
         "--exclude-newer",
-        metavar="DATE|TIMESTAMP",
-        help="lock envlock's dependencies from files uploaded before this instant",
+        metavar="DATE",
+        help="lock envlock's dependencies from files uploaded before DATE (YYYY-MM-DD: the "
+        "start of that day in UTC, or an RFC 3339 timestamp)",
     )
     init.add_argument("--force", action="store_true", help="replace existing files")
     init.set_defaults(func=run_init)
