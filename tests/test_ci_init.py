@@ -261,6 +261,10 @@ def test_existing_files_are_kept_without_force(
         (["--spec", SPEC, "--cells", "/abs"], "--cells"),
         (["--spec", SPEC, "--install-dir", "a b"], "--install-dir"),
         (["--spec", SPEC, "--install-dir", "${{ secrets.X }}"], "--install-dir"),
+        (["--spec", SPEC, "--build-arg", "X=$(id)"], "--build-arg"),
+        (["--spec", SPEC, "--build-arg", "X=${{ secrets.X }}"], "--build-arg"),
+        (["--spec", SPEC, "--build-arg", "X=a b"], "--build-arg"),
+        (["--spec", SPEC, "--build-network", "host --privileged"], "--build-network"),
     ],
 )
 def test_values_that_could_break_out_of_the_yaml_are_refused(
@@ -307,4 +311,10 @@ def test_labels_and_folders_reach_the_workflow_quoted(
     assert 'ENVLOCK_PUBLIC_KEY: "ci/envlock/signing.pub.pem"' in text
     assert "inputs.gpu-runner || 'self-hosted.gpu_1'" in text
     assert (project / "ci" / "envlock" / WHEEL).is_file()
+    flags = " --build-arg PIP_INDEX_URL=https://mirror.example/simple --network host"
+    argv += [f"dist/{WHEEL}", "-o", str(path), "--force", "--build-network", "host"]
+    argv += ["--build-arg", "PIP_INDEX_URL=https://mirror.example/simple"]
+    assert _init(capsys, *argv)[0] == 0
+    builds = [ln for ln in path.read_text().splitlines() if "envlock ci build" in ln]
+    assert len(builds) == 2 and all(ln.endswith(flags) for ln in builds)
     assert actionlint(path).returncode == 0

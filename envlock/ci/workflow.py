@@ -41,6 +41,10 @@ REPO_PATH_RE = re.compile(r"^(?!/)(?!.*(^|/)\.\.?(/|$))[A-Za-z0-9._/-]+(?<!/)$")
 # a SPEC as resolve reads it, in characters that need no quoting in YAML or shell words
 SPEC_RE = re.compile(r"^[A-Za-z0-9._\[\]<>=!~,* -]+$")
 PIN_RE = re.compile(r"^[A-Za-z0-9_./@+-]+$")
+# a build argument written into the workflow's shell as one word: nothing a shell or a
+# GitHub expression would read (no quotes, $, `, {, }, \\, spaces)
+BUILD_ARG_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.,:/@%+=~-]*$")
+NETWORK_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,9 @@ class WorkflowContext:
     python: Checked  # the runner's Python (setup-python)
     pins: dict[Checked, Pin]
     regenerate: Checked
+    # ` --build-arg N=V ... --network MODE` for `ci build` (self-hosted runners whose
+    # daemon needs them: a mirror index, a daemon without a default bridge); "" if none
+    build_flags: Checked
 
 
 def _yaml(value: object) -> str:
@@ -107,6 +114,8 @@ def workflow_context(
     install_dir: str = DEFAULT_INSTALL_DIR,
     actions: ActionTable | None = None,
     extra_words: tuple[str, ...] = (),
+    build_args: tuple[str, ...] = (),
+    build_network: str | None = None,
 ) -> WorkflowContext:
     """The checked values of the workflow, or UsageError (exit 2) naming the flag.
 
@@ -142,12 +151,36 @@ def workflow_context(
         )
         for name, row in table.pins().items()
     }
+    flags: list[str] = []
+    for value in build_args:
+        arg = checked(
+            value,
+            "--build-arg",
+            shape=BUILD_ARG_RE,
+            what="NAME=VALUE without quotes, spaces, '$', '{', '}' or '\\'",
+            hint="e.g. --build-arg PIP_INDEX_URL=https://mirror.example/simple",
+            max_len=500,
+        )
+        flags += ["--build-arg", str(arg)]
+    if build_network is not None:
+        network = checked(
+            build_network,
+            "--build-network",
+            shape=NETWORK_RE,
+            what="a network mode or name (host, none, a network)",
+            hint="e.g. --build-network host",
+        )
+        flags += ["--network", str(network)]
     words = ["envlock", "ci", "init", "--spec", str(spec_c), "--runner-label", str(label)]
     if str(cells_c) != DEFAULT_CELLS:
         words += ["--cells", str(cells_c)]
     if str(install_c) != DEFAULT_INSTALL_DIR:
         words += ["--install-dir", str(install_c)]
-    words += [*extra_words, "-o", output, "--force"]
+    words += [*extra_words]
+    for i in range(0, len(flags), 2):
+        name = "--build-network" if flags[i] == "--network" else flags[i]
+        words += [name, flags[i + 1]]
+    words += ["-o", output, "--force"]
     regenerate = checked(
         shlex.join(words),
         "-o",
@@ -164,6 +197,8 @@ def workflow_context(
         python=checked(RUNNER_PYTHON, "the runner's Python", error=DataError),
         pins=pins,
         regenerate=regenerate,
+        # each flag passed its door above; none given is the empty string
+        build_flags=Checked("".join(" " + f for f in flags)),
     )
 
 

@@ -179,6 +179,20 @@ def register(ci_sub: Any) -> None:
         help="table of pinned actions (action, tag, sha, read), laid out as envlock's "
         "matrices/actions.toml; default: that table",
     )
+    init.add_argument(
+        "--build-arg",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        help="a build argument the workflow's `ci build` passes (repeatable), e.g. "
+        "PIP_INDEX_URL=https://mirror.example/simple for a runner that installs from a mirror",
+    )
+    init.add_argument(
+        "--build-network",
+        metavar="MODE",
+        help="network for the RUN steps of the workflow's builds (host, none, a network "
+        "name): for self-hosted runners whose Docker daemon has no default bridge",
+    )
     init.add_argument("--index-url", metavar="URL", help="simple-API index (default: pip/uv's)")
     init.add_argument(
         "--exclude-newer",
@@ -428,6 +442,8 @@ def run_init(args: argparse.Namespace) -> int:
         install_dir=args.install_dir,
         actions=table,
         extra_words=tuple(extra),
+        build_args=tuple(args.build_arg),
+        build_network=args.build_network,
     )
     files: dict[Path, bytes] = {}
     if args.public_key:
