@@ -292,9 +292,9 @@ def run_lock(args: argparse.Namespace) -> int:
     if args.output is None:
         raise UsageError("give -o DIR (or --check DIR)", hint="envlock ci lock SPEC -o cells")
     from envlock.ci.lockcells import CellsInput
-    from envlock.commands.options import _exclude_newer
+    from envlock.instant import exclude_newer as instant
 
-    exclude_newer = _exclude_newer(args)
+    exclude_newer = instant(args.exclude_newer) if args.exclude_newer else None
     output = Path(args.output)
     check_output_folder(output, "-o")
     cells = _expand(args, exclude_newer).cells
