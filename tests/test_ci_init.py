@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fixtures.index.fakeindex import FakeIndex, make_wheel
@@ -330,3 +332,87 @@ def test_labels_and_folders_reach_the_workflow_quoted(
     builds = [ln for ln in path.read_text().splitlines() if "envlock ci build" in ln]
     assert len(builds) == 2 and all(ln.endswith(flags) for ln in builds)
     assert actionlint(path).returncode == 0
+
+
+@pytest.fixture()
+def https_wheel(project: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """envlock's wheel served over HTTPS on 127.0.0.1 (a self-signed certificate the
+    session trusts through REQUESTS_CA_BUNDLE): the base URL of dist/."""
+    import datetime
+    import ipaddress
+    import ssl
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    tls = project.parent / "tls"
+    tls.mkdir()
+    (tls / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tls / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tls / "cert.pem"))
+    directory = str(project / "dist")
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def __init__(self, *a: Any) -> None:
+            super().__init__(*a, directory=directory)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tls / "cert.pem", tls / "key.pem")
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_wheel_by_url_is_named_by_its_url_and_hash(
+    project: Path, capsys: pytest.CaptureFixture[str], https_wheel: str
+) -> None:
+    sha = hashlib.sha256((project / "dist" / WHEEL).read_bytes()).hexdigest()
+    url = f"{https_wheel}/{WHEEL}"
+    code, out, err = _init(capsys, "--spec", SPEC, "--envlock-wheel", f"{url}#sha256={sha}")
+    assert code == 0, err
+    requirements = (project / ".github" / "envlock" / "requirements.txt").read_text()
+    assert f"envlock-gpu @ {url} \\\n    --hash=sha256:{sha}\n" in requirements
+    assert "dep-a==1.0 \\\n" in requirements  # its dependencies, read from the fetched wheel
+    assert not (project / ".github" / "envlock" / WHEEL).exists()  # nothing to commit
+    # bytes that are not the hash given: refused, nothing written
+    shutil.rmtree(project / ".github")
+    code, out, err = _init(capsys, "--spec", SPEC, "--envlock-wheel", f"{url}#sha256={'0' * 64}")
+    assert code == 2 and "sha256" in err and "Traceback" not in err, err
+    assert not (project / ".github").exists()
