@@ -350,3 +350,17 @@ def test_matrix_from_lists_the_locked_cells(
     }
     assert main(["ci", "matrix", SPEC, "--from", str(out)]) == 2
     assert "not used" in capsys.readouterr().err
+
+
+def test_check_names_a_cell_whose_lock_had_failed(
+    locked: tuple[Path, int, dict[str, Any], str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = locked[0]
+    assert main(["ci", "lock", "--check", str(out), "--json"]) == 1
+    captured = capsys.readouterr()
+    states = {c["id"]: c for c in json.loads(captured.out)["cells"]}
+    assert {i: s["state"] for i, s in states.items()} == {
+        i: ("new" if i == BROKEN else "current") for i in IDS
+    }
+    assert f"its lock failed when {out} was written: " in states[BROKEN]["changes"][0]
+    assert f"1 of 4 cells would change: {BROKEN} (new)" in captured.err

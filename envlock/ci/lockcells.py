@@ -308,7 +308,13 @@ def check_cells(
 
     def one(cell_id_: str) -> CellCheck:
         if cell_id_ not in locked:
-            return CellCheck(cell_id_, "new", (f"+ {cell_id_} (not in {folder})",))
+            row = recorded.get(cell_id_)
+            why = (
+                f"its lock failed when {folder} was written: {str(row.get('error', ''))[:120]}"
+                if row is not None
+                else f"not in {folder}"
+            )
+            return CellCheck(cell_id_, "new", (f"+ {cell_id_} ({why})",))
         try:
             result = check_folder(
                 CheckRequest(folder / cell_id_, index_url=index_url, offline=offline)
