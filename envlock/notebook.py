@@ -203,7 +203,8 @@ def fix_hint(python: str) -> str:
     """What to do when no envlock is found: a command for a shell (or a ``!`` cell)."""
     install = shlex.join(["envlock", "notebook", "install", "--venv", python])
     return (
-        f"install envlock outside this kernel (its own venv, pipx) and run, in a shell where "
+        f"install envlock (the distribution envlock-gpu; 'envlock' on the index is another "
+        f"project) outside this kernel (its own venv, pipx) and run, in a shell where "
         f"it is on PATH: {install} (it records which envlock %envlock runs); or name it "
         f"for this session with %envlock --use followed by its path, or set {ENV_BIN}"
     )

@@ -42,6 +42,12 @@ have="$(cat "$stamp" 2>/dev/null || true)"
 if [ "$have" != "$want" ] && { [ -n "$extra" ] || [ "$have" != "${want}test" ]; }; then
   spec="$root"
   [ -n "$extra" ] && spec="${root}[$extra]"
+  # the distribution was called "envlock" before it became "envlock-gpu" (that
+  # name on the index is an unrelated project): an install under the old name
+  # would leave its files beside the new one
+  if "$venv/bin/python" -m pip show -q envlock >/dev/null 2>&1; then
+    "$venv/bin/python" -m pip uninstall -q -y envlock
+  fi
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$spec"
   echo "$want" >"$stamp"
 fi

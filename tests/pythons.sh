@@ -2,7 +2,7 @@
 # The tests under other CPythons, from pyenv (part of ./tests/run.sh):
 # - the unit tests (no docker, network or slow ones) under the oldest and the
 #   newest Python envlock supports, ENVLOCK_TEST_PYTHONS (default "3.10 3.13"),
-#   each in its own ./.venv-pyX.Y with envlock[test] installed;
+#   each in its own ./.venv-pyX.Y with envlock-gpu[test] (this checkout) installed;
 # - the smoke harness's tests under ENVLOCK_HARNESS_PYTHON (default 3.8, the
 #   oldest the harness runs on inside old images), in ./.venv-pyX.Y with pytest
 #   only (pip picks its last release for that Python); the tests load the

@@ -243,3 +243,126 @@ def test_bad_jobs_and_output_are_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
     (tmp_path / "file").write_text("x")
     assert main(["ci", "lock", SPEC, "-o", str(tmp_path / "file")]) == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- ci lock --check
+
+
+def _check(
+    capsys: pytest.CaptureFixture[str], folder: Path, index: FakeIndex
+) -> tuple[int, Any, str]:
+    code = main(["ci", "lock", "--check", str(folder), "--index-url", index.url, "--json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err
+
+
+def test_check_passes_on_its_own_output_and_names_the_cells_that_would_change(
+    tmp_path: Path,
+    tf_index: FakeIndex,
+    uv_cache: None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "cells"
+    code, report, err = _ci_lock(capsys, out, tf_index, "--python", "3.11")
+    assert code == 0, err
+    ids = ["tf2.14.1-py3.11-cuda11.8", "tf2.15.1-py3.11-cuda12.2"]
+    assert [c["id"] for c in report["cells"]] == ids
+    recorded = json.loads((out / "cells.json").read_text())["input"]
+    assert recorded == {"spec": SPEC, "python": "3.11"}
+    code, result, err = _check(capsys, out, tf_index)
+    assert code == 0, err
+    assert result["ok"] and [(c["id"], c["state"]) for c in result["cells"]] == [
+        (i, "current") for i in ids
+    ]
+    assert "all 2 cells" in err
+    # a newer dependency on the index: the cell that requires it would change, by name
+    tf_index.add_dist("dep-a", "1.1")
+    code, result, err = _check(capsys, out, tf_index)
+    assert code == 1
+    states = {c["id"]: c for c in result["cells"]}
+    assert states[ids[0]]["state"] == "changed"
+    assert "~ dep-a 1.0 -> 1.1" in states[ids[0]]["changes"][0]
+    assert states[ids[1]]["state"] == "current"  # 2.15.1 requires nothing
+    assert f"1 of 2 cells would change: {ids[0]} (changed)" in err
+    fix = f"envlock ci lock '{SPEC}' --python 3.11 -o {out} --force"
+    assert result["fix"] == fix and f"hint: {fix}" in err
+    # a cell folder removed by hand is named too
+    shutil.rmtree(out / ids[1])
+    code, result, err = _check(capsys, out, tf_index)
+    assert code == 1 and "(failed)" in err and ids[1] in err
+
+
+def test_check_reuses_the_recorded_exclude_newer(
+    tmp_path: Path,
+    tf_index: FakeIndex,
+    uv_cache: None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from dataclasses import replace as dc_replace
+
+    from fixtures.index.fakeindex import make_dist
+
+    out = tmp_path / "cells"
+    argv = ["--python", "3.11", "--exclude-newer", "2025-06-30"]
+    code, report, err = _ci_lock(capsys, out, tf_index, *argv)
+    assert code == 0, err
+    recorded = json.loads((out / "cells.json").read_text())["input"]
+    assert recorded["exclude_newer"] == "2025-06-30T00:00:00Z"  # a date: the start of it, UTC
+    pylock = (out / "tf2.14.1-py3.11-cuda11.8" / "pylock.toml").read_text()
+    assert "2025-06-30T00:00:00Z" in pylock  # each lock records the instant too
+    # dep-a 1.1 uploaded after the instant: the check (which reuses it) still passes
+    tf_index.add(dc_replace(make_dist("dep-a", "1.1"), upload_time="2025-09-01T00:00:00Z"))
+    code, result, err = _check(capsys, out, tf_index)
+    assert code == 0, err
+    # --check takes no new instant: it reuses the recorded one
+    code = main(["ci", "lock", "--check", str(out), "--exclude-newer", "2026-01-01"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--exclude-newer not used" in err and "Traceback" not in err
+
+
+def test_check_of_a_folder_without_cells_json_is_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ci", "lock", "--check", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "cells.json: no such file" in err and "Traceback" not in err
+    assert main(["ci", "lock", SPEC, "--check", str(tmp_path)]) == 2
+    assert "SPEC" in capsys.readouterr().err
+
+
+def test_matrix_from_lists_the_locked_cells(
+    locked: tuple[Path, int, dict[str, Any], str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = locked[0]
+    assert main(["ci", "matrix", "--from", str(out), "--format", "github"]) == 0
+    text = capsys.readouterr().out
+    assert text.count("\n") == 1
+    include = json.loads(text)["include"]
+    assert [c["id"] for c in include] == [i for i in IDS if i != BROKEN]
+    assert set(include[0]) == {
+        "id",
+        "spec",
+        "version",
+        "python",
+        "cuda",
+        "cudnn",
+        "cuda_source",
+        "base_image",
+        "image_tag",
+    }
+    assert main(["ci", "matrix", SPEC, "--from", str(out)]) == 2
+    assert "not used" in capsys.readouterr().err
+
+
+def test_check_names_a_cell_whose_lock_had_failed(
+    locked: tuple[Path, int, dict[str, Any], str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = locked[0]
+    assert main(["ci", "lock", "--check", str(out), "--json"]) == 1
+    captured = capsys.readouterr()
+    states = {c["id"]: c for c in json.loads(captured.out)["cells"]}
+    assert {i: s["state"] for i, s in states.items()} == {
+        i: ("new" if i == BROKEN else "current") for i in IDS
+    }
+    assert f"its lock failed when {out} was written: " in states[BROKEN]["changes"][0]
+    assert f"1 of 4 cells would change: {BROKEN} (new)" in captured.err

@@ -187,3 +187,22 @@ def test_bake_format(capsys: pytest.CaptureFixture[str]) -> None:
 def test_expand_raises_no_resolution_for_nothing() -> None:
     with pytest.raises(NoResolution):
         expand("tensorflow>=9")
+
+
+def test_several_cuda_sources_keep_each_combination_that_exists(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = _run(capsys, RANGE, "--cuda-source", "system,pip")
+    assert code == 0, err
+    ids = [c["id"] for c in json.loads(out)]
+    assert ids == [
+        "tf2.14.1-py3.10-cuda11.8",
+        "tf2.14.1-py3.10-cuda11.8-pip",
+        "tf2.15.1-py3.10-cuda12.2",
+        "tf2.15.1-py3.10-cuda12.2-pip",
+        "tf2.16.2-py3.10-cuda12.3-pip",
+    ]
+    assert "note: left out tensorflow==2.16.2 with Python (default), CUDA source system" in err
+    # a release with no source at all that exists is still impossible, exit 2
+    code, _, err = _run(capsys, "tensorflow==2.16.2", "--cuda-source", "system,system")
+    assert code == 2 and "impossible cells" in err

@@ -276,7 +276,7 @@ def test_harness_records_the_environment() -> None:
 
     env = harness.installed_environment()
     assert env["distributions"] == sorted(env["distributions"])
-    assert any(d.startswith("envlock==") for d in env["distributions"])
+    assert any(d.startswith("envlock-gpu==") for d in env["distributions"])
     assert env["sha256"] == statement.environment_digest({"environment": env})
 
 

@@ -177,17 +177,25 @@ def _below_minor(spec: str, version: str) -> str:
 
 
 def releases(
-    spec: str, matrix: Matrix | None = None, prereleases: bool = False
+    spec: str,
+    matrix: Matrix | None = None,
+    prereleases: bool = False,
+    exclude_newer: str | None = None,
 ) -> list[Resolution]:
     """The default resolution of the newest patch of each minor SPEC admits, newest first
-    (``prereleases``: release candidates are candidates too, as resolve's --pre).
+    (``prereleases``: release candidates are candidates too, as resolve's --pre;
+    ``exclude_newer``: only releases on the index before that instant).
 
     NoResolution (exit 2) when SPEC admits nothing: resolve's own explanation."""
-    found = [resolve(Constraints(spec=spec, prereleases=prereleases), matrix)]
+
+    def asked(text: str) -> Constraints:
+        return Constraints(spec=text, prereleases=prereleases, exclude_newer=exclude_newer)
+
+    found = [resolve(asked(spec), matrix)]
     while len(found) < 1000:
         below = _below_minor(spec, found[-1].version)
         try:
-            found.append(resolve(Constraints(spec=below, prereleases=prereleases), matrix))
+            found.append(resolve(asked(below), matrix))
         except NoResolution:
             break
     return found
@@ -200,6 +208,7 @@ def expand(
     repo: str = DEFAULT_REPO,
     matrix: Matrix | None = None,
     prereleases: bool = False,
+    exclude_newer: str | None = None,
 ) -> Expansion:
     """The cells of SPEC x ``pythons`` x ``sources``, oldest release first.
 
@@ -208,13 +217,20 @@ def expand(
     source are left out with a note) or None (resolve's choice). ``sources``:
     the CUDA sources asked for, or None (resolve's choice). A Python or
     source that does not go with a release asked for explicitly is a
-    NoResolution naming every such combination (exit 2)."""
+    NoResolution naming every such combination (exit 2), except where several
+    CUDA sources were listed: then each combination that exists is a cell and
+    those that do not are left out with a note (a release none of whose
+    sources exists is still a NoResolution). ``exclude_newer``: an instant
+    (envlock.instant) every cell resolves and locks with, as ``--exclude-newer``."""
     repository = check_repo(repo)
     cells: list[Cell] = []
     notes: list[str] = []
     impossible: list[str] = []
-    for default in reversed(releases(spec, matrix, prereleases)):
+    several_sources = sources is not None and len(sources) > 1
+    for default in reversed(releases(spec, matrix, prereleases, exclude_newer)):
         exact = f"tensorflow=={default.version}"
+        left_out: list[str] = []
+        before = len(cells)
         for source in sources or (None,):
             if pythons == ALL:
                 floor = Version(OLDEST_PYTHON)
@@ -226,7 +242,12 @@ def expand(
             else:
                 wanted = list(pythons)
             for python in wanted:
-                constraints = Constraints(spec=exact, python=python, cuda_source=source)
+                constraints = Constraints(
+                    spec=exact,
+                    python=python,
+                    cuda_source=source,
+                    exclude_newer=exclude_newer,
+                )
                 try:
                     r = resolve(constraints, matrix)
                 except NoResolution as e:
@@ -236,6 +257,8 @@ def expand(
                     )
                     if pythons == ALL:
                         notes.append(f"left out {what}: {e.message}")
+                    elif several_sources:
+                        left_out.append(f"{what}: {e.message}")
                     else:
                         impossible.append(f"{what}: {e.message}")
                     continue
@@ -243,6 +266,10 @@ def expand(
                 if any(c.id == cid for c in cells):
                     continue
                 cells.append(Cell(cid, exact, r, f"{repository}:{cid}", constraints))
+        if left_out and len(cells) > before:
+            notes += [f"left out {what}" for what in left_out]
+        else:
+            impossible += left_out
     if impossible:
         raise NoResolution(
             "impossible cells: " + "; ".join(impossible),

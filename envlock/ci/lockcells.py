@@ -8,8 +8,14 @@ and ``--cuda-source Y`` where the command line listed them), through the same
 atomic, manifest-backed write. Cells run in a thread pool (the resolver is a
 child process, so threads overlap the waits); a cell that fails is recorded
 with its reason and the others go on. When all are done, ``DIR/cells.json``
-(every cell, its status and lock digest) and ``DIR/docker-bake.json`` (the
-cells that locked) are written atomically.
+(every cell, its status and lock digest, and the input the cells were
+expanded from) and ``DIR/docker-bake.json`` (the cells that locked) are
+written atomically.
+
+``check_cells`` is ``ci lock --check DIR``: the cells expanded again from the
+input cells.json records (with its ``--exclude-newer`` instant, so the same
+files are candidates) must be the cells DIR holds, and each cell's bundle must
+be what ``envlock lock --check`` finds current (``envlock.bundle.check``).
 """
 
 from __future__ import annotations
@@ -122,9 +128,82 @@ def _rebased(resolution: Resolution, base_image: str) -> Resolution:
     return replace(resolution, base_image=base_image, base_image_digest=None)
 
 
+@dataclass(frozen=True)
+class CellsInput:
+    """What the cells were expanded from (``ci lock``'s flags), recorded in cells.json."""
+
+    spec: str
+    python: str | None = None  # --python as given ("3.10,3.11", "all")
+    cuda_source: str | None = None  # --cuda-source as given ("system,pip")
+    pre: bool = False
+    repo: str | None = None
+    exclude_newer: str | None = None  # a UTC instant (envlock.instant)
+    with_requirements: tuple[str, ...] = ()  # --with lines
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"spec": self.spec}
+        for key in ("python", "cuda_source", "repo", "exclude_newer"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.pre:
+            out["pre"] = True
+        if self.with_requirements:
+            out["with"] = list(self.with_requirements)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], where: str) -> CellsInput:
+        from envlock.errors import DataError
+
+        def text(key: str) -> str | None:
+            value = data.get(key)
+            if value is not None and not isinstance(value, str):
+                raise DataError(f"{where}.{key}: {value!r} is not a string", hint=_RELOCK)
+            return value
+
+        extra = data.get("with", [])
+        if not isinstance(extra, list) or not all(isinstance(w, str) for w in extra):
+            raise DataError(f"{where}.with: not a list of requirement lines", hint=_RELOCK)
+        spec = text("spec")
+        if not spec:
+            raise DataError(f"{where}.spec: missing", hint=_RELOCK)
+        return cls(
+            spec=spec,
+            python=text("python"),
+            cuda_source=text("cuda_source"),
+            pre=data.get("pre") is True,
+            repo=text("repo"),
+            exclude_newer=text("exclude_newer"),
+            with_requirements=tuple(extra),
+        )
+
+    def command(self, output: str) -> str:
+        """The ``envlock ci lock`` that writes these cells again."""
+        import shlex
+
+        words = ["envlock", "ci", "lock", self.spec]
+        for flag, value in (
+            ("--python", self.python),
+            ("--cuda-source", self.cuda_source),
+            ("--repo", self.repo),
+            ("--exclude-newer", self.exclude_newer),
+        ):
+            if value is not None:
+                words += [flag, value]
+        if self.pre:
+            words.append("--pre")
+        for line in self.with_requirements:
+            words += ["--with", line]
+        return shlex.join([*words, "-o", output, "--force"])
+
+
+_RELOCK = "write the cells again with `envlock ci lock SPEC -o DIR --force`"
+
+
 def write_index(
     output: Path,
-    spec: str,
+    spec: str | CellsInput,
     results: Sequence[CellResult],
     base_image: str | None = None,
 ) -> tuple[Path, Path]:
@@ -143,12 +222,115 @@ def write_index(
             for c in cells
         ]
     bake = bake_file(cells, digests)
+    recorded = spec if isinstance(spec, CellsInput) else CellsInput(spec)
     document = {
         "schema_version": SCHEMA_VERSION,
-        "spec": spec,
+        "spec": recorded.spec,
+        "input": recorded.to_dict(),
         "cells": [r.to_dict() for r in results],
     }
     cells_path, bake_path = output / CELLS_JSON, output / BAKE_JSON
     atomic_write(cells_path, json.dumps(document, indent=2) + "\n")
     atomic_write(bake_path, json.dumps(bake, indent=2) + "\n")
     return cells_path, bake_path
+
+
+# ---------------------------------------------------------------- ci lock --check
+
+
+@dataclass(frozen=True)
+class CellCheck:
+    id: str
+    state: str  # current, changed, new, gone, failed
+    changes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "current"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "state": self.state, "changes": list(self.changes)}
+
+
+def read_index(folder: Path) -> tuple[CellsInput, list[dict[str, Any]]]:
+    """DIR/cells.json: the recorded input and the cell rows; UsageError/DataError if unusable."""
+    from envlock.errors import DataError, UsageError
+
+    path = folder / CELLS_JSON
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise UsageError(
+            f"{path}: no such file; {folder} is not a folder `envlock ci lock` wrote",
+            hint="envlock ci lock SPEC -o DIR writes it",
+        ) from e
+    except (OSError, ValueError) as e:
+        raise DataError(f"{path}: unreadable: {e}", hint=_RELOCK) from e
+    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+        raise DataError(f"{path}: not a cells.json of schema {SCHEMA_VERSION}", hint=_RELOCK)
+    recorded = data.get("input") or {"spec": data.get("spec")}
+    if not isinstance(recorded, dict):
+        raise DataError(f"{path}: input: not a table", hint=_RELOCK)
+    rows = data.get("cells")
+    if not isinstance(rows, list) or not all(
+        isinstance(r, dict) and isinstance(r.get("id"), str) for r in rows
+    ):
+        raise DataError(f"{path}: cells: not a list of cells with ids", hint=_RELOCK)
+    return CellsInput.from_dict(recorded, f"{path}: input"), rows
+
+
+def check_cells(
+    folder: Path,
+    cells: Sequence[Cell],
+    rows: Sequence[dict[str, Any]],
+    *,
+    index_url: str | None = None,
+    offline: bool = False,
+    jobs: int = 4,
+    progress: Progress | None = None,
+) -> list[CellCheck]:
+    """Each cell of ``cells`` (expanded again now) against DIR: new, gone, changed, current.
+
+    A locked cell's folder is checked as ``envlock lock --check`` checks it,
+    ``jobs`` at once; a cell the recorded run failed to lock is checked too
+    (it is not current: locking it now would add it)."""
+    from envlock.bundle.check import CheckRequest, check_folder
+
+    recorded = {str(r["id"]): r for r in rows}
+    locked = {i for i, r in recorded.items() if r.get("status") == "locked"}
+    now = {c.id for c in cells}
+    lock = threading.Lock()
+
+    def say(message: str) -> None:
+        if progress is not None:
+            with lock:
+                progress(message)
+
+    def one(cell_id_: str) -> CellCheck:
+        if cell_id_ not in locked:
+            row = recorded.get(cell_id_)
+            why = (
+                f"its lock failed when {folder} was written: {str(row.get('error', ''))[:120]}"
+                if row is not None
+                else f"not in {folder}"
+            )
+            return CellCheck(cell_id_, "new", (f"+ {cell_id_} ({why})",))
+        try:
+            result = check_folder(
+                CheckRequest(folder / cell_id_, index_url=index_url, offline=offline)
+            )
+        except EnvlockError as e:
+            check = CellCheck(cell_id_, "failed", (_reason(e),))
+        else:
+            check = CellCheck(
+                cell_id_, "current" if result.ok else "changed", tuple(result.changes)
+            )
+        say(f"ci lock --check: {cell_id_}: {check.state}")
+        return check
+
+    order = [c.id for c in cells]
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(order) or 1))) as pool:
+        checks = list(pool.map(one, order))
+    for gone in sorted(locked - now):
+        checks.append(CellCheck(gone, "gone", (f"- {gone} (SPEC no longer gives it)",)))
+    return checks

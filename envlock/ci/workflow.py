@@ -1,13 +1,17 @@
-"""``envlock ci init``: the GitHub Actions workflow that builds every cell.
+"""``envlock ci init``: the GitHub Actions workflow that builds the committed cells.
 
 Rendered from ``templates/envlock-images.yml.j2`` (Jinja2, ``StrictUndefined``)
 from one ``WorkflowContext``. The values that reach the YAML pass the door
 first (``envlock.render.values.checked``, with a shape per kind): the SPEC
 must be one ``envlock resolve`` reads, the runner label a plain label, the
-install requirement a plain requirement; the template quotes each for where
-it lands (a YAML double-quoted string, or a string literal inside a GitHub
-expression). The file is written atomically and an existing one is kept
-unless ``force``.
+folders plain relative paths, every ``uses:`` a row of the actions table
+(``envlock.ci.actions``); the template quotes each for where it lands (a YAML
+double-quoted string, or a string literal inside a GitHub expression) and
+shell steps read values from ``env``. Beside the workflow, in the install
+folder, go envlock's hash-pinned closure (``envlock.ci.install``), envlock's
+wheel when it is committed, and the public key the report job trusts. All
+files are made first, then written atomically; existing ones are kept unless
+``force``.
 """
 
 from __future__ import annotations
@@ -20,20 +24,33 @@ from pathlib import Path
 from typing import Any
 
 from envlock import __version__
+from envlock.ci.actions import ActionTable, load_actions
 from envlock.errors import DataError, UsageError
 from envlock.fsutil import atomic_write
 from envlock.render.values import Checked, check_context, checked
 
 DEFAULT_OUTPUT = ".github/workflows/envlock-images.yml"
 DEFAULT_RUNNER_LABEL = "gpu"
+DEFAULT_CELLS = "cells"
+DEFAULT_INSTALL_DIR = ".github/envlock"
+PUBLIC_KEY = "signing.pub.pem"
 TEMPLATE = "envlock-images.yml.j2"
 RUNNER_LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-# what pip installs in the workflow: a name with optional extras and version specifiers
-INSTALL_RE = re.compile(
-    r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?([<>=!~]=?[0-9A-Za-z.*+!-]+,?)*$"
-)
+# a folder of the repository, relative to its root, in characters that need no quoting
+REPO_PATH_RE = re.compile(r"^(?!/)(?!.*(^|/)\.\.?(/|$))[A-Za-z0-9._/-]+(?<!/)$")
 # a SPEC as resolve reads it, in characters that need no quoting in YAML or shell words
 SPEC_RE = re.compile(r"^[A-Za-z0-9._\[\]<>=!~,* -]+$")
+PIN_RE = re.compile(r"^[A-Za-z0-9_./@+-]+$")
+# a build argument written into the workflow's shell as one word: nothing a shell or a
+# GitHub expression would read (no quotes, $, `, {, }, \\, spaces)
+BUILD_ARG_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.,:/@%+=~-]*$")
+NETWORK_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Pin:
+    uses: Checked  # ACTION@<40 hex>
+    tag: Checked  # the release, for the comment
 
 
 @dataclass(frozen=True)
@@ -41,8 +58,15 @@ class WorkflowContext:
     envlock_version: Checked
     spec: Checked
     runner_label: Checked
-    install: Checked
+    cells: Checked  # the `ci lock` folder, relative to the repository root
+    requirements: Checked  # INSTALL_DIR/requirements.txt
+    public_key: Checked  # INSTALL_DIR/signing.pub.pem
+    python: Checked  # the runner's Python (setup-python)
+    pins: dict[Checked, Pin]
     regenerate: Checked
+    # ` --build-arg N=V ... --network MODE` for `ci build` (self-hosted runners whose
+    # daemon needs them: a mirror index, a daemon without a default bridge); "" if none
+    build_flags: Checked
 
 
 def _yaml(value: object) -> str:
@@ -69,13 +93,35 @@ def _environment() -> Any:
     return env
 
 
+def repo_path(value: str, flag: str, example: str) -> Checked:
+    """A path inside the repository, relative to its root (the workflow's working folder)."""
+    return checked(
+        value.strip().rstrip("/"),
+        flag,
+        shape=REPO_PATH_RE,
+        what="a relative path inside the repository (letters, digits, '.', '_', '-', '/')",
+        hint=f"e.g. {flag} {example}",
+        max_len=200,
+    )
+
+
 def workflow_context(
     spec: str,
     runner_label: str = DEFAULT_RUNNER_LABEL,
-    install: str | None = None,
     output: str = DEFAULT_OUTPUT,
+    *,
+    cells: str = DEFAULT_CELLS,
+    install_dir: str = DEFAULT_INSTALL_DIR,
+    actions: ActionTable | None = None,
+    extra_words: tuple[str, ...] = (),
+    build_args: tuple[str, ...] = (),
+    build_network: str | None = None,
 ) -> WorkflowContext:
-    """The checked values of the workflow, or UsageError (exit 2) naming the flag."""
+    """The checked values of the workflow, or UsageError (exit 2) naming the flag.
+
+    ``extra_words``: the options of the command line that made it (for the
+    regenerate line), already checked by their own door."""
+    from envlock.ci.install import REQUIREMENTS, RUNNER_PYTHON
     from envlock.resolve.spec import parse_spec
 
     parse_spec(spec)  # a SPEC resolve would refuse is refused here
@@ -95,18 +141,45 @@ def workflow_context(
         hint="e.g. --runner-label gpu",
         max_len=100,
     )
-    install_text = install if install is not None else f"envlock=={__version__}"
-    install_c = checked(
-        install_text,
-        "--install",
-        shape=INSTALL_RE,
-        what="a requirement pip installs (name, extras, version specifiers)",
-        hint=f"e.g. --install envlock=={__version__}",
-        max_len=200,
-    )
+    cells_c = repo_path(cells, "--cells", DEFAULT_CELLS)
+    install_c = repo_path(install_dir, "--install-dir", DEFAULT_INSTALL_DIR)
+    table = actions if actions is not None else load_actions()
+    pins = {
+        checked(name, table.source, error=DataError): Pin(
+            uses=checked(row.uses, table.source, shape=PIN_RE, what="ACTION@SHA", error=DataError),
+            tag=checked(row.tag, table.source, shape=PIN_RE, what="a tag", error=DataError),
+        )
+        for name, row in table.pins().items()
+    }
+    flags: list[str] = []
+    for value in build_args:
+        arg = checked(
+            value,
+            "--build-arg",
+            shape=BUILD_ARG_RE,
+            what="NAME=VALUE without quotes, spaces, '$', '{', '}' or '\\'",
+            hint="e.g. --build-arg PIP_INDEX_URL=https://mirror.example/simple",
+            max_len=500,
+        )
+        flags += ["--build-arg", str(arg)]
+    if build_network is not None:
+        network = checked(
+            build_network,
+            "--build-network",
+            shape=NETWORK_RE,
+            what="a network mode or name (host, none, a network)",
+            hint="e.g. --build-network host",
+        )
+        flags += ["--network", str(network)]
     words = ["envlock", "ci", "init", "--spec", str(spec_c), "--runner-label", str(label)]
-    if install is not None:
-        words += ["--install", str(install_c)]
+    if str(cells_c) != DEFAULT_CELLS:
+        words += ["--cells", str(cells_c)]
+    if str(install_c) != DEFAULT_INSTALL_DIR:
+        words += ["--install-dir", str(install_c)]
+    words += [*extra_words]
+    for i in range(0, len(flags), 2):
+        name = "--build-network" if flags[i] == "--network" else flags[i]
+        words += [name, flags[i + 1]]
     words += ["-o", output, "--force"]
     regenerate = checked(
         shlex.join(words),
@@ -118,8 +191,14 @@ def workflow_context(
         envlock_version=checked(__version__, "envlock's version", error=DataError),
         spec=spec_c,
         runner_label=label,
-        install=install_c,
+        cells=cells_c,
+        requirements=checked(f"{install_c}/{REQUIREMENTS}", "--install-dir"),
+        public_key=checked(f"{install_c}/{PUBLIC_KEY}", "--install-dir"),
+        python=checked(RUNNER_PYTHON, "the runner's Python", error=DataError),
+        pins=pins,
         regenerate=regenerate,
+        # each flag passed its door above; none given is the empty string
+        build_flags=Checked("".join(" " + f for f in flags)),
     )
 
 
@@ -133,14 +212,17 @@ def render_workflow(ctx: WorkflowContext) -> str:
         raise DataError(f"templates/{TEMPLATE}: {e.message}", hint="report this envlock bug") from e
 
 
-def write_workflow(path: Path, text: str, *, force: bool = False) -> None:
-    """Write the workflow atomically; an existing file only with ``force``."""
-    if path.exists() and not force:
-        raise UsageError(
-            f"{path} exists; envlock ci init does not overwrite it",
-            hint="give --force to replace it, or -o another path",
-        )
-    if path.is_dir():
-        raise UsageError(f"{path} is a folder", hint="give -o a file path")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, text)
+def write_files(files: dict[Path, bytes], *, force: bool = False) -> None:
+    """Write every file atomically; existing ones only with ``force`` (checked before any
+    is written, so a refusal leaves all of them as they were)."""
+    for path in files:
+        if path.is_dir():
+            raise UsageError(f"{path} is a folder", hint="give -o a file path")
+        if path.exists() and not force and path.read_bytes() != files[path]:
+            raise UsageError(
+                f"{path} exists; envlock ci init does not overwrite it",
+                hint="give --force to replace it, or -o another path",
+            )
+    for path, data in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, data)
