@@ -145,3 +145,17 @@ def make_index() -> Iterator[Callable[..., FakeIndex]]:
 def make_module_index() -> Iterator[Callable[..., FakeIndex]]:
     """Start local indexes shared by a module's tests (stopped after the module)."""
     yield from _index_factory()
+
+
+@pytest.fixture(scope="session")
+def shared_uv_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One uv cache for the run's tests that install real TensorFlow but do not
+    test a cache: after the first such install, each later one reads the 500 MB
+    of wheels from here instead of unpacking them again. Shared by the xdist
+    workers (uv locks its cache, so concurrent installs are safe); a test of
+    uv's own cache behaviour keeps a fresh UV_CACHE_DIR of its own."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    path = root / "uv-cache-shared"
+    path.mkdir(exist_ok=True)
+    return path

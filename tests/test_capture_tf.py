@@ -1,7 +1,8 @@
 """capture of a real TensorFlow 2.15 venv, and ``lock -r`` of its ``pip freeze``.
 
-The venv is made once per session with pip from the configured index (about
-a minute or two); ENVLOCK_TF215_VENV names an existing one to reuse.
+The venv is made once per session from the configured index (pip in it, the
+wheels through the run's shared uv cache); ENVLOCK_TF215_VENV names an
+existing one to reuse.
 """
 
 from __future__ import annotations
@@ -9,28 +10,21 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from report_support import run_cli
+from venv_support import make_tf215_venv
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
 
 @pytest.fixture(scope="session")
-def tf_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def tf_venv(tmp_path_factory: pytest.TempPathFactory, shared_uv_cache: Path) -> Path:
     given = os.environ.get("ENVLOCK_TF215_VENV")
     if given:
         return Path(given)
-    venv = tmp_path_factory.mktemp("tf215") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "tensorflow==2.15.1"],
-        check=True,
-        timeout=1200,
-    )
-    return venv
+    return make_tf215_venv(tmp_path_factory.mktemp("tf215") / "venv", shared_uv_cache)
 
 
 def _pip_list(venv: Path) -> str:

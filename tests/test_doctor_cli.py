@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from venv_support import make_tf215_venv
 
 from envlock.cli import main
 from envlock.doctor import target
@@ -150,12 +151,10 @@ def pip(venv: Path, *args: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def tf_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One venv with tensorflow==2.15.1 per session (the index from pip's configuration)."""
-    venv = tmp_path_factory.mktemp("doctor") / "tf215"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip(venv, "install", "tensorflow==2.15.1")
-    yield venv
+def tf_venv(tmp_path_factory: pytest.TempPathFactory, shared_uv_cache: Path) -> Iterator[Path]:
+    """One venv with tensorflow==2.15.1 per session (the index from pip's configuration;
+    pip in it, the wheels through the run's shared uv cache)."""
+    yield make_tf215_venv(tmp_path_factory.mktemp("doctor") / "tf215", shared_uv_cache)
 
 
 @pytest.mark.slow

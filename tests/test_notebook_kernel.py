@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from venv_support import make_tf215_venv
 
 from envlock.cli import main
 
@@ -86,11 +87,9 @@ def _uv() -> str:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def world(tmp_path_factory: pytest.TempPathFactory, shared_uv_cache: Path) -> dict[str, Any]:
     """The kernel venv (TensorFlow 2.15.1, ipykernel) and the folders every step
     shares: one uv cache, Jupyter's data dir, envlock's data dir."""
-    from envlock.index.config import index_url
-
     root = tmp_path_factory.mktemp("notebook-kernel")
     env = {
         **os.environ,
@@ -112,13 +111,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         check=True,
     )
     python = venv / "bin" / "python"
-    subprocess.run(
-        [_uv(), "pip", "install", "-q", "--python", str(python), "--index-url", index_url(None)]
-        + ["tensorflow==2.15.1", "ipykernel"],
-        env=env,
-        check=True,
-        timeout=1200,
-    )
+    # the run's shared cache (copied out: the story edits this venv), not the module's
+    make_tf215_venv(venv, shared_uv_cache, "ipykernel")
     spec = Path(env["JUPYTER_DATA_DIR"]) / "kernels" / "base"
     spec.mkdir(parents=True)
     argv = [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
