@@ -7,9 +7,12 @@ import os
 import sys
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envlock.errors import EnvlockError, UsageError
+
+if TYPE_CHECKING:
+    from envlock.doctor.advice import DoctorReport, Finding, FindingDict
 
 
 def register(sub: Any) -> None:
@@ -220,12 +223,12 @@ def _explain_log(name: str, expected: Any, lock_dir: str | None) -> list[Any]:
 def run(args: argparse.Namespace) -> int:
     from envlock.doctor import findings as F
     from envlock.doctor import knownerrors, target
-    from envlock.doctor.advice import Context, Finding
+    from envlock.doctor.advice import Context
     from envlock.doctor.probe import sonames
 
     lock = _read_lock(args.lock) if args.lock else None
     lock_dir = args.lock
-    doc: dict[str, Any] = {"schema": "envlock.doctor/v1", "lock": lock_dir}
+    doc: DoctorReport = {"schema": "envlock.doctor/v1", "lock": lock_dir}
     found: list[Finding] = []
     expected = lock.resolution if lock is not None else None
     log_only = args.log is not None and args.lock is None and args.venv is None
@@ -282,7 +285,8 @@ def run(args: argparse.Namespace) -> int:
         )
         tf = probe.get("tensorflow") or {}
         if tf.get("imported") is False:  # the import error is a log too
-            text = str((tf.get("error") or {}).get("message", ""))
+            error = tf.get("error")
+            text = str(error.get("message", "")) if error else ""
             found += knownerrors.explain(
                 knownerrors.match_log(text.splitlines(), knownerrors.load()), expected, lock_dir
             )
@@ -292,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
     return _finish(args, doc, found)
 
 
-def _finish(args: argparse.Namespace, doc: dict[str, Any], found: list[Any]) -> int:
+def _finish(args: argparse.Namespace, doc: DoctorReport, found: list[Finding]) -> int:
     from envlock.doctor import findings as F
 
     doc["status"] = F.overall(found)
@@ -325,7 +329,7 @@ def _host() -> tuple[Any, str]:
         return None, e.message.removeprefix("--driver auto: ")
 
 
-def describe(doc: dict[str, Any]) -> str:
+def describe(doc: DoctorReport) -> str:
     from envlock.output import table
 
     lines = [
@@ -333,7 +337,8 @@ def describe(doc: dict[str, Any]) -> str:
     ]
     interp = doc.get("interpreter")
     if interp:
-        py = (doc.get("python") or {}).get("version", "?")
+        python = doc.get("python")
+        py = python.get("version", "?") if python else "?"
         lines.append(f"interpreter: {interp['python']} (Python {py}; {interp['reason']})")
     host = doc.get("host")
     if host:
@@ -357,7 +362,7 @@ def describe(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fixes(findings: list[dict[str, Any]]) -> list[str]:
+def _fixes(findings: list[FindingDict]) -> list[str]:
     """Each distinct fix once, under the checks it fixes, the failures first."""
     order = {"FAIL": 0, "WARN": 1, "INFO": 2, "PASS": 3}
     seen: dict[str, list[str]] = {}
