@@ -18,6 +18,21 @@ CUDA_SOURCES = ("system", "pip")
 OLDEST_PYTHON = "3.8"
 
 
+IMAGE_STATES = ("deleted", "eol", "supported")
+
+
+@dataclass(frozen=True)
+class ImageEndOfLife:
+    """The end of life of a CUDA release's nvidia/cuda images (cuda.toml), as data:
+    resolve words it as a warning, render as the Dockerfile's END OF LIFE note."""
+
+    cuda: str  # the CUDA release of the images, "11.8"
+    state: str  # "deleted", "eol", or "supported" (until the end of a driver branch)
+    note: str = ""  # cuda.toml's images_note for deleted and eol images
+    branch: str | None = None  # supported: the driver branch, "R535"
+    ends: str | None = None  # supported: the month it ends, "2026-06"
+
+
 @dataclass(frozen=True)
 class Resolution:
     """What goes together for one framework release on one target."""
@@ -43,10 +58,15 @@ class Resolution:
     warnings: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()  # why this release / python / image was chosen
     os_python: str | None = None  # python3 minor of the base image's OS, "3.10"
+    # the base image's end of life, as data (the warnings word it); not recorded in the
+    # lock: reading a lock computes it again from cuda.toml (envlock.lock.pylock)
+    image_end_of_life: ImageEndOfLife | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in fields(self):
+            if f.name in NOT_RECORDED:
+                continue
             value = getattr(self, f.name)
             out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
@@ -55,11 +75,14 @@ class Resolution:
     def from_dict(cls, data: dict[str, Any]) -> Resolution:
         kwargs: dict[str, Any] = {}
         for f in fields(cls):
-            if f.name not in data:
+            if f.name not in data or f.name in NOT_RECORDED:
                 continue
             value = data[f.name]
             kwargs[f.name] = tuple(value) if isinstance(value, list) else value
         return cls(**kwargs)
+
+
+NOT_RECORDED = frozenset({"image_end_of_life"})  # Resolution fields to_dict leaves out
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,8 @@ def _resolution(
 
     warnings: list[str] = list(placement.warnings)
     warnings.extend(floor.warnings)
-    warnings.extend(image_warnings(cuda_matrix, placement))
+    end_of_life = cuda_matrix.end_of_life(placement.image.cuda)
+    warnings.extend(image_warnings(end_of_life, f"nvidia/cuda:{placement.tag}"))
     if release.yanked:
         warnings.append(
             f"tensorflow {release.version} is yanked on the index; used because it is pinned "
@@ -173,4 +174,5 @@ def _resolution(
         warnings=tuple(warnings),
         reasons=tuple(reasons),
         os_python=placement.os.python,
+        image_end_of_life=end_of_life,
     )
