@@ -61,6 +61,9 @@ class Resolution:
     # the base image's end of life, as data (the warnings word it); not recorded in the
     # lock: reading a lock computes it again from cuda.toml (envlock.lock.pylock)
     image_end_of_life: ImageEndOfLife | None = field(default=None, compare=False)
+    # the why lines (among ``reasons``) of the library caps the lock met, as their own
+    # data for the command that prints them; not recorded either
+    cap_reasons: tuple[str, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -82,7 +85,8 @@ class Resolution:
         return cls(**kwargs)
 
 
-NOT_RECORDED = frozenset({"image_end_of_life"})  # Resolution fields to_dict leaves out
+# Resolution fields to_dict leaves out (data for this run, found again when a lock is read)
+NOT_RECORDED = frozenset({"image_end_of_life", "cap_reasons"})
 
 
 @dataclass(frozen=True)

@@ -364,4 +364,5 @@ def with_cap_notes(
         resolution,
         reasons=resolution.reasons + reasons,
         warnings=resolution.warnings + warnings,
+        cap_reasons=reasons,
     )
