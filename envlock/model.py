@@ -151,26 +151,33 @@ INPUT_SCHEMA = 2
 
 
 class InputError(ValueError):
-    """A recorded input that does not have the shape of one (the reader names the file)."""
+    """A recorded input that does not have the shape of one: ``path`` inside the
+    input table ("input.gpus[0].name"), ``problem`` what is wrong there (the reader
+    names the file and the table: ``pylock.toml: tool.envlock.input.gpus[0].name: ...``)."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
 
 
 def _optional_str(data: dict[str, Any], key: str) -> str | None:
     value = data.get(key)
     if value is not None and not isinstance(value, str):
-        raise InputError(f"input.{key} is a {type(value).__name__}, not a string")
+        raise InputError(f"input.{key}", f"a {type(value).__name__}, not a string")
     return value
 
 
 def _gpu_from_dict(data: object, i: int) -> Gpu:
     if not isinstance(data, dict):
-        raise InputError(f"input.gpus[{i}] is not a table")
+        raise InputError(f"input.gpus[{i}]", "not a table")
     name = data.get("name", "")
     if not isinstance(name, str):
-        raise InputError(f"input.gpus[{i}].name is not a string")
+        raise InputError(f"input.gpus[{i}].name", "not a string")
     cc, market = data.get("compute_capability"), data.get("market")
     for key, value in (("compute_capability", cc), ("market", market)):
         if value is not None and not isinstance(value, str):
-            raise InputError(f"input.gpus[{i}].{key} is not a string")
+            raise InputError(f"input.gpus[{i}].{key}", "not a string")
     return Gpu(name, cc, market)
 
 
@@ -242,21 +249,22 @@ class LockInput:
         schema = data.get("schema_version", 1)
         if schema not in (1, INPUT_SCHEMA):
             raise InputError(
-                f"input.schema_version {schema!r} is not one this envlock reads "
-                f"(1 or {INPUT_SCHEMA}): the lock was made by a newer envlock"
+                "input.schema_version",
+                f"{schema!r} is not one this envlock reads "
+                f"(1 or {INPUT_SCHEMA}): the lock was made by a newer envlock",
             )
         spec = data.get("spec")
         if not isinstance(spec, str):
-            raise InputError("input.spec is missing or not a string")
+            raise InputError("input.spec", "missing or not a string")
         pins = data.get("with_requirements", [])
         if not isinstance(pins, (list, tuple)) or not all(isinstance(p, str) for p in pins):
-            raise InputError("input.with_requirements is not a list of strings")
+            raise InputError("input.with_requirements", "not a list of strings")
         gpus = data.get("gpus", [])
         if not isinstance(gpus, (list, tuple)):
-            raise InputError("input.gpus is not a list")
+            raise InputError("input.gpus", "not a list")
         allow = data.get("prereleases")
         if allow not in (None, "allow"):
-            raise InputError(f'input.prereleases is {allow!r}, not "allow"')
+            raise InputError("input.prereleases", f'{allow!r}, not "allow"')
         prereleases = allow == "allow"
         strings = {
             key: _optional_str(data, key)
