@@ -184,6 +184,22 @@ def test_both_refuse_a_bad_bundle_file_alike(bundle: Path) -> None:
     )
 
 
+# ---------------------------------------------------------------- expect.json
+
+
+def test_what_render_promises_is_what_the_harness_reads() -> None:
+    """Every key of the bundle's expect.json is one the harness's Expect declares,
+    with the same value type (the harness's may also be null)."""
+    from envlock.render import ExpectDocument
+
+    written = ExpectDocument.__annotations__
+    read = h.Expect.__annotations__
+    assert set(written) <= set(read)
+    for key, kind in written.items():
+        mine, theirs = kind.__forward_arg__, read[key].__forward_arg__  # as written
+        assert theirs in (mine, f"{mine} | None"), (key, mine, theirs)
+
+
 # ---------------------------------------------------------------- GPU peaks
 
 
