@@ -13,6 +13,7 @@ from envlock.errors import EnvlockError, UsageError
 
 if TYPE_CHECKING:
     from envlock.doctor.advice import DoctorReport, Finding, FindingDict
+    from envlock.doctor.probe import ProbeDoc
 
 
 def register(sub: Any) -> None:
@@ -117,7 +118,7 @@ def _floor(expected: Any, host: Any, environ: dict[str, str]) -> Any:
     return host_floor(release, matrix.cuda, gpus)
 
 
-def _paths(expected: Any, host: Any, probe: dict[str, Any], python: str) -> tuple[Any, ...]:
+def _paths(expected: Any, host: Any, probe: ProbeDoc, python: str) -> tuple[Any, ...]:
     """The verdict per execution path for each host GPU, for the expected release
     with what the inspected environment has: the ptxas of its nvidia-cuda-nvcc-cu12
     wheel and the cuDNN of its nvidia-cudnn-cu12 wheel, when installed (resolve's
@@ -134,8 +135,9 @@ def _paths(expected: Any, host: Any, probe: dict[str, Any], python: str) -> tupl
     from envlock.resolve.paths import CUDNN, NVCC, Build, Tools, execution_paths
 
     dists = installed(probe)
-    nvcc = (dists.get(NVCC) or {}).get("version")
-    cudnn = (dists.get(CUDNN) or {}).get("version")
+    nvcc_dist, cudnn_dist = dists.get(NVCC), dists.get(CUDNN)
+    nvcc = nvcc_dist.get("version") if nvcc_dist else None
+    cudnn = cudnn_dist.get("version") if cudnn_dist else None
     tools = Tools(
         cuda_source=expected.cuda_source,
         ptxas=str(nvcc) if nvcc else None,
@@ -157,7 +159,7 @@ def _paths(expected: Any, host: Any, probe: dict[str, Any], python: str) -> tupl
     )
 
 
-def _loaded_cudnn(probe: dict[str, Any]) -> str | None:
+def _loaded_cudnn(probe: ProbeDoc) -> str | None:
     """The version of the libcudnn the probe loaded from the system path, if any."""
     for lib in probe.get("libraries") or []:
         if str(lib.get("soname", "")).startswith("libcudnn.so") and lib.get("version"):

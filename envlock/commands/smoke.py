@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from envlock.errors import UsageError
 
 if TYPE_CHECKING:
+    from envlock.resolve.paths import GpuPathsDict
     from envlock.smoke.result import SmokeRun
 
 
@@ -142,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     return runner.exit_code_for(result)
 
 
-def _paths(result: dict[str, Any]) -> list[dict[str, Any]]:
+def _paths(result: SmokeRun) -> list[GpuPathsDict]:
     """The verdict per execution path for what the harness saw (its facts: the
     build's CUDA and sm targets, each GPU and driver, the cuDNN that loaded, the
     ptxas XLA found), judged by the function resolve and doctor use."""

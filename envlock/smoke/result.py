@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from envlock.smoke.harness import SmokeDocument
+
+if TYPE_CHECKING:
+    from envlock.resolve.paths import GpuPathsDict
 
 PASSING = ("PASSED", "WARNED")
 
@@ -38,6 +41,7 @@ class SmokeRun(SmokeDocument, total=False):
 
     image: ImageSeen
     runner: RunnerInfo
+    paths: list[GpuPathsDict]  # envlock smoke's verdict per execution path and GPU
 
 
 @dataclass(frozen=True)
