@@ -18,6 +18,21 @@ CUDA_SOURCES = ("system", "pip")
 OLDEST_PYTHON = "3.8"
 
 
+IMAGE_STATES = ("deleted", "eol", "supported")
+
+
+@dataclass(frozen=True)
+class ImageEndOfLife:
+    """The end of life of a CUDA release's nvidia/cuda images (cuda.toml), as data:
+    resolve words it as a warning, render as the Dockerfile's END OF LIFE note."""
+
+    cuda: str  # the CUDA release of the images, "11.8"
+    state: str  # "deleted", "eol", or "supported" (until the end of a driver branch)
+    note: str = ""  # cuda.toml's images_note for deleted and eol images
+    branch: str | None = None  # supported: the driver branch, "R535"
+    ends: str | None = None  # supported: the month it ends, "2026-06"
+
+
 @dataclass(frozen=True)
 class Resolution:
     """What goes together for one framework release on one target."""
@@ -43,10 +58,18 @@ class Resolution:
     warnings: tuple[str, ...] = ()
     reasons: tuple[str, ...] = ()  # why this release / python / image was chosen
     os_python: str | None = None  # python3 minor of the base image's OS, "3.10"
+    # the base image's end of life, as data (the warnings word it); not recorded in the
+    # lock: reading a lock computes it again from cuda.toml (envlock.lock.pylock)
+    image_end_of_life: ImageEndOfLife | None = field(default=None, compare=False)
+    # the why lines (among ``reasons``) of the library caps the lock met, as their own
+    # data for the command that prints them; not recorded either
+    cap_reasons: tuple[str, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in fields(self):
+            if f.name in NOT_RECORDED:
+                continue
             value = getattr(self, f.name)
             out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
@@ -55,11 +78,15 @@ class Resolution:
     def from_dict(cls, data: dict[str, Any]) -> Resolution:
         kwargs: dict[str, Any] = {}
         for f in fields(cls):
-            if f.name not in data:
+            if f.name not in data or f.name in NOT_RECORDED:
                 continue
             value = data[f.name]
             kwargs[f.name] = tuple(value) if isinstance(value, list) else value
         return cls(**kwargs)
+
+
+# Resolution fields to_dict leaves out (data for this run, found again when a lock is read)
+NOT_RECORDED = frozenset({"image_end_of_life", "cap_reasons"})
 
 
 @dataclass(frozen=True)
@@ -124,26 +151,33 @@ INPUT_SCHEMA = 2
 
 
 class InputError(ValueError):
-    """A recorded input that does not have the shape of one (the reader names the file)."""
+    """A recorded input that does not have the shape of one: ``path`` inside the
+    input table ("input.gpus[0].name"), ``problem`` what is wrong there (the reader
+    names the file and the table: ``pylock.toml: tool.envlock.input.gpus[0].name: ...``)."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
 
 
 def _optional_str(data: dict[str, Any], key: str) -> str | None:
     value = data.get(key)
     if value is not None and not isinstance(value, str):
-        raise InputError(f"input.{key} is a {type(value).__name__}, not a string")
+        raise InputError(f"input.{key}", f"a {type(value).__name__}, not a string")
     return value
 
 
 def _gpu_from_dict(data: object, i: int) -> Gpu:
     if not isinstance(data, dict):
-        raise InputError(f"input.gpus[{i}] is not a table")
+        raise InputError(f"input.gpus[{i}]", "not a table")
     name = data.get("name", "")
     if not isinstance(name, str):
-        raise InputError(f"input.gpus[{i}].name is not a string")
+        raise InputError(f"input.gpus[{i}].name", "not a string")
     cc, market = data.get("compute_capability"), data.get("market")
     for key, value in (("compute_capability", cc), ("market", market)):
         if value is not None and not isinstance(value, str):
-            raise InputError(f"input.gpus[{i}].{key} is not a string")
+            raise InputError(f"input.gpus[{i}].{key}", "not a string")
     return Gpu(name, cc, market)
 
 
@@ -215,21 +249,22 @@ class LockInput:
         schema = data.get("schema_version", 1)
         if schema not in (1, INPUT_SCHEMA):
             raise InputError(
-                f"input.schema_version {schema!r} is not one this envlock reads "
-                f"(1 or {INPUT_SCHEMA}): the lock was made by a newer envlock"
+                "input.schema_version",
+                f"{schema!r} is not one this envlock reads "
+                f"(1 or {INPUT_SCHEMA}): the lock was made by a newer envlock",
             )
         spec = data.get("spec")
         if not isinstance(spec, str):
-            raise InputError("input.spec is missing or not a string")
+            raise InputError("input.spec", "missing or not a string")
         pins = data.get("with_requirements", [])
         if not isinstance(pins, (list, tuple)) or not all(isinstance(p, str) for p in pins):
-            raise InputError("input.with_requirements is not a list of strings")
+            raise InputError("input.with_requirements", "not a list of strings")
         gpus = data.get("gpus", [])
         if not isinstance(gpus, (list, tuple)):
-            raise InputError("input.gpus is not a list")
+            raise InputError("input.gpus", "not a list")
         allow = data.get("prereleases")
         if allow not in (None, "allow"):
-            raise InputError(f'input.prereleases is {allow!r}, not "allow"')
+            raise InputError("input.prereleases", f'{allow!r}, not "allow"')
         prereleases = allow == "allow"
         strings = {
             key: _optional_str(data, key)

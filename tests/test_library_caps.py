@@ -284,7 +284,8 @@ def test_lock_for_v100_pins_a_cudnn_that_runs_on_volta_and_says_why(
 ) -> None:
     lk = _lock_for(index, tmp_path, Gpu("V100"), resolver=resolver)
     assert _cudnn(lk) == "9.10.2.21"  # the newest below 9.11 outside 9.5.*
-    why = libraries.cap_reasons(lk.resolution.reasons)
+    why = lk.resolution.cap_reasons  # as data, and the same lines among the reasons
+    assert why == libraries.cap_reasons(lk.resolution.reasons)
     assert [w.split(" for ")[0] for w in why] == [V100_CAP, XLA_CAP]
     assert "https://github.com/conda-forge/tensorflow-feedstock/pull/457" in why[0]
     assert lk.resolution.reasons[0] == "tensorflow 2.21.0: as asked"
@@ -306,7 +307,7 @@ def test_lock_for_t4_or_a_capability_keeps_the_newest(index: FakeIndex, tmp_path
 def test_lock_without_gpu_warns_and_names_the_gpus(index: FakeIndex, tmp_path: Path) -> None:
     lk = _lock_for(index, tmp_path)
     assert _cudnn(lk) == "9.28.0.42"
-    assert libraries.cap_reasons(lk.resolution.reasons) == ()
+    assert libraries.cap_reasons(lk.resolution.reasons) == lk.resolution.cap_reasons == ()
     (warning,) = lk.resolution.warnings
     assert warning.startswith("nvidia-cudnn-cu12 9.28.0.42 is in >=9.11, which does not work on ")
     assert "V100" in warning and "P100" in warning

@@ -217,11 +217,21 @@ def test_schema_1_reads_what_resolve_chose_as_not_asked() -> None:
 @pytest.mark.parametrize(
     ("table", "problem"),
     [
-        ({"spec": 7}, "input.spec"),
-        ({"spec": "tensorflow", "gpus": "A100"}, "input.gpus is not a list"),
-        ({"spec": "tensorflow", "gpus": [{"name": 1}]}, "input.gpus[0].name"),
-        ({"spec": "tensorflow", "python": 3.1}, "input.python"),
-        ({"spec": "tensorflow", "schema_version": 9}, "newer envlock"),
+        ({"spec": 7}, "D/pylock.toml: tool.envlock.input.spec: missing or not a string"),
+        (
+            {"spec": "tensorflow", "gpus": "A100"},
+            "D/pylock.toml: tool.envlock.input.gpus: not a list",
+        ),
+        (
+            {"spec": "tensorflow", "gpus": [{"name": 1}]},
+            "D/pylock.toml: tool.envlock.input.gpus[0].name: not a string",
+        ),
+        (
+            {"spec": "tensorflow", "gpus": ["A100"]},
+            "D/pylock.toml: tool.envlock.input.gpus[0]: not a table",
+        ),
+        ({"spec": "tensorflow", "python": 3.1}, "tool.envlock.input.python: a float, not a string"),
+        ({"spec": "tensorflow", "schema_version": 9}, "input.schema_version: 9 is not one"),
     ],
 )
 def test_a_damaged_input_is_a_data_error_naming_it(table: dict[str, Any], problem: str) -> None:
@@ -233,7 +243,7 @@ def test_a_damaged_input_is_a_data_error_naming_it(table: dict[str, Any], proble
     with pytest.raises(DataError) as e:
         parse_pylock(tomli_w.dumps(doc), "D/pylock.toml")
     assert e.value.exit_code == 2 and problem in e.value.message
-    assert e.value.message.startswith("D/pylock.toml: [tool.envlock]")
+    assert e.value.message.startswith("D/pylock.toml: tool.envlock.input.")
 
 
 @pytest.fixture()

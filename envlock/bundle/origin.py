@@ -16,9 +16,10 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from envlock.errors import UsageError
 from envlock.fsutil import atomic_write
@@ -35,6 +36,17 @@ def machine_id() -> str:
         mid = ""
     seed = f"{socket.gethostname()}\n{mid}".encode()
     return hashlib.blake2b(seed, digest_size=8, person=b"envlock-origin").hexdigest()
+
+
+class OriginDict(TypedDict):
+    """captured.json."""
+
+    schema: int
+    interpreter: str
+    venv: str | None
+    python: str
+    platform: str
+    machine: str
 
 
 @dataclass(frozen=True)
@@ -54,14 +66,25 @@ class Origin:
         """What ``--venv`` names: the venv folder, else the interpreter itself."""
         return self.venv or self.interpreter
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, **asdict(self)}
+    def to_dict(self) -> OriginDict:
+        return OriginDict(
+            schema=SCHEMA,
+            interpreter=self.interpreter,
+            venv=self.venv,
+            python=self.python,
+            platform=self.platform,
+            machine=self.machine,
+        )
 
 
-def from_probe(doc: dict[str, Any], interpreter: str, venv: str | None) -> Origin:
-    """The origin of a capture, from doctor's probe document of its interpreter."""
-    markers = doc.get("markers") or {}
-    libc = [str(p) for p in (doc.get("python") or {}).get("libc") or [] if p]
+def from_probe(doc: Mapping[str, object], interpreter: str, venv: str | None) -> Origin:
+    """The origin of a capture, from doctor's probe document of its interpreter
+    (``envlock.doctor.probe.ProbeDoc``; read here as plain JSON, this layer stands
+    below doctor)."""
+    markers = _object(doc.get("markers"))
+    python = _object(doc.get("python"))
+    libc_parts = python.get("libc")
+    libc = [str(p) for p in libc_parts if p] if isinstance(libc_parts, list) else []
     platform = " ".join(
         str(markers.get(k, "")) for k in ("platform_system", "platform_machine") if markers.get(k)
     )
@@ -70,10 +93,15 @@ def from_probe(doc: dict[str, Any], interpreter: str, venv: str | None) -> Origi
     return Origin(
         interpreter=interpreter,
         venv=venv,
-        python=str((doc.get("python") or {}).get("version", "")),
+        python=str(python.get("version", "")),
         platform=platform,
         machine=machine_id(),
     )
+
+
+def _object(value: object) -> Mapping[str, object]:
+    """A JSON object, or an empty one for anything else (absent, null)."""
+    return value if isinstance(value, dict) else {}
 
 
 def write(folder: Path, origin: Origin) -> None:

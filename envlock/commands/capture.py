@@ -22,6 +22,7 @@ from envlock.errors import EnvironmentFailure, NoResolution, UsageError
 
 if TYPE_CHECKING:
     from envlock.bundle.folder import LockedFolder
+    from envlock.bundle.origin import OriginDict
     from envlock.doctor.capture import Captured
     from envlock.model import Resolution
 
@@ -144,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _record_origin(captured: Captured, folder: Path, notes: list[str]) -> dict[str, Any] | None:
+def _record_origin(captured: Captured, folder: Path, notes: list[str]) -> OriginDict | None:
     """DIR/captured.json, written after the bundle (a failed capture never gets
     here, so an earlier one stays as it was). A freeze inspected no interpreter:
     an earlier captured.json would name another environment, so it is removed."""
@@ -221,7 +222,7 @@ def _print(
     written: LockedFolder,
     notes: list[str],
     driver: str | None,
-    origin: dict[str, Any] | None,
+    origin: OriginDict | None,
 ) -> None:
     from envlock.commands.lock import _print_lock
 

@@ -7,9 +7,13 @@ import os
 import sys
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envlock.errors import EnvlockError, UsageError
+
+if TYPE_CHECKING:
+    from envlock.doctor.advice import DoctorReport, Finding, FindingDict
+    from envlock.doctor.probe import ProbeDoc
 
 
 def register(sub: Any) -> None:
@@ -114,7 +118,7 @@ def _floor(expected: Any, host: Any, environ: dict[str, str]) -> Any:
     return host_floor(release, matrix.cuda, gpus)
 
 
-def _paths(expected: Any, host: Any, probe: dict[str, Any], python: str) -> tuple[Any, ...]:
+def _paths(expected: Any, host: Any, probe: ProbeDoc, python: str) -> tuple[Any, ...]:
     """The verdict per execution path for each host GPU, for the expected release
     with what the inspected environment has: the ptxas of its nvidia-cuda-nvcc-cu12
     wheel and the cuDNN of its nvidia-cudnn-cu12 wheel, when installed (resolve's
@@ -131,8 +135,9 @@ def _paths(expected: Any, host: Any, probe: dict[str, Any], python: str) -> tupl
     from envlock.resolve.paths import CUDNN, NVCC, Build, Tools, execution_paths
 
     dists = installed(probe)
-    nvcc = (dists.get(NVCC) or {}).get("version")
-    cudnn = (dists.get(CUDNN) or {}).get("version")
+    nvcc_dist, cudnn_dist = dists.get(NVCC), dists.get(CUDNN)
+    nvcc = nvcc_dist.get("version") if nvcc_dist else None
+    cudnn = cudnn_dist.get("version") if cudnn_dist else None
     tools = Tools(
         cuda_source=expected.cuda_source,
         ptxas=str(nvcc) if nvcc else None,
@@ -154,7 +159,7 @@ def _paths(expected: Any, host: Any, probe: dict[str, Any], python: str) -> tupl
     )
 
 
-def _loaded_cudnn(probe: dict[str, Any]) -> str | None:
+def _loaded_cudnn(probe: ProbeDoc) -> str | None:
     """The version of the libcudnn the probe loaded from the system path, if any."""
     for lib in probe.get("libraries") or []:
         if str(lib.get("soname", "")).startswith("libcudnn.so") and lib.get("version"):
@@ -220,12 +225,12 @@ def _explain_log(name: str, expected: Any, lock_dir: str | None) -> list[Any]:
 def run(args: argparse.Namespace) -> int:
     from envlock.doctor import findings as F
     from envlock.doctor import knownerrors, target
-    from envlock.doctor.advice import Context, Finding
+    from envlock.doctor.advice import Context
     from envlock.doctor.probe import sonames
 
     lock = _read_lock(args.lock) if args.lock else None
     lock_dir = args.lock
-    doc: dict[str, Any] = {"schema": "envlock.doctor/v1", "lock": lock_dir}
+    doc: DoctorReport = {"schema": "envlock.doctor/v1", "lock": lock_dir}
     found: list[Finding] = []
     expected = lock.resolution if lock is not None else None
     log_only = args.log is not None and args.lock is None and args.venv is None
@@ -282,7 +287,8 @@ def run(args: argparse.Namespace) -> int:
         )
         tf = probe.get("tensorflow") or {}
         if tf.get("imported") is False:  # the import error is a log too
-            text = str((tf.get("error") or {}).get("message", ""))
+            error = tf.get("error")
+            text = str(error.get("message", "")) if error else ""
             found += knownerrors.explain(
                 knownerrors.match_log(text.splitlines(), knownerrors.load()), expected, lock_dir
             )
@@ -292,7 +298,7 @@ def run(args: argparse.Namespace) -> int:
     return _finish(args, doc, found)
 
 
-def _finish(args: argparse.Namespace, doc: dict[str, Any], found: list[Any]) -> int:
+def _finish(args: argparse.Namespace, doc: DoctorReport, found: list[Finding]) -> int:
     from envlock.doctor import findings as F
 
     doc["status"] = F.overall(found)
@@ -325,7 +331,7 @@ def _host() -> tuple[Any, str]:
         return None, e.message.removeprefix("--driver auto: ")
 
 
-def describe(doc: dict[str, Any]) -> str:
+def describe(doc: DoctorReport) -> str:
     from envlock.output import table
 
     lines = [
@@ -333,7 +339,8 @@ def describe(doc: dict[str, Any]) -> str:
     ]
     interp = doc.get("interpreter")
     if interp:
-        py = (doc.get("python") or {}).get("version", "?")
+        python = doc.get("python")
+        py = python.get("version", "?") if python else "?"
         lines.append(f"interpreter: {interp['python']} (Python {py}; {interp['reason']})")
     host = doc.get("host")
     if host:
@@ -357,7 +364,7 @@ def describe(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fixes(findings: list[dict[str, Any]]) -> list[str]:
+def _fixes(findings: list[FindingDict]) -> list[str]:
     """Each distinct fix once, under the checks it fixes, the failures first."""
     order = {"FAIL": 0, "WARN": 1, "INFO": 2, "PASS": 3}
     seen: dict[str, list[str]] = {}

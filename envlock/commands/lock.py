@@ -179,9 +179,7 @@ def _print_lock(args: argparse.Namespace, written: LockedFolder) -> None:
         f"wrote {', '.join(files)} to {out}\n"
         f"install: pip install --require-hashes --no-deps -r {out / 'requirements.txt'}\n"
     )
-    from envlock.matrix.libraries import cap_reasons
-
-    for reason in cap_reasons(r.reasons):
+    for reason in r.cap_reasons:
         sys.stdout.write(f"why: {reason}\n")
 
 

@@ -20,7 +20,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from envlock.errors import EnvironmentFailure, UsageError
 
@@ -86,7 +86,24 @@ def _interpreter(venv: str) -> str:
     return choose(venv, None, {}).python
 
 
-def _ask(python: str, code: str, what: str) -> dict[str, Any]:
+class SiteFacts(TypedDict):
+    """What _ASK prints about an interpreter."""
+
+    version: list[int]
+    executable: str
+    purelib: str
+    user_site: str | None
+
+
+class ExtensionCheck(TypedDict):
+    """What _CHECK prints: the envlock it imports, and whether it has the extension."""
+
+    file: str
+    extension: bool
+
+
+def _ask(python: str, code: str, what: str) -> object:
+    """The JSON ``code`` printed in ``python`` (what the caller asked it to print)."""
     try:
         done = subprocess.run(
             [python, "-c", code],
@@ -101,12 +118,11 @@ def _ask(python: str, code: str, what: str) -> dict[str, Any]:
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no message"])[-1]
         raise EnvironmentFailure(f"{python}: {what} failed (exit {done.returncode}): {tail}")
-    doc: dict[str, Any] = json.loads(done.stdout)
-    return doc
+    return json.loads(done.stdout)
 
 
-def _site_dirs(python: str) -> tuple[dict[str, Any], list[Path]]:
-    facts = _ask(python, _ASK, "reading its site-packages")
+def _site_dirs(python: str) -> tuple[SiteFacts, list[Path]]:
+    facts = cast("SiteFacts", _ask(python, _ASK, "reading its site-packages"))  # _ASK's shape
     if tuple(facts["version"][:2]) < (3, 8):
         version = ".".join(str(v) for v in facts["version"])
         raise UsageError(
@@ -114,8 +130,9 @@ def _site_dirs(python: str) -> tuple[dict[str, Any], list[Path]]:
             hint="run the notebook on a kernel of Python 3.8 or newer",
         )
     dirs = [Path(facts["purelib"])]
-    if facts.get("user_site"):
-        dirs.append(Path(facts["user_site"]))
+    user_site = facts.get("user_site")
+    if user_site:
+        dirs.append(Path(user_site))
     return facts, dirs
 
 
@@ -174,7 +191,7 @@ def install(args: argparse.Namespace) -> int:
         atomic_write(site / PTH, f"{folder}\n")
     except OSError as e:
         raise EnvironmentFailure(f"cannot write the extension: {e}") from None
-    check = _ask(python, _CHECK, "importing the extension")
+    check = cast("ExtensionCheck", _ask(python, _CHECK, "importing the extension"))  # _CHECK's
     loads = Path(check["file"]).resolve().parent
     note = None
     if loads != package.resolve():

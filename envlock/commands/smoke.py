@@ -7,11 +7,15 @@ import contextlib
 import json
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envlock.errors import UsageError
+
+if TYPE_CHECKING:
+    from envlock.resolve.paths import GpuPathsDict
+    from envlock.smoke.result import SmokeRun
 
 
 def register(sub: Any) -> None:
@@ -118,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
         from envlock.fsutil import atomic_write
         from envlock.output import wrote
 
-        out: dict[str, Any] = result
+        out: Mapping[str, object] = result
         if args.sign:
             lock_dir = args.lock or args.expect  # the bundle the report names, if any
             out = _sign(
@@ -139,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     return runner.exit_code_for(result)
 
 
-def _paths(result: dict[str, Any]) -> list[dict[str, Any]]:
+def _paths(result: SmokeRun) -> list[GpuPathsDict]:
     """The verdict per execution path for what the harness saw (its facts: the
     build's CUDA and sm targets, each GPU and driver, the cuDNN that loaded, the
     ptxas XLA found), judged by the function resolve and doctor use."""
@@ -210,9 +214,9 @@ def _check(args: argparse.Namespace) -> None:
         )
 
 
-def _run(args: argparse.Namespace, runner: Any, extra: list[str], log: Any) -> dict[str, Any]:
+def _run(args: argparse.Namespace, runner: Any, extra: list[str], log: Any) -> SmokeRun:
     if args.host:
-        result: dict[str, Any] = runner.run_on_host(
+        result: SmokeRun = runner.run_on_host(
             args.framework,
             Path(args.expect) if args.expect else None,
             args.allow_cpu,
@@ -259,7 +263,7 @@ def _refuse_clobber(args: argparse.Namespace) -> None:
 
 
 def _sign(
-    result: dict[str, Any],
+    result: SmokeRun,
     key: Path,
     lock_dir: Path | None,
     image_id: str | None,
@@ -277,7 +281,7 @@ def _sign(
     return sign_result(result, key, lock_dir=lock_dir, image_id=image_id, image_ref=image_ref)
 
 
-def describe(result: dict[str, Any]) -> str:
+def describe(result: SmokeRun) -> str:
     """The readable report: a header, the checks table (short reasons: the whole
     text is in --json and -o), the benchmark table."""
     from envlock.output import short, table

@@ -11,6 +11,9 @@ from envlock import output
 from envlock.errors import CheckFailed
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from envlock.report.statement import Subject
     from envlock.report.trusted import Statement
     from envlock.report.verify import Requirements
 
@@ -81,7 +84,7 @@ def register(
     p.set_defaults(func=run)
 
 
-def _subject_text(subject: list[dict[str, Any]]) -> str:
+def _subject_text(subject: Sequence[Subject]) -> str:
     parts = []
     for item in subject:
         digest = item.get("digest") or {}

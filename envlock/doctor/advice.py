@@ -13,14 +13,54 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from envlock.driver import HostInfo
 from envlock.model import Lock, Resolution
 
 if TYPE_CHECKING:
+    from envlock.doctor.probe import PythonInfo
     from envlock.resolve.floors import HostFloor
     from envlock.resolve.paths import GpuPaths
+
+
+class _FindingHead(TypedDict):
+    check: str
+    status: str
+    cause: str
+    fix: str
+    manual: bool
+
+
+class FindingDict(_FindingHead, total=False):
+    """A finding as envlock doctor --json writes it."""
+
+    alternatives: list[str]
+    folded: list[FindingDict]
+
+
+class HostGpuDict(TypedDict):
+    name: str
+    compute_capability: str | None
+
+
+class HostDict(TypedDict):
+    driver: str
+    source: str  # NVML | nvidia-smi
+    gpus: list[HostGpuDict]
+
+
+class DoctorReport(TypedDict, total=False):
+    """envlock doctor --json (schema envlock.doctor/v1)."""
+
+    schema: str
+    lock: str | None  # the bundle checked against
+    interpreter: dict[str, str]  # python, chosen_by, reason
+    python: PythonInfo | None
+    host: HostDict | None
+    log: str
+    status: str
+    findings: list[FindingDict]
 
 
 @dataclass(frozen=True)
@@ -36,14 +76,14 @@ class Finding:
     # the findings this one is the cause of, folded under it (their count in the text)
     folded: tuple[Finding, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "check": self.check,
-            "status": self.status,
-            "cause": self.cause,
-            "fix": self.fix,
-            "manual": self.manual,
-        }
+    def to_dict(self) -> FindingDict:
+        out = FindingDict(
+            check=self.check,
+            status=self.status,
+            cause=self.cause,
+            fix=self.fix,
+            manual=self.manual,
+        )
         if self.alternatives:
             out["alternatives"] = list(self.alternatives)
         if self.folded:

@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -57,7 +57,30 @@ from envlock.lock.freeze import (
     left_out_why,
 )
 
+if TYPE_CHECKING:
+    from envlock.doctor.probe import Dist, ErrorText, ProbeDoc
+
 FRAMEWORK = "tensorflow"
+
+
+class CapturedDict(TypedDict):
+    """envlock capture --json's account of what it captured."""
+
+    source: str
+    interpreter: str | None
+    venv: str | None
+    framework: str
+    version: str
+    python: str | None
+    pins: list[str]
+    left_out: list[str]
+    cuda_source: str | None
+    build_info: dict[str, object]
+    notes: list[str]
+
+
+def _no_probe() -> ProbeDoc:
+    return {}
 
 
 @dataclass(frozen=True)
@@ -70,18 +93,18 @@ class Captured:
     python: str | None  # the interpreter's Python, "3.11.7"; None for a freeze
     pins: tuple[str, ...]  # name==version of every other distribution, sorted by name
     cuda_source: str | None  # "pip" when nvidia CUDA wheels are installed, else None
-    build_info: dict[str, Any] = field(default_factory=dict)
+    build_info: dict[str, object] = field(default_factory=dict)  # TensorFlow's, as JSON values
     notes: tuple[str, ...] = ()
     left_out: tuple[str, ...] = ()  # names of the distributions left out of the pins
     interpreter: str | None = None  # the interpreter probed, absolute, links kept; None: a freeze
     venv: str | None = None  # its venv folder; None for a system interpreter or a freeze
-    probe: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    probe: ProbeDoc = field(default_factory=_no_probe, repr=False, compare=False)
 
     @property
     def python_minor(self) -> str | None:
         return ".".join(self.python.split(".")[:2]) if self.python else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CapturedDict:
         return {
             "source": self.source,
             "interpreter": self.interpreter,
@@ -127,7 +150,7 @@ def interpreter_of(given: str) -> tuple[str, str | None]:
     return chosen.python, venv_of(chosen.python)
 
 
-def _probe(python: str, tensorflow: str, timeout: float) -> dict[str, Any]:
+def _probe(python: str, tensorflow: str, timeout: float) -> ProbeDoc:
     """envlock doctor's probe, run in ``python`` (PYTHONPATH and PYTHONHOME left
     out: capture reads what the interpreter holds, not what this shell adds)."""
     from envlock.doctor.target import Target, run_probe
@@ -136,7 +159,7 @@ def _probe(python: str, tensorflow: str, timeout: float) -> dict[str, Any]:
     return run_probe(where, tensorflow=tensorflow, deep=False, timeout=timeout, isolated=True)
 
 
-def probe_venv(venv: Path, timeout: float = 120) -> tuple[str, list[dict[str, Any]]]:
+def probe_venv(venv: Path, timeout: float = 120) -> tuple[str, list[Dist]]:
     """(the Python version, the distributions as the probe lists them) of the
     interpreter ``--venv venv`` names; the probe does not import TensorFlow, so a
     broken import cannot lose the list."""
@@ -147,7 +170,7 @@ def probe_venv(venv: Path, timeout: float = 120) -> tuple[str, list[dict[str, An
 
 def build_info(
     venv: Path | str, timeout: float = 300, *, python: str | None = None
-) -> tuple[dict[str, Any], str | None]:
+) -> tuple[dict[str, object], str | None]:
     """TensorFlow's build_info read in ``python`` (default: the one ``--venv venv``
     names); ({}, why) when it does not import."""
     if python is None:
@@ -157,7 +180,7 @@ def build_info(
     except EnvironmentFailure as e:  # the import took the interpreter down
         return {}, f"tensorflow does not import in {venv} ({e.message}); build_info not read"
     if not tf.get("imported"):
-        error = tf.get("error") or {}
+        error: ErrorText | dict[str, str] = tf.get("error") or {}
         lines = str(error.get("message", "")).strip().splitlines()
         tail = f"{error.get('type', 'Error')}: {lines[-1] if lines else ''}".rstrip(": ")
         return {}, f"tensorflow does not import in {venv} ({tail}); build_info not read"
@@ -195,11 +218,11 @@ def captured_from(
     dists: Sequence[Installed | Sequence[Any]],
     *,
     python: str | None = None,
-    build: dict[str, Any] | None = None,
+    build: dict[str, object] | None = None,
     notes: Sequence[str] = (),
     interpreter: str | None = None,
     venv: str | None = None,
-    probe: dict[str, Any] | None = None,
+    probe: ProbeDoc | None = None,
 ) -> Captured:
     """``dists`` = Installed (or (name, version, direct kind, [url]) rows) -> Captured;
     ``interpreter``, ``venv`` and ``probe`` (its document) say where they were read."""
@@ -286,7 +309,7 @@ def captured_from(
         left_out=tuple(sorted({name for name, _ in left})),
         interpreter=interpreter,
         venv=venv,
-        probe=probe or {},
+        probe=probe or _no_probe(),
     )
 
 
@@ -298,7 +321,7 @@ def capture_interpreter(given: Path | str, *, timeout: float = 300) -> Captured:
     dists = list(doc["distributions"])
     names = {canonicalize_name(str(d["name"])) for d in dists}
     notes: list[str] = []
-    build: dict[str, Any] = {}
+    build: dict[str, object] = {}
     if names & framework_names(FRAMEWORK):
         build, why = build_info(source, timeout, python=python)
         if why:

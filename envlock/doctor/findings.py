@@ -8,13 +8,16 @@ PASS, WARN, FAIL or INFO with a cause and a fix that uses what the lock knows.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from packaging.markers import InvalidMarker, UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
+
+if TYPE_CHECKING:
+    from envlock.doctor.probe import Dist, ErrorText, ProbeDoc
 
 from envlock.doctor.advice import (
     Context,
@@ -44,15 +47,15 @@ def _version(text: str | None) -> Version | None:
         return None
 
 
-def installed(probe: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def installed(probe: ProbeDoc) -> dict[str, Dist]:
     """Distributions by normalized name; the first on sys.path wins, as for import."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Dist] = {}
     for dist in probe.get("distributions") or []:
         out.setdefault(canonicalize_name(str(dist.get("name", ""))), dist)
     return out
 
 
-def tensorflow_installed(probe: Mapping[str, Any]) -> str | None:
+def tensorflow_installed(probe: ProbeDoc) -> str | None:
     dists = installed(probe)
     for name in TF_NAMES:
         if name in dists:
@@ -60,7 +63,7 @@ def tensorflow_installed(probe: Mapping[str, Any]) -> str | None:
     return None
 
 
-def check_python(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
+def check_python(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     version = str(probe.get("python", {}).get("version", ""))
     minor = ".".join(version.split(".")[:2])
     if ctx.lock is None:
@@ -112,7 +115,7 @@ def interpreter_gone(ctx: Context, link: str, points_to: str) -> Finding:
     )
 
 
-def check_packages(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
+def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     """Missing, other version and extra distributions against the lock."""
     if ctx.lock is None:
         return []
@@ -160,7 +163,7 @@ def check_packages(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
     return out
 
 
-def check_requirements(probe: Mapping[str, Any], ctx: Context, reported: set[str]) -> list[Finding]:
+def check_requirements(probe: ProbeDoc, ctx: Context, reported: set[str]) -> list[Finding]:
     """pip check: every Requires-Dist of every installed distribution satisfied
     (markers evaluated in the target interpreter); ``reported`` names are skipped."""
     have = installed(probe)
@@ -210,7 +213,7 @@ def check_requirements(probe: Mapping[str, Any], ctx: Context, reported: set[str
     return out
 
 
-def check_records(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
+def check_records(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     """--deep: files changed since install (RECORD hashes)."""
     out: list[Finding] = []
     for name, dist in sorted(installed(probe).items()):
@@ -234,13 +237,13 @@ def check_records(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
     return out
 
 
-def check_tensorflow(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
+def check_tensorflow(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     tf = probe.get("tensorflow")
     if tf is None:
         return []
     exp = ctx.expected
     if not tf.get("imported"):
-        err = tf.get("error") or {}
+        err: ErrorText | dict[str, str] = tf.get("error") or {}
         message = str(err.get("message", "")).strip().splitlines()
         return [
             Finding(
@@ -373,7 +376,7 @@ def check_driver(ctx: Context) -> list[Finding]:
     return [Finding("driver", "FAIL", cause, fix, manual=True, alternatives=alternatives)]
 
 
-def check_gpus(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
+def check_gpus(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     from envlock.smoke.harness import capability_verdict
 
     host = ctx.host
@@ -438,7 +441,7 @@ def check_gpus(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
     return out
 
 
-def check_libraries(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
+def check_libraries(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     libs = probe.get("libraries") or []
     if not libs:
         return []
@@ -514,7 +517,7 @@ def check_paths(ctx: Context) -> list[Finding]:
     return out
 
 
-def judge(probe: Mapping[str, Any], ctx: Context) -> list[Finding]:
+def judge(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     """Every finding for one probe result, in a stable order, root causes first: when
     the interpreter is not the locked Python, the per-package rows it causes are
     folded under the Python finding."""

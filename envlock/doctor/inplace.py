@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from envlock.errors import EnvironmentFailure, UsageError
 
@@ -186,7 +186,30 @@ def _new_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
 
 
-def _write_json(path: Path, doc: dict[str, Any]) -> None:
+class SavedDist(TypedDict):
+    name: str
+    version: str
+    files: list[str]  # their RECORD paths, copied under the entry's files/
+
+
+class UndoEntry(TypedDict, total=False):
+    """An undo entry's manifest (schema UNDO_SCHEMA): what an in-place restore changed
+    and saved, and how far it got (state: saved, applied, undone)."""
+
+    schema: str
+    created: str
+    python: str
+    executable: str
+    bundle: str
+    exact: bool
+    installed: list[list[str]]  # [name, version] put in
+    removed: list[list[str]]  # [name, version] taken out (--exact)
+    id: str
+    saved: list[SavedDist]
+    state: str
+
+
+def _write_json(path: Path, doc: UndoEntry) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, path)
@@ -200,14 +223,14 @@ def save(
     bundle: Path,
     inst: Installed,
     names: list[tuple[str, str]],
-    doc: dict[str, Any],
+    doc: UndoEntry,
 ) -> tuple[str, Path]:
     """Copy every RECORD file of ``names`` into a new undo entry; (id, its folder)."""
     top = store(bundle)
     top.mkdir(parents=True, exist_ok=True)
     uid = _new_id()
     tmp = top / f".tmp-{uid}"
-    saved = []
+    saved: list[SavedDist] = []
     try:
         tmp.mkdir()
         for name, version in names:
@@ -229,7 +252,7 @@ def save(
     return uid, top / uid
 
 
-def _entries(bundle: Path) -> list[tuple[str, Path, dict[str, Any]]]:
+def _entries(bundle: Path) -> list[tuple[str, Path, UndoEntry]]:
     top = store(bundle)
     out = []
     if top.is_dir():
@@ -241,7 +264,7 @@ def _entries(bundle: Path) -> list[tuple[str, Path, dict[str, Any]]]:
             except (OSError, ValueError):
                 continue
             if isinstance(doc, dict) and doc.get("schema") == UNDO_SCHEMA:
-                out.append((entry.name, entry, doc))
+                out.append((entry.name, entry, cast(UndoEntry, doc)))  # as we wrote it
     return out
 
 
@@ -310,7 +333,7 @@ def sync(req: RestoreRequest, lock: Lock, python: str, say: Callable[[str], None
             hint="build a new venv instead (the old one stays as it is): envlock restore "
             f"{shlex.quote(str(req.bundle))} --venv NEW_VENV_PATH",
         )
-    doc = {
+    doc: UndoEntry = {
         "schema": UNDO_SCHEMA,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "python": python,
@@ -337,7 +360,7 @@ def sync(req: RestoreRequest, lock: Lock, python: str, say: Callable[[str], None
             f"{e.message}\n(what was there before is saved as undo {uid})",
             hint=f"put it back: {undo_command(req, python, uid)}",
         ) from None
-    manifest = json.loads((entry / MANIFEST).read_text(encoding="utf-8"))
+    manifest: UndoEntry = json.loads((entry / MANIFEST).read_text(encoding="utf-8"))
     _write_json(entry / MANIFEST, {**manifest, "state": "applied"})
     return InPlaceResult(before.executable, p, uid, entry, len(lock.packages))
 

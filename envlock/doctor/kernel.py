@@ -17,7 +17,7 @@ import re
 import shlex
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
 
@@ -95,7 +95,17 @@ def require_ipykernel(
     )
 
 
-def install_kernel(req: RestoreRequest, venv: Path, display_name: str) -> dict[str, Any]:
+class KernelSpec(TypedDict):
+    """The kernel restore --kernel registered: its name, folder, and what its
+    kernel.json says (as ipykernel wrote it: read, not checked)."""
+
+    name: str
+    path: str
+    argv: object
+    display_name: object
+
+
+def install_kernel(req: RestoreRequest, venv: Path, display_name: str) -> KernelSpec:
     """Register ``venv`` as kernel ``req.kernel`` with its own ipykernel; the spec."""
     from envlock.doctor.install import run_step
 

@@ -26,7 +26,76 @@ import os
 import platform
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the document's shapes, for the checker and for envlock's readers
+    # of it (doctor, capture); the probe itself runs on any Python 3, TypedDict or not
+    from typing import TypedDict
+
+    class Dist(TypedDict, total=False):
+        """One installed distribution."""
+
+        name: str
+        version: str
+        requires: list[str]  # Requires-Dist lines
+        location: str
+        direct: str | None  # editable | folder | vcs | url (direct_url.json), or None
+        direct_url: str | None
+        changed_files: list[dict[str, str]]  # --deep: {"path", "problem"}
+        changed_count: int
+
+    # "from" is a keyword: the functional form
+    Tried = TypedDict("Tried", {"from": str, "error": str})
+    Library = TypedDict(
+        "Library",
+        {
+            "soname": str,
+            "loaded": bool,
+            "from": str,  # system | wheel
+            "path": str,
+            "version": "str | None",
+            "tried": "list[Tried]",  # where it did not load, and why
+        },
+        total=False,
+    )
+
+    class ErrorText(TypedDict):
+        type: str
+        message: str
+
+    class TfProbe(TypedDict, total=False):
+        """--tensorflow: the import, its version, build_info and GPUs."""
+
+        imported: bool
+        error: ErrorText
+        seconds: float
+        version: str | None
+        build_info: dict[str, object]  # as JSON values
+        build_info_from: dict[str, str]  # fact -> "build_info", "cuda_config.h", ...
+        build_info_error: str
+        gpus: list[str]
+        gpus_error: str
+
+    class PythonInfo(TypedDict):
+        executable: str
+        version: str
+        prefix: str
+        base_prefix: str
+        libc: list[str]
+
+    class ProbeDoc(TypedDict, total=False):
+        """The probe's document (schema envlock.probe/v1)."""
+
+        schema: str
+        python: PythonInfo
+        markers: dict[str, str]
+        environment: dict[str, str | None]  # LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES, VIRTUAL_ENV
+        distributions: list[Dist]
+        tensorflow: TfProbe
+        library_folders: list[str]
+        libraries: list[Library]
+        stderr_tail: str  # added by envlock.doctor.target.run_probe
+
 
 SCHEMA = "envlock.probe/v1"
 MARK = "ENVLOCK-PROBE "  # the line carrying the document (a library may print too)
@@ -111,15 +180,15 @@ def direct_url(dist: Any) -> str | None:
     return url
 
 
-def distributions(deep: bool) -> list[dict[str, Any]]:
+def distributions(deep: bool) -> list[Dist]:
     from importlib import metadata
 
-    out: list[dict[str, Any]] = []
+    out: list[Dist] = []
     for dist in metadata.distributions():
         name = dist.metadata["Name"]
         if not name:
             continue
-        item: dict[str, Any] = {
+        item: Dist = {
             "name": name,
             "version": dist.version,
             "requires": list(dist.requires or []),
@@ -182,9 +251,9 @@ def _library_version(lib: Any, soname: str) -> str | None:
     return None
 
 
-def library(soname: str, folders: list[str]) -> dict[str, Any]:
+def library(soname: str, folders: list[str]) -> Library:
     """Whether ``soname`` loads: system search path first, then the wheel folders."""
-    tried: list[dict[str, str]] = []
+    tried: list[Tried] = []
     candidates = [("system", soname)] + [
         ("wheel", os.path.join(folder, soname)) for folder in folders
     ]
@@ -300,8 +369,8 @@ def header_build_facts(package_dir: str) -> dict[str, tuple[Any, str]]:
 
 
 def with_header_facts(
-    info: dict[str, Any], package_dir: str
-) -> tuple[dict[str, Any], dict[str, str]]:
+    info: dict[str, object], package_dir: str
+) -> tuple[dict[str, object], dict[str, str]]:
     """``info`` (TensorFlow's build_info) completed from the headers where it lacks
     a fact, and where each fact came from ("build_info", "cuda_config.h", ...)."""
     out = dict(info)
@@ -318,7 +387,7 @@ def with_header_facts(
 TF_FACTS = ("cuda_version", "cudnn_version", "cuda_compute_capabilities")
 
 
-def tensorflow() -> dict[str, Any]:
+def tensorflow() -> TfProbe:
     start = time.monotonic()
     try:
         import tensorflow as tf  # the framework of the venv under inspection
@@ -328,7 +397,7 @@ def tensorflow() -> dict[str, Any]:
             "error": {"type": type(e).__name__, "message": str(e)[:4000]},
             "seconds": round(time.monotonic() - start, 3),
         }
-    out: dict[str, Any] = {"imported": True, "version": getattr(tf, "__version__", None)}
+    out: TfProbe = {"imported": True, "version": getattr(tf, "__version__", None)}
     try:
         raw = _plain(dict(tf.sysconfig.get_build_info()))
         # 2.22 and later state CUDA, cuDNN and capabilities only in the package's
@@ -367,7 +436,7 @@ def main(argv: list[str]) -> int:
     (repeated), --libraries-from-build (those TensorFlow's build_info implies)."""
     deep = "--deep" in argv
     names = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--library"]
-    doc: dict[str, Any] = {
+    doc: ProbeDoc = {
         "schema": SCHEMA,
         "python": {
             "executable": sys.executable,

@@ -55,6 +55,7 @@ from envlock.errors import CheckFailed, EnvironmentFailure, UsageError
 
 if TYPE_CHECKING:
     from envlock.doctor.inplace import InPlaceResult, UndoResult
+    from envlock.doctor.kernel import KernelSpec
     from envlock.model import Lock
 
 SMOKE_TIMEOUT = 1800
@@ -87,7 +88,7 @@ class RestoreResult:
     cleaned: tuple[str, ...] = field(default=())
     converted: bool = False
     compared: str = "yes"  # yes | no-old-venv | old-venv-broken
-    kernel: dict[str, object] | None = None  # the kernelspec --kernel wrote
+    kernel: KernelSpec | None = None  # the kernelspec --kernel wrote
 
 
 # ----------------------------------------------------------------- Python

@@ -16,9 +16,12 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
+
+if TYPE_CHECKING:
+    from envlock.doctor.probe import ProbeDoc
 
 PROBE_TIMEOUT = 300.0
 
@@ -140,7 +143,7 @@ def run_probe(
     libraries: tuple[str, ...] = (),
     timeout: float = PROBE_TIMEOUT,
     isolated: bool = False,
-) -> dict[str, Any]:
+) -> ProbeDoc:
     """Run the probe in ``target.python``; its JSON document. ``tensorflow``:
     "yes" (import it), "if-installed" (and list the libraries its build implies)
     or "no". ``isolated``: without PYTHONPATH and PYTHONHOME (what the venv holds,
@@ -192,7 +195,8 @@ def run_probe(
                 break
             if isinstance(doc, dict):
                 doc["stderr_tail"] = out.stderr[-4000:]
-                return doc
+                # the probe's document, as it wrote it (findings read it defensively)
+                return cast("ProbeDoc", doc)
             break
     detail = (out.stderr or out.stdout).strip().splitlines()
     raise EnvironmentFailure(

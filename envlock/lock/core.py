@@ -19,7 +19,7 @@ from envlock.model import CUDA_SOURCES, Lock, LockInput, Resolution
 from envlock.target import Target
 
 if TYPE_CHECKING:
-    from envlock.matrix import libraries
+    from envlock.matrix import TFRelease, libraries
 
 RESOLVERS = ("uv", "pip")
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
@@ -124,24 +124,22 @@ def _chosen_for_pins(
     when the user named no Python (an explicit --python wins); the why line says
     the pins chose it. None when no Python fits."""
     from envlock.resolve import resolve
-    from envlock.resolve.placement import ASKED_PYTHON
 
     if lock_input.constraints.python is not None:
         return None
     python = python_for_pins(resolution, err.needs)
     if python is None or python == resolution.python:
         return None
+    pins = "; ".join(f"{pin} needs Python {spec}" for pin, spec in err.needs.items())
+    framework = resolution.framework
+
+    def why(release: TFRelease) -> str:
+        return f": the newest that {framework} {release.version} and your pins allow ({pins})"
+
     try:
-        chosen = resolve(replace(lock_input.constraints, python=python))
+        return resolve(replace(lock_input.constraints, python=python), python_said=why)
     except NoResolution:
         return None
-    pins = "; ".join(f"{pin} needs Python {spec}" for pin, spec in err.needs.items())
-    why = f"the newest that {chosen.framework} {chosen.version} and your pins allow ({pins})"
-    reasons = tuple(
-        r.replace(f" {ASKED_PYTHON}", f": {why}", 1) if r.startswith(f"Python {python} ") else r
-        for r in chosen.reasons
-    )
-    return replace(chosen, reasons=reasons)
 
 
 def lock(
@@ -364,4 +362,5 @@ def with_cap_notes(
         resolution,
         reasons=resolution.reasons + reasons,
         warnings=resolution.warnings + warnings,
+        cap_reasons=reasons,
     )

@@ -189,9 +189,9 @@ def _resolution(data: Mapping[str, Any], where: str) -> Resolution:
     required = ("framework", "version", "python", "cuda", "cudnn", "cuda_source", "os")
     missing = [k for k in required if not isinstance(full.get(k), str)]
     if missing:
-        named = ", ".join(f"resolution.{k}" for k in missing)
+        named = ", ".join(f"tool.envlock.resolution.{k}" for k in missing)
         raise DataError(
-            f"{where}: [tool.envlock] {named} missing or not a string",
+            f"{where}: {named}: missing or not a string",
             hint="the lock was edited or damaged: re-create it with `envlock lock`",
         )
     for f in fields(Resolution):
@@ -255,7 +255,7 @@ def _check_value(value: object, field: str, shape: str, where: str, hint: str = 
         problem = f"is not {_SHAPES[shape][1]}"
     if problem is not None:
         text = shown(value) if isinstance(value, str) else repr(value)[:80]
-        raise DataError(f"{where}: {field} {text} {problem}", hint=hint)
+        raise DataError(f"{where}: {field}: {text} {problem}", hint=hint)
 
 
 def check_lock(lock: Lock, where: str, hint: str = _DAMAGED) -> None:
@@ -265,7 +265,7 @@ def check_lock(lock: Lock, where: str, hint: str = _DAMAGED) -> None:
     recorded.pop("schema_version", None)
     for group, record in (("resolution", lock.resolution.to_dict()), ("input", recorded)):
         for key, value in record.items():
-            name = f"[tool.envlock] {group}.{key}"
+            name = f"tool.envlock.{group}.{key}"
             if value is None:
                 continue
             if isinstance(value, list):
@@ -277,17 +277,17 @@ def check_lock(lock: Lock, where: str, hint: str = _DAMAGED) -> None:
                         _check_value(item, f"{name}[{i}]", f"{group}.{key}", where, hint=hint)
             else:
                 _check_value(value, name, f"{group}.{key}", where, hint=hint)
-    _check_value(lock.resolver, "[tool.envlock] resolver", "resolver", where, hint=hint)
+    _check_value(lock.resolver, "tool.envlock.resolver", "resolver", where, hint=hint)
     if lock.resolver_version:
         _check_value(
             lock.resolver_version,
-            "[tool.envlock] resolver_version",
+            "tool.envlock.resolver_version",
             "resolver_version",
             where,
             hint=hint,
         )
     for i, req in enumerate(lock.top_requirements):
-        _check_value(req, f"[tool.envlock] top_requirements[{i}]", "", where, hint=hint)
+        _check_value(req, f"tool.envlock.top_requirements[{i}]", "", where, hint=hint)
     for i, pkg in enumerate(lock.packages):
         _check_value(pkg.name, f"packages[{i}].name", "package.name", where, hint=hint)
         for k, dep in enumerate(pkg.dependencies):
@@ -329,7 +329,7 @@ def parse_pylock(text: str, where: str) -> Lock:
         resolution = _resolution(tool.get("resolution") or {}, where)
         lock_input = LockInput.from_dict(tool.get("input") or {}, resolution)
     except InputError as e:
-        raise DataError(f"{where}: [tool.envlock] {e}", hint=_DAMAGED) from None
+        raise DataError(f"{where}: tool.envlock.{e.path}: {e.problem}", hint=_DAMAGED) from None
     except TypeError as e:
         raise DataError(f"{where}: [tool.envlock] is incomplete ({e})") from None
     packages: list[LockedPackage] = []
@@ -360,7 +360,7 @@ def parse_pylock(text: str, where: str) -> Lock:
         )
     top = tool.get("top_requirements") or ()
     if not isinstance(top, (list, tuple)):
-        raise DataError(f"{where}: [tool.envlock] top_requirements is not a list")
+        raise DataError(f"{where}: tool.envlock.top_requirements: not a list", hint=_DAMAGED)
     locked = Lock(
         resolution=resolution,
         input=lock_input,

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
+from envlock.model import ImageEndOfLife
+
 if TYPE_CHECKING:
     from envlock.matrix.schema import Checker
 
@@ -165,6 +167,20 @@ class CudaMatrix:
             if row.branch == name:
                 return row
         return None
+
+    def end_of_life(self, minor: str) -> ImageEndOfLife | None:
+        """The end of life of the nvidia/cuda images of CUDA ``minor`` ("12.2"):
+        deleted, end-of-life, supported until its driver branch ends, or None
+        when cuda.toml says nothing about it."""
+        row = self.release(minor)
+        if row is None:
+            return None
+        if row.images in ("deleted", "eol"):
+            return ImageEndOfLife(row.version, row.images, row.images_note)
+        branch = self.branch(row.driver_branch) if row.driver_branch else None
+        if branch is None:
+            return None
+        return ImageEndOfLife(row.version, "supported", branch=branch.branch, ends=branch.ends)
 
     def ubuntu_release(self, release: str) -> UbuntuRelease | None:
         """By "22.04" or "ubuntu22.04"."""

@@ -33,6 +33,11 @@ MARKETS = ("datacenter", "geforce", "workstation")
 _NOISE = frozenset({"nvidia", "tesla", "geforce"})
 
 
+def _compared(name: str) -> str:
+    """A reported name as ``GpuMatrix.find`` compares it: "NVIDIA  H200 (x)" -> "nvidia h200"."""
+    return " ".join(name.split("(")[0].split()).casefold()
+
+
 def name_words(text: str) -> tuple[str, ...]:
     """A GPU name as compared: "NVIDIA GeForce RTX-4090" -> ("rtx", "4090")."""
     spaced = text.casefold().replace("-", " ").replace("_", " ")
@@ -123,12 +128,14 @@ class GpuMatrix:
         return [spellings[c] for c in close]
 
     def find(self, reported: str) -> GpuModel | None:
-        """The row for a reported name: exact (ignoring case), else the longest
-        row name the reported one starts with, followed by a space or a dash."""
-        wanted = " ".join(reported.split()).casefold()
+        """The row for a reported name: exact (ignoring case, runs of spaces and a
+        parenthesised suffix), else the longest row name the reported one starts
+        with, followed by a space or a dash. The smoke harness's ``find_peak``
+        matches the same way (tests/test_smoke_parity.py)."""
+        wanted = _compared(reported)
         best: GpuModel | None = None
         for gpu in self.gpus:
-            name = gpu.name.casefold()
+            name = _compared(gpu.name)
             if wanted == name:
                 return gpu
             if (

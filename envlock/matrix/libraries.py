@@ -126,7 +126,9 @@ CAP_MARK = " path; source: "  # in every why line of a cap, and in no other
 
 
 def cap_reasons(reasons: Sequence[str]) -> tuple[str, ...]:
-    """The why lines of a resolution that say which library cap a lock met."""
+    """The why lines of a lock file's resolution that say which library cap the lock
+    met (a lock records its reasons as text; a resolution just locked carries them
+    as ``Resolution.cap_reasons``)."""
     return tuple(r for r in reasons if CAP_MARK in r)
 
 

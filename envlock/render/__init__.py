@@ -17,7 +17,7 @@ import functools
 import json
 import shlex
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from envlock.errors import DataError
 from envlock.model import Lock
@@ -101,7 +101,20 @@ def render_template(name: str, ctx: BundleContext, **extra: Any) -> str:
         raise DataError(f"templates/{name}: {e.message}", hint="report this envlock bug") from e
 
 
-def expect_document(ctx: BundleContext) -> dict[str, Any]:
+class ExpectDocument(TypedDict):
+    """expect.json: what the lock promises the smoke harness will find (the harness
+    reads it as its ``Expect``; tests/test_smoke_parity.py holds the keys together)."""
+
+    framework: str
+    version: str
+    python: str
+    cuda: str
+    cudnn: str
+    compute_capabilities: list[str]
+    lock_digest: str
+
+
+def expect_document(ctx: BundleContext) -> ExpectDocument:
     return {
         "framework": ctx.framework,
         "version": ctx.version,

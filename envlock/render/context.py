@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from envlock import __version__
 from envlock.errors import DataError, UsageError
-from envlock.model import Lock
+from envlock.model import ImageEndOfLife, Lock, Resolution
 from envlock.render.options import PYTHON_SOURCES, RenderOptions, regenerate_command
 from envlock.render.values import (
     DIGEST_RE,
@@ -46,6 +46,7 @@ from envlock.render.values import (
     version,
     word,
 )
+from envlock.resolve.explain import image_warnings
 
 CA_CERT_NAME = "envlock-ca.pem"
 VENV = "/opt/venv"
@@ -192,21 +193,29 @@ def _image_release(cuda_image_version: str) -> Any:
     return None
 
 
-def _end_of_life(cuda_image_version: str, image: str) -> list[str]:
-    """End-of-life notes for the nvidia/cuda release of the base image."""
+def _image_end_of_life(res: Resolution) -> ImageEndOfLife | None:
+    """The base image's end of life: the resolution's own, else (a lock read from a
+    file does not record it) found again by the same function from cuda.toml."""
+    if res.image_end_of_life is not None:
+        return res.image_end_of_life
     try:
-        release = Version(cuda_image_version).release
+        release = Version(res.cuda_image_version).release
     except InvalidVersion:
-        return []
-    row = _cuda_matrix().release(".".join(str(p) for p in release[:2]))
-    if row is None or row.images not in ("eol", "deleted"):
-        return []
-    state = "were deleted" if row.images == "deleted" else "are end of life"
-    return [
-        f"the nvidia/cuda {row.version} images {state} ({row.images_note}); NVIDIA deletes "
+        return None
+    end_of_life: ImageEndOfLife | None = _cuda_matrix().end_of_life(
+        ".".join(str(p) for p in release[:2])
+    )
+    return end_of_life
+
+
+def _end_of_life_note(eol: ImageEndOfLife, image: str) -> str:
+    """The Dockerfile's END OF LIFE note for deleted or end-of-life images."""
+    state = "were deleted" if eol.state == "deleted" else "are end of life"
+    return (
+        f"the nvidia/cuda {eol.cuda} images {state} ({eol.note}); NVIDIA deletes "
         f"end-of-life tags six months after end of life, so {image} may vanish: copy it to "
         "your own registry and render with --base-image"
-    ]
+    )
 
 
 def bundle_context(
@@ -291,9 +300,16 @@ def bundle_context(
     ubuntu = _cuda_matrix().ubuntu_release(os_name) if os_name else None
     os_python = ubuntu.python if ubuntu is not None else ""
     base_image = check_image(base_image, "--base-image" if overridden else "the base image")
-    said = any("end-of-life" in w or "end of life" in w for w in warnings)
-    if not overridden and not said:
-        warnings.extend(_end_of_life(res.cuda_image_version, name))
+    # the end of life as data: resolve's words for an end-of-life image are the note
+    # (a deleted image's "is gone" stays a warning), else render's own for the image
+    eol = _image_end_of_life(res)
+    end_of_life: list[str] = []
+    if eol is not None and eol.state == "eol":
+        resolved_name = split_digest(res.base_image)[0]
+        end_of_life = [w for w in image_warnings(eol, resolved_name) if w in warnings]
+    if eol is not None and eol.state in ("eol", "deleted") and not overridden and not end_of_life:
+        end_of_life.append(_end_of_life_note(eol, name))
+        warnings.append(end_of_life[-1])
     python_from, python_reason = _python_source(options.python_from, python, os_name, os_python)
     if python_from == "apt" and os_python != python:
         raise UsageError(
@@ -314,7 +330,6 @@ def bundle_context(
             "the lock uses the pip CUDA source but holds no nvidia-* wheels; TensorFlow "
             "will not find CUDA in this image"
         )
-    end_of_life = tuple(w for w in warnings if "end of life" in w.lower() or "end-of-life" in w)
 
     lock_digest = _digest(pylock)
     title = word(FRAMEWORK_TITLES.get(res.framework, res.framework), "the framework's title")

@@ -29,19 +29,62 @@ import json
 import os
 import random
 import sys
-from typing import Any, Optional
+from typing import Any, Optional, TypedDict
 
 SCHEMA = "envlock.runtime/v1"
 ENV_VAR = "ENVLOCK_RUNTIME_CONFIG"
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
-DEFAULTS: dict[str, Any] = {
-    "schema": SCHEMA,
-    "visible_devices": None,
-    "memory_growth": True,
-    "mixed_precision": "float32",
-    "determinism": False,
-    "seed": 42,
-}
+
+
+class Settings(TypedDict):
+    """runtime.json complete: every key, defaults filled in (``validate``)."""
+
+    schema: str
+    visible_devices: Optional[str]
+    memory_growth: bool
+    mixed_precision: str
+    determinism: bool
+    seed: Optional[int]
+
+
+class Applied(TypedDict, total=False):
+    """What ``apply`` put in force."""
+
+    visible_devices: str
+    memory_growth: list[str]  # the GPUs whose memory growth was turned on
+    mixed_precision: str
+    determinism: bool
+    seed: int
+
+
+class Outcome(TypedDict):
+    """``apply``'s answer."""
+
+    config: Settings
+    source: Optional[str]
+    applied: Applied
+    errors: list[str]
+
+
+class Active(TypedDict):
+    """``active``'s answer: what is in force in this process now."""
+
+    cuda_visible_devices: Optional[str]
+    gpus: list[str]
+    memory_growth: dict[str, Optional[bool]]
+    mixed_precision: str
+    determinism: Optional[bool]
+    tf_deterministic_ops: Optional[str]
+
+
+DEFAULTS = Settings(
+    schema=SCHEMA,
+    visible_devices=None,
+    memory_growth=True,
+    mixed_precision="float32",
+    determinism=False,
+    seed=42,
+)
 
 
 class ConfigError(ValueError):
@@ -65,15 +108,15 @@ def config_path(path: Optional[str] = None) -> Optional[str]:
     return None
 
 
-def validate(data: Any, origin: str = "runtime.json") -> dict[str, Any]:
+def validate(data: object, origin: str = "runtime.json") -> Settings:
     """Check the settings and return them complete (defaults filled in)."""
     if not isinstance(data, dict):
         raise ConfigError(f"{origin}: expected a JSON object, got {type(data).__name__}")
     unknown = sorted(set(data) - set(DEFAULTS))
     if unknown:
         raise ConfigError(f"{origin}: unknown setting(s) {', '.join(unknown)}")
-    out = dict(DEFAULTS)
-    out.update(data)
+    out = DEFAULTS.copy()
+    out.update(data)  # type: ignore[typeddict-item]  # known keys; each is checked below
     if out["schema"] != SCHEMA:
         raise ConfigError(f"{origin}: schema is {out['schema']!r}, expected {SCHEMA!r}")
     devices = out["visible_devices"]
@@ -103,11 +146,11 @@ def validate(data: Any, origin: str = "runtime.json") -> dict[str, Any]:
     return out
 
 
-def load(path: Optional[str] = None) -> dict[str, Any]:
+def load(path: Optional[str] = None) -> Settings:
     """The validated settings; the defaults when no runtime.json is found."""
     found = config_path(path)
     if found is None:
-        return dict(DEFAULTS)
+        return DEFAULTS.copy()
     try:
         with open(found, encoding="utf-8") as f:
             data = json.load(f)
@@ -120,7 +163,7 @@ def _tf() -> Any:
     return importlib.import_module("tensorflow")
 
 
-def apply(config: Optional[dict[str, Any]] = None, path: Optional[str] = None) -> dict[str, Any]:
+def apply(config: Optional[dict[str, object]] = None, path: Optional[str] = None) -> Outcome:
     """Put the settings in force; call it before TensorFlow touches a GPU.
 
     Returns ``{"config": <settings>, "source": <file or None>, "applied": {...},
@@ -133,7 +176,7 @@ def apply(config: Optional[dict[str, Any]] = None, path: Optional[str] = None) -
         settings = load(path)
     else:
         settings = validate(config, "config")
-    applied: dict[str, Any] = {}
+    applied = Applied()
     errors: list[str] = []
     tf_loaded = "tensorflow" in sys.modules
 
@@ -182,13 +225,13 @@ def apply(config: Optional[dict[str, Any]] = None, path: Optional[str] = None) -
             importlib.import_module("numpy").random.seed(seed)
         tf.random.set_seed(seed)
         applied["seed"] = seed
-    return {"config": settings, "source": source, "applied": applied, "errors": errors}
+    return Outcome(config=settings, source=source, applied=applied, errors=errors)
 
 
-def active() -> dict[str, Any]:
+def active() -> Active:
     """What is in force in this process now (TensorFlow must be importable)."""
     tf = _tf()
-    out: dict[str, Any] = {"cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     gpus = tf.config.list_physical_devices("GPU")
     growth: dict[str, Optional[bool]] = {}
     for gpu in gpus:
@@ -196,20 +239,23 @@ def active() -> dict[str, Any]:
             growth[gpu.name] = bool(tf.config.experimental.get_memory_growth(gpu))
         except (RuntimeError, ValueError):
             growth[gpu.name] = None
-    out["gpus"] = [gpu.name for gpu in gpus]
-    out["memory_growth"] = growth
     try:
-        out["mixed_precision"] = tf.keras.mixed_precision.global_policy().name
+        policy = str(tf.keras.mixed_precision.global_policy().name)
     except Exception as e:  # keras missing or broken: report, do not fail
-        out["mixed_precision"] = f"unknown ({type(e).__name__})"
+        policy = f"unknown ({type(e).__name__})"
     checker = getattr(tf.config.experimental, "is_op_determinism_enabled", None)
     if checker is None:  # not exported by TensorFlow up to 2.15 at least
         with contextlib.suppress(ImportError, AttributeError):
             internal = importlib.import_module("tensorflow.python.framework.config")
             checker = internal.is_op_determinism_enabled
-    out["determinism"] = bool(checker()) if checker is not None else None
-    out["tf_deterministic_ops"] = os.environ.get("TF_DETERMINISTIC_OPS")
-    return out
+    return Active(
+        cuda_visible_devices=visible,
+        gpus=[gpu.name for gpu in gpus],
+        memory_growth=growth,
+        mixed_precision=policy,
+        determinism=bool(checker()) if checker is not None else None,
+        tf_deterministic_ops=os.environ.get("TF_DETERMINISTIC_OPS"),
+    )
 
 
 def main(argv: Optional[list[str]] = None) -> int:

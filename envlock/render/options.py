@@ -14,10 +14,13 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from envlock.errors import UsageError
 from envlock.readers import read_json
+
+if TYPE_CHECKING:
+    from envlock.render.envlock_runtime import Settings
 
 PYTHON_SOURCES = ("image", "apt", "uv")
 # render.json: the options a bundle was rendered with, so `envlock render DIR`
@@ -25,6 +28,17 @@ PYTHON_SOURCES = ("image", "apt", "uv")
 RENDER_JSON = "render.json"
 RENDER_SCHEMA = "envlock.render/v1"
 RECORDED_OPTIONS = ("base_image", "base_digest", "os", "ca_cert", "python_from")
+
+
+class RenderRecord(TypedDict):
+    """render.json: the options a bundle was rendered with, None where not given."""
+
+    schema: str
+    base_image: str | None
+    base_digest: str | None
+    os: str | None
+    ca_cert: str | None
+    python_from: str | None
 
 
 @dataclass(frozen=True)
@@ -36,20 +50,33 @@ class RenderOptions:
     os: str | None = None  # "ubuntu24.04": the same CUDA image on another Ubuntu
     ca_cert: str | None = None  # PEM file trusted by the build stage
     python_from: str | None = None  # image | apt | uv; None: chosen from the OS
-    runtime: Mapping[str, Any] | None = None  # runtime.json settings to keep
+    runtime: Settings | None = None  # runtime.json settings to keep (validated)
 
-    def recorded(self) -> dict[str, Any]:
+    def recorded(self) -> RenderRecord:
         """The render.json document: the options as given, None where not given."""
-        doc: dict[str, Any] = {"schema": RENDER_SCHEMA}
-        doc.update((name, getattr(self, name)) for name in RECORDED_OPTIONS)
-        return doc
+        return RenderRecord(
+            schema=RENDER_SCHEMA,
+            base_image=self.base_image,
+            base_digest=self.base_digest,
+            os=self.os,
+            ca_cert=self.ca_cert,
+            python_from=self.python_from,
+        )
 
     def over(self, recorded: Mapping[str, str | None]) -> RenderOptions:
         """These options, with the recorded ones standing in for those not given."""
-        missing: dict[str, Any] = {
-            name: recorded.get(name) for name in RECORDED_OPTIONS if getattr(self, name) is None
-        }
-        return replace(self, **missing)
+
+        def kept(name: str, given: str | None) -> str | None:
+            return given if given is not None else recorded.get(name)
+
+        return replace(
+            self,
+            base_image=kept("base_image", self.base_image),
+            base_digest=kept("base_digest", self.base_digest),
+            os=kept("os", self.os),
+            ca_cert=kept("ca_cert", self.ca_cert),
+            python_from=kept("python_from", self.python_from),
+        )
 
 
 def regenerate_command(options: RenderOptions) -> str:
@@ -90,12 +117,12 @@ def read_render_options(directory: Path) -> dict[str, str | None] | None:
     return options
 
 
-def runtime_settings(existing: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The runtime.json document: the defaults, or ``existing`` checked."""
+def runtime_settings(existing: object) -> Settings:
+    """The runtime.json document: the defaults (``existing`` None), or ``existing`` checked."""
     from envlock.render import envlock_runtime
 
     if existing is None:
-        return dict(envlock_runtime.DEFAULTS)
+        return envlock_runtime.DEFAULTS.copy()
     try:
         return envlock_runtime.validate(
             dict(existing) if isinstance(existing, Mapping) else existing
@@ -104,7 +131,7 @@ def runtime_settings(existing: Mapping[str, Any] | None) -> dict[str, Any]:
         raise UsageError(str(e), hint="fix runtime.json or delete it to get the defaults") from None
 
 
-def read_runtime(directory: Path) -> dict[str, Any] | None:
+def read_runtime(directory: Path) -> Settings | None:
     """An existing bundle's runtime.json (so re-rendering keeps the user's edits)."""
     path = directory / "runtime.json"
     if not os.path.lexists(path):

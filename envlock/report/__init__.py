@@ -8,6 +8,7 @@ Only ``cryptography`` is used, imported lazily.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,7 @@ __all__ = [
 
 
 def sign_result(
-    result: dict[str, Any] | SmokeResult,
+    result: Mapping[str, object] | SmokeResult,
     key: Path,
     *,
     lock_dir: Path | None,
@@ -56,7 +57,7 @@ def sign_result(
 
 
 def sign_envelope(
-    result: dict[str, Any] | SmokeResult,
+    result: Mapping[str, object] | SmokeResult,
     key: Path,
     *,
     lock_dir: Path | None,
@@ -86,7 +87,7 @@ class SignedReport:
 
 
 def sign_report(
-    result: dict[str, Any] | SmokeResult,
+    result: Mapping[str, object] | SmokeResult,
     key: Path,
     *,
     lock_dir: Path | None,
@@ -151,7 +152,7 @@ def sign_report(
 _HINT = "sign the JSON the smoke harness printed, unedited"
 
 
-def _refuse_controls(result: dict[str, Any]) -> None:
+def _refuse_controls(result: Mapping[str, object]) -> None:
     """A check reason that would act on a reader's terminal (ESC, OSC, C1, bidi
     overrides) is never signed: every reader would have to trust it not to."""
     from envlock.output import first_control

@@ -30,13 +30,21 @@ import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from envlock.errors import DataError, UsageError
 from envlock.fsutil import sha256_bytes
 
 if TYPE_CHECKING:
     from envlock.image.ref import ImageRef
+
+
+class Subject(TypedDict):
+    """One subject of a statement: what it is about, by digest (in-toto ResourceDescriptor)."""
+
+    name: str
+    digest: dict[str, str]  # algorithm -> hex, {"sha256": ...}
+
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
@@ -246,7 +254,7 @@ def now_rfc3339() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def manifest_subject(pinned_ref: str | ImageRef) -> dict[str, Any]:
+def manifest_subject(pinned_ref: str | ImageRef) -> Subject:
     """The subject for an image named by digest: the repository and the manifest digest.
 
     cosign names an image the same way: ``name`` is the repository with its
@@ -294,6 +302,7 @@ def build_statement(
         config = {"pylock.toml": seen_lock}
     environment = environment_digest(result) if "pylock.toml" not in config else None
 
+    subject: list[Subject]
     if image_ref is not None:
         subject = [manifest_subject(image_ref)]
         kind = "image-manifest"

@@ -12,6 +12,7 @@ from typing import Any
 
 from envlock.report.statement import (
     EXTENSION,
+    Subject,
     statement_problems,
     subject_digests,
     subject_kind,
@@ -72,7 +73,7 @@ class Statement:
     every JSON output keeps its shape.
     """
 
-    subject: tuple[dict[str, Any], ...]  # as signed: {"name", "digest": {algo: hex}}
+    subject: tuple[Subject, ...]  # as signed
     subject_kind: str | None
     result: str  # PASSED | WARNED | FAILED
     passed: tuple[str, ...]

@@ -18,6 +18,7 @@ from envlock.report import keys as keymod
 
 if TYPE_CHECKING:
     from envlock.image.ref import ImageRef
+    from envlock.report.statement import Subject
 
 ABSENT = "(absent)"
 
@@ -48,7 +49,7 @@ class Verification:
     ok: bool
     signature_ok: bool
     result: str | None  # PASSED | WARNED | FAILED once the statement is trusted
-    subject: list[dict[str, Any]]
+    subject: list[Subject]
     drift: list[tuple[str, str, str]]  # (field, in the report, actual)
     problems: list[str]
     keyid: str = ""  # keyid of the trusted key

@@ -12,7 +12,7 @@ from envlock.errors import NoResolution
 from envlock.matrix import TFRelease
 from envlock.matrix.cuda import CudaMatrix
 from envlock.matrix.gpus import GpuMatrix
-from envlock.model import CUDA_SOURCES, Gpu
+from envlock.model import CUDA_SOURCES, Gpu, ImageEndOfLife
 from envlock.readers import quoted
 from envlock.resolve.constraints import Checked
 from envlock.resolve.placement import Placement, place_pip, place_system, python_ranges, series
@@ -125,31 +125,23 @@ def _jit_reported_failing(release: TFRelease, capability: str) -> bool:
     )
 
 
-def image_warnings(cuda_matrix: CudaMatrix, placement: Placement) -> list[str]:
-    """End of life of the chosen image: deleted, end-of-life, or when it will be."""
-    row = cuda_matrix.release(placement.image.cuda)
-    ref = f"nvidia/cuda:{placement.tag}"
-    if row is None:
+def image_warnings(eol: ImageEndOfLife | None, ref: str) -> list[str]:
+    """The base image ``ref``'s end of life in words: deleted, end-of-life, or when it
+    will be (``CudaMatrix.end_of_life`` finds it)."""
+    if eol is None:
         return []
-    if row.images == "deleted":
+    if eol.state == "deleted":
+        return [f"{ref} is gone: {eol.note}; build from a mirror that still has it (--base-image)"]
+    if eol.state == "eol":
         return [
-            f"{ref} is gone: {row.images_note}; build from a mirror that still has it "
-            f"(--base-image)"
-        ]
-    if row.images == "eol":
-        return [
-            f"{ref} is end-of-life ({row.images_note}); NVIDIA deletes end-of-life tags "
+            f"{ref} is end-of-life ({eol.note}); NVIDIA deletes end-of-life tags "
             f"six months later: pin it by digest or mirror it"
         ]
-    if row.driver_branch:
-        branch = cuda_matrix.branch(row.driver_branch)
-        if branch is not None:
-            return [
-                f"{ref}: CUDA {row.version} shipped with driver branch {branch.branch}, "
-                f"supported until {branch.ends}; NVIDIA deletes the tags six months after "
-                f"that: pin it by digest or mirror it"
-            ]
-    return []
+    return [
+        f"{ref}: CUDA {eol.cuda} shipped with driver branch {eol.branch}, "
+        f"supported until {eol.ends}; NVIDIA deletes the tags six months after "
+        f"that: pin it by digest or mirror it"
+    ]
 
 
 # ---------------------------------------------------------------- when nothing fits

@@ -30,7 +30,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -84,6 +84,23 @@ class Tools:
     lock_spec: str = ""  # the SPEC a lock fix names, "tensorflow==2.21.0"
 
 
+class PathVerdictDict(TypedDict):
+    path: str
+    status: str
+    why: str
+    fix: str
+    manual: bool
+    sources: list[str]
+
+
+class GpuPathsDict(TypedDict):
+    """One GPU's verdicts, as --json and a smoke result carry them."""
+
+    gpu: str
+    compute_capability: str
+    paths: list[PathVerdictDict]
+
+
 @dataclass(frozen=True)
 class PathVerdict:
     path: str  # one of PATH_NAMES
@@ -94,7 +111,7 @@ class PathVerdict:
     sources: tuple[str, ...] = ()
     manual: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PathVerdictDict:
         return {
             "path": self.path,
             "status": self.status,
@@ -111,7 +128,7 @@ class GpuPaths:
     compute_capability: str  # "12.0"
     paths: tuple[PathVerdict, ...] = field(default_factory=tuple)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> GpuPathsDict:
         return {
             "gpu": self.gpu,
             "compute_capability": self.compute_capability,

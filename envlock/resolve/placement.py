@@ -91,6 +91,8 @@ def _pick_os(
     want_os: str | None,
     python: str | None,
     pythons: Sequence[str] = (),
+    *,
+    python_said: str = f" {ASKED_PYTHON}",
 ) -> tuple[UbuntuRelease, str, str, str] | None:
     """Choose the Ubuntu release of an image and the Python: (Ubuntu, Python,
     why this OS, why this Python); None when ``want_os`` is not there.
@@ -98,7 +100,9 @@ def _pick_os(
     ``python`` None: the newest of ``pythons`` (the minors the release can be
     installed on) that an Ubuntu of the image ships as its own python3, on the
     newest such Ubuntu; when none does, the newest of ``pythons`` as a
-    standalone CPython on the newest Ubuntu."""
+    standalone CPython on the newest Ubuntu. ``python_said``: why a given
+    ``python`` is the one, in the words after "Python 3.X" (" as asked (--python)";
+    lock's ": the newest that ... your pins allow (...)")."""
     releases = [u for u in (cuda_matrix.ubuntu_release(o) for o in image.os) if u is not None]
     candidates = [p for p in pythons if Version(p) >= Version(OLDEST_PYTHON)]
     newest_first = sorted(releases, key=lambda u: Version(u.release), reverse=True)
@@ -146,7 +150,7 @@ def _pick_os(
             )
         )
         return newest, python, os_why, python_why
-    python_why = f"Python {python} {ASKED_PYTHON}; wheels exist for {shown}"
+    python_why = f"Python {python}{python_said}; wheels exist for {shown}"
     if want_os is not None:
         ubuntu = newest_first[0]
         if ubuntu.python != python:
@@ -201,6 +205,8 @@ def place_system(
     python: str | None,
     driver_cuda: str | None = None,
     runs: Callable[[ImageRelease], bool] = lambda image: True,
+    *,
+    python_said: str = f" {ASKED_PYTHON}",
 ) -> Placement | NoPlacement:
     """The system source: a cudnn runtime image that fits the build."""
     cuda_major, cuda_minor = _split_minor(release.cuda)
@@ -242,7 +248,7 @@ def place_system(
     ranked.sort(key=lambda item: (not runs(item[1]), item[0], _newest_patch_first(item[1])))
     os_misses: list[str] = []
     for _rank, image, known in ranked:
-        picked = _pick_os(cuda_matrix, image, os, python, release.python)
+        picked = _pick_os(cuda_matrix, image, os, python, release.python, python_said=python_said)
         if picked is None:
             os_misses.append(f"{image.version} ({_os_list(image)})")
             continue
@@ -299,6 +305,8 @@ def place_pip(
     python: str | None,
     driver_cuda: str | None = None,
     runs: Callable[[ImageRelease], bool] = lambda image: True,
+    *,
+    python_said: str = f" {ASKED_PYTHON}",
 ) -> Placement | NoPlacement:
     """The pip source on the -base image; ``python`` None: the newest minor every
     and-cuda requirement has wheels for (``and_cuda_python``)."""
@@ -327,7 +335,9 @@ def place_pip(
     ranked.sort(key=lambda item: (not runs(item[1]), item[0], _newest_patch_first(item[1])))
     misses: list[str] = []
     for _distance, image in ranked:
-        picked = _pick_os(cuda_matrix, image, os, python, release.and_cuda_python)
+        picked = _pick_os(
+            cuda_matrix, image, os, python, release.and_cuda_python, python_said=python_said
+        )
         if picked is None:
             misses.append(f"{image.version} ({_os_list(image)})")
             continue
@@ -366,16 +376,21 @@ def place(
     python: str | None,
     driver_cuda: str | None,
     runs: Callable[[ImageRelease], bool] = lambda image: True,
+    python_said: str = f" {ASKED_PYTHON}",
 ) -> Placement | NoPlacement:
     """Place ``release`` with the source asked for, or system falling back to pip.
     Python as asked, else the newest with a wheel (for the pip source: the
     newest every and-cuda requirement has wheels for)."""
     if source == "pip":
-        return place_pip(release, cuda_matrix, os, python, driver_cuda, runs)
-    system = place_system(release, cuda_matrix, os, python, driver_cuda, runs)
+        return place_pip(
+            release, cuda_matrix, os, python, driver_cuda, runs, python_said=python_said
+        )
+    system = place_system(
+        release, cuda_matrix, os, python, driver_cuda, runs, python_said=python_said
+    )
     if isinstance(system, Placement) or source == "system":
         return system
-    pip = place_pip(release, cuda_matrix, os, python, driver_cuda, runs)
+    pip = place_pip(release, cuda_matrix, os, python, driver_cuda, runs, python_said=python_said)
     if isinstance(pip, NoPlacement):
         return NoPlacement(f"{system.reason}; the pip source does not fit either: {pip.reason}")
     return Placement(

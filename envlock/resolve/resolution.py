@@ -3,7 +3,7 @@ on a base image, with the reasons and warnings a ``Resolution`` carries."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from envlock.errors import DataError, NoResolution
 from envlock.matrix import Matrix, TFRelease
@@ -26,8 +26,16 @@ from envlock.resolve.spec import FRAMEWORK, Spec
 from envlock.resolve.stages import Stage, stages_for
 
 
-def resolve(constraints: Constraints, matrix: Matrix | None = None) -> Resolution:
-    """The newest release (and Python, image, ...) satisfying every constraint."""
+def resolve(
+    constraints: Constraints,
+    matrix: Matrix | None = None,
+    *,
+    python_said: Callable[[TFRelease], str] | None = None,
+) -> Resolution:
+    """The newest release (and Python, image, ...) satisfying every constraint.
+    ``python_said``: why the given Python is the one, per release, in the words after
+    "Python 3.X" of the reasons (None: as asked; ``envlock.lock.core`` chose it for
+    the pins and says so)."""
     if matrix is None:
         matrix = load_matrix()
     cuda_matrix: CudaMatrix | None = matrix.cuda
@@ -49,7 +57,7 @@ def resolve(constraints: Constraints, matrix: Matrix | None = None) -> Resolutio
         raise no_match(checked.spec, every, pre)
 
     # 2. the other constraints, in the order they are reported
-    stages, image = stages_for(checked, constraints, cuda_matrix)
+    stages, image = stages_for(checked, constraints, cuda_matrix, python_said)
     removed_by: dict[str, list[tuple[TFRelease, str]]] = {}
     remaining = matched
     for index, stage in enumerate(stages):
@@ -143,7 +151,8 @@ def _resolution(
 
     warnings: list[str] = list(placement.warnings)
     warnings.extend(floor.warnings)
-    warnings.extend(image_warnings(cuda_matrix, placement))
+    end_of_life = cuda_matrix.end_of_life(placement.image.cuda)
+    warnings.extend(image_warnings(end_of_life, f"nvidia/cuda:{placement.tag}"))
     if release.yanked:
         warnings.append(
             f"tensorflow {release.version} is yanked on the index; used because it is pinned "
@@ -173,4 +182,5 @@ def _resolution(
         warnings=tuple(warnings),
         reasons=tuple(reasons),
         os_python=placement.os.python,
+        image_end_of_life=end_of_life,
     )

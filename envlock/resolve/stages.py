@@ -5,7 +5,7 @@ what would work instead (``explain``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from packaging.version import Version
@@ -21,7 +21,14 @@ from envlock.resolve.explain import (
     first_distinct,
     source_alternatives,
 )
-from envlock.resolve.placement import NoPlacement, Placement, place, python_ranges, series
+from envlock.resolve.placement import (
+    ASKED_PYTHON,
+    NoPlacement,
+    Placement,
+    place,
+    python_ranges,
+    series,
+)
 
 
 @dataclass(frozen=True)
@@ -325,6 +332,9 @@ class BaseImage(Stage):
     checked: Checked
     driver_cuda: str | None
     cuda_matrix: CudaMatrix
+    # why a given Python is the one, per release, in the words after "Python 3.X"
+    # (None: " as asked (--python)"); envlock.lock.core says it chose it for the pins
+    python_said: Callable[[TFRelease], str] | None = None
 
     @property
     def name(self) -> str:
@@ -344,6 +354,9 @@ class BaseImage(Stage):
             python=self.checked.python,
             driver_cuda=self.driver_cuda,
             runs=self._runs,
+            python_said=f" {ASKED_PYTHON}"
+            if self.python_said is None
+            else self.python_said(release),
         )
 
     def _runs(self, image: ImageRelease) -> bool:
@@ -372,7 +385,10 @@ class BaseImage(Stage):
 
 
 def stages_for(
-    checked: Checked, constraints: Constraints, cuda_matrix: CudaMatrix
+    checked: Checked,
+    constraints: Constraints,
+    cuda_matrix: CudaMatrix,
+    python_said: Callable[[TFRelease], str] | None = None,
 ) -> tuple[list[Stage], BaseImage]:
     """The stages for these constraints, in order, and the last one (the image)."""
     stages: list[Stage] = [GpuBuild()]
@@ -396,6 +412,6 @@ def stages_for(
                 constraints.driver_cuda,
             )
         )
-    image = BaseImage(checked, constraints.driver_cuda, cuda_matrix)
+    image = BaseImage(checked, constraints.driver_cuda, cuda_matrix, python_said)
     stages.append(image)
     return stages, image

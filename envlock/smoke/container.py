@@ -24,6 +24,8 @@ from envlock.smoke import HARNESS_PATH
 
 if TYPE_CHECKING:
     from envlock.image.ref import ImageRef
+    from envlock.smoke.harness import CheckEntry, Peak
+    from envlock.smoke.result import SmokeRun
 from envlock.smoke.runner import (
     EXIT_NO_SHELL,
     INJECT_DIR,
@@ -74,7 +76,7 @@ def parse_gpus(value: str) -> str:
     raise UsageError(f"--gpus {value!r}: expected all, none or a number of GPUs", hint="--gpus all")
 
 
-def _injected_files(peaks: list[dict[str, Any]] | None) -> bytes:
+def _injected_files(peaks: list[Peak] | None) -> bytes:
     """A tar of the runner's harness (+ peaks) for images that lack them."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -167,7 +169,7 @@ def run_in_image(
     client: Any = None,
     log: Any = None,
     warn: Callable[[str], Any] | None = None,
-) -> dict[str, Any]:
+) -> SmokeRun:
     """Run the image's harness in a container without network; GPUs by device request.
 
     ``warn`` is given envlock's own notes on the run (a GPU request the engine
@@ -197,7 +199,7 @@ def run_in_image(
         args = harness_args(framework=framework, allow_cpu=allow_cpu, size=size, extra=extra)
         command = ["/bin/sh", "-c", _LAUNCH, "envlock-smoke", *args]
         payload = _injected_files(gpu_peaks())
-        pre_checks: list[dict[str, Any]] = []
+        pre_checks: list[CheckEntry] = []
         requests = _device_requests(gpus)
         try:
             stdout, stderr, code = _run_container(

@@ -42,7 +42,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, cast
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -53,6 +53,283 @@ FRAMEWORKS = ("tensorflow", "torch", "jax")
 PRETTY = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
 DEFAULT_RUNTIME_FILES: tuple[str, ...] = ("/opt/envlock/runtime.json",)
 DIGITS = "0123456789"
+
+
+# ---------------------------------------------------------------- the document's shapes
+# What the harness finds travels as plain JSON objects (the document is one
+# json.dumps of them); these TypedDicts name each object's keys for the type
+# checker and for the runners that read the document back (envlock.smoke.runner,
+# envlock.smoke.result). typing.TypedDict is in 3.8's standard library; keys
+# that may be absent come from total=False classes (NotRequired is 3.11).
+
+
+class GpuRow(TypedDict, total=False):
+    """A GPU as nvidia-smi lists it (index, driver) or the framework does (device)."""
+
+    index: str
+    name: str
+    compute_capability: str | None
+    memory_total_mb: int | None
+    driver: str | None
+    device: str
+
+
+class GpuState(TypedDict, total=False):
+    """One GPU's clocks, power and throttle reasons now (nvidia-smi's text)."""
+
+    sm_clock_mhz: str
+    sm_clock_max_mhz: str
+    power_w: str
+    power_limit_w: str
+    temp_c: str
+    clock_limited_by: list[str] | str
+
+
+class HostInfo(TypedDict, total=False):
+    hostname: str
+    platform: str
+    machine: str
+    python: str
+    python_executable: str
+    cpu_count: int | None
+    in_container: bool
+    driver: str
+
+
+class Environment(TypedDict):
+    """The interpreter's installed distributions, as a host run without a lock is signed."""
+
+    distributions: list[str]
+    sha256: str
+
+
+class Failed(TypedDict):
+    """What stands in for a probe that raised (gpu state, settings, environment)."""
+
+    settings_error: str
+
+
+class RuntimeConfig(TypedDict, total=False):
+    """runtime.json (schema envlock.runtime/v1), as envlock_runtime.py reads it."""
+
+    schema: str
+    visible_devices: str | None
+    memory_growth: bool
+    mixed_precision: str
+    determinism: bool
+    seed: int | None
+
+
+class Peak(TypedDict, total=False):
+    """One GPU's datasheet peaks (gpu_peaks), from envlock's gpus matrix."""
+
+    name: str
+    form_factor: str
+    compute_capability: str
+    tflops: dict[str, float]  # fp32, tf32, fp16, bf16 (those the datasheet gives)
+    memory_bandwidth_tbs: float
+    source: str
+
+
+class Expect(TypedDict, total=False):
+    """expect.json: what the lock promises."""
+
+    framework: str
+    version: str
+    python: str
+    cuda: str | None
+    cudnn: str | None
+    compute_capabilities: list[str]
+    lock_digest: str
+    gpu_peaks: list[Peak]
+
+
+# build_info's "from" is a keyword, hence the functional form (string annotations:
+# 3.8 evaluates none of them).
+BuildInfo = TypedDict(
+    "BuildInfo",
+    {
+        "cuda": "str | None",
+        "cudnn": "str | None",
+        "compute_capabilities": "list[str] | None",
+        "is_cuda_build": bool,
+        "from": "dict[str, str]",  # fact -> where it was read ("build_info", "cuda_config.h")
+        "raw": "dict[str, object]",  # the framework's own record, as JSON values
+    },
+    total=False,
+)
+
+
+class XlaMeasure(TypedDict, total=False):
+    """The XLA check's measurement (or as much of it as was reached, with ptxas)."""
+
+    function: str
+    compiled_with: str
+    reference: str
+    device: str | None
+    first_call_s: float
+    steady_call_s: float
+    compile_s: float
+    max_difference: float
+    tolerance: float
+    ptxas: Ptxas
+
+
+class Ptxas(TypedDict, total=False):
+    """Where ptxas is (path, version, source, xla_finds), or path None and the
+    folders searched."""
+
+    path: str | None
+    version: str | None
+    source: str
+    xla_finds: bool
+    searched: list[str]
+
+
+class Trained(TypedDict, total=False):
+    """What an adapter's train() found: each step's loss and time, where it ran."""
+
+    losses: list[float]
+    first_step_s: float
+    seconds_per_step: float
+    device: str
+    compute_dtype: str
+    policy: str
+    runtime_policy: str
+
+
+class TrainRun(TypedDict, total=False):
+    """One training variant in the benchmark (and in its check's entry)."""
+
+    variant: str
+    what: str
+    device: str
+    steps: int
+    loss_first: float
+    loss_last: float
+    first_step_s: float
+    seconds_per_step: float
+    compute_dtype: str
+    policy: str
+    runtime_policy: str
+    plain: bool
+    speedup_vs_plain: float
+
+
+class Training(TypedDict, total=False):
+    model: str
+    device: str
+    batch: int
+    input: str
+    classes: int
+    memory_growth: bool
+    mixed_precision: str | None
+    runs: list[TrainRun]
+    seconds: float
+    matmul_fp32_s: float
+
+
+class Matmul(TypedDict, total=False):
+    """One timed matmul (benchmark.results)."""
+
+    op: str
+    dtype: str
+    math: str
+    device: str
+    n: int
+    warmup: int
+    warmup_s: float
+    repeats: int
+    per_repeat: int
+    seconds_per_op: dict[str, float]  # median, min, max
+    samples_s: list[float]
+    tflops: float
+    tflops_best: float
+    gpu_state_after: GpuState | Failed
+    peak_tflops: float
+    fraction_of_peak: float
+
+
+class Benchmark(TypedDict, total=False):
+    device: str
+    gpu: str | None
+    results: list[Matmul]
+    peak_source: str | None
+    training: Training
+
+
+class FrameworkSettings(TypedDict, total=False):
+    """What the adapter reports in force (settings()), each framework its own keys."""
+
+    tensor_float_32: bool | str
+    precision_policy: str
+    allow_tf32_matmul: bool
+    cudnn_allow_tf32: bool
+    float32_matmul_precision: str
+    PYTORCH_CUDA_ALLOC_CONF: str | None
+    XLA_PYTHON_CLIENT_PREALLOCATE: str | None
+    XLA_PYTHON_CLIENT_MEM_FRACTION: str | None
+    default_matmul_precision: str
+    settings_error: str  # settings() raised
+
+
+class Settings(FrameworkSettings, total=False):
+    runtime_config: str | None  # the runtime.json read, if any
+    runtime: RuntimeConfig
+    applied_environment: dict[str, str]
+    CUDA_VISIBLE_DEVICES: str | None
+    memory_growth: bool
+    gpu_memory: dict[str, float]
+
+
+class ErrorInfo(TypedDict, total=False):
+    type: str
+    message: str
+    where: str | None
+
+
+class CheckExtra(TypedDict, total=False):
+    """Keys a check adds to its entry beside name, status and reason."""
+
+    loaded: str  # cudnn_runtime
+    library: str
+    xla: XlaMeasure
+    hint: str
+    training: TrainRun
+    broken_path: str | None
+    error: ErrorInfo  # the check raised
+    # a runner's entry for a harness that could not answer
+    stderr_tail: str
+    exit_code: int
+    died_in: str
+
+
+class _CheckHead(TypedDict):
+    name: str
+    status: str  # PASS | WARN | FAIL | SKIP
+    reason: str
+
+
+class CheckEntry(_CheckHead, CheckExtra):
+    """One check of the document's ``checks``."""
+
+
+class SmokeDocument(TypedDict, total=False):
+    """The harness's one JSON document (schema envlock.smoke/v1)."""
+
+    schema: str
+    status: str  # PASSED | WARNED | FAILED
+    framework: str | None
+    version: str | None
+    expected: Expect
+    build_info: BuildInfo
+    gpus: list[GpuRow]
+    checks: list[CheckEntry]
+    benchmark: Benchmark
+    settings: Settings
+    host: HostInfo
+    environment: Environment | Failed | None
+    duration_s: float | None
 
 
 def log(message: str) -> None:
@@ -162,7 +439,7 @@ def capability_verdict(capability: object, compiled: Sequence[object]) -> tuple[
 # ---------------------------------------------------------------- host probes
 
 
-def nvidia_smi() -> list[dict[str, Any]]:
+def nvidia_smi() -> list[GpuRow]:
     """GPUs as nvidia-smi lists them (empty when there is no nvidia-smi)."""
     smi = shutil.which("nvidia-smi")
     if not smi:
@@ -180,7 +457,7 @@ def nvidia_smi() -> list[dict[str, Any]]:
         return []
     if out.returncode != 0:
         return []
-    rows = []
+    rows: list[GpuRow] = []
     for line in out.stdout.splitlines():
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != 5:
@@ -191,13 +468,13 @@ def nvidia_smi() -> list[dict[str, Any]]:
         except ValueError:
             memory = None
         rows.append(
-            {
-                "index": cells[0],
-                "name": cells[1],
-                "compute_capability": cells[2],
-                "memory_total_mb": memory,
-                "driver": cells[4],
-            }
+            GpuRow(
+                index=cells[0],
+                name=cells[1],
+                compute_capability=cells[2],
+                memory_total_mb=memory,
+                driver=cells[4],
+            )
         )
     return rows
 
@@ -215,7 +492,7 @@ THROTTLE_REASONS = {
 }
 
 
-def gpu_state(index: int = 0) -> dict[str, Any] | None:
+def gpu_state(index: int = 0) -> GpuState | None:
     """Clocks, power and throttle reasons of one GPU now (nvidia-smi), or None."""
     smi = shutil.which("nvidia-smi")
     if not smi:
@@ -239,8 +516,12 @@ def gpu_state(index: int = 0) -> dict[str, Any] | None:
     cells = [c.strip() for c in out.stdout.strip().split(",")]
     if len(cells) != len(fields) + 1:
         return None
-    state: dict[str, Any] = dict(
-        zip(["sm_clock_mhz", "sm_clock_max_mhz", "power_w", "power_limit_w", "temp_c"], cells)
+    state = GpuState(
+        sm_clock_mhz=cells[0],
+        sm_clock_max_mhz=cells[1],
+        power_w=cells[2],
+        power_limit_w=cells[3],
+        temp_c=cells[4],
     )
     try:
         mask = int(cells[-1], 16)
@@ -307,23 +588,23 @@ def cudnn_loadable(major: int | None) -> tuple[bool, str]:
     return False, "; ".join(errors)
 
 
-def host_info() -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "hostname": socket.gethostname(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "python": platform.python_version(),
-        "python_executable": sys.executable,
-        "cpu_count": os.cpu_count(),
-        "in_container": os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"),
-    }
+def host_info() -> HostInfo:
+    info = HostInfo(
+        hostname=socket.gethostname(),
+        platform=platform.platform(),
+        machine=platform.machine(),
+        python=platform.python_version(),
+        python_executable=sys.executable,
+        cpu_count=os.cpu_count(),
+        in_container=os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv"),
+    )
     driver = driver_version()
     if driver:
         info["driver"] = driver
     return info
 
 
-def installed_environment() -> dict[str, Any]:
+def installed_environment() -> Environment:
     """The interpreter's installed distributions: sorted ``name==version`` lines
     (names normalized as PEP 503 does) and the sha256 of those lines, each ending
     in a newline, UTF-8: what a host run without a lock is signed as."""
@@ -338,14 +619,30 @@ def installed_environment() -> dict[str, Any]:
             lines.add("{}=={}".format(re.sub(r"[-_.]+", "-", str(name)).lower(), dist.version))
     ordered = sorted(lines)
     text = "".join(line + "\n" for line in ordered)
-    return {"distributions": ordered, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
+    return Environment(
+        distributions=ordered, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest()
+    )
 
 
 # ---------------------------------------------------------------- runtime settings
 
 
-def load_runtime_config(expect_path: str | None) -> tuple[str | None, dict[str, Any]]:
-    """The bundle's runtime.json: ENVLOCK_RUNTIME_CONFIG, beside expect.json, /opt/envlock."""
+RUNTIME_SCHEMA = "envlock.runtime/v1"
+# runtime.json's keys and what each is when absent, as envlock_runtime.py has them
+RUNTIME_DEFAULTS = RuntimeConfig(
+    schema=RUNTIME_SCHEMA,
+    visible_devices=None,
+    memory_growth=True,
+    mixed_precision="float32",
+    determinism=False,
+    seed=42,
+)
+POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+def runtime_candidates(expect_path: str | None) -> list[str]:
+    """Where runtime.json is looked for, in order: $ENVLOCK_RUNTIME_CONFIG, then the
+    bundle's folder (beside expect.json), then the image's /opt/envlock."""
     candidates = []
     env = os.environ.get("ENVLOCK_RUNTIME_CONFIG")
     if env:
@@ -355,36 +652,69 @@ def load_runtime_config(expect_path: str | None) -> tuple[str | None, dict[str, 
             os.path.join(os.path.dirname(os.path.abspath(expect_path)), "runtime.json")
         )
     candidates.extend(DEFAULT_RUNTIME_FILES)
-    for path in candidates:
+    return candidates
+
+
+def check_runtime(data: object, origin: str) -> RuntimeConfig:
+    """runtime.json's settings, checked by the rule envlock_runtime.validate applies
+    (the same errors, word for word: tests/test_runtime_parity.py holds the two
+    copies together), returned as written; an absent key means its default."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{origin}: expected a JSON object, got {type(data).__name__}")
+    unknown = sorted(set(data) - set(RUNTIME_DEFAULTS))
+    if unknown:
+        raise ValueError(f"{origin}: unknown setting(s) {', '.join(unknown)}")
+    schema = data.get("schema", RUNTIME_SCHEMA)
+    if schema != RUNTIME_SCHEMA:
+        raise ValueError(f"{origin}: schema is {schema!r}, expected {RUNTIME_SCHEMA!r}")
+    devices = data.get("visible_devices")
+    if devices is not None:
+        if not isinstance(devices, str):
+            raise ValueError(f'{origin}: visible_devices must be null or a string like "0,1"')
+        parts = [p.strip() for p in devices.split(",")] if devices.strip() else []
+        if not all(p.isdigit() or p.startswith(("GPU-", "MIG-")) for p in parts):
+            raise ValueError(
+                f"{origin}: visible_devices {devices!r} is not a comma-separated list "
+                "of GPU indexes or UUIDs"
+            )
+    for key in ("memory_growth", "determinism"):
+        if not isinstance(data.get(key, False), bool):
+            raise ValueError(f"{origin}: {key} must be true or false")
+    policy = data.get("mixed_precision", "float32")
+    if policy not in POLICIES:
+        raise ValueError(
+            f"{origin}: mixed_precision {policy!r} is not one of {', '.join(POLICIES)}"
+        )
+    seed = data.get("seed")
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32
+    ):
+        raise ValueError(f"{origin}: seed must be null or an integer from 0 to 4294967295")
+    config = RuntimeConfig()
+    config.update(data)  # type: ignore[typeddict-item]  # the keys and types checked above
+    return config
+
+
+def load_runtime_config(expect_path: str | None) -> tuple[str | None, RuntimeConfig]:
+    """The bundle's runtime.json (``runtime_candidates``), checked; ({}, None) when none."""
+    for path in runtime_candidates(expect_path):
         if os.path.isfile(path):
             with open(path, encoding="utf-8") as f:
                 data = json.load(f)
-            if not isinstance(data, dict):
-                raise ValueError(f"{path}: expected a JSON object")
-            return path, data
-    return None, {}
+            return path, check_runtime(data, path)
+    return None, RuntimeConfig()
 
 
-def _setting(config: dict[str, Any], *names: str) -> Any:
-    for name in names:
-        if name in config:
-            return config[name]
-    return None
-
-
-def apply_environment(framework: str, config: dict[str, Any]) -> tuple[bool, dict[str, str]]:
+def apply_environment(framework: str, config: RuntimeConfig) -> tuple[bool, dict[str, str]]:
     """Settings that must be in the environment before the framework is imported."""
     applied = {}
-    visible = _setting(config, "visible_devices", "cuda_visible_devices")
+    visible = config.get("visible_devices")
     # null: leave CUDA_VISIBLE_DEVICES alone; "": no GPU; "0,1": these GPUs.
     # A value already in the environment (docker run -e, the user) wins.
     if visible is not None and "CUDA_VISIBLE_DEVICES" not in os.environ:
-        if isinstance(visible, (list, tuple)):
-            visible = ",".join(str(v) for v in visible)
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(visible)
-        applied["CUDA_VISIBLE_DEVICES"] = str(visible)
-    growth = _setting(config, "memory_growth")
-    growth = True if growth is None else bool(growth)
+        os.environ["CUDA_VISIBLE_DEVICES"] = visible
+        applied["CUDA_VISIBLE_DEVICES"] = visible
+    growth = config.get("memory_growth", True)
     if framework == "jax" and growth and "XLA_PYTHON_CLIENT_PREALLOCATE" not in os.environ:
         os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
         applied["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
@@ -426,7 +756,7 @@ class XlaProgram:
     device_of: Callable[[Any], str]
 
 
-def measure_xla(program: XlaProgram) -> dict[str, Any]:
+def measure_xla(program: XlaProgram) -> XlaMeasure:
     """Time the first (compiling) and a second call, compare with the reference."""
     start = time.perf_counter()
     first = program.compiled()
@@ -435,17 +765,17 @@ def measure_xla(program: XlaProgram) -> dict[str, Any]:
     program.compiled()
     steady_s = time.perf_counter() - start
     reference = program.reference()
-    return {
-        "function": f"tanh(x @ w + b), less its row mean; float32 {XLA_N}x{XLA_N}",
-        "compiled_with": program.what,
-        "reference": program.reference_what,
-        "device": program.device_of(first),
-        "first_call_s": round(first_s, 4),
-        "steady_call_s": round(steady_s, 6),
-        "compile_s": round(max(0.0, first_s - steady_s), 4),
-        "max_difference": program.difference(first, reference),
-        "tolerance": XLA_TOLERANCE,
-    }
+    return XlaMeasure(
+        function=f"tanh(x @ w + b), less its row mean; float32 {XLA_N}x{XLA_N}",
+        compiled_with=program.what,
+        reference=program.reference_what,
+        device=program.device_of(first),
+        first_call_s=round(first_s, 4),
+        steady_call_s=round(steady_s, 6),
+        compile_s=round(max(0.0, first_s - steady_s), 4),
+        max_difference=program.difference(first, reference),
+        tolerance=XLA_TOLERANCE,
+    )
 
 
 def _xla_flags() -> list[str]:
@@ -498,25 +828,20 @@ def ptxas_places(cuda: object = None) -> list[tuple[str, str, bool]]:
     return places
 
 
-def find_ptxas(cuda: object = None) -> dict[str, Any]:
+def find_ptxas(cuda: object = None) -> Ptxas:
     """Where ptxas is: {'path', 'version', 'source', 'xla_finds'}, or {'path': None,
     'searched': [...]} (the folders looked in, PATH's entries as one)."""
     places = ptxas_places(cuda)
     for source, folder, searched in places:
         path = os.path.join(folder, "ptxas")
         if os.path.isfile(path) and os.access(path, os.X_OK):
-            return {
-                "path": path,
-                "version": ptxas_version(path),
-                "source": source,
-                "xla_finds": searched,
-            }
+            return Ptxas(path=path, version=ptxas_version(path), source=source, xla_finds=searched)
     searched_in: list[str] = []
     for source, folder, _ in places:
         name = "PATH" if source == "PATH" else folder
         if name not in searched_in:
             searched_in.append(name)
-    return {"path": None, "searched": searched_in}
+    return Ptxas(path=None, searched=searched_in)
 
 
 def nvcc_wheel(cuda: object) -> str:
@@ -556,18 +881,18 @@ class TrainVariant:
     skip: str | None = None
 
 
-def timed_steps(step: Callable[[], Any], steps: int) -> dict[str, Any]:
+def timed_steps(step: Callable[[], Any], steps: int) -> Trained:
     """Run ``step`` (one train step, returning its loss on the host) ``steps`` times."""
     losses, times = [], []
     for _ in range(steps):
         start = time.perf_counter()
         losses.append(float(step()))
         times.append(time.perf_counter() - start)
-    return {
-        "losses": losses,
-        "first_step_s": times[0],
-        "seconds_per_step": statistics.median(times[1:]) if len(times) > 1 else times[0],
-    }
+    return Trained(
+        losses=losses,
+        first_step_s=times[0],
+        seconds_per_step=statistics.median(times[1:]) if len(times) > 1 else times[0],
+    )
 
 
 # Which execution path an error names, most specific first: a failure in
@@ -596,17 +921,17 @@ RUNNING = "running"  # the log line before each check: "envlock-smoke: running N
 CHECK_PATHS = {"cudnn_runtime": "cuDNN", "xla": "XLA"}
 
 
-def logged_checks(log_text: str) -> list[dict[str, Any]]:
+def logged_checks(log_text: str) -> list[CheckEntry]:
     """The verdicts a harness logged ("envlock-smoke: FAIL name: reason"), for one
     that died before it could print its document."""
-    out = []
+    out: list[CheckEntry] = []
     for line in log_text.splitlines():
         if not line.startswith("envlock-smoke: "):
             continue
         status, _, rest = line[len("envlock-smoke: ") :].partition(" ")
         name, sep, reason = rest.strip().partition(": ")
         if status in (PASS, WARN, FAIL, SKIP) and sep and name and " " not in name:
-            out.append({"name": name, "status": status, "reason": reason})
+            out.append(CheckEntry(name=name, status=status, reason=reason))
     return out
 
 
@@ -644,7 +969,7 @@ class Adapter:
     def version(self) -> str:
         raise NotImplementedError
 
-    def build_info(self) -> dict[str, Any]:
+    def build_info(self) -> BuildInfo:
         """{'cuda': str|None, 'cudnn': str|None, 'compute_capabilities': [..]|None, ...}"""
         raise NotImplementedError
 
@@ -652,7 +977,7 @@ class Adapter:
         """Called before the GPU is used; returns a reason (None: nothing to set)."""
         raise NotImplementedError
 
-    def gpus(self) -> list[dict[str, Any]]:
+    def gpus(self) -> list[GpuRow]:
         """[{'name', 'compute_capability', 'memory_total_mb'}] of visible GPUs."""
         raise NotImplementedError
 
@@ -668,7 +993,7 @@ class Adapter:
         """{'in_use_mb', 'reserved_mb'} for GPU 0, whatever the framework reports."""
         return {}
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> FrameworkSettings:
         return {}
 
     train_model = ""  # the model the train steps fit, in words
@@ -691,9 +1016,7 @@ class Adapter:
                 return f"{what} here has no {self.name}.{name} to train with"
         return None
 
-    def train(
-        self, variant: str, on_gpu: bool, steps: int, shape: dict[str, int]
-    ) -> dict[str, Any]:
+    def train(self, variant: str, on_gpu: bool, steps: int, shape: dict[str, int]) -> Trained:
         """Train ``steps`` steps: {'losses', 'device', 'first_step_s', 'seconds_per_step', ...}."""
         raise NotImplementedError
 
@@ -801,8 +1124,8 @@ def header_build_facts(package_dir: str) -> dict[str, tuple[Any, str]]:
 
 
 def with_header_facts(
-    info: dict[str, Any], package_dir: str
-) -> tuple[dict[str, Any], dict[str, str]]:
+    info: dict[str, object], package_dir: str
+) -> tuple[dict[str, object], dict[str, str]]:
     """``info`` (TensorFlow's build_info) completed from the headers where it lacks
     a fact, and where each fact came from ("build_info", "cuda_config.h", ...)."""
     out = dict(info)
@@ -830,16 +1153,17 @@ class TensorFlowAdapter(Adapter):
     def version(self) -> str:
         return str(self.module.__version__)
 
-    def build_info(self) -> dict[str, Any]:
+    def build_info(self) -> BuildInfo:
         raw = dict(self.module.sysconfig.get_build_info())
         # 2.22 and later: the facts build_info no longer holds, from the package's headers
         package = os.path.dirname(str(getattr(self.module, "__file__", None) or ""))
         info, sources = with_header_facts(raw, package)
         caps = info.get("cuda_compute_capabilities")
+        # the framework's own record: text, and a sequence of names
         return {
-            "cuda": info.get("cuda_version"),
-            "cudnn": info.get("cudnn_version"),
-            "compute_capabilities": list(caps) if caps else None,
+            "cuda": cast("str | None", info.get("cuda_version")),
+            "cudnn": cast("str | None", info.get("cudnn_version")),
+            "compute_capabilities": list(cast("Sequence[str]", caps)) if caps else None,
             "is_cuda_build": bool(raw.get("is_cuda_build", False)),
             "from": sources,
             "raw": {k: _jsonable(v) for k, v in raw.items()},
@@ -859,8 +1183,8 @@ class TensorFlowAdapter(Adapter):
             raise RuntimeError(f"memory growth reads back {got} after setting {enabled}")
         return f"memory growth {'on' if enabled else 'off'} on {len(gpus)} GPU(s)"
 
-    def gpus(self) -> list[dict[str, Any]]:
-        out = []
+    def gpus(self) -> list[GpuRow]:
+        out: list[GpuRow] = []
         for gpu in self._physical_gpus():
             details = self.module.config.experimental.get_device_details(gpu)
             cc = details.get("compute_capability")
@@ -902,8 +1226,8 @@ class TensorFlowAdapter(Adapter):
             "peak_mb": round(info["peak"] / 2**20, 1),
         }
 
-    def settings(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def settings(self) -> FrameworkSettings:
+        out = FrameworkSettings()
         try:
             out["tensor_float_32"] = bool(
                 self.module.config.experimental.tensor_float_32_execution_enabled()
@@ -960,9 +1284,7 @@ class TensorFlowAdapter(Adapter):
         )
         return model
 
-    def train(
-        self, variant: str, on_gpu: bool, steps: int, shape: dict[str, int]
-    ) -> dict[str, Any]:
+    def train(self, variant: str, on_gpu: bool, steps: int, shape: dict[str, int]) -> Trained:
         tf = self.module
         mp = tf.keras.mixed_precision
         device = "/GPU:0" if on_gpu else "/CPU:0"
@@ -998,7 +1320,7 @@ class TensorFlowAdapter(Adapter):
             device = getattr(getattr(variable, "value", None), "device", None)
         return str(device)
 
-    def _eager_loop(self, model: Any, x: Any, y: Any, steps: int) -> dict[str, Any]:
+    def _eager_loop(self, model: Any, x: Any, y: Any, steps: int) -> Trained:
         tf = self.module
         loss_fn, optimizer = model.loss, model.optimizer
 
@@ -1011,7 +1333,7 @@ class TensorFlowAdapter(Adapter):
 
         return timed_steps(step, steps)
 
-    def _fit(self, model: Any, x: Any, y: Any, steps: int) -> dict[str, Any]:
+    def _fit(self, model: Any, x: Any, y: Any, steps: int) -> Trained:
         tf = self.module
         data = tf.data.Dataset.from_tensors((x, y)).repeat().prefetch(tf.data.AUTOTUNE)
         times: list[float] = []
@@ -1025,11 +1347,11 @@ class TensorFlowAdapter(Adapter):
 
         # one step an epoch: the history holds each step's loss, the timer each step's time
         history = model.fit(data, epochs=steps, steps_per_epoch=1, verbose=0, callbacks=[Timer()])
-        return {
-            "losses": [float(v) for v in history.history["loss"]],
-            "first_step_s": times[0],
-            "seconds_per_step": statistics.median(times[1:]) if len(times) > 1 else times[0],
-        }
+        return Trained(
+            losses=[float(v) for v in history.history["loss"]],
+            first_step_s=times[0],
+            seconds_per_step=statistics.median(times[1:]) if len(times) > 1 else times[0],
+        )
 
     def matmul_timer(self, dtype: str, n: int, on_gpu: bool) -> tuple[Callable[[int], float], str]:
         tf = self.module
@@ -1109,7 +1431,7 @@ class TorchAdapter(Adapter):
     def version(self) -> str:
         return str(self.module.__version__)
 
-    def build_info(self) -> dict[str, Any]:
+    def build_info(self) -> BuildInfo:
         torch = self.module
         cudnn = None
         try:
@@ -1139,11 +1461,11 @@ class TorchAdapter(Adapter):
             return f"PyTorch has no preallocation switch; its allocator grows on demand ({conf})"
         return f"PyTorch's caching allocator grows on demand ({conf})"
 
-    def gpus(self) -> list[dict[str, Any]]:
+    def gpus(self) -> list[GpuRow]:
         torch = self.module
         if not torch.cuda.is_available():
             return []
-        out = []
+        out: list[GpuRow] = []
         for i in range(torch.cuda.device_count()):
             p = torch.cuda.get_device_properties(i)
             out.append(
@@ -1185,7 +1507,7 @@ class TorchAdapter(Adapter):
             "reserved_mb": round(torch.cuda.memory_reserved(0) / 2**20, 1),
         }
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> FrameworkSettings:
         torch = self.module
         return {
             "allow_tf32_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
@@ -1246,9 +1568,7 @@ class TorchAdapter(Adapter):
             ),
         ]
 
-    def train(
-        self, variant: str, on_gpu: bool, steps: int, shape: dict[str, int]
-    ) -> dict[str, Any]:
+    def train(self, variant: str, on_gpu: bool, steps: int, shape: dict[str, int]) -> Trained:
         torch = self.module
         nn = torch.nn
         device = "cuda:0" if on_gpu else "cpu"
@@ -1277,7 +1597,7 @@ class TorchAdapter(Adapter):
                 scaler = amp.GradScaler("cuda")
             else:  # before 2.3
                 scaler = torch.cuda.amp.GradScaler()
-        seen: dict[str, Any] = {}
+        seen: dict[str, str] = {}  # the forward pass's dtype and device
 
         def step() -> float:
             optimizer.zero_grad(set_to_none=True)
@@ -1380,7 +1700,7 @@ class JaxAdapter(Adapter):
                 return name, dist.version
         return None, None
 
-    def build_info(self) -> dict[str, Any]:
+    def build_info(self) -> BuildInfo:
         plugin, plugin_version = self._plugin()
         cuda = None
         if plugin:
@@ -1422,8 +1742,8 @@ class JaxAdapter(Adapter):
             )
         return f"XLA_PYTHON_CLIENT_PREALLOCATE={value} before jax started"
 
-    def gpus(self) -> list[dict[str, Any]]:
-        out = []
+    def gpus(self) -> list[GpuRow]:
+        out: list[GpuRow] = []
         for d in self._gpu_devices():
             out.append(
                 {
@@ -1472,7 +1792,7 @@ class JaxAdapter(Adapter):
             out["limit_mb"] = round(stats["bytes_limit"] / 2**20, 1)
         return out
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self) -> FrameworkSettings:
         cfg = self.module.config
         return {
             "XLA_PYTHON_CLIENT_PREALLOCATE": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
@@ -1553,9 +1873,7 @@ class JaxAdapter(Adapter):
             ),
         ]
 
-    def train(
-        self, variant: str, on_gpu: bool, steps: int, shape: dict[str, int]
-    ) -> dict[str, Any]:
+    def train(self, variant: str, on_gpu: bool, steps: int, shape: dict[str, int]) -> Trained:
         jax = self.module
         jnp = jax.numpy
         dev = self._gpu_devices()[0] if on_gpu else jax.devices("cpu")[0]
@@ -1643,26 +1961,27 @@ def _normalize_gpu_name(name: object) -> str:
     return " ".join(text.split()).casefold()
 
 
-def find_peak(peaks: Any, gpu_name: object) -> dict[str, Any] | None:
+def find_peak(peaks: object, gpu_name: object) -> Peak | None:
     """The gpu_peaks entry for a GPU name as the framework or nvidia-smi shows it.
 
     Exact (ignoring case and a parenthesised suffix), else the longest entry name
     the reported name starts with, followed by a space or a dash
     ("Tesla V100-SXM2-16GB" -> "Tesla V100-SXM2"), as envlock's gpus matrix matches.
     """
-    if not peaks or not gpu_name:
+    if not isinstance(peaks, list) or not gpu_name:  # JSON: a list of objects, or not peaks
         return None
     wanted = _normalize_gpu_name(gpu_name)
-    best: dict[str, Any] | None = None
-    for entry in peaks:
-        if not isinstance(entry, dict):
+    best: Peak | None = None
+    for item in peaks:
+        if not isinstance(item, dict):
             continue
+        entry = cast(Peak, item)  # as read: measure_matmul uses what it holds
         name = _normalize_gpu_name(entry.get("name", ""))
         if not name:
             continue
         if name == wanted:
             return entry
-        longer = best is None or len(name) > len(_normalize_gpu_name(best["name"]))
+        longer = best is None or len(name) > len(_normalize_gpu_name(best.get("name", "")))
         if wanted.startswith(name) and wanted[len(name)] in " -" and longer:
             best = entry
     return best
@@ -1773,7 +2092,7 @@ class Verdict:
 
     status: str
     reason: str
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: CheckExtra = field(default_factory=CheckExtra)
 
 
 @dataclass
@@ -1782,22 +2101,22 @@ class Context:
     and what the checks found so far (``document`` lays that out as the result)."""
 
     options: Options
-    checks: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[CheckEntry] = field(default_factory=list)
     failed: set[str] = field(default_factory=set)  # checks that crashed
-    host: dict[str, Any] = field(default_factory=dict)
-    expect: dict[str, Any] = field(default_factory=dict)
-    peaks: Any = None  # gpu_peaks: expect.json's, or the --peaks file's
+    host: HostInfo = field(default_factory=HostInfo)
+    expect: Expect = field(default_factory=Expect)
+    peaks: object = None  # gpu_peaks: expect.json's, or the --peaks file's
     framework: str = ""
     loaded: Adapter | None = None  # the framework's adapter, once it imported
     config_path: str | None = None
-    config: dict[str, Any] = field(default_factory=dict)  # runtime.json
+    config: RuntimeConfig = field(default_factory=RuntimeConfig)  # runtime.json
     memory_growth: bool = True
     memory_growth_reason: str | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: Settings = field(default_factory=Settings)
     version: str | None = None
-    build: dict[str, Any] = field(default_factory=dict)
-    gpus: list[dict[str, Any]] = field(default_factory=list)
-    benchmark: dict[str, Any] = field(default_factory=dict)
+    build: BuildInfo = field(default_factory=BuildInfo)
+    gpus: list[GpuRow] = field(default_factory=list)
+    benchmark: Benchmark = field(default_factory=Benchmark)
 
     @property
     def adapter(self) -> Adapter:
@@ -1814,33 +2133,34 @@ class Context:
     def on_gpu(self) -> bool:
         return bool(self.gpus)
 
-    def add(self, name: str, status: str, reason: str, **extra: Any) -> dict[str, Any]:
-        entry = {"name": name, "status": status, "reason": reason}
-        entry.update(extra)
+    def add(
+        self, name: str, status: str, reason: str, extra: CheckExtra | None = None
+    ) -> CheckEntry:
+        entry = CheckEntry(name=name, status=status, reason=reason, **(extra or CheckExtra()))
         self.checks.append(entry)
         log(f"{status:<4} {name}: {reason}")
         return entry
 
-    def document(self, duration_s: float | None) -> dict[str, Any]:
+    def document(self, duration_s: float | None) -> SmokeDocument:
         """The JSON result (schema envlock.smoke/v1)."""
-        return {
-            "schema": SCHEMA,
-            "status": overall(self.checks),
-            "framework": self.framework or None,
-            "version": self.version,
-            "expected": self.expect,
-            "build_info": self.build,
-            "gpus": self.gpus,
-            "checks": self.checks,
-            "benchmark": self.benchmark,
-            "settings": self.settings,
-            "host": self.host,
-            "environment": _safe(installed_environment),
-            "duration_s": duration_s,
-        }
+        return SmokeDocument(
+            schema=SCHEMA,
+            status=overall(self.checks),
+            framework=self.framework or None,
+            version=self.version,
+            expected=self.expect,
+            build_info=self.build,
+            gpus=self.gpus,
+            checks=self.checks,
+            benchmark=self.benchmark,
+            settings=self.settings,
+            host=self.host,
+            environment=_safe(installed_environment),
+            duration_s=duration_s,
+        )
 
 
-def overall(checks: list[dict[str, Any]]) -> str:
+def overall(checks: Sequence[CheckEntry]) -> str:
     statuses = {c["status"] for c in checks}
     if FAIL in statuses:
         return "FAILED"
@@ -1874,7 +2194,7 @@ def run_check(
             traceback.print_exc()
         return
     if verdict is not None:
-        ctx.add(name, verdict.status, verdict.reason, **verdict.extra)
+        ctx.add(name, verdict.status, verdict.reason, verdict.extra)
 
 
 def _load_json(path: str, what: str) -> Any:
@@ -1895,7 +2215,7 @@ def read_expect(ctx: Context) -> None:
     data = _load_json(ctx.options.expect, "expect file")
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object like the bundle's expect.json")
-    ctx.expect = data
+    ctx.expect = cast(Expect, data)  # read as JSON: the checks compare what it holds
     ctx.peaks = data.get("gpu_peaks")
 
 
@@ -1971,7 +2291,7 @@ def check_framework_version(ctx: Context) -> Verdict:
 
 
 def read_build_info(ctx: Context) -> None:
-    ctx.build = dict(ctx.adapter.build_info())
+    ctx.build = ctx.adapter.build_info().copy()
 
 
 def _compare_build(ctx: Context, key: str, label: str) -> Verdict:
@@ -2047,7 +2367,7 @@ def check_cudnn_runtime(ctx: Context) -> Verdict:
                 WARN, f"{ctx.pretty} did not load cuDNN for a convolution ({where}); {how}"
             )
         return Verdict(FAIL, f"cuDNN did not load: {where}; {how}")
-    extra = {"loaded": version, "library": where}
+    extra = CheckExtra(loaded=version, library=where)
     if not want:
         return Verdict(PASS, f"cuDNN {version} loaded ({where})", extra)
     if _parts(want)[:1] == _parts(version)[:1]:
@@ -2103,14 +2423,14 @@ def check_memory_held(ctx: Context) -> Verdict | None:
     return Verdict(PASS, reason + tail)
 
 
-def _ptxas_note(ptxas: dict[str, Any]) -> str:
+def _ptxas_note(ptxas: Ptxas) -> str:
     if not ptxas.get("path"):
         return "no ptxas"
     version = ptxas.get("version") or "of unknown version"
     return "ptxas {} from {}".format(version, ptxas["source"])
 
 
-def _no_ptxas(ctx: Context, ptxas: dict[str, Any], what: str) -> Verdict:
+def _no_ptxas(ctx: Context, ptxas: Ptxas, what: str) -> Verdict:
     """What a GPU without ptxas costs TensorFlow's XLA, and how to add it."""
     cuda = ctx.expect.get("cuda") or ctx.build.get("cuda")
     wheel = nvcc_wheel(cuda)
@@ -2131,13 +2451,13 @@ def _no_ptxas(ctx: Context, ptxas: dict[str, Any], what: str) -> Verdict:
     return Verdict(
         WARN,
         reason,
-        {
-            "xla": {"compiled_with": what, "device": None, "ptxas": ptxas},
-            "hint": (
+        CheckExtra(
+            xla=XlaMeasure(compiled_with=what, device=None, ptxas=ptxas),
+            hint=(
                 f"{PTXAS_FALLBACK_FLAG} in XLA_FLAGS lets the driver compile the PTX instead "
                 "(XLA calls that unsafe: more memory, no parallel compilation)"
             ),
-        },
+        ),
     )
 
 
@@ -2152,7 +2472,7 @@ def check_xla(ctx: Context) -> Verdict:
     try:
         program = adapter.xla_program(on_gpu)
     except XlaUnavailable as e:
-        return Verdict(SKIP, str(e), {"xla": {"ptxas": ptxas}})
+        return Verdict(SKIP, str(e), CheckExtra(xla=XlaMeasure(ptxas=ptxas)))
     usable = bool(ptxas.get("path")) and ptxas.get("xla_finds", False)
     if on_gpu and adapter.xla_needs_ptxas and not usable and not fallback:
         return _no_ptxas(ctx, ptxas, program.what)
@@ -2163,13 +2483,13 @@ def check_xla(ctx: Context) -> Verdict:
         return Verdict(
             status,
             f"{program.what} failed on {where}: {_error_text(exc)}",
-            {
-                "xla": {"compiled_with": program.what, "ptxas": ptxas},
-                "error": {"type": type(exc).__name__, "message": str(exc)[:2000]},
-            },
+            CheckExtra(
+                xla=XlaMeasure(compiled_with=program.what, ptxas=ptxas),
+                error=ErrorInfo(type=type(exc).__name__, message=str(exc)[:2000]),
+            ),
         )
     found["ptxas"] = ptxas
-    extra = {"xla": found}
+    extra = CheckExtra(xla=found)
     device, err = short_device(found["device"]), found["max_difference"]
     if on_gpu_zero(device) != on_gpu:
         return Verdict(FAIL, f"{program.what} was asked for {where} and ran on {device}", extra)
@@ -2210,7 +2530,7 @@ class BenchPlan:
     repeats: int
     per_repeat: int | None  # None: enough products to last window_s
     window_s: float = 0.05
-    peak: dict[str, Any] | None = None
+    peak: Peak | None = None
 
 
 def plan_benchmark(ctx: Context) -> BenchPlan:
@@ -2236,7 +2556,7 @@ def plan_benchmark(ctx: Context) -> BenchPlan:
     )
 
 
-def measure_matmul(adapter: Adapter, plan: BenchPlan, dtype: str) -> dict[str, Any]:
+def measure_matmul(adapter: Adapter, plan: BenchPlan, dtype: str) -> Matmul:
     """Median of ``plan.repeats`` timed windows of chained, synchronized products.
 
     Warm-up runs at least ``plan.warmup`` products and ``plan.warmup_s`` seconds (a
@@ -2258,21 +2578,21 @@ def measure_matmul(adapter: Adapter, plan: BenchPlan, dtype: str) -> dict[str, A
     times = [run(per_repeat) / per_repeat for _ in range(plan.repeats)]
     median = statistics.median(times)
     flops = 2.0 * n * n * n
-    entry: dict[str, Any] = {
-        "op": "matmul",
-        "dtype": dtype,
-        "math": math,
-        "device": "gpu:0" if on_gpu else "cpu",
-        "n": n,
-        "warmup": warmup,
-        "warmup_s": plan.warmup_s,
-        "repeats": plan.repeats,
-        "per_repeat": per_repeat,
-        "seconds_per_op": {"median": median, "min": min(times), "max": max(times)},
-        "samples_s": [round(t, 9) for t in times],
-        "tflops": round(flops / median / 1e12, 3),
-        "tflops_best": round(flops / min(times) / 1e12, 3),
-    }
+    entry = Matmul(
+        op="matmul",
+        dtype=dtype,
+        math=math,
+        device="gpu:0" if on_gpu else "cpu",
+        n=n,
+        warmup=warmup,
+        warmup_s=plan.warmup_s,
+        repeats=plan.repeats,
+        per_repeat=per_repeat,
+        seconds_per_op={"median": median, "min": min(times), "max": max(times)},
+        samples_s=[round(t, 9) for t in times],
+        tflops=round(flops / median / 1e12, 3),
+        tflops_best=round(flops / min(times) / 1e12, 3),
+    )
     if on_gpu:
         state = _safe(gpu_state)
         if state:
@@ -2340,29 +2660,32 @@ def check_train(ctx: Context, variant: TrainVariant) -> Verdict:
         return Verdict(
             status,
             f"training with {variant.what} failed on {where}{broke}: {_error_text(exc)}",
-            {
-                "broken_path": path,
-                "error": {
-                    "type": type(exc).__name__,
-                    "message": str(exc)[:2000],
-                    "where": _where(exc),
-                },
-            },
+            CheckExtra(
+                broken_path=path,
+                error=ErrorInfo(
+                    type=type(exc).__name__, message=str(exc)[:2000], where=_where(exc)
+                ),
+            ),
         )
     losses = found["losses"]
     first, last = losses[0], losses[-1]
     device = short_device(found["device"])
-    run = {
-        "variant": variant.name,
-        "what": variant.what,
-        "device": device,
-        "steps": len(losses),
-        "loss_first": first,
-        "loss_last": last,
-        "first_step_s": round(found["first_step_s"], 4),
-        "seconds_per_step": found["seconds_per_step"],
-    }
-    run.update({k: found[k] for k in ("compute_dtype", "policy", "runtime_policy") if k in found})
+    run = TrainRun(
+        variant=variant.name,
+        what=variant.what,
+        device=device,
+        steps=len(losses),
+        loss_first=first,
+        loss_last=last,
+        first_step_s=round(found["first_step_s"], 4),
+        seconds_per_step=found["seconds_per_step"],
+    )
+    if "compute_dtype" in found:
+        run["compute_dtype"] = found["compute_dtype"]
+    if "policy" in found:
+        run["policy"] = found["policy"]
+    if "runtime_policy" in found:
+        run["runtime_policy"] = found["runtime_policy"]
     training = ctx.benchmark.setdefault("training", {"runs": []})
     plain = next((r for r in training["runs"] if r.get("plain")), None)
     if variant.plain:
@@ -2370,7 +2693,7 @@ def check_train(ctx: Context, variant: TrainVariant) -> Verdict:
     elif plain is not None and found["seconds_per_step"] > 0:
         run["speedup_vs_plain"] = round(plain["seconds_per_step"] / found["seconds_per_step"], 3)
     training["runs"].append(run)
-    extra = {"training": run}
+    extra = CheckExtra(training=run)
     if on_gpu_zero(device) != on_gpu:
         return Verdict(
             FAIL, f"training with {variant.what} was asked for {where} and ran on {device}", extra
@@ -2478,14 +2801,14 @@ def run_checks(ctx: Context) -> None:
         for name in ("compute_capability", "cudnn_runtime", "op_on_gpu"):
             ctx.add(name, SKIP, "no GPU visible")
     run_check(ctx, "xla", check_xla)
-    ctx.settings.update(_safe(ctx.adapter.settings) or {})
+    ctx.settings = {**ctx.settings, **_framework_settings(ctx.adapter)}
     if opts.benchmark:
         run_benchmark(ctx)
     if opts.training:
         run_training(ctx)
 
 
-def smoke(options: Options, started: float) -> dict[str, Any]:
+def smoke(options: Options, started: float) -> SmokeDocument:
     ctx = Context(options)
     try:
         run_checks(ctx)
@@ -2494,16 +2817,26 @@ def smoke(options: Options, started: float) -> dict[str, Any]:
             "harness",
             FAIL,
             f"the harness crashed: {_error_text(exc)}",
-            error={"where": _where(exc)},
+            CheckExtra(error=ErrorInfo(where=_where(exc))),
         )
     return ctx.document(round(time.perf_counter() - started, 3))
 
 
-def _safe(fn: Callable[[], dict[str, Any] | None]) -> dict[str, Any] | None:
+T = TypeVar("T")
+
+
+def _safe(fn: Callable[[], T]) -> T | Failed:
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001
-        return {"settings_error": _error_text(exc)}
+        return Failed(settings_error=_error_text(exc))
+
+
+def _framework_settings(adapter: Adapter) -> FrameworkSettings:
+    try:
+        return adapter.settings()
+    except Exception as exc:  # noqa: BLE001
+        return FrameworkSettings(settings_error=_error_text(exc))
 
 
 def _jsonable(value: object) -> object:

@@ -11,9 +11,37 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from envlock.smoke.harness import SmokeDocument
+
+if TYPE_CHECKING:
+    from envlock.resolve.paths import GpuPathsDict
 
 PASSING = ("PASSED", "WARNED")
+
+
+class ImageSeen(TypedDict, total=False):
+    """``image`` of a run in a container (envlock.smoke.container)."""
+
+    ref: str
+    id: str
+    labels: dict[str, str]
+    pinned: str  # REPO@sha256:<manifest digest>, when run by digest
+
+
+class RunnerInfo(TypedDict):
+    kind: str  # "docker"
+    gpus: str  # --gpus: all, none or a count
+    network: str  # "none"
+
+
+class SmokeRun(SmokeDocument, total=False):
+    """What a runner returns: the harness's document, and where a container ran it."""
+
+    image: ImageSeen
+    runner: RunnerInfo
+    paths: list[GpuPathsDict]  # envlock smoke's verdict per execution path and GPU
 
 
 @dataclass(frozen=True)

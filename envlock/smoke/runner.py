@@ -18,10 +18,14 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from envlock.errors import UsageError
 from envlock.smoke import HARNESS_PATH
+
+if TYPE_CHECKING:
+    from envlock.smoke.harness import CheckEntry, Peak
+    from envlock.smoke.result import SmokeRun
 
 SCHEMA = "envlock.smoke/v1"
 IMAGE_PYTHON = "/opt/venv/bin/python"
@@ -44,12 +48,12 @@ def failed_result(
     *,
     check: str = "harness",
     framework: str | None = None,
-    checks: list[dict[str, Any]] | None = None,
+    checks: list[CheckEntry] | None = None,
     stderr_tail: str = "",
     exit_code: int | None = None,
-) -> dict[str, Any]:
+) -> SmokeRun:
     """A FAILED smoke result for a harness that could not answer itself."""
-    entry: dict[str, Any] = {"name": check, "status": "FAIL", "reason": reason}
+    entry: CheckEntry = {"name": check, "status": "FAIL", "reason": reason}
     if stderr_tail:
         entry["stderr_tail"] = stderr_tail
     if exit_code is not None:
@@ -87,7 +91,7 @@ def _exit_text(code: int) -> str:
         return f"killed by signal {code}"
 
 
-def interpret(stdout: str, stderr: str, exit_code: int, framework: str | None) -> dict[str, Any]:
+def interpret(stdout: str, stderr: str, exit_code: int, framework: str | None) -> SmokeRun:
     """The harness's document, or a FAILED one saying why there is none."""
     text = stdout.strip()
     if text:
@@ -96,7 +100,9 @@ def interpret(stdout: str, stderr: str, exit_code: int, framework: str | None) -
         except json.JSONDecodeError:
             doc = None
         if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
-            return doc
+            # the harness's document, read here once: SmokeResult.from_dict takes
+            # what later stages decide on, statement.check_result validates before signing
+            return cast("SmokeRun", doc)
     if exit_code == EXIT_NO_SHELL:
         return failed_result(
             "the image has no /bin/sh to start the harness with: it cannot be smoke-tested "
@@ -133,21 +139,21 @@ def interpret(stdout: str, stderr: str, exit_code: int, framework: str | None) -
     return result
 
 
-def recompute_status(result: dict[str, Any]) -> None:
+def recompute_status(result: SmokeRun) -> None:
     statuses = {c.get("status") for c in result.get("checks", [])}
     result["status"] = (
         "FAILED" if "FAIL" in statuses else "WARNED" if "WARN" in statuses else "PASSED"
     )
 
 
-def exit_code_for(result: dict[str, Any]) -> int:
+def exit_code_for(result: SmokeRun) -> int:
     return 0 if result.get("status") in ("PASSED", "WARNED") else 1
 
 
 # ---------------------------------------------------------------- peaks
 
 
-def gpu_peaks() -> list[dict[str, Any]] | None:
+def gpu_peaks() -> list[Peak] | None:
     """Datasheet peaks from the gpus matrix, in the harness's ``gpu_peaks`` shape."""
     try:
         from envlock.matrix import load
@@ -155,7 +161,7 @@ def gpu_peaks() -> list[dict[str, Any]] | None:
         models = load().gpus.gpus
     except Exception:  # noqa: BLE001 - peaks only add a fraction; never fatal
         return None
-    peaks = []
+    peaks: list[Peak] = []
     for gpu in models:
         tflops = {
             "fp32": gpu.fp32_tflops,
@@ -207,7 +213,7 @@ def run_on_host(
     extra: list[str] | None = None,
     timeout: float = 3600,
     log: Any = None,
-) -> dict[str, Any]:
+) -> SmokeRun:
     """Run the harness with this interpreter (or ``python``) in a subprocess.
 
     The harness's own log (its check lines and the framework's noise on stderr)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from envlock import output
 from envlock.errors import DataError, UsageError
@@ -44,7 +44,7 @@ def register(rsub: Any) -> None:
     s.set_defaults(func=run_sign)
 
 
-def _read_result(path: str) -> dict[str, Any]:
+def _read_result(path: str) -> dict[str, object]:
     """The result JSON through the strict reader verify uses (exit 2 naming the file)."""
     from envlock.fsutil import read_input
     from envlock.report import strict
@@ -101,8 +101,7 @@ def run_sign(args: argparse.Namespace) -> int:
         image_ref=image_ref,
     )
     fsutil.atomic_write(out, envelope_bytes(signed.envelope.to_dict()))
-    summary = _summary(signed)
-    summary["report"] = str(out)
+    summary = _summary(signed, out)
     if args.json:
         output.emit_json(summary)
     else:
@@ -110,7 +109,7 @@ def run_sign(args: argparse.Namespace) -> int:
             ["report", str(out)],
             ["subject", summary["subject"]],
             ["result", summary["result"]],
-            ["made", summary["created"]],
+            ["made", summary["created"] or "(not stated)"],  # a statement we sign states it
             ["keyid", summary["keyids"][0]],
             ["configuration", ", ".join(summary["configuration"]) or "(none)"],
         ]
@@ -118,7 +117,19 @@ def run_sign(args: argparse.Namespace) -> int:
     return 0
 
 
-def _summary(signed: SignedReport) -> dict[str, Any]:
+class SignSummary(TypedDict):
+    """envlock report sign --json."""
+
+    subject: str  # "NAME sha256:HEX"
+    subject_kind: str | None
+    created: str | None
+    result: str
+    keyids: list[str]
+    configuration: list[str]  # the bundle files whose digests were signed
+    report: str  # the file written
+
+
+def _summary(signed: SignedReport, out: Path) -> SignSummary:
     """What was signed, from the statement our own verify read (never parsed again)."""
     trusted = signed.statement
     subject = trusted.subject[0]
@@ -129,4 +140,5 @@ def _summary(signed: SignedReport) -> dict[str, Any]:
         "result": trusted.result,
         "keyids": [s.keyid or "" for s in signed.envelope.signatures],
         "configuration": list(trusted.configuration),
+        "report": str(out),
     }
