@@ -20,6 +20,7 @@ import contextlib
 import copy
 import io
 import json
+import os
 import shutil
 import traceback
 from collections.abc import Callable, Iterator
@@ -31,6 +32,16 @@ from hypothesis import strategies as st
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN_BUNDLE = REPO / "tests" / "golden" / "render" / "tf2.15-system"
+
+
+def scaled(examples: int) -> int:
+    """A fuzz test's example count times ENVLOCK_FUZZ_SHARE (default 1). The
+    unit runs under the other CPythons (tests/pythons.sh) take a quarter: the
+    code under test is the same there, and the full draws run under the main
+    interpreter; at least 25 examples either way."""
+    share = float(os.environ.get("ENVLOCK_FUZZ_SHARE", "1"))
+    return max(25, round(examples * share))
+
 
 # --------------------------------------------------------------------- running
 

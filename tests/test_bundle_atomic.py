@@ -460,6 +460,7 @@ def kill_loop() -> Iterator[Any]:
     sys.modules.pop("kill_loop", None)
 
 
+@pytest.mark.main_python
 def test_kill_and_concurrency_loops_short(
     kill_loop: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

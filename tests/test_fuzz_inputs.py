@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fuzz_support import KINDS, Kind, Workspace, check
+from fuzz_support import KINDS, Kind, Workspace, check, scaled
 from hypothesis import HealthCheck, given, settings
 
 EXAMPLES = {  # per kind, sized to stay under ~20 s here
@@ -33,7 +33,7 @@ def test_no_input_gives_a_traceback(kind: Kind, tmp_path: Path) -> None:
     seen: dict[int, int] = {}
 
     @settings(
-        max_examples=EXAMPLES[kind.name],
+        max_examples=scaled(EXAMPLES[kind.name]),
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),

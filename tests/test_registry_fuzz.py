@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from envlock.cli import main
 from envlock.report import envelope_bytes, sign_result
+from tests.fuzz_support import scaled
 from tests.hostile_registry import REPO, Answer, HostileRegistry
 from tests.report_support import make_keys, smoke_result
 
@@ -112,7 +113,7 @@ def signed(tmp_path_factory: pytest.TempPathFactory, reg: HostileRegistry) -> tu
 
 
 @settings(
-    max_examples=150,
+    max_examples=scaled(150),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -10,12 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fuzz_support import scaled
 from hypothesis import HealthCheck, given, settings
 from report_support import FuzzBench, envelope_strategy, key_strategy, result_strategy
 
 from envlock.report import strict
 
-EXAMPLES = 300
+EXAMPLES = scaled(300)
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,

@@ -508,6 +508,7 @@ def test_the_next_restore_finishes_a_switch_killed_between_its_renames(tmp_path:
 # ------------------------------------------------------------------ kill -9
 
 
+@pytest.mark.main_python
 @pytest.mark.parametrize("point", ["venv", "install", "smoke", "early"])
 def test_kill_9_during_restore_leaves_the_old_venv_working(
     bundle: tuple[Path, FakeIndex],
