@@ -161,52 +161,112 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_registry(args: argparse.Namespace, public_key: Any, lock_dir: Path | None) -> int:
-    """Print every report attached to --image, checked; exit 0 when one verifies."""
+    """Print every test result and SBOM attached to --image, checked; exit 0 when a test
+    result verifies and the SBOM it names (if it names one) is attached and verifies."""
     from envlock.image import registry
-    from envlock.report.verify import attestations_of, check_attached
+    from envlock.report.sbom import FILE as SBOM_FILE
+    from envlock.report.verify import attestations_of, check_attached, referrers_of
 
     ref = registry.pinned(args.image)
     where = str(attestations_of(ref))
-    entries: list[dict[str, Any]] = []
+    atts = list(
+        check_attached(
+            ref,
+            public_key,
+            requirements=_requirements(args),
+            lock_dir=lock_dir,
+            insecure=args.insecure_registry,
+        )
+    )
+    sboms = {a.sbom.digest: a for a in atts if a.sbom is not None and a.sbom.ok}
     texts: list[str] = []
+    entries: list[dict[str, Any]] = []
     any_ok = False
-    count = 0
-    for att in check_attached(
-        ref,
-        public_key,
-        requirements=_requirements(args),
-        lock_dir=lock_dir,
-        insecure=args.insecure_registry,
-    ):
-        count = att.of
-        any_ok = any_ok or att.verified
-        entries.append(att.to_dict())
-        if att.verification is None:
-            said = "not a DSSE envelope: " if att.not_envelope else ""
+    sbom_named: list[str] = []
+    for att in atts:
+        doc = att.to_dict()
+        if att.sbom is not None:
+            if att.sbom.ok:
+                texts.append(
+                    f"{att.name}: SBOM (CycloneDX, {att.sbom.components} components), "
+                    f"signature valid, sha256:{att.sbom.digest}\n"
+                )
+            else:
+                texts.append(f"{att.name}: SBOM NOT VERIFIED: {'; '.join(att.sbom.problems)}\n")
+        elif att.verification is None:
+            said = "not a DSSE envelope or Sigstore bundle: " if att.not_envelope else ""
             texts.append(f"{att.name}: {said}{att.problem}\n")
         else:
             failure = att.failure
+            trusted = att.verification.statement
+            named = trusted.configuration.get(SBOM_FILE) if trusted and not failure else None
+            if named:
+                sbom_named.append(named)
+                found = sboms.get(named)
+                doc["sbom"] = {"named": f"sha256:{named}", "verified": found is not None}
+                if found is None:
+                    failure = (
+                        f"{att.name}: the SBOM it names (sha256:{named}) is not among the "
+                        "verified attachments of this image"
+                    )
+                    doc["verified"] = False
             texts.append(
                 _table(args, att.verification, att.name, failure)
                 + (f"{failure}\n" if failure else "")
             )
+            if named and failure is None:
+                texts.append(f"SBOM named by {att.name}: sha256:{named}: verified\n")
+            any_ok = any_ok or failure is None
+        entries.append(doc)
+    summary = _found_line(atts)
     if args.json:
         output.emit_json(
-            {"image": args.image, "attached": where, "verified": any_ok, "attestations": entries}
+            {
+                "image": args.image,
+                "attached": where,
+                "referrers": str(referrers_of(ref)),
+                "verified": any_ok,
+                "found": summary,
+                "attestations": entries,
+            }
         )
     else:
         sys.stdout.write("\n".join(texts))
-    if not count:
+        sys.stdout.write(f"found: {_found_text(summary)}\n")
+    if not atts:
         raise CheckFailed(
-            f"no report is attached to {args.image} (no {where} in the registry)",
+            f"no report is attached to {args.image} (no referrers, no {where} in the registry)",
             hint="attach one: envlock report attach REPORT --image " + args.image,
         )
     if not any_ok:
+        reports = sum(1 for a in atts if a.sbom is None)
         raise CheckFailed(
-            f"none of the {count} report(s) attached to {args.image} verifies "
+            f"none of the {reports} report(s) attached to {args.image} verifies "
             "with this key and these requirements"
+            + (" (with the SBOM it names)" if sbom_named else "")
         )
     return 0
+
+
+def _found_line(atts: list[Any]) -> dict[str, dict[str, int]]:
+    """{"test-result"|"sbom": {layout: how many}} of what the registry holds."""
+    out: dict[str, dict[str, int]] = {"test-result": {}, "sbom": {}}
+    for a in atts:
+        kind = a.kind if a.verification is not None or a.sbom is not None else "unread"
+        out.setdefault(kind, {})
+        out[kind][a.layout] = out[kind].get(a.layout, 0) + 1
+    return out
+
+
+def _found_text(found: dict[str, dict[str, int]]) -> str:
+    names = {"test-result": "test result(s)", "sbom": "SBOM(s)", "unread": "unread layer(s)"}
+    parts = []
+    for kind, layouts in found.items():
+        if not layouts and kind == "unread":
+            continue
+        where = ", ".join(f"{n} {lay}" for lay, n in layouts.items()) or "none"
+        parts.append(f"{names[kind]}: {where}")
+    return "; ".join(parts)
 
 
 _STATUS = {

@@ -8,7 +8,11 @@ from envlock.errors import DataError, UsageError
 
 if TYPE_CHECKING:
     from envlock.image.ref import ImageRef
+    from envlock.image.registry import Attached
     from envlock.report.dsse import Envelope
+
+
+FORMATS = ("referrers", "legacy")
 
 
 def parse_report(data: bytes, where: str = "REPORT") -> Envelope:
@@ -28,20 +32,44 @@ def attach_report(
     data: bytes | None = None,
     insecure: bool = False,
     where: str = "REPORT",
+    format: str = "referrers",
 ) -> str:
-    """Attach the signed report ``envelope`` to ``REPO@sha256:<hex>``.
+    """``attach_evidence``, answering only where it went: ``REPO@sha256:<bundle manifest>``
+    (referrers) or ``REPO:sha256-<hex>.att`` (legacy)."""
+    return attach_evidence(
+        envelope, pinned_ref, data=data, insecure=insecure, where=where, format=format
+    ).manifest
+
+
+def attach_evidence(
+    envelope: Envelope,
+    pinned_ref: str | ImageRef,
+    *,
+    data: bytes | None = None,
+    insecure: bool = False,
+    where: str = "REPORT",
+    format: str = "referrers",
+) -> Attached:
+    """Attach the signed report (or SBOM attestation) ``envelope`` to ``REPO@sha256:<hex>``.
 
     ``envelope`` is the parsed envelope (``parse_report`` of a file, or the one
-    ``sign_envelope`` made), never parsed again here; ``data`` is the bytes that
-    go to the registry (the file as it is; default: the envelope as envlock
-    writes it). The statement must name that repository and manifest digest
-    (checked here, the signature is not: verifiers check it); anything else is
-    UsageError (exit 2). Returns the tag reference (``REPO:sha256-<hex>.att``);
-    registry failures are exit 3.
+    ``sign_envelope`` made), never parsed again here. The statement must name
+    that repository and manifest digest (checked here, the signature is not:
+    verifiers check it); anything else is UsageError (exit 2). Registry
+    failures are exit 3.
+
+    ``format="referrers"`` (the default) attaches it as a Sigstore bundle v0.3
+    in an OCI artifact manifest whose subject is the image (cosign v3's layout;
+    ``registry.attach_bundle``): ``manifest`` is ``REPO@sha256:<bundle manifest>``.
+    ``format="legacy"`` adds ``data`` (the file as it is; default: the envelope
+    as envlock writes it) as a layer of cosign's older ``sha256-<hex>.att``
+    manifest: ``manifest`` is that tag reference (``REPO:sha256-<hex>.att``).
     """
     from envlock.image import registry
-    from envlock.report import dsse, envelope_bytes, statement
+    from envlock.report import dsse, envelope_bytes, sbom, sigstore, statement, trusted
 
+    if format not in FORMATS:
+        raise UsageError(f"unknown format {format!r}", hint=f"use one of {', '.join(FORMATS)}")
     ref = registry.pinned(pinned_ref)
     try:
         doc = dsse.strict_json(envelope.payload, "the payload")
@@ -51,18 +79,30 @@ def attach_report(
         raise DataError(f"{where}: not an in-toto statement", hint="attach an envlock report")
     want = statement.manifest_subject(ref)
     subjects = [s for s in _items(doc.get("subject")) if isinstance(s, dict)]
-    if statement.subject_kind(doc) != "image-manifest" or want not in subjects:
+    predicate_type = doc.get("predicateType")
+    is_sbom = predicate_type == sbom.PREDICATE_TYPE
+    if (not is_sbom and statement.subject_kind(doc) != "image-manifest") or want not in subjects:
         named = "; ".join(f"{_get(s, 'name')} {_digest_text(_get(s, 'digest'))}" for s in subjects)
         raise UsageError(
             f"{where} is about {named or 'nothing'}, not {ref.pinned}",
             hint="sign the result against the pushed image: envlock report sign RESULT "
             f"--image {ref.pinned} ..., then attach that report",
         )
-    predicate_type = doc.get("predicateType")
-    return registry.attach_attestation(
+    ptype = predicate_type if isinstance(predicate_type, str) else statement.PREDICATE_TYPE
+    if format == "legacy":
+        tag = registry.attach_attestation(
+            ref,
+            data if data is not None else envelope_bytes(envelope.to_dict()),
+            ptype,
+            insecure=insecure,
+        )
+        return registry.Attached(tag, "legacy")
+    created = None if is_sbom else trusted.created_at(doc)
+    return registry.attach_bundle(
         ref,
-        data if data is not None else envelope_bytes(envelope.to_dict()),
-        predicate_type if isinstance(predicate_type, str) else statement.PREDICATE_TYPE,
+        sigstore.bundle_bytes(envelope),
+        ptype,
+        created=created or statement.now_rfc3339(),
         insecure=insecure,
     )
 

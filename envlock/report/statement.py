@@ -60,7 +60,7 @@ ENVIRONMENT_NAME = "environment"
 # RFC 3339 in UTC with a Z, whole seconds: what ``created`` holds
 _RFC3339_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 # Every file of a bundle (``envlock.bundle.folder.bundle_files``, plus the CA
-# file render copies in with --ca-cert), in the order a report lists them; the
+# file render copies in with --ca-cert and the SBOM), in the order a report lists them; the
 # first three were the only ones recorded before issue #11.
 BUNDLE_FILES = (
     "pylock.toml",
@@ -75,6 +75,7 @@ BUNDLE_FILES = (
     "render.json",
     "README.md",
     "envlock-ca.pem",
+    "sbom.cdx.json",  # envlock report sbom (issue #28): a report names the SBOM by digest
 )
 CONFIG_FILES = BUNDLE_FILES
 

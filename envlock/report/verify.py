@@ -18,6 +18,7 @@ from envlock.report import keys as keymod
 
 if TYPE_CHECKING:
     from envlock.image.ref import ImageRef
+    from envlock.report.sbom import SbomCheck
     from envlock.report.statement import Subject
 
 ABSENT = "(absent)"
@@ -390,33 +391,60 @@ def check_config(v: Verification, image_ref: ImageRef, *, insecure: bool = False
 
 @dataclass(frozen=True)
 class AttachedReport:
-    """One DSSE layer attached to an image, as checked: ``verification`` is None when
-    the layer was not read or is not a DSSE envelope (``problem`` says which)."""
+    """One piece of evidence attached to an image, as checked: a test result or an SBOM,
+    in either layout. ``verification`` is None when the layer was not read, is not a
+    DSSE envelope (or bundle), or is an SBOM (``sbom`` then says how it checked)."""
 
-    name: str  # "REPO:sha256-<hex>.att [1/2]"
-    of: int  # how many the registry lists
+    name: str  # "REPO@sha256:<manifest> layer sha256:<blob> (referrers tag) [1/2]"
+    of: int  # how many the registry lists in this layout
     verification: Verification | None = None
     failure: str | None = None  # why a read envelope does not verify (or fails a gate)
     problem: str | None = None
-    not_envelope: bool = False  # read, but not a DSSE envelope
+    not_envelope: bool = False  # read, but not a DSSE envelope (or Sigstore bundle)
+    layout: str = "legacy"  # legacy | referrers API | referrers tag
+    sbom: SbomCheck | None = None  # an SBOM statement, checked
+
+    @property
+    def kind(self) -> str:
+        return "sbom" if self.sbom is not None else "test-result"
 
     @property
     def verified(self) -> bool:
+        if self.sbom is not None:
+            return self.sbom.ok
         return self.verification is not None and self.failure is None
 
     def to_dict(self) -> dict[str, Any]:
+        head = {"report": self.name, "layout": self.layout, "kind": self.kind}
+        if self.sbom is not None:
+            return {
+                **head,
+                "verified": self.sbom.ok,
+                "sbom_digest": f"sha256:{self.sbom.digest}" if self.sbom.digest else None,
+                "components": self.sbom.components,
+                "problems": list(self.sbom.problems),
+            }
         if self.verification is None:
-            return {"report": self.name, "verified": False, "problems": [self.problem]}
-        return {"report": self.name, "verified": self.verified, **self.verification.to_dict()}
+            return {**head, "verified": False, "problems": [self.problem]}
+        return {**head, "verified": self.verified, **self.verification.to_dict()}
 
 
 def attestations_of(ref: ImageRef) -> ImageRef:
-    """Where the attestations of REPO@sha256:<hex> are: ``REPO:sha256-<hex>.att``."""
+    """Where the legacy attestations of REPO@sha256:<hex> are: ``REPO:sha256-<hex>.att``."""
     from envlock.image import registry
     from envlock.image.ref import ImageRef
 
     assert ref.digest is not None
     return ImageRef(ref.repository, registry.attestation_tag(ref.digest))
+
+
+def referrers_of(ref: ImageRef) -> ImageRef:
+    """The referrers tag schema's index of REPO@sha256:<hex>: ``REPO:sha256-<hex>``."""
+    from envlock.image import registry
+    from envlock.image.ref import ImageRef
+
+    assert ref.digest is not None
+    return ImageRef(ref.repository, registry.referrers_tag(ref.digest))
 
 
 def check_attached(
@@ -427,17 +455,37 @@ def check_attached(
     lock_dir: Path | None = None,
     insecure: bool = False,
 ) -> Iterator[AttachedReport]:
-    """Every DSSE layer attached to ``image`` (REPO@sha256, ``registry.pinned``), checked.
+    """Every test result and SBOM attached to ``image`` (REPO@sha256, ``registry.pinned``),
+    checked: first the Sigstore bundles listed as OCI referrers (the referrers API, or
+    the referrers tag schema's index), then the DSSE layers of cosign's legacy
+    ``sha256-<hex>.att`` manifest.
 
-    One layer in memory at a time; a layer that is not this image's report is
+    One layer in memory at a time; a layer that is not this image's evidence is
     reported and the next one checked (a planted layer never aborts the rest).
     Registry failures are EnvironmentFailure (exit 3).
     """
     from envlock.image import registry
+    from envlock.report import sigstore
 
+    for att in registry.iter_bundles(image, insecure=insecure):
+        name = (
+            f"{image.repository}@{att.manifest} layer {att.digest or '(none)'} "
+            f"({att.layout}) [{att.index}/{att.of}]"
+        )
+        if att.data is None:
+            yield AttachedReport(name, att.of, problem=att.problem, layout=att.layout)
+            continue
+        try:
+            env, _hint = sigstore.parse_bundle(att.data)
+        except sigstore.BundleError as e:
+            yield AttachedReport(name, att.of, problem=str(e), not_envelope=True, layout=att.layout)
+            continue
+        yield _check_one(
+            env, name, att.of, att.layout, image, public_key, requirements, lock_dir, insecure
+        )
     where = attestations_of(image)
     for att in registry.iter_attestations(image, insecure=insecure):
-        name = f"{where} [{att.index}/{att.of}]"
+        name = f"{where} layer {att.digest} [{att.index}/{att.of}]"
         if att.data is None:
             yield AttachedReport(name, att.of, problem=att.problem)
             continue
@@ -446,14 +494,34 @@ def check_attached(
         except dsse.EnvelopeError as e:
             yield AttachedReport(name, att.of, problem=str(e), not_envelope=True)
             continue
-        v, failure = check_envelope(
-            env,
-            name,
-            public_key,
-            requirements=requirements,
-            lock_dir=lock_dir,
-            image=image,
-            remote=True,
-            insecure=insecure,
+        yield _check_one(
+            env, name, att.of, "legacy", image, public_key, requirements, lock_dir, insecure
         )
-        yield AttachedReport(name, att.of, verification=v, failure=failure)
+
+
+def _check_one(
+    env: dsse.Envelope,
+    name: str,
+    of: int,
+    layout: str,
+    image: ImageRef,
+    public_key: Any,
+    requirements: Requirements,
+    lock_dir: Path | None,
+    insecure: bool = False,
+) -> AttachedReport:
+    from envlock.report import sbom
+
+    if sbom.is_sbom(env):
+        return AttachedReport(name, of, layout=layout, sbom=sbom.check_sbom(env, public_key, image))
+    v, failure = check_envelope(
+        env,
+        name,
+        public_key,
+        requirements=requirements,
+        lock_dir=lock_dir,
+        image=image,
+        remote=True,
+        insecure=insecure,
+    )
+    return AttachedReport(name, of, verification=v, failure=failure, layout=layout)

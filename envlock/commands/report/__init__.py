@@ -1,7 +1,7 @@
 """envlock report: every report action in one tree: keygen, sign, verify, attach, show, page.
 
 The group's parser only; each action lives in its own module of this package
-(``sign``, ``attach``, ``show``, ``page``) or, for ``keygen`` and ``verify``,
+(``sign``, ``attach``, ``sbom``, ``show``, ``page``) or, for ``keygen`` and ``verify``,
 in ``envlock.commands.keygen``/``verify``, which also register the top-level
 ``envlock keygen``/``envlock verify`` as aliases of the same commands.
 """
@@ -26,11 +26,12 @@ def register(sub: Any) -> None:
     rsub.required = True
 
     from envlock.commands import keygen, verify
-    from envlock.commands.report import attach, page, show, sign
+    from envlock.commands.report import attach, page, sbom, show, sign
 
     keygen.register(rsub, alias=False)
     sign.register(rsub)
     verify.register(rsub, alias=False)
     attach.register(rsub)
+    sbom.register(rsub)
     show.register(rsub)
     page.register(rsub)

@@ -12,11 +12,15 @@ from envlock import output
 def register(rsub: Any) -> None:
     a = rsub.add_parser(
         "attach",
-        help="attach a signed report to its image in the registry (cosign's layout)",
-        description="Push REPORT as an attestation of REPO@sha256:<digest>: a layer of the OCI "
-        "manifest tagged sha256-<digest>.att in the same repository, where cosign looks "
-        "(attestations already there are kept). The report's subject must be that image. "
-        "Exit 3 when the registry cannot be reached or refuses.",
+        help="attach a signed report or SBOM to its image in the registry (cosign's layouts)",
+        description="Push REPORT (a signed test result, or a signed SBOM from 'envlock report "
+        "sbom --sign') as evidence about REPO@sha256:<digest>, whose subject it must be. "
+        "--format referrers (the default): a Sigstore bundle v0.3 in an OCI artifact manifest "
+        "whose subject is the image (cosign v3's layout), found through the registry's "
+        "referrers API, or through the referrers tag sha256-<digest> (an OCI image index, "
+        "updated in place) where the registry has no such API. --format legacy: a layer of "
+        "the manifest tagged sha256-<digest>.att (cosign's older layout; attestations already "
+        "there are kept). Exit 3 when the registry cannot be reached or refuses.",
     )
     a.add_argument("report", metavar="REPORT", help="the DSSE envelope (.intoto.json)")
     a.add_argument(
@@ -28,23 +32,40 @@ def register(rsub: Any) -> None:
         help="plain HTTP to a registry that is not on this machine "
         "(a loopback registry always gets plain HTTP)",
     )
+    a.add_argument(
+        "--format",
+        choices=("referrers", "legacy"),
+        default="referrers",
+        help="referrers: a Sigstore bundle as an OCI 1.1 referrer (default); "
+        "legacy: cosign's sha256-<digest>.att tag",
+    )
     a.add_argument("--json", action="store_true", help="print the result as JSON")
     a.set_defaults(func=run_attach)
 
 
 def run_attach(args: argparse.Namespace) -> int:
     from envlock.image import registry
-    from envlock.report.attach import attach_report, parse_report
+    from envlock.report.attach import attach_evidence, parse_report
     from envlock.report.inputs import read_report
 
     data = read_report(args.report)
     image = registry.pinned(args.image)  # a bad --image is named before a bad report
     envelope = parse_report(data, args.report)
-    tag = attach_report(
-        envelope, image, data=data, insecure=args.insecure_registry, where=args.report
+    done = attach_evidence(
+        envelope,
+        image,
+        data=data,
+        insecure=args.insecure_registry,
+        where=args.report,
+        format=args.format,
     )
     if args.json:
-        output.emit_json({"report": args.report, "image": args.image, "attached": tag})
+        doc = {"report": args.report, "image": args.image, "attached": done.manifest}
+        doc["layout"] = done.layout
+        if done.index:
+            doc["index"] = done.index
+        output.emit_json(doc)
     else:
-        sys.stdout.write(f"attached {args.report} to {args.image} as {tag}\n")
+        how = f" (referrers index {done.index})" if done.index else f" ({done.layout})"
+        sys.stdout.write(f"attached {args.report} to {args.image} as {done.manifest}{how}\n")
     return 0

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install @sigstore/verify (npm: the Sigstore JavaScript client's verifier) for
+# tests/test_report_referrers_docker.py, which checks envlock's bundles with a
+# client that is not envlock. Idempotent: a folder that already holds the pinned
+# version is reused. Needs node and npm (Node 18+); without them it says so and
+# exits 0 (the tests that need it then skip, or fail in CI).
+# ENVLOCK_SIGSTORE_JS names the folder (default /var/cache/envlock-sigstore-js).
+set -euo pipefail
+dir="${ENVLOCK_SIGSTORE_JS:-/var/cache/envlock-sigstore-js}"
+version="4.1.3"
+say() { echo "sigstore-setup: $*" >&2; }
+if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "installing nodejs and npm from Debian"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  else
+    say "no node/npm here: the @sigstore/verify check will be skipped"
+    exit 0
+  fi
+fi
+have=$(node -e 'try{console.log(require(process.argv[1]+"/node_modules/@sigstore/verify/package.json").version)}catch(e){}' "$dir" 2>/dev/null || true)
+if [ "$have" = "$version" ]; then
+  exit 0
+fi
+mkdir -p "$dir"
+say "installing @sigstore/verify@$version into $dir"
+npm install --prefix "$dir" --no-audit --no-fund --silent "@sigstore/verify@$version" >/dev/null
