@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 MIB = 1024 * 1024
 DIGEST = "sha256:" + "ab" * 32  # the image every test names
 REPO = "team/tf"
+IMAGE_MEDIA_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
+BUNDLE = "application/vnd.dev.sigstore.bundle.v0.3+json"
 
 
 @dataclass
@@ -60,6 +62,7 @@ Route = Callable[["Handler"], Answer]
 class Handler(BaseHTTPRequestHandler):
     server: Server
     protocol_version = "HTTP/1.1"
+    body = b""  # the request's body (64 MiB at most)
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -68,9 +71,10 @@ class Handler(BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         self.server.log.append((self.command, self.path))
         length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            self.rfile.read(min(length, 64 * MIB))
+        self.body = self.rfile.read(min(length, 64 * MIB)) if length else b""
         route = self.server.routes.get((self.command, path))
+        if route is None and self.server.fallback is not None:
+            route = self.server.fallback
         answer = route(self) if route is not None else Answer.json({"errors": []}, 404)
         chunks = answer.chunks
         size = answer.length
@@ -99,6 +103,7 @@ class Handler(BaseHTTPRequestHandler):
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
+    fallback: Route | None = None  # what answers a request no route names
     routes: dict[tuple[str, str], Route]
     log: list[tuple[str, str]]
     errors: list[str]
@@ -116,6 +121,12 @@ class HostileRegistry:
         self.server.log = []
         self.server.errors = []
         self.host = f"127.0.0.1:{self.server.server_address[1]}"
+        # the image itself: what a HEAD of its manifest answers (a bundle's subject)
+        self.route(
+            "HEAD",
+            f"/v2/{REPO}/manifests/{DIGEST}",
+            Answer(200, {"Content-Type": IMAGE_MEDIA_TYPE}, [b" " * 529]),
+        )
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
@@ -131,6 +142,61 @@ class HostileRegistry:
         self.server.routes[(method, path)] = (
             answer if callable(answer) else (lambda _h, a=answer: a)  # type: ignore[misc]
         )
+
+    def store(self, referrers_api: bool = True) -> OciStore:
+        """Answer every request no route names from an in-memory OCI 1.1 registry."""
+        store = OciStore(referrers_api)
+        self.server.fallback = store
+        return store
+
+    def referrers_path(self) -> str:
+        return f"/v2/{REPO}/referrers/{DIGEST}"
+
+    def tag_path(self) -> str:
+        """The referrers tag schema's index of the image: ``sha256-<hex>``."""
+        return f"/v2/{REPO}/manifests/sha256-{DIGEST.partition(':')[2]}"
+
+    def bundles(
+        self, blobs: list[bytes], *, repeat: list[int] | None = None, subject: str = DIGEST
+    ) -> list[str]:
+        """A referrers tag index listing one bundle manifest per blob (``repeat[i]`` times
+        each), each manifest and blob served; the manifests' digests."""
+        entries = []
+        digests = []
+        for blob, times in zip(blobs, repeat or [1] * len(blobs), strict=True):
+            bdigest = "sha256:" + hashlib.sha256(blob).hexdigest()
+            self.route("GET", self.blob_path(bdigest), Answer(200, {}, [blob]))
+            manifest = {
+                "schemaVersion": 2,
+                "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "artifactType": BUNDLE,
+                "config": {
+                    "mediaType": "application/vnd.oci.empty.v1+json",
+                    "digest": "sha256:" + hashlib.sha256(b"{}").hexdigest(),
+                    "size": 2,
+                },
+                "layers": [{"mediaType": BUNDLE, "digest": bdigest, "size": len(blob)}],
+                "subject": {"mediaType": IMAGE_MEDIA_TYPE, "digest": subject, "size": 529},
+            }
+            body = json.dumps(manifest).encode()
+            mdigest = "sha256:" + hashlib.sha256(body).hexdigest()
+            digests.append(mdigest)
+            self.route("GET", f"/v2/{REPO}/manifests/{mdigest}", Answer(200, {}, [body]))
+            entries += [
+                {
+                    "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                    "digest": mdigest,
+                    "size": len(body),
+                    "artifactType": BUNDLE,
+                }
+            ] * times
+        index = {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "manifests": entries,
+        }
+        self.route("GET", self.tag_path(), Answer.json(index))
+        return digests
 
     def att_path(self) -> str:
         return f"/v2/{REPO}/manifests/sha256-{DIGEST.partition(':')[2]}.att"
@@ -165,6 +231,79 @@ class HostileRegistry:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class OciStore:
+    """A registry's storage that answers as an OCI 1.1 registry with the referrers API:
+    blobs and manifests kept in memory, ``OCI-Subject`` on a manifest PUT that has a
+    subject, ``GET /v2/<name>/referrers/<digest>`` listing the manifests that name it
+    (artifactType and annotations copied), ``HEAD``/``GET`` of manifests and blobs.
+    Set as a HostileRegistry's ``fallback``: exact routes still win, so a test can
+    make any one answer hostile. ``referrers_api=False`` answers the referrers path
+    404, as Debian's docker-registry 2.8 does."""
+
+    def __init__(self, referrers_api: bool = True) -> None:
+        self.referrers_api = referrers_api
+        self.blobs: dict[str, bytes] = {}
+        self.manifests: dict[str, tuple[str, bytes]] = {}  # digest -> (media type, body)
+        self.tags: dict[str, str] = {}  # tag -> digest
+        self.uploads = 0
+
+    def __call__(self, h: Handler) -> Answer:
+        from urllib.parse import parse_qs
+
+        url = urlsplit(h.path)
+        prefix = f"/v2/{REPO}/"
+        if not url.path.startswith(prefix):
+            return Answer.json({"errors": []}, 404)
+        rest = url.path[len(prefix) :]
+        kind, _, ref = rest.partition("/")
+        if kind == "blobs" and ref == "uploads/" and h.command == "POST":
+            self.uploads += 1
+            return Answer(202, {"Location": f"{prefix}blobs/uploads/u{self.uploads}"})
+        if kind == "blobs" and ref.startswith("uploads/") and h.command == "PUT":
+            digest = parse_qs(url.query)["digest"][0]
+            self.blobs[digest] = h.body
+            return Answer(201, {"Docker-Content-Digest": digest})
+        if kind == "blobs":
+            blob = self.blobs.get(ref)
+            return Answer(200, {}, [blob]) if blob is not None else Answer.json({}, 404)
+        if kind == "manifests" and h.command == "PUT":
+            digest = "sha256:" + hashlib.sha256(h.body).hexdigest()
+            media = h.headers.get("Content-Type", "")
+            self.manifests[digest] = (media, h.body)
+            if not ref.startswith("sha256:"):
+                self.tags[ref] = digest
+            headers = {"Docker-Content-Digest": digest}
+            subject = json.loads(h.body).get("subject")
+            if subject and self.referrers_api:
+                headers["OCI-Subject"] = subject["digest"]
+            return Answer(201, headers)
+        if kind == "manifests":
+            digest = self.tags.get(ref, ref)
+            found = self.manifests.get(digest)
+            if found is None:
+                return Answer.json({"errors": [{"code": "MANIFEST_UNKNOWN"}]}, 404)
+            return Answer(
+                200, {"Content-Type": found[0], "Docker-Content-Digest": digest}, [found[1]]
+            )
+        if kind == "referrers" and self.referrers_api and h.command == "GET":
+            listed = []
+            for digest, (media, body) in self.manifests.items():
+                doc = json.loads(body)
+                if (doc.get("subject") or {}).get("digest") == ref:
+                    entry = {"mediaType": media, "digest": digest, "size": len(body)}
+                    entry["artifactType"] = doc.get("artifactType") or doc["config"]["mediaType"]
+                    if doc.get("annotations"):
+                        entry["annotations"] = doc["annotations"]
+                    listed.append(entry)
+            index = {
+                "schemaVersion": 2,
+                "mediaType": "application/vnd.oci.image.index.v1+json",
+                "manifests": listed,
+            }
+            return Answer.json(index, **{"Content-Type": "application/vnd.oci.image.index.v1+json"})
+        return Answer.json({"errors": []}, 404)
 
 
 def peak_of(fn: Callable[[], Any]) -> tuple[Any, int]:

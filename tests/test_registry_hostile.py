@@ -6,6 +6,7 @@ outlives the HTTP timeout. The registry is tests/hostile_registry.py's, on
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -195,7 +196,10 @@ def test_a_retried_503_with_an_endless_body_is_not_read(
     assert code == 3, err
     assert "HTTP 503" in err
     assert took < 10, f"{took:.1f} s"  # urllib3 reads a retried answer to its end
-    assert len(registry.log) == 2  # asked again once (ENVLOCK_HTTP_RETRIES=1)
+    # the referrers API and the referrers tag (404 both), then the .att asked again
+    # once (ENVLOCK_HTTP_RETRIES=1)
+    assert [p for _, p in registry.log].count(registry.att_path()) == 2
+    assert len(registry.log) == 4
     _no_traceback(err)
     assert peak < LIMIT, f"peak {peak / MIB:.0f} MiB"
 
@@ -289,7 +293,7 @@ def test_retry_after_one_day_is_capped_by_the_http_timeout(
     assert code == 3, err
     assert took < 20, took  # two waits of at most 2 s each, not a day
     assert 0 < peak < LIMIT, f"peak {peak / MIB:.0f} MiB"
-    assert len(registry.log) == 3
+    assert [p for _, p in registry.log].count(registry.att_path()) == 3
 
 
 def test_retry_after_one_day_is_capped_for_index_requests_too(registry: HostileRegistry) -> None:
@@ -315,3 +319,177 @@ def test_retry_after_one_day_is_capped_for_index_requests_too(registry: HostileR
     assert "HTTP 503" in proc.stderr, proc.stderr
     assert time.monotonic() - started < 20
     assert len(registry.log) == 3
+
+
+# ------------------------------------------- 5. Sigstore bundles as OCI 1.1 referrers (#28)
+
+
+def _bundle(report: bytes) -> bytes:
+    from envlock.report import dsse, sigstore
+
+    return sigstore.bundle_bytes(dsse.parse_envelope(report))
+
+
+def _sbom_and_report(tmp: Path, key: Path, image: str) -> tuple[Path, Path, str]:
+    """A report that names an SBOM by digest (signed with --lock over a bundle holding
+    sbom.cdx.json), and that SBOM signed: (report file, SBOM statement file, digest)."""
+    from envlock.report import dsse, sbom
+    from envlock.report import keys as keymod
+
+    lock = make_bundle(tmp, "bundle-sbom")
+    bom = {"bomFormat": "CycloneDX", "specVersion": "1.6", "version": 1, "components": []}
+    (lock / sbom.FILE).write_bytes(sbom.sbom_bytes(bom))
+    env = sign_result(smoke_result(), key, lock_dir=lock, image_id=None, image_ref=image)
+    report = tmp / "named.intoto.json"
+    report.write_bytes(envelope_bytes(env))
+    signed = sbom.sign_sbom(bom, keymod.load_private(key), image)
+    statement = tmp / "sbom.intoto.json"
+    statement.write_bytes(envelope_bytes(signed.to_dict()))
+    assert dsse.parse_envelope(statement.read_bytes()) == signed
+    return report, statement, sbom.sbom_digest(bom)
+
+
+def test_the_referrers_api_path_is_used_where_the_registry_has_it(
+    registry: HostileRegistry, tmp_path: Path, capsys: Any, no_engine: list[str]
+) -> None:
+    """A registry that answers the manifest PUT with OCI-Subject gets no tag index; verify
+    finds both artifacts through GET /v2/<name>/referrers/<digest>."""
+    key, pub = _keys(tmp_path)
+    store = registry.store(referrers_api=True)
+    report, statement, digest = _sbom_and_report(tmp_path, key, registry.image)
+    for path in (report, statement):
+        code, out, err = cli(capsys, "report", "attach", str(path), "--image", registry.image)
+        assert code == 0, err
+        assert out.endswith(" (referrers API)\n"), out
+    assert ("PUT", registry.tag_path()) not in registry.log
+    assert "sha256-" + DIGEST[7:] not in store.tags
+    registry.log.clear()
+    code, out, err = cli(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub), "--json"
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["found"] == {"test-result": {"referrers API": 1}, "sbom": {"referrers API": 1}}
+    kinds = {a["kind"]: a for a in doc["attestations"]}
+    assert kinds["test-result"]["verified"] is True
+    assert kinds["test-result"]["sbom"] == {"named": f"sha256:{digest}", "verified": True}
+    assert kinds["sbom"]["sbom_digest"] == f"sha256:{digest}"
+    assert ("GET", registry.referrers_path()) in registry.log
+    assert not any(p == registry.tag_path() for _, p in registry.log)
+    assert no_engine == []
+
+    # the SBOM blob changed in the registry's storage: named by its layer, and the
+    # report that names the SBOM no longer verifies
+    sbom_layer = next(
+        layer["digest"]
+        for media, body in store.manifests.values()
+        if b"cyclonedx" in body
+        for layer in json.loads(body)["layers"]
+    )
+    store.blobs[sbom_layer] = store.blobs[sbom_layer].replace(b'"sig":"', b'"sig":"AAAA', 1)
+    code, out, err = cli(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
+    )
+    assert code == 1, out
+    assert f"layer {sbom_layer} (referrers API) [" in out
+    assert "not read: the registry sent" in out and "sha256" in out
+    assert f"the SBOM it names (sha256:{digest}) is not among the verified attachments" in out
+    assert "none of the 1 report(s)" in err and "(with the SBOM it names)" in err
+
+
+def test_without_the_referrers_api_the_tag_index_is_updated_in_place(
+    registry: HostileRegistry, tmp_path: Path, capsys: Any
+) -> None:
+    key, pub = _keys(tmp_path)
+    store = registry.store(referrers_api=False)
+    report, statement, _ = _sbom_and_report(tmp_path, key, registry.image)
+    other = _report(tmp_path, key, registry.image, "other")
+    attached = []
+    for path in (report, statement, report, tmp_path / "other.intoto.json"):
+        code, out, err = cli(
+            capsys, "report", "attach", str(path), "--image", registry.image, "--json"
+        )
+        assert code == 0, err
+        attached.append(json.loads(out))
+    assert {a["layout"] for a in attached} == {"referrers tag"}
+    index = json.loads(store.manifests[store.tags["sha256-" + DIGEST[7:]]][1])
+    assert index["mediaType"] == "application/vnd.oci.image.index.v1+json"
+    # the same report twice is listed once; each listed once, in the order attached
+    listed = [m["digest"] for m in index["manifests"]]
+    assert listed == [a["attached"].partition("@")[2] for a in attached[1:]]
+    assert [m["annotations"]["dev.sigstore.bundle.predicateType"] for m in index["manifests"]] == [
+        "https://cyclonedx.org/bom",
+        "https://in-toto.io/attestation/test-result/v0.1",
+        "https://in-toto.io/attestation/test-result/v0.1",
+    ]
+    assert other  # the third artifact: a report that names no SBOM
+    code, out, err = cli(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
+    )
+    assert code == 0, err
+    assert "found: test result(s): 2 referrers tag; SBOM(s): 1 referrers tag\n" in out
+
+
+def test_a_300_mb_referrers_index_is_refused_in_bounded_memory(
+    registry: HostileRegistry, tmp_path: Path, capsys: Any
+) -> None:
+    _, pub = _keys(tmp_path)
+    registry.route("GET", registry.referrers_path(), Answer.big(b'{"manifests": [', 300 * MIB))
+    (code, out, err), peak = _run(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
+    )
+    assert code == 3, err
+    assert "4 MiB" in err
+    _no_traceback(err)
+    assert peak < LIMIT, f"peak {peak / MIB:.0f} MiB"
+
+
+def test_referrers_listed_twice_or_past_the_bound_are_read_once_or_not_at_all(
+    registry: HostileRegistry, tmp_path: Path, capsys: Any
+) -> None:
+    from envlock.image import registry as regmod
+
+    key, pub = _keys(tmp_path)
+    real = _bundle(_report(tmp_path, key, registry.image, "real"))
+    many = [b"{}%d" % i for i in range(regmod.MAX_REFERRERS + 20)]
+    digests = registry.bundles([real, *many], repeat=[30] + [1] * len(many))
+    (code, out, err), peak = _run(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub), "--json"
+    )
+    assert code == 0, err
+    gets = [p for m, p in registry.log if m == "GET" and "/manifests/sha256:" in p]
+    assert gets.count(f"/v2/{REPO}/manifests/{digests[0]}") == 1
+    assert len(gets) == regmod.MAX_REFERRERS
+    doc = json.loads(out)
+    assert doc["attestations"][0]["verified"] is True
+    assert "past the bound of 100 bundles" in doc["attestations"][-1]["problems"][0]
+    assert peak < LIMIT, f"peak {peak / MIB:.0f} MiB"
+
+
+def test_a_bundle_longer_than_its_descriptor_or_about_another_image_is_not_taken(
+    registry: HostileRegistry, tmp_path: Path, capsys: Any
+) -> None:
+    key, pub = _keys(tmp_path)
+    real = _bundle(_report(tmp_path, key, registry.image, "real"))
+    long_one = b"x" * 100
+    registry.bundles([long_one, real])
+    registry.route(
+        "GET",
+        registry.blob_path("sha256:" + hashlib.sha256(long_one).hexdigest()),
+        Answer.big(long_one, 300 * MIB),
+    )
+    (code, out, err), peak = _run(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
+    )
+    assert code == 0, err
+    assert "more than the 100 bytes its descriptor states" in out
+    assert "VERIFIED: signed by the given key" in out
+    assert peak < LIMIT, f"peak {peak / MIB:.0f} MiB"
+
+    elsewhere = "sha256:" + "cd" * 32
+    registry.bundles([real], subject=elsewhere)
+    code, out, err = cli(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
+    )
+    assert code == 1, out
+    assert f"not read: its subject is {elsewhere}, not {DIGEST}" in out

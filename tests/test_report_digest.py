@@ -300,16 +300,35 @@ def test_attach_report_is_handed_the_envelope_and_the_parsed_image(
 
     monkeypatch.setattr(dsse, "parse_envelope", no_parse)
     monkeypatch.setattr(imageref, "match", no_parse)
-    assert attach_report(envelope, image) == "attached"
+    assert attach_report(envelope, image, format="legacy") == "attached"
     ((ref, data, predicate_type),) = sent
     assert ref == image and data == envelope_bytes(envelope.to_dict())
     assert predicate_type == "https://in-toto.io/attestation/test-result/v0.1"
-    assert attach_report(envelope, image, data=b"the file as it is") == "attached"
+    assert attach_report(envelope, image, data=b"the file as it is", format="legacy") == "attached"
     assert sent[1][1] == b"the file as it is"
     other = image.at("sha256:" + "e2" * 32)
     with pytest.raises(UsageError, match=f"REPORT is about {REPO} sha256:{'d1' * 32}, not {other}"):
         attach_report(envelope, other)
     assert len(sent) == 2
+
+    # the default: the same envelope, as a Sigstore bundle referring to the image
+    bundles: list[tuple[Any, bytes, str, str]] = []
+
+    def attach_bundle(
+        ref: Any, bundle: bytes, predicate_type: str, *, created: str, insecure: bool = False
+    ) -> registry.Attached:
+        bundles.append((ref, bundle, predicate_type, created))
+        return registry.Attached(f"{REPO}@sha256:{'aa' * 32}", "referrers tag")
+
+    monkeypatch.setattr(registry, "attach_bundle", attach_bundle)
+    assert attach_report(envelope, image) == f"{REPO}@sha256:{'aa' * 32}"
+    ((ref, bundle, predicate_type, created),) = bundles
+    assert ref == image and predicate_type == "https://in-toto.io/attestation/test-result/v0.1"
+    doc = json.loads(bundle)
+    assert doc["mediaType"] == "application/vnd.dev.sigstore.bundle.v0.3+json"
+    assert doc["dsseEnvelope"] == envelope.to_dict()
+    assert doc["verificationMaterial"]["publicKey"]["hint"] == envelope.signatures[0].keyid
+    assert created == json.loads(envelope.payload)["predicate"]["envlock"]["created"]
 
 
 def test_verify_from_registry_needs_a_pinned_image(

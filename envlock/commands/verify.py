@@ -239,9 +239,10 @@ def _run_registry(args: argparse.Namespace, public_key: Any, lock_dir: Path | No
             hint="attach one: envlock report attach REPORT --image " + args.image,
         )
     if not any_ok:
-        reports = sum(1 for a in atts if a.sbom is None)
+        reports = sum(1 for a in atts if a.verification is not None)
+        what = f"{reports} report(s)" if reports else f"{len(atts)} layer(s)"
         raise CheckFailed(
-            f"none of the {reports} report(s) attached to {args.image} verifies "
+            f"none of the {what} attached to {args.image} verifies "
             "with this key and these requirements"
             + (" (with the SBOM it names)" if sbom_named else "")
         )
