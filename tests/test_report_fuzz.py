@@ -5,6 +5,7 @@ verify accepts. bench/fuzz_reports.py runs the same checks 10,000 times each."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from fuzz_support import scaled
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from report_support import FuzzBench, envelope_strategy, key_strategy, result_strategy
 
 from envlock.report import strict
@@ -54,6 +56,58 @@ def test_fuzzed_envelopes_never_give_a_traceback(data: bytes) -> None:
 @given(data=key_strategy(BENCH))
 def test_fuzzed_key_files_never_give_a_traceback(data: bytes) -> None:
     BENCH.key_file(data)
+
+
+@FUZZ
+@given(data=st.data())
+def test_fuzzed_sigstore_bundles_parse_or_say_why(data: st.DataObject) -> None:
+    """A Sigstore bundle (#28) with bytes flipped, cut or inserted, or its JSON fields
+    replaced: parse_bundle returns an envelope or raises BundleError, never anything
+    else, and an envelope it returns verifies only when it is the one signed."""
+    from envlock.report import dsse, sigstore
+    from envlock.report.verify import verify_envelope
+
+    good = BENCH.envelope_bytes
+    bundle = sigstore.bundle_bytes(dsse.parse_envelope(good))
+    doc = json.loads(bundle)
+    how = data.draw(st.sampled_from(["flip", "cut", "insert", "field"]))
+    if how == "field":
+        path = data.draw(
+            st.sampled_from(
+                [
+                    ("mediaType",),
+                    ("verificationMaterial",),
+                    ("dsseEnvelope",),
+                    ("dsseEnvelope", "payload"),
+                ]
+            )
+        )
+        value = data.draw(st.one_of(st.none(), st.integers(), st.text(max_size=30), st.just({})))
+        target = doc
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        mutated = json.dumps(doc).encode()
+    else:
+        at = data.draw(st.integers(0, len(bundle) - 1))
+        if how == "flip":
+            mutated = (
+                bundle[:at]
+                + bytes([bundle[at] ^ data.draw(st.integers(1, 255))])
+                + bundle[at + 1 :]
+            )
+        elif how == "cut":
+            mutated = bundle[:at]
+        else:
+            mutated = bundle[:at] + data.draw(st.binary(min_size=1, max_size=8)) + bundle[at:]
+    try:
+        env, _ = sigstore.parse_bundle(mutated)
+    except sigstore.BundleError:
+        return
+    public = dsse.parse_envelope(good)  # the key: the bench's
+    v = verify_envelope(env, BENCH.private_key.public_key())
+    if v.ok:
+        assert env.payload == public.payload and env.payload_type == public.payload_type
 
 
 def test_the_bench_itself_accepts_the_good_inputs() -> None:
