@@ -24,6 +24,9 @@ fi
 if [ "$(id -u)" = 0 ] && [ -f tests/chromium/setup.sh ]; then
   bash tests/chromium/setup.sh  # headless Chromium for tests/test_report_page.py
 fi
+# @sigstore/verify (npm), the Sigstore JavaScript client's verifier, checks envlock's
+# bundles in tests/test_report_referrers_docker.py (idempotent; needs node and npm)
+bash tests/sigstore/setup.sh
 if [ -f tests/docker/env.sh ]; then
   # shellcheck disable=SC1091
   . tests/docker/env.sh

@@ -95,3 +95,10 @@ YAML
   done
   registry_up || { say "docker-registry did not come up; last log lines:"; tail -n 20 /var/log/envlock-registry.log >&2; exit 3; }
 fi
+
+# A client that is not envlock reads the manifests envlock attaches
+# (tests/test_report_referrers_docker.py): Debian's skopeo.
+if ! command -v skopeo >/dev/null; then
+  say "installing skopeo from Debian"
+  apt_install skopeo
+fi

@@ -4,9 +4,15 @@
 # client that is not envlock. Idempotent: a folder that already holds the pinned
 # version is reused. Needs node and npm (Node 18+); without them it says so and
 # exits 0 (the tests that need it then skip, or fail in CI).
-# ENVLOCK_SIGSTORE_JS names the folder (default /var/cache/envlock-sigstore-js).
+# ENVLOCK_SIGSTORE_JS names the folder (default: /var/cache/envlock-sigstore-js as
+# root, else ~/.cache/envlock-sigstore-js; the tests look in the same places).
 set -euo pipefail
-dir="${ENVLOCK_SIGSTORE_JS:-/var/cache/envlock-sigstore-js}"
+if [ "$(id -u)" = 0 ]; then
+  default=/var/cache/envlock-sigstore-js
+else
+  default="${HOME}/.cache/envlock-sigstore-js"
+fi
+dir="${ENVLOCK_SIGSTORE_JS:-$default}"
 version="4.1.3"
 say() { echo "sigstore-setup: $*" >&2; }
 if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
