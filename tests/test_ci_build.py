@@ -324,9 +324,14 @@ def test_two_cells_one_fails_pushed_smoked_signed_and_pulled_back_by_digest(
         doc = json.loads(dsse.parse_envelope(report).payload)
         assert doc["subject"] == [{"name": REPO, "digest": {"sha256": digest[7:]}}]
         assert doc["predicate"]["envlock"]["subject_kind"] == "image-manifest"
-        assert ok["attached"] == f"{REPO}:sha256-{digest[7:]}.att"
+        # (#28: a Sigstore bundle referring to the image, in the referrers tag index)
+        from envlock.report import sigstore
+
+        assert ok["attached"].startswith(f"{REPO}@sha256:")
         assert f"[{good.name}] attached the report as {ok['attached']}" in err
-        assert registry.fetch_attestations(f"{REPO}@{digest}") == [report]
+        (bundle,) = [a.data for a in registry.iter_bundles(f"{REPO}@{digest}")]
+        assert bundle is not None
+        assert sigstore.parse_bundle(bundle)[0] == dsse.parse_envelope(report)
         assert cells["broken"]["attached"] is None
     finally:
         for ref in (good_tag, f"{REPO}@sha256:x", "envlock-ci:broken"):

@@ -279,14 +279,25 @@ def test_push_attach_and_verify_with_docker_logins_credentials(
     registry: Registry, pushed: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report, pub = signed_report(capsys, tmp_path, pushed)
-    code, out, err = cli(capsys, "report", "attach", str(report), "--image", pushed)
-    assert code == 0, err
     repo, _, digest = pushed.partition("@")
+    # a Sigstore bundle as a referrer (this registry has no referrers API: the tag index)
+    code, out, err = cli(capsys, "report", "attach", str(report), "--image", pushed, "--json")
+    assert code == 0, err
+    done = json.loads(out)
+    assert done["layout"] == "referrers tag"
+    assert done["index"] == f"{repo}:{digest.replace(':', '-')}"
+    assert done["attached"].startswith(f"{repo}@sha256:")
+    # and cosign's older layout
+    code, out, err = cli(
+        capsys, "report", "attach", str(report), "--image", pushed, "--format", "legacy"
+    )
+    assert code == 0, err
     tag = digest.replace(":", "-") + ".att"
-    assert out == f"attached {report} to {pushed} as {repo}:{tag}\n"
+    assert out == f"attached {report} to {pushed} as {repo}:{tag} (legacy)\n"
     code, out, err = cli(capsys, "verify", "--from-registry", "--image", pushed, "--key", str(pub))
     assert code == 0, err
-    assert "VERIFIED: signed by the given key, smoke result PASSED" in out
+    assert out.count("VERIFIED: signed by the given key, smoke result PASSED") == 2
+    assert "found: test result(s): 1 referrers tag, 1 legacy; SBOM(s): none\n" in out
     if registry.tokens is not None:  # envlock asked for a push token with the login's account
         pushing = [
             a

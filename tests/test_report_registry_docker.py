@@ -131,11 +131,19 @@ def test_smoke_by_digest_then_verify_anywhere_and_attach(
     assert code == 1
     assert "NOT VERIFIED: subject.digest.sha256 drifted" in err
 
-    # attach as cosign does, then read it back through the registry API
-    code, out, err = cli(capsys, "report", "attach", str(report), "--image", pushed, "--json")
+    # attach as cosign's older layout does (--format legacy; the referrers layout, the
+    # default, is tests/test_report_referrers_docker.py's), then read it back
+    code, out, err = cli(
+        capsys, "report", "attach", str(report), "--image", pushed, "--format", "legacy", "--json"
+    )
     assert code == 0, err
     tag = f"sha256-{digest[7:]}.att"
-    assert json.loads(out) == {"report": str(report), "image": pushed, "attached": f"{repo}:{tag}"}
+    assert json.loads(out) == {
+        "report": str(report),
+        "image": pushed,
+        "attached": f"{repo}:{tag}",
+        "layout": "legacy",
+    }
     path = repo.partition("/")[2]
     resp = requests.get(
         f"http://{REGISTRY}/v2/{path}/manifests/{tag}",
@@ -175,7 +183,10 @@ def test_smoke_by_digest_then_verify_anywhere_and_attach(
     assert registry.fetch_attestations(pushed) == [envelope]
 
     # attaching the same report again keeps one layer; verify it from the registry
-    assert cli(capsys, "report", "attach", str(report), "--image", pushed)[0] == 0
+    assert (
+        cli(capsys, "report", "attach", str(report), "--image", pushed, "--format", "legacy")[0]
+        == 0
+    )
     assert registry.fetch_attestations(pushed) == [envelope]
     code, out, err = cli(
         capsys, "verify", "--from-registry", "--image", pushed, "--key", str(pub), "--json"

@@ -35,8 +35,10 @@ def register(
         "and --require-gpu to exit 1 unless the GPU was really used. With --image "
         "REPO@sha256:<digest> no Docker Engine is needed; when the report's signed smoke result "
         "records the image id it ran, the registry's manifest is read and its config digest must "
-        "be that image id. --from-registry checks the reports attached to that image in its "
-        "registry (cosign's sha256-<hex>.att tag) instead of a file.",
+        "be that image id. --from-registry checks the reports and SBOMs attached to that image "
+        "in its registry instead of a file: Sigstore bundles listed by the referrers API or the "
+        "sha256-<hex> referrers tag, then cosign's older sha256-<hex>.att tag; a report that "
+        "names an SBOM verifies only with that SBOM.",
     )
     p.add_argument(
         "report",
@@ -71,8 +73,8 @@ def register(
     p.add_argument(
         "--from-registry",
         action="store_true",
-        help="verify the reports attached to --image REPO@sha256:... in its registry; "
-        "exit 0 when one of them verifies",
+        help="verify the reports and SBOMs attached to --image REPO@sha256:... in its "
+        "registry (both layouts); exit 0 when one report verifies (with the SBOM it names)",
     )
     p.add_argument(
         "--insecure-registry",
