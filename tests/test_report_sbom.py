@@ -1,0 +1,180 @@
+"""The SBOM (issue #28) and the Sigstore bundle, without Docker: dpkg status parsing,
+package URLs, the CycloneDX document validated against the 1.6 schema by
+cyclonedx-python-lib, SBOM statements checked, bundles read strictly, and the
+`report sbom` command's input errors. The image side (dpkg inside a real image)
+is tests/test_report_referrers_docker.py's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from report_support import cli, make_keys, smoke_result
+
+from envlock.image.ref import ImageRef
+from envlock.lock.pylock import read_lock
+from envlock.report import dsse, sbom, sigstore
+from envlock.report import keys as keymod
+
+FIXTURE_LOCK = Path(__file__).parent / "fixtures" / "old-bundles" / "v1-lock"
+IMAGE = ImageRef("127.0.0.1:5000/team/tf", None, "sha256:" + "ab" * 32)
+
+STATUS = """\
+Package: libc6
+Status: install ok installed
+Priority: optional
+Architecture: amd64
+Version: 2.36-9+deb12u14
+Description: GNU C Library: Shared libraries
+ Contains the standard libraries that are used by nearly all programs on
+ the system.
+
+Package: removed-one
+Status: deinstall ok config-files
+Architecture: amd64
+Version: 1.0
+
+Package: bash
+Essential: yes
+Status: install ok installed
+Architecture: amd64
+Version: 5.2.15-2+b7
+
+Package: tzdata
+Status: install ok installed
+Architecture: all
+Version: 2025b-0+deb12u1
+Conffiles:
+ /etc/timezone abc
+"""
+
+
+def test_dpkg_status_lists_the_installed_packages_only() -> None:
+    assert sbom.parse_dpkg_status(STATUS) == [
+        sbom.OsPackage("bash", "5.2.15-2+b7", "amd64"),
+        sbom.OsPackage("libc6", "2.36-9+deb12u14", "amd64"),
+        sbom.OsPackage("tzdata", "2025b-0+deb12u1", "all"),
+    ]
+    assert sbom.parse_dpkg_status("") == []
+    assert sbom.os_release_id('NAME="Debian GNU/Linux"\nID=debian\n') == "debian"
+    assert sbom.os_release_id("ID='ubuntu'\n") == "ubuntu"
+    assert sbom.os_release_id("NAME=x\n") == ""
+
+
+def test_package_urls_percent_encode_the_version() -> None:
+    pkg = sbom.OsPackage("libgcc-s1", "1:12.2.0-14+deb12u1", "amd64")
+    assert sbom.deb_purl(pkg, "debian") == (
+        "pkg:deb/debian/libgcc-s1@1%3A12.2.0-14%2Bdeb12u1?arch=amd64"
+    )
+    assert sbom.deb_purl(sbom.OsPackage("x", "1", ""), "ubuntu") == "pkg:deb/ubuntu/x@1"
+
+
+def _doc() -> dict[str, object]:
+    packages = sbom.ImagePackages("debian", tuple(sbom.parse_dpkg_status(STATUS)))
+    return sbom.make_sbom(
+        read_lock(FIXTURE_LOCK),
+        packages,
+        image=str(IMAGE),
+        envlock_version="0.1.0",
+        created="2026-12-04T12:00:00Z",
+        serial="4b1e2c3a-0000-4000-8000-000000000001",
+    )
+
+
+def test_the_sbom_is_cyclonedx_1_6_with_the_lock_and_the_os_packages() -> None:
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    doc = _doc()
+    text = sbom.sbom_bytes(doc).decode()
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
+    components = doc["components"]
+    assert isinstance(components, list)
+    assert [c["purl"] for c in components] == [
+        "pkg:pypi/dep-a@1.0",
+        "pkg:pypi/tensorflow@2.14.1",
+        "pkg:deb/debian/bash@5.2.15-2%2Bb7?arch=amd64",
+        "pkg:deb/debian/libc6@2.36-9%2Bdeb12u14?arch=amd64",
+        "pkg:deb/debian/tzdata@2025b-0%2Bdeb12u1?arch=all",
+    ]
+    locked = {p.name: p for p in read_lock(FIXTURE_LOCK).packages}
+    for c in components[:2]:
+        p = locked[c["name"]]
+        assert c["version"] == p.version
+        assert c["hashes"] == [{"alg": "SHA-256", "content": w.sha256} for w in p.wheels]
+        assert [r["url"] for r in c["externalReferences"]] == [w.url for w in p.wheels]
+    assert doc["dependencies"] == [
+        {"ref": "pkg:pypi/dep-a@1.0", "dependsOn": []},
+        {"ref": "pkg:pypi/tensorflow@2.14.1", "dependsOn": ["pkg:pypi/dep-a@1.0"]},
+    ]
+    assert doc["metadata"] == {
+        "timestamp": "2026-12-04T12:00:00Z",
+        "tools": {"components": [{"type": "application", "name": "envlock", "version": "0.1.0"}]},
+        "component": {"type": "container", "bom-ref": str(IMAGE), "name": str(IMAGE)},
+    }
+    # the digest is the file's, written the one way
+    assert sbom.sbom_digest(doc) == sbom.sbom_digest(json.loads(text))
+
+
+def test_an_sbom_statement_checks_its_key_subject_and_predicate(tmp_path: Path) -> None:
+    priv, pub = make_keys(tmp_path)
+    key = keymod.load_private(priv)
+    doc = _doc()
+    env = sbom.sign_sbom(doc, key, IMAGE)
+    assert sbom.is_sbom(env)
+    ok = sbom.check_sbom(env, key.public_key(), IMAGE)
+    assert ok == sbom.SbomCheck(True, sbom.sbom_digest(doc), 5)
+    _, other = make_keys(tmp_path, "other")
+    wrong_key = sbom.check_sbom(env, keymod.load_public(other), IMAGE)
+    assert not wrong_key.ok and "no signature is valid" in wrong_key.problems[0]
+    elsewhere = IMAGE.at("sha256:" + "cd" * 32)
+    assert sbom.check_sbom(env, key.public_key(), elsewhere).problems == (
+        f"its subject is not {elsewhere}",
+    )
+    not_bom = sbom.sign_sbom({"bomFormat": "SPDX"}, key, IMAGE)
+    assert sbom.check_sbom(not_bom, key.public_key(), IMAGE).problems == (
+        "its predicate is not a CycloneDX document",
+    )
+    report = dsse.sign(dsse.INTOTO_PAYLOAD_TYPE, json.dumps(smoke_result()).encode(), key)
+    assert not sbom.is_sbom(report)
+
+
+def test_a_bundle_is_read_strictly(tmp_path: Path) -> None:
+    priv, _ = make_keys(tmp_path)
+    key = keymod.load_private(priv)
+    env = dsse.sign(dsse.INTOTO_PAYLOAD_TYPE, b'{"a": 1}', key)
+    data = sigstore.bundle_bytes(env)
+    assert sigstore.parse_bundle(data) == (env, keymod.keyid(key.public_key()))
+    doc = json.loads(data)
+    for change, message in (
+        ({"mediaType": "application/vnd.dev.sigstore.bundle.v0.2+json"}, "mediaType is"),
+        ({"verificationMaterial": {"certificate": {}}}, "names no publicKey hint"),
+        ({"dsseEnvelope": None}, "holds no dsseEnvelope"),
+        ({"dsseEnvelope": {**doc["dsseEnvelope"], "signatures": []}}, "has no signatures"),
+    ):
+        with pytest.raises(sigstore.BundleError, match=message):
+            sigstore.parse_bundle(json.dumps({**doc, **change}).encode())
+    with pytest.raises(sigstore.BundleError, match="duplicate"):
+        sigstore.parse_bundle(data[:-1] + b',"mediaType":"x"}')
+    with pytest.raises(sigstore.BundleError, match="not an object"):
+        sigstore.parse_bundle(b"[]")
+
+
+def test_report_sbom_input_errors_are_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    priv, _ = make_keys(tmp_path)
+    code, _, err = cli(
+        capsys, "report", "sbom", str(IMAGE), "--lock", str(FIXTURE_LOCK), "--sign", str(priv)
+    )
+    assert code == 2 and "--sign and -o go together" in err
+    code, _, err = cli(
+        capsys,
+        *["report", "sbom", "envlock-test/x:1", "--lock", str(FIXTURE_LOCK)],
+        *["--sign", str(priv), "-o", str(tmp_path / "s.json")],
+    )
+    assert code == 2 and "--sign needs the image by digest, not 'envlock-test/x:1'" in err
+    code, _, err = cli(capsys, "report", "sbom", str(IMAGE), "--lock", str(tmp_path / "none"))
+    assert code == 2 and "pylock.toml does not exist" in err
+    assert "Traceback" not in err
