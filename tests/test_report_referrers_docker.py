@@ -470,7 +470,7 @@ def test_verify_from_registry_passes_on_the_referrers_layout_and_names_the_sbom(
     code, out, err = _envlock_verify(capsys, cell, "--lock", str(cell.lock))
     assert code == 0, err
     assert f"{cell.lock / sbommod.FILE}: matches the report" in out
-    assert f": sha256:{digest}: verified\n" in out
+    assert f"\nSBOM sha256:{digest}, named by this report: attached and verified\n" in out
     assert "found: test result(s): 1 referrers tag; SBOM(s): 1 referrers tag\n" in out
 
 

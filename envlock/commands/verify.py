@@ -217,7 +217,7 @@ def _run_registry(args: argparse.Namespace, public_key: Any, lock_dir: Path | No
                 + (f"{failure}\n" if failure else "")
             )
             if named and failure is None:
-                texts.append(f"SBOM named by {att.name}: sha256:{named}: verified\n")
+                texts.append(f"SBOM sha256:{named}, named by this report: attached and verified\n")
             any_ok = any_ok or failure is None
         entries.append(doc)
     summary = _found_line(atts)

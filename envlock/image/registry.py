@@ -448,11 +448,6 @@ class Attestation:
     layout: str = "legacy"  # legacy (.att) | referrers API | referrers tag
     manifest: str = ""  # the bundle manifest's digest (referrers layouts)
 
-    @property
-    def bundle(self) -> bool:
-        """Whether ``data`` is a Sigstore bundle (else a bare DSSE envelope)."""
-        return self.layout != "legacy"
-
 
 def _layer_problem(digest: Any, size: Any) -> str:
     """Why a DSSE layer's descriptor is not followed, or ""."""
