@@ -385,7 +385,8 @@ def test_sigstore_js_verifies_both_bundles_with_only_the_public_key(
         (sbom, "https://cyclonedx.org/bom"),
     ):
         doc = _node_verify(bundle, cell.pub, tmp_path)
-        print(f"@sigstore/verify: {json.dumps(doc)[:200]}")
+        version = json.loads((_sigstore_js() / "@sigstore/verify/package.json").read_text())
+        print(f"@sigstore/verify {version['version']}: {json.dumps(doc)[:200]}")
         assert doc["verified"] is True, doc
         assert doc["mediaType"] == BUNDLE and doc["predicateType"] == predicate_type
         assert doc["subject"] == [

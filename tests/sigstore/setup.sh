@@ -13,7 +13,15 @@ else
   default="${HOME}/.cache/envlock-sigstore-js"
 fi
 dir="${ENVLOCK_SIGSTORE_JS:-$default}"
-version="4.1.3"
+# the newest release whose "engines" admit this node: 4.x needs node 22.22+/24.15+,
+# 3.x node 20.17+ (both tried here), 2.x node 18.17+ (Debian bookworm's; not tried)
+pick_version() {
+  node -e '
+    const [a, b] = process.versions.node.split(".").map(Number);
+    const at = (x, y) => a > x || (a === x && b >= y);
+    console.log(at(24, 15) || (a === 22 && at(22, 22)) ? "4.1.3" : at(20, 17) ? "3.1.1" : "2.1.1");
+  '
+}
 say() { echo "sigstore-setup: $*" >&2; }
 if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -25,6 +33,7 @@ if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
     exit 0
   fi
 fi
+version=$(pick_version)
 have=$(node -e 'try{console.log(require(process.argv[1]+"/node_modules/@sigstore/verify/package.json").version)}catch(e){}' "$dir" 2>/dev/null || true)
 if [ "$have" = "$version" ]; then
   exit 0
