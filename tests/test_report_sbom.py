@@ -178,3 +178,30 @@ def test_report_sbom_input_errors_are_exit_2(
     code, _, err = cli(capsys, "report", "sbom", str(IMAGE), "--lock", str(tmp_path / "none"))
     assert code == 2 and "pylock.toml does not exist" in err
     assert "Traceback" not in err
+
+
+def test_verify_and_show_read_a_bundle_file_as_its_envelope(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A .sigstore.json fetched from the registry (oras pull, cosign download) is
+    verified like the report file it was made from."""
+    from envlock.report import envelope_bytes, sign_result
+
+    priv, pub = make_keys(tmp_path)
+    env = sign_result(smoke_result(), priv, lock_dir=None, image_id=None, image_ref=IMAGE)
+    bundle = sigstore.bundle_bytes(dsse.parse_envelope(envelope_bytes(env)))
+    path = tmp_path / "report.sigstore.json"
+    path.write_bytes(bundle)
+    code, out, err = cli(capsys, "verify", str(path), "--key", str(pub), "--image", str(IMAGE))
+    assert code == 0, err
+    assert "VERIFIED: signed by the given key, smoke result PASSED" in out
+    assert cli(capsys, "report", "show", str(path))[0] == 0
+    doc = json.loads(bundle)
+    doc["dsseEnvelope"]["payload"] = doc["dsseEnvelope"]["payload"][:-8] + "AAAAAAA="
+    path.write_text(json.dumps(doc))
+    code, out, err = cli(capsys, "verify", str(path), "--key", str(pub))
+    assert code == 1 and "no signature is valid" in err, err
+    doc["verificationMaterial"] = {}
+    path.write_text(json.dumps(doc))
+    code, out, err = cli(capsys, "verify", str(path), "--key", str(pub))
+    assert code == 2 and "names no publicKey hint" in err, err

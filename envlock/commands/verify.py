@@ -44,7 +44,8 @@ def register(
         "report",
         metavar="REPORT",
         nargs="?",
-        help="the DSSE envelope (.intoto.json); not with --from-registry",
+        help="the DSSE envelope (.intoto.json), or a Sigstore bundle holding one "
+        "(.sigstore.json, as oras or cosign fetch it); not with --from-registry",
     )
     p.add_argument("--key", required=True, metavar="PUB", help="trusted public key (NAME.pub.pem)")
     p.add_argument(

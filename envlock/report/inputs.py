@@ -2,8 +2,8 @@
 
 ``envlock verify``, ``report show`` and ``report attach`` read a report file
 (or standard input, ``-``) through ``read_report``; ``read_envelope`` parses it
-with the strict reader, and a file that is not a DSSE envelope is an input
-error (exit 2) naming the file.
+with the strict reader (a DSSE envelope, or a Sigstore bundle holding one), and
+a file that is neither is an input error (exit 2) naming the file.
 """
 
 from __future__ import annotations
@@ -27,13 +27,20 @@ def read_report(path: str) -> bytes:
 
 def read_envelope(path: str) -> Envelope:
     """The report file as a DSSE envelope, through the strict reader; a file
-    that is not one is an input error (exit 2) naming the file."""
-    from envlock.report import dsse
+    that is not one is an input error (exit 2) naming the file. A Sigstore
+    bundle v0.3 (a ``.sigstore.json`` that oras or cosign fetched from the
+    registry) is read as the DSSE envelope it holds."""
+    from envlock.report import dsse, sigstore
 
     data = read_report(path)
     try:
         return dsse.parse_envelope(data)
     except dsse.EnvelopeError as e:
+        if b'"dsseEnvelope"' in data and sigstore.BUNDLE_MEDIA_TYPE.encode() in data:
+            try:
+                return sigstore.parse_bundle(data)[0]
+            except sigstore.BundleError as b:
+                raise DataError(f"{path}: {b}", hint="is this a bundle envlock attached?") from b
         raise DataError(f"{path}: {e}", hint="is this a report 'envlock report sign' wrote?") from e
 
 
