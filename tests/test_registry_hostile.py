@@ -430,6 +430,25 @@ def test_without_the_referrers_api_the_tag_index_is_updated_in_place(
     assert "found: test result(s): 2 referrers tag; SBOM(s): 1 referrers tag\n" in out
 
 
+@pytest.mark.parametrize("status", [400, 405, 501])
+def test_a_referrers_path_answered_400_405_or_501_falls_back_to_the_tag_index(
+    registry: HostileRegistry, tmp_path: Path, capsys: Any, status: int
+) -> None:
+    key, pub = _keys(tmp_path)
+    registry.bundles([_bundle(_report(tmp_path, key, registry.image, "real"))])
+    registry.route("GET", registry.referrers_path(), Answer.json({"errors": []}, status))
+    code, out, err = cli(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
+    )
+    assert code == 0, err
+    assert "found: test result(s): 1 referrers tag; SBOM(s): none\n" in out
+    registry.route("GET", registry.referrers_path(), Answer.json({"errors": []}, 500))
+    code, out, err = cli(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
+    )
+    assert code == 3 and "HTTP 500" in err, err
+
+
 def test_a_300_mb_referrers_index_is_refused_in_bounded_memory(
     registry: HostileRegistry, tmp_path: Path, capsys: Any
 ) -> None:

@@ -249,7 +249,10 @@ class _Registry:
             headers={"Accept": accept},
             stream=True,
         )
-        if resp.status_code == 404:
+        # a registry without the referrers API answers its path 404 (the spec); some
+        # answer 400, 405 or 501 instead: each means "no API here", not a failure
+        missing = (404,) if path == "manifests" else (400, 404, 405, 406, 501)
+        if resp.status_code in missing:
             resp.close()
             return None
         if resp.status_code != 200:
