@@ -143,9 +143,9 @@ class HostileRegistry:
             answer if callable(answer) else (lambda _h, a=answer: a)  # type: ignore[misc]
         )
 
-    def store(self, referrers_api: bool = True) -> OciStore:
+    def store(self, referrers_api: bool = True, page_size: int = 0) -> OciStore:
         """Answer every request no route names from an in-memory OCI 1.1 registry."""
-        store = OciStore(referrers_api)
+        store = OciStore(referrers_api, page_size)
         self.server.fallback = store
         return store
 
@@ -242,8 +242,9 @@ class OciStore:
     make any one answer hostile. ``referrers_api=False`` answers the referrers path
     404, as Debian's docker-registry 2.8 does."""
 
-    def __init__(self, referrers_api: bool = True) -> None:
+    def __init__(self, referrers_api: bool = True, page_size: int = 0) -> None:
         self.referrers_api = referrers_api
+        self.page_size = page_size  # > 0: the referrers list in pages, a Link to the next
         self.blobs: dict[str, bytes] = {}
         self.manifests: dict[str, tuple[str, bytes]] = {}  # digest -> (media type, body)
         self.tags: dict[str, str] = {}  # tag -> digest
@@ -297,12 +298,18 @@ class OciStore:
                     if doc.get("annotations"):
                         entry["annotations"] = doc["annotations"]
                     listed.append(entry)
+            headers = {"Content-Type": "application/vnd.oci.image.index.v1+json"}
+            if self.page_size:
+                page = int(parse_qs(url.query).get("page", ["0"])[0])
+                if len(listed) > (page + 1) * self.page_size:
+                    headers["Link"] = f'<{url.path}?page={page + 1}>; rel="next"'
+                listed = listed[page * self.page_size : (page + 1) * self.page_size]
             index = {
                 "schemaVersion": 2,
                 "mediaType": "application/vnd.oci.image.index.v1+json",
                 "manifests": listed,
             }
-            return Answer.json(index, **{"Content-Type": "application/vnd.oci.image.index.v1+json"})
+            return Answer.json(index, **headers)
         return Answer.json({"errors": []}, 404)
 
 

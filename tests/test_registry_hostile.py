@@ -397,6 +397,24 @@ def test_the_referrers_api_path_is_used_where_the_registry_has_it(
     assert "none of the 1 report(s)" in err and "(with the SBOM it names)" in err
 
 
+def test_a_paged_referrers_list_is_followed_by_its_link_header(
+    registry: HostileRegistry, tmp_path: Path, capsys: Any
+) -> None:
+    key, pub = _keys(tmp_path)
+    registry.store(referrers_api=True, page_size=1)
+    report, statement, digest = _sbom_and_report(tmp_path, key, registry.image)
+    for path in (report, statement):
+        assert cli(capsys, "report", "attach", str(path), "--image", registry.image)[0] == 0
+    registry.log.clear()
+    code, out, err = cli(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
+    )
+    assert code == 0, err
+    assert "found: test result(s): 1 referrers API; SBOM(s): 1 referrers API\n" in out
+    pages = [p for m, p in registry.log if p.startswith(registry.referrers_path())]
+    assert pages == [registry.referrers_path(), registry.referrers_path() + "?page=1"]
+
+
 def test_without_the_referrers_api_the_tag_index_is_updated_in_place(
     registry: HostileRegistry, tmp_path: Path, capsys: Any
 ) -> None:

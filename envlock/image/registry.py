@@ -59,6 +59,7 @@ BUNDLE_PREDICATE_ANNOTATION = "dev.sigstore.bundle.predicateType"
 CREATED_ANNOTATION = "org.opencontainers.image.created"
 TITLE_ANNOTATION = "org.opencontainers.image.title"
 MAX_REFERRERS = 100  # bundle manifests read from one referrers list
+MAX_REFERRER_PAGES = 10  # pages of the referrers API followed (its Link header)
 SIGNATURE_ANNOTATION = "dev.cosignproject.cosign/signature"
 PREDICATE_TYPE_ANNOTATION = "predicateType"
 ATTESTATION_SUFFIX = "att"
@@ -122,6 +123,7 @@ class _Registry:
         self.authorization: str | None = None
         self.sent_credentials = False
         self._answered: set[tuple[str, str]] = set()  # challenges already answered
+        self.next_page: str | None = None  # the referrers API's next page (its Link header)
 
     def close(self) -> None:
         self.sess.close()
@@ -140,12 +142,13 @@ class _Registry:
             if self.authorization and same_host:
                 headers["Authorization"] = self.authorization
             resp = self._send(method, url, doing, headers=headers, **kwargs)
-            if (
+            done = (
                 resp.status_code != 401
                 or not same_host
                 or answered == _MAX_CHALLENGES
                 or not self._authenticate(resp)
-            ):
+            )
+            if done:
                 return resp
             answered += 1
             resp.close()
@@ -234,21 +237,30 @@ class _Registry:
             ) from e
 
     def get_manifest(
-        self, reference: str, accept: str = MANIFEST_MEDIA_TYPE, *, path: str = "manifests"
+        self,
+        reference: str,
+        accept: str = MANIFEST_MEDIA_TYPE,
+        *,
+        path: str = "manifests",
+        url: str | None = None,
     ) -> dict[str, Any] | None:
         """The manifest (or index) at a tag or digest, or None when there is none; read
         through ``read`` (bounded), its sha256 checked when ``reference`` is a digest.
-        ``path="referrers"`` asks the OCI 1.1 referrers API instead."""
+        ``path="referrers"`` asks the OCI 1.1 referrers API instead (``url``: the next
+        page its ``Link`` named); ``next_page`` is then that answer's next page."""
         doing = f"reading the {'referrers of' if path == 'referrers' else 'manifest'} "
         sep = "@" if reference.startswith("sha256:") else ":"
         doing += f"{self.ref.repository}{sep}{reference}"
+        self.next_page = None
         resp = self.request(
             "GET",
-            f"{self.url}/{path}/{reference}",
+            url or f"{self.url}/{path}/{reference}",
             doing,
             headers={"Accept": accept},
             stream=True,
         )
+        if path == "referrers" and resp.status_code == 200:
+            self.next_page = _next_link(resp.headers.get("Link", ""), self.url)
         # a registry without the referrers API answers its path 404 (the spec); some
         # answer 400, 405 or 501 instead: each means "no API here", not a failure
         missing = (404,) if path == "manifests" else (400, 404, 405, 406, 501)
@@ -346,6 +358,24 @@ class _Registry:
         resp.close()
         digest = "sha256:" + hashlib.sha256(manifest).hexdigest()
         return digest, resp.headers.get("OCI-Subject")
+
+
+def _next_link(header: str, base: str) -> str | None:
+    """The ``rel="next"`` URL of a ``Link`` header, absolute, on the registry's own
+    host; None otherwise (RFC 8288, as the distribution spec pages referrers)."""
+    from urllib.parse import urlsplit
+
+    for part in header.split(","):
+        target, _, params = part.partition(";")
+        target = target.strip()
+        if (
+            target.startswith("<")
+            and target.endswith(">")
+            and 'rel="next"' in params.replace(" ", "")
+        ):
+            url = _absolute(base, target[1:-1])
+            return url if urlsplit(url).netloc == urlsplit(base).netloc else None
+    return None
 
 
 def _absolute(base: str, location: str) -> str:
@@ -732,6 +762,18 @@ def attach_bundle(
         reg.close()
 
 
+def _bundle_entries(listing: dict[str, Any], entries: dict[str, Any]) -> None:
+    """Add the bundle manifests an index lists to ``entries`` (digest -> size, each
+    digest once, in order; at most one past ``MAX_REFERRERS``)."""
+    listed = listing.get("manifests")
+    for m in listed if isinstance(listed, list) else []:
+        if len(entries) > MAX_REFERRERS:
+            return
+        if isinstance(m, dict) and m.get("artifactType") == BUNDLE_MEDIA_TYPE:
+            key = m.get("digest")
+            entries.setdefault(key if isinstance(key, str) else repr(key), m.get("size"))
+
+
 def _descriptor_problem(digest: Any, size: Any, kind: str) -> str:
     from envlock.index import http
 
@@ -765,6 +807,7 @@ def iter_bundles(
     assert ref.digest is not None
     reg = _Registry(ref, insecure)
     try:
+        entries: dict[str, Any] = {}  # manifest digest -> size, each once, in order
         listing = reg.get_manifest(ref.digest, INDEX_MEDIA_TYPE, path="referrers")
         layout = "referrers API"
         if listing is None:
@@ -772,12 +815,19 @@ def iter_bundles(
                 referrers_tag(ref.digest), f"{INDEX_MEDIA_TYPE}, {MANIFEST_MEDIA_TYPE}"
             )
             layout = "referrers tag"
-        listed = listing.get("manifests") if listing is not None else None
-        entries: dict[str, Any] = {}  # manifest digest -> size, each once, in order
-        for m in listed if isinstance(listed, list) else []:
-            if isinstance(m, dict) and m.get("artifactType") == BUNDLE_MEDIA_TYPE:
-                key = m.get("digest")
-                entries.setdefault(key if isinstance(key, str) else repr(key), m.get("size"))
+        pages = 1
+        while listing is not None:
+            _bundle_entries(listing, entries)
+            # the API may page a long list (its Link header): pages are followed while
+            # they can add to what is read (MAX_REFERRERS), MAX_REFERRER_PAGES at most,
+            # one page in memory at a time
+            if not reg.next_page or pages == MAX_REFERRER_PAGES or len(entries) > MAX_REFERRERS:
+                break
+            listing = reg.get_manifest(
+                ref.digest, INDEX_MEDIA_TYPE, path="referrers", url=reg.next_page
+            )
+            pages += 1
+        del listing
         total = 0
         n = len(entries)
         for i, (mdigest, msize) in enumerate(entries.items(), 1):
@@ -787,7 +837,7 @@ def iter_bundles(
 
             if i > MAX_REFERRERS:
                 yield skipped(
-                    f"not read, nor the {n - i} after it: past the bound of {MAX_REFERRERS} "
+                    f"not read, nor any after it: past the bound of {MAX_REFERRERS} "
                     "bundles read from one referrers list"
                 )
                 return
