@@ -269,13 +269,13 @@ def test_duplicate_keys_in_a_result_are_refused(
 def test_every_report_action_is_under_report_and_the_top_level_ones_are_aliases(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], result_file: Path
 ) -> None:
-    """keygen, sign, verify, attach, show, page under `envlock report`; `envlock
+    """keygen, sign, verify, attach, sbom, show, page under `envlock report`; `envlock
     keygen`/`envlock verify` stay, the same commands, documented as aliases."""
     from envlock.parser import build_parser
 
     report = build_parser(["report"])._subparsers._group_actions[0].choices["report"]  # type: ignore[union-attr]
     actions = report._subparsers._group_actions[0].choices  # type: ignore[union-attr]
-    assert list(actions) == ["keygen", "sign", "verify", "attach", "show", "page"]
+    assert list(actions) == ["keygen", "sign", "verify", "attach", "sbom", "show", "page"]
     top = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     for name in ("keygen", "verify"):
         assert top[name].description.startswith(f"An alias of `envlock report {name}`")

@@ -1,4 +1,5 @@
-"""envlock report: every report action in one tree: keygen, sign, verify, attach, show, page.
+"""envlock report: every report action in one tree: keygen, sign, verify, attach, sbom, show,
+page.
 
 The group's parser only; each action lives in its own module of this package
 (``sign``, ``attach``, ``sbom``, ``show``, ``page``) or, for ``keygen`` and ``verify``,
