@@ -34,9 +34,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from envlock.errors import EnvironmentFailure, UsageError
 from envlock.image import ref as imageref
@@ -72,6 +72,40 @@ _DOCKER_TYPES = (
     "application/vnd.docker.distribution.manifest.list.v2+json",
 )
 _MAX_CHALLENGES = 3  # 401s answered for one request (a new scope each), then its answer stands
+
+
+# The JSON objects envlock writes to a registry (OCI image spec: descriptor.md,
+# manifest.md, image-index.md). What a registry sends back is read as
+# ``dict[str, object]`` and checked key by key where it is used.
+class Descriptor(TypedDict):
+    """An OCI content descriptor: what a manifest's config, layers and subject are."""
+
+    mediaType: str
+    digest: str
+    size: int
+
+
+class _ManifestBody(TypedDict):
+    schemaVersion: int
+    mediaType: str
+    config: Descriptor
+    layers: list[Mapping[str, object]]  # descriptors (a kept .att layer is as it was read)
+
+
+class ImageManifest(_ManifestBody, total=False):
+    """An OCI image manifest (an artifact manifest has ``artifactType`` and ``subject``)."""
+
+    artifactType: str
+    subject: Descriptor
+    annotations: dict[str, str]
+
+
+class ImageIndex(TypedDict):
+    """An OCI image index (the referrers tag schema's list of referrers)."""
+
+    schemaVersion: int
+    mediaType: str
+    manifests: list[Mapping[str, object]]  # descriptors (kept entries are as they were read)
 
 
 def attestation_tag(digest: str) -> str:
@@ -243,7 +277,7 @@ class _Registry:
         *,
         path: str = "manifests",
         url: str | None = None,
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, object] | None:
         """The manifest (or index) at a tag or digest, or None when there is none; read
         through ``read`` (bounded), its sha256 checked when ``reference`` is a digest.
         ``path="referrers"`` asks the OCI 1.1 referrers API instead (``url``: the next
@@ -282,7 +316,7 @@ class _Registry:
             raise EnvironmentFailure(f"{doing}: the manifest is not a JSON object", hint=_HINT)
         return doc
 
-    def descriptor(self, digest: str) -> dict[str, Any]:
+    def descriptor(self, digest: str) -> Descriptor:
         """The descriptor of manifest ``digest`` (HEAD: its media type and size)."""
         doing = f"reading the manifest {self.ref.repository}@{digest}"
         accept = f"{MANIFEST_MEDIA_TYPE}, {INDEX_MEDIA_TYPE}, " + ", ".join(_DOCKER_TYPES)
@@ -400,18 +434,18 @@ def _registry_said(resp: requests.Response) -> str:
 
 
 def attestation_manifest(
-    layers: list[dict[str, Any]], config_digest: str, config_size: int
-) -> dict[str, Any]:
+    layers: Sequence[Mapping[str, object]], config_digest: str, config_size: int
+) -> ImageManifest:
     """The OCI image manifest that carries attestation layers (cosign's layout)."""
     return {
         "schemaVersion": 2,
         "mediaType": MANIFEST_MEDIA_TYPE,
         "config": {"mediaType": CONFIG_MEDIA_TYPE, "size": config_size, "digest": config_digest},
-        "layers": layers,
+        "layers": list(layers),
     }
 
 
-def attestation_config(layers: list[dict[str, Any]]) -> bytes:
+def attestation_config(layers: Sequence[Mapping[str, object]]) -> bytes:
     """A small OCI image config naming the layers (uncompressed: diff id = digest)."""
     doc = {
         "architecture": "",
@@ -443,7 +477,7 @@ def attach_attestation(
     reg = _Registry(ref, insecure, actions="pull,push")
     try:
         existing = reg.get_manifest(tag)
-        layers: list[dict[str, Any]] = []
+        layers: list[Mapping[str, object]] = []
         if existing is not None:
             old = existing.get("layers")
             layers = [x for x in old if isinstance(x, dict)] if isinstance(old, list) else []
@@ -482,7 +516,7 @@ class Attestation:
     manifest: str = ""  # the bundle manifest's digest (referrers layouts)
 
 
-def _layer_problem(digest: Any, size: Any) -> str:
+def _layer_problem(digest: object, size: object) -> str:
     """Why a DSSE layer's descriptor is not followed, or ""."""
     from envlock.index import http
 
@@ -519,7 +553,7 @@ def iter_attestations(
     try:
         manifest = reg.get_manifest(attestation_tag(ref.digest))
         listed = manifest.get("layers") if manifest is not None else None
-        layers: dict[str, Any] = {}  # digest -> size, in order, each digest once
+        layers: dict[str, object] = {}  # digest -> size, in order, each digest once
         for layer in listed if isinstance(listed, list) else []:
             if isinstance(layer, dict) and layer.get("mediaType") == DSSE_MEDIA_TYPE:
                 key = layer.get("digest")
@@ -536,12 +570,12 @@ def iter_attestations(
                 )
                 return
             problem = _layer_problem(digest, size)
-            if not problem and total + size > MAX_ATTESTATION_BYTES:
+            if not problem and isinstance(size, int) and total + size > MAX_ATTESTATION_BYTES:
                 problem = (
                     f"its {size} bytes would pass the {MAX_ATTESTATION_BYTES // http.MIB} MiB "
                     "bound of all the layers read from one attestation manifest"
                 )
-            if problem:
+            if problem or not isinstance(size, int):  # (no problem: size is an int)
                 yield Attestation(i, len(layers), digest, problem=f"not read: {problem}")
                 continue
             total += size
@@ -664,7 +698,7 @@ def referrers_tag(digest: str) -> str:
     return f"{algo}-{hexpart}"
 
 
-def empty_descriptor() -> dict[str, Any]:
+def empty_descriptor() -> Descriptor:
     return {
         "mediaType": EMPTY_MEDIA_TYPE,
         "digest": "sha256:" + hashlib.sha256(EMPTY_CONFIG).hexdigest(),
@@ -673,8 +707,8 @@ def empty_descriptor() -> dict[str, Any]:
 
 
 def bundle_manifest(
-    subject: dict[str, Any], bundle: bytes, predicate_type: str, created: str
-) -> dict[str, Any]:
+    subject: Descriptor, bundle: bytes, predicate_type: str, created: str
+) -> ImageManifest:
     """The OCI artifact manifest that attaches ``bundle`` to ``subject`` (a descriptor)."""
     digest = "sha256:" + hashlib.sha256(bundle).hexdigest()
     return {
@@ -744,8 +778,11 @@ def attach_bundle(
         listed = index.get("manifests") if index is not None else None
         if index is not None and index.get("mediaType") not in (None, INDEX_MEDIA_TYPE):
             listed = None  # not an index: replaced, as the spec allows for a tag it owns
-        entries = [m for m in (listed if isinstance(listed, list) else []) if isinstance(m, dict)]
-        entries = [m for m in entries if m.get("digest") != digest]
+        entries: list[Mapping[str, object]] = [
+            m
+            for m in (listed if isinstance(listed, list) else [])
+            if isinstance(m, dict) and m.get("digest") != digest
+        ]
         entries.append(
             {
                 "mediaType": MANIFEST_MEDIA_TYPE,
@@ -755,14 +792,14 @@ def attach_bundle(
                 "annotations": manifest["annotations"],
             }
         )
-        doc = {"schemaVersion": 2, "mediaType": INDEX_MEDIA_TYPE, "manifests": entries}
+        doc: ImageIndex = {"schemaVersion": 2, "mediaType": INDEX_MEDIA_TYPE, "manifests": entries}
         reg.put_manifest(tag, json.dumps(doc, separators=(",", ":")).encode(), INDEX_MEDIA_TYPE)
         return Attached(at, "referrers tag", str(imageref.ImageRef(ref.repository, tag)))
     finally:
         reg.close()
 
 
-def _bundle_entries(listing: dict[str, Any], entries: dict[str, Any]) -> None:
+def _bundle_entries(listing: Mapping[str, object], entries: dict[str, object]) -> None:
     """Add the bundle manifests an index lists to ``entries`` (digest -> size, each
     digest once, in order; at most one past ``MAX_REFERRERS``)."""
     listed = listing.get("manifests")
@@ -774,7 +811,7 @@ def _bundle_entries(listing: dict[str, Any], entries: dict[str, Any]) -> None:
             entries.setdefault(key if isinstance(key, str) else repr(key), m.get("size"))
 
 
-def _descriptor_problem(digest: Any, size: Any, kind: str) -> str:
+def _descriptor_problem(digest: object, size: object, kind: str) -> str:
     from envlock.index import http
 
     if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
@@ -807,7 +844,7 @@ def iter_bundles(
     assert ref.digest is not None
     reg = _Registry(ref, insecure)
     try:
-        entries: dict[str, Any] = {}  # manifest digest -> size, each once, in order
+        entries: dict[str, object] = {}  # manifest digest -> size, each once, in order
         listing = reg.get_manifest(ref.digest, INDEX_MEDIA_TYPE, path="referrers")
         layout = "referrers API"
         if listing is None:
