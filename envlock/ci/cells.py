@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
@@ -48,6 +48,20 @@ CELL_FIELDS = (
     "base_image",
     "image_tag",
 )
+
+
+class CellDict(TypedDict):
+    """One cell as JSON (a row of the GitHub matrix, of cells.json, of ``ci matrix``)."""
+
+    id: str
+    spec: str
+    version: str
+    python: str
+    cuda: str
+    cudnn: str
+    cuda_source: str
+    base_image: str
+    image_tag: str
 
 
 @dataclass(frozen=True)
@@ -84,7 +98,7 @@ class Cell:
         r = self.resolution
         return r.base_image + (f"@{r.base_image_digest}" if r.base_image_digest else "")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CellDict:
         r = self.resolution
         return {
             "id": self.id,

@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TypedDict
 
-from envlock.ci.cells import Cell, bake_target
+from envlock.ci.cells import Cell, CellDict, bake_target
 from envlock.errors import UsageError
 
 FORMATS = ("github", "bake", "json")
@@ -77,7 +77,28 @@ def _plain(value: str, where: str, *, name: bool = False) -> str:
 _BAKE_HINT = "give plain names and image references (letters, digits, '_', '.', '-', '/', ':')"
 
 
-def bake_file(cells: Sequence[Cell], digests: Mapping[str, str] | None = None) -> dict[str, Any]:
+# one target of docker-bake.json (keys with "-": the functional form)
+BakeTarget = TypedDict(
+    "BakeTarget",
+    {
+        "context": str,
+        "dockerfile": str,
+        "tags": list[str],
+        "labels": dict[str, str],
+        "args": dict[str, str],
+        "cache-from": list[str],
+        "cache-to": list[str],
+        "output": list[str],
+    },
+)
+
+
+class BakeFile(TypedDict):
+    group: dict[str, dict[str, list[str]]]  # {"default": {"targets": [...]}}
+    target: dict[str, BakeTarget]
+
+
+def bake_file(cells: Sequence[Cell], digests: Mapping[str, str] | None = None) -> BakeFile:
     """The docker-bake.json document for the folder that holds the cells' bundles.
 
     Contexts are the cells' folder names, relative to the bake file's own folder:
@@ -92,7 +113,7 @@ def bake_file(cells: Sequence[Cell], digests: Mapping[str, str] | None = None) -
     from envlock.image import ref as imageref
 
     digests = digests or {}
-    targets: dict[str, Any] = {}
+    targets: dict[str, BakeTarget] = {}
     for cell in cells:
         target = bake_target(cell.id)
         _plain(cell.id, f"target {target}: context", name=True)
@@ -117,11 +138,16 @@ def bake_file(cells: Sequence[Cell], digests: Mapping[str, str] | None = None) -
     return {"group": {"default": {"targets": list(targets)}}, "target": targets}
 
 
-def cell_list(cells: Sequence[Cell], digests: Mapping[str, str] | None = None) -> list[Any]:
-    out = []
+class LockedCellDict(CellDict):
+    lock_digest: str  # "sha256:<hex of pylock.toml>"
+
+
+def cell_list(cells: Sequence[Cell], digests: Mapping[str, str] | None = None) -> list[CellDict]:
+    out: list[CellDict] = []
     for cell in cells:
         row = cell.to_dict()
         if digests and cell.id in digests:
-            row["lock_digest"] = digests[cell.id]
+            locked: LockedCellDict = {**row, "lock_digest": digests[cell.id]}
+            row = locked
         out.append(row)
     return out

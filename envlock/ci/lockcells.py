@@ -23,14 +23,14 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from envlock.bundle.folder import LockedFolder, LockRequest, lock_folder
-from envlock.ci.cells import Cell
+from envlock.ci.cells import Cell, CellDict
 from envlock.ci.formats import bake_file
 from envlock.errors import EnvlockError
 from envlock.fsutil import atomic_write
@@ -42,6 +42,36 @@ SCHEMA_VERSION = 1
 
 Progress = Callable[[str], None]
 LockOne = Callable[[LockRequest, Any, Any], LockedFolder]
+
+
+class CellRow(CellDict):
+    """One row of cells.json's ``cells``: the cell and how its lock went."""
+
+    status: str  # locked | failed
+    folder: str
+    lock_digest: str | None  # "sha256:<hex of pylock.toml>" when locked
+    packages: int
+    seconds: float
+
+
+class FailedCellRow(CellRow):
+    error: str  # why the cell failed
+
+
+# cells.json's ``input`` (``with`` is a Python keyword: the functional form)
+CellsInputDict = TypedDict(
+    "CellsInputDict",
+    {
+        "spec": str,
+        "python": str,
+        "cuda_source": str,
+        "repo": str,
+        "exclude_newer": str,
+        "pre": bool,
+        "with": list[str],
+    },
+    total=False,
+)
 
 
 @dataclass(frozen=True)
@@ -57,15 +87,18 @@ class CellResult:
     def ok(self) -> bool:
         return self.error is None
 
-    def to_dict(self) -> dict[str, Any]:
-        row = self.cell.to_dict()
-        row["status"] = "locked" if self.ok else "failed"
-        row["folder"] = str(self.folder)
-        row["lock_digest"] = self.digest
-        row["packages"] = self.packages
-        row["seconds"] = round(self.seconds, 3)
+    def to_dict(self) -> CellRow:
+        row: CellRow = {
+            **self.cell.to_dict(),
+            "status": "locked" if self.ok else "failed",
+            "folder": str(self.folder),
+            "lock_digest": self.digest,
+            "packages": self.packages,
+            "seconds": round(self.seconds, 3),
+        }
         if self.error is not None:
-            row["error"] = self.error
+            failed: FailedCellRow = {**row, "error": self.error}
+            return failed
         return row
 
 
@@ -140,12 +173,16 @@ class CellsInput:
     exclude_newer: str | None = None  # a UTC instant (envlock.instant)
     with_requirements: tuple[str, ...] = ()  # --with lines
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"spec": self.spec}
-        for key in ("python", "cuda_source", "repo", "exclude_newer"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
+    def to_dict(self) -> CellsInputDict:
+        out: CellsInputDict = {"spec": self.spec}
+        if self.python is not None:
+            out["python"] = self.python
+        if self.cuda_source is not None:
+            out["cuda_source"] = self.cuda_source
+        if self.repo is not None:
+            out["repo"] = self.repo
+        if self.exclude_newer is not None:
+            out["exclude_newer"] = self.exclude_newer
         if self.pre:
             out["pre"] = True
         if self.with_requirements:
@@ -153,14 +190,15 @@ class CellsInput:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], where: str) -> CellsInput:
+    def from_dict(cls, data: Mapping[str, object], where: str) -> CellsInput:
+        """``data``: cells.json's ``input`` as read (unchecked JSON); DataError if unusable."""
         from envlock.errors import DataError
 
         def text(key: str) -> str | None:
             value = data.get(key)
-            if value is not None and not isinstance(value, str):
-                raise DataError(f"{where}.{key}: {value!r} is not a string", hint=_RELOCK)
-            return value
+            if value is None or isinstance(value, str):
+                return value
+            raise DataError(f"{where}.{key}: {value!r} is not a string", hint=_RELOCK)
 
         extra = data.get("with", [])
         if not isinstance(extra, list) or not all(isinstance(w, str) for w in extra):
@@ -238,6 +276,12 @@ def write_index(
 # ---------------------------------------------------------------- ci lock --check
 
 
+class CellCheckDict(TypedDict):
+    id: str
+    state: str
+    changes: list[str]
+
+
 @dataclass(frozen=True)
 class CellCheck:
     id: str
@@ -248,12 +292,13 @@ class CellCheck:
     def ok(self) -> bool:
         return self.state == "current"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CellCheckDict:
         return {"id": self.id, "state": self.state, "changes": list(self.changes)}
 
 
-def read_index(folder: Path) -> tuple[CellsInput, list[dict[str, Any]]]:
-    """DIR/cells.json: the recorded input and the cell rows; UsageError/DataError if unusable."""
+def read_index(folder: Path) -> tuple[CellsInput, list[Mapping[str, object]]]:
+    """DIR/cells.json: the recorded input and the cell rows (each checked for a string
+    ``id`` only: JSON as read); UsageError/DataError if unusable."""
     from envlock.errors import DataError, UsageError
 
     path = folder / CELLS_JSON
@@ -282,7 +327,7 @@ def read_index(folder: Path) -> tuple[CellsInput, list[dict[str, Any]]]:
 def check_cells(
     folder: Path,
     cells: Sequence[Cell],
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[Mapping[str, object]],
     *,
     index_url: str | None = None,
     offline: bool = False,
