@@ -18,19 +18,35 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from envlock.errors import UsageError
 from envlock.report.page_rows import (
     Claim,
     ImageIds,
     Row,
+    RowDict,
     TrustedKey,
     check_report,
 )
 
 SCHEMA = "envlock.report-page/v1"
 TEMPLATE = "report_page.html.j2"
+
+
+class PageDict(TypedDict):
+    """The page's summary JSON (``SCHEMA``)."""
+
+    schema: str
+    ok: bool
+    verified: int
+    not_verified: int
+    keys: list[dict[str, str]]  # path, keyid
+    summary: str | None
+    checks: list[str]
+    cells: list[RowDict]
+    unverified: list[RowDict]
+    cells_without_report: list[dict[str, str]]
 
 
 @dataclass
@@ -42,12 +58,12 @@ class Page:
     missing: list[dict[str, str]] = field(default_factory=list)  # ci cells without a report
     source: str | None = None  # the summary.json the claims came from
 
-    def to_dict(self, base: Path | None = None) -> dict[str, Any]:
+    def to_dict(self, base: Path | None = None) -> PageDict:
         """The page's summary; ``base``: the folder it is written to, every path then
         relative to it (as the HTML shows them)."""
         rel = relative_to(base)
 
-        def row(r: Row) -> dict[str, Any]:
+        def row(r: Row) -> RowDict:
             d = r.to_dict()
             d["report"], d["signer"] = rel(r.report), rel(r.signer) or r.signer
             return d

@@ -7,10 +7,10 @@ date and signer, or why it did not verify."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from envlock.errors import EnvlockError, UsageError
 
@@ -40,6 +40,52 @@ class Claim:
     image_name: str | None = None  # --image as given, resolved lazily through the engine
 
 
+class BenchRow(TypedDict):
+    """One benchmark column of a row: a matmul's TFLOP/s against its datasheet peak."""
+
+    dtype: str
+    math: str
+    tflops: float
+    peak_tflops: float | None
+    fraction_of_peak: float | None
+    device: str
+
+
+class CheckRow(TypedDict):
+    name: str
+    status: str  # PASS, WARN, FAIL, SKIP
+    reason: str
+
+
+class RowDict(TypedDict):
+    """A row as the page's summary JSON writes it."""
+
+    report: str
+    verified: bool
+    reasons: list[str]
+    cell: str | None
+    result: str | None
+    framework: str
+    version: str
+    python: str
+    cuda: str
+    cuda_source: str
+    gpu: str
+    driver: str
+    created: str | None
+    keyid: str
+    signer: str
+    subject: str
+    subject_kind: str | None
+    subject_checked: bool
+    subject_note: str
+    pushed: str | None
+    lock_digest: str | None
+    base_image: str | None
+    checks: list[CheckRow]
+    benchmark: list[BenchRow]
+
+
 @dataclass
 class Row:
     """One report on the page: a verified cell, or a report that did not verify."""
@@ -67,10 +113,10 @@ class Row:
     lock_digest: str | None = None  # sha256:<hex> of the pylock.toml the report covers
     base_image: str | None = None  # the base image the image was built on (its OCI labels)
     checks: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> status, reason
-    bench: list[dict[str, Any]] = field(default_factory=list)
+    bench: list[BenchRow] = field(default_factory=list)
     sort: dict[str, int] = field(default_factory=dict)  # column -> rank (filled by the page)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RowDict:
         return {
             "report": self.report,
             "verified": self.verified,
@@ -94,7 +140,10 @@ class Row:
             "pushed": self.pushed,
             "lock_digest": self.lock_digest,
             "base_image": self.base_image,
-            "checks": [{"name": k, **v} for k, v in self.checks.items()],
+            "checks": [
+                {"name": k, "status": v["status"], "reason": v["reason"]}
+                for k, v in self.checks.items()
+            ],
             "benchmark": self.bench,
         }
 
@@ -257,7 +306,7 @@ def _fill(row: Row, v: Verification, lock_dir: Path | None) -> None:
     row.bench = _bench(smoke, gpus[0].get("name") if gpus else None)
 
 
-def _base_image(smoke: dict[str, Any]) -> str | None:
+def _base_image(smoke: Mapping[str, object]) -> str | None:
     """``name@digest`` (or the name) of the base image, from the image's OCI labels as
     the signed smoke result recorded them; None for a host run."""
     from envlock.image.labels import OCI
@@ -274,7 +323,7 @@ def _base_image(smoke: dict[str, Any]) -> str | None:
     return name
 
 
-def _cuda_source(smoke: dict[str, Any], lock_dir: Path | None) -> str:
+def _cuda_source(smoke: Mapping[str, object], lock_dir: Path | None) -> str:
     """ "pip"/"system" from the checked lock; else inferred from the recorded environment."""
     if lock_dir is not None:
         from envlock.readers import parse_toml
@@ -314,28 +363,30 @@ def _gpu_peaks(name: str | None, math: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def _bench(smoke: dict[str, Any], gpu: str | None) -> list[dict[str, Any]]:
+def _bench(smoke: Mapping[str, object], gpu: str | None) -> list[BenchRow]:
     """fp32 and the best half precision matmul: TFLOP/s, peak and its fraction."""
     bench = smoke.get("benchmark")
     results = bench.get("results") if isinstance(bench, dict) else None
-    by_dtype: dict[str, dict[str, Any]] = {}
+    # dtype -> (the harness's result as recorded, its TFLOP/s)
+    by_dtype: dict[str, tuple[Mapping[str, object], float]] = {}
     for r in results if isinstance(results, list) else []:
         if (
             isinstance(r, dict)
             and r.get("dtype") in BENCH_DTYPES
             and isinstance(r.get("tflops"), (int, float))
         ):
-            by_dtype.setdefault(str(r["dtype"]), r)
+            by_dtype.setdefault(str(r["dtype"]), (r, float(r["tflops"])))
     half = by_dtype.get("bf16") or by_dtype.get("fp16")
-    out = []
-    for r in [by_dtype.get("fp32"), half]:
-        if r is None:
+    out: list[BenchRow] = []
+    for measured in [by_dtype.get("fp32"), half]:
+        if measured is None:
             continue
+        r, tflops = measured
         math = str(r.get("math") or r["dtype"])
-        peak = r.get("peak_tflops")
-        if not isinstance(peak, (int, float)) or peak <= 0:
+        stated = r.get("peak_tflops")
+        peak = float(stated) if isinstance(stated, (int, float)) and stated > 0 else None
+        if peak is None:
             peak = _gpu_peaks(gpu, math) if r.get("device", "gpu") != "cpu" else None
-        tflops = float(r["tflops"])
         fraction = tflops / float(peak) if peak else None
         out.append(
             {
