@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from envlock.errors import DataError
 from envlock.report import dsse, statement, strict, trusted
@@ -43,7 +43,7 @@ def sign_result(
     image_name: str | None = None,
     url: str | None = None,
     image_ref: str | ImageRef | None = None,
-) -> dict[str, Any]:
+) -> dsse.EnvelopeDict:
     """``sign_envelope``'s envelope as JSON (the shape of the report file)."""
     return sign_envelope(
         result,
@@ -169,6 +169,6 @@ def _refuse_controls(result: Mapping[str, object]) -> None:
                 )
 
 
-def envelope_bytes(envelope: dict[str, Any]) -> bytes:
+def envelope_bytes(envelope: dsse.EnvelopeDict) -> bytes:
     """The envelope as the file envlock writes (indented JSON, trailing newline)."""
     return (json.dumps(envelope, indent=2) + "\n").encode("utf-8")

@@ -19,7 +19,7 @@ import base64
 import binascii
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from envlock.report import keys as keymod
 from envlock.report import strict
@@ -81,13 +81,21 @@ class Signature:
     sig: bytes
 
 
+class EnvelopeDict(TypedDict):
+    """A DSSE envelope as JSON (payload and signatures base64)."""
+
+    payloadType: str
+    payload: str
+    signatures: list[dict[str, str]]  # each "sig", and "keyid" where there is one
+
+
 @dataclass(frozen=True)
 class Envelope:
     payload_type: str
     payload: bytes
     signatures: tuple[Signature, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> EnvelopeDict:
         sigs: list[dict[str, str]] = []
         for s in self.signatures:
             entry = {"keyid": s.keyid} if s.keyid is not None else {}

@@ -27,7 +27,7 @@ import tarfile
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import quote
 
 from envlock.errors import DataError, UsageError
@@ -167,6 +167,83 @@ def deb_purl(pkg: OsPackage, distro: str) -> str:
     return f"{purl}?arch={quote(pkg.architecture, safe='')}" if pkg.architecture else purl
 
 
+# The CycloneDX 1.6 JSON pieces make_sbom writes (https://cyclonedx.org/docs/1.6/json/);
+# keys such as "bom-ref" and "$schema" are not identifiers: the functional form.
+class Hash(TypedDict):
+    alg: str
+    content: str
+
+
+class Property(TypedDict):
+    name: str
+    value: str
+
+
+class ExternalReference(TypedDict):
+    type: str
+    url: str
+    hashes: list[Hash]
+
+
+_ComponentBody = TypedDict(
+    "_ComponentBody",
+    {
+        "type": str,
+        "bom-ref": str,
+        "name": str,
+        "version": str,
+        "purl": str,
+        "properties": list[Property],
+    },
+)
+
+
+class Component(_ComponentBody, total=False):
+    """A package of the image: a locked wheel's (hashes, where from) or an OS one."""
+
+    hashes: list[Hash]
+    externalReferences: list[ExternalReference]
+
+
+class Dependency(TypedDict):
+    ref: str
+    dependsOn: list[str]
+
+
+class Tool(TypedDict):
+    type: str
+    name: str
+    version: str
+
+
+class Tools(TypedDict):
+    components: list[Tool]
+
+
+MetadataComponent = TypedDict("MetadataComponent", {"type": str, "bom-ref": str, "name": str})
+
+
+class Metadata(TypedDict):
+    timestamp: str
+    tools: Tools
+    component: MetadataComponent  # the image the BOM describes
+
+
+Bom = TypedDict(
+    "Bom",
+    {
+        "$schema": str,
+        "bomFormat": str,
+        "specVersion": str,
+        "serialNumber": str,
+        "version": int,
+        "metadata": Metadata,
+        "components": list[Component],
+        "dependencies": list[Dependency],
+    },
+)
+
+
 def make_sbom(
     lock: Lock,
     os_packages: ImagePackages,
@@ -175,13 +252,13 @@ def make_sbom(
     envlock_version: str,
     created: str,
     serial: str | None = None,
-) -> dict[str, Any]:
+) -> Bom:
     """The CycloneDX 1.6 document of ``image``: the lock's packages, then the OS's."""
-    python: list[dict[str, Any]] = []
-    dependencies: list[dict[str, Any]] = []
+    python: list[Component] = []
+    dependencies: list[Dependency] = []
     refs = {p.name: _pypi_ref(p.name, p.version) for p in lock.packages}
     for p in sorted(lock.packages, key=lambda p: p.name):
-        hashes = [{"alg": "SHA-256", "content": w.sha256} for w in p.wheels]
+        hashes: list[Hash] = [{"alg": "SHA-256", "content": w.sha256} for w in p.wheels]
         python.append(
             {
                 "type": "library",
@@ -204,7 +281,7 @@ def make_sbom(
         dependencies.append(
             {"ref": refs[p.name], "dependsOn": [refs[d] for d in p.dependencies if d in refs]}
         )
-    system: list[dict[str, Any]] = []
+    system: list[Component] = []
     seen: set[str] = set()
     for pkg in os_packages.packages:
         purl = deb_purl(pkg, os_packages.distro)
@@ -250,7 +327,7 @@ def sbom_digest(doc: Any) -> str:
     return hashlib.sha256(sbom_bytes(doc)).hexdigest()
 
 
-def sign_sbom(doc: dict[str, Any], key: Any, image_ref: str | ImageRef) -> Envelope:
+def sign_sbom(doc: Bom, key: Any, image_ref: str | ImageRef) -> Envelope:
     """The in-toto statement (subject: the image by manifest digest; predicate: the
     BOM) in a DSSE envelope signed with the loaded private ``key``."""
     from envlock.report import dsse, statement

@@ -17,21 +17,43 @@ the public key checks it with no Rekor: ``cosign verify-attestation --key PUB
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from envlock.report import dsse, strict
 
 if TYPE_CHECKING:
-    from envlock.report.dsse import Envelope
+    from envlock.report.dsse import Envelope, EnvelopeDict
 
 BUNDLE_MEDIA_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json"
+
+
+class PublicKeyHint(TypedDict):
+    hint: str
+
+
+class TimestampData(TypedDict):
+    rfc3161Timestamps: list[object]  # none: envlock keeps no timestamps
+
+
+class VerificationMaterial(TypedDict):
+    publicKey: PublicKeyHint
+    tlogEntries: list[object]  # none: envlock keeps no transparency log entries
+    timestampVerificationData: TimestampData
+
+
+class SigstoreBundle(TypedDict):
+    """A Sigstore bundle v0.3 holding a DSSE envelope, as ``to_bundle`` writes it."""
+
+    mediaType: str
+    verificationMaterial: VerificationMaterial
+    dsseEnvelope: EnvelopeDict
 
 
 class BundleError(ValueError):
     """The bytes are not a Sigstore bundle v0.3 holding a DSSE envelope."""
 
 
-def to_bundle(envelope: Envelope, hint: str) -> dict[str, Any]:
+def to_bundle(envelope: Envelope, hint: str) -> SigstoreBundle:
     """The bundle of ``envelope``, whose verification material names the key ``hint``."""
     return {
         "mediaType": BUNDLE_MEDIA_TYPE,

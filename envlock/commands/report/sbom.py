@@ -5,10 +5,24 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from envlock import output
 from envlock.errors import UsageError
+
+
+class _SummaryBody(TypedDict):
+    sbom: str
+    digest: str
+    python_components: int
+    os_components: int
+    distro: str
+
+
+class SbomSummary(_SummaryBody, total=False):
+    """What ``report sbom`` prints (``--json``) or lists."""
+
+    signed: str  # the signed attestation's file, when one was written
 
 
 def register(rsub: Any) -> None:
@@ -83,7 +97,7 @@ def run_sbom(args: argparse.Namespace) -> int:
     )
     data = sbom.sbom_bytes(doc)
     fsutil.atomic_write(lock_dir / sbom.FILE, data)
-    summary: dict[str, Any] = {
+    summary: SbomSummary = {
         "sbom": str(lock_dir / sbom.FILE),
         "digest": f"sha256:{sbom.sbom_digest(doc)}",
         "python_components": len(locked.packages),
