@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from envlock.errors import DataError, EnvlockError
 
@@ -26,6 +26,42 @@ if TYPE_CHECKING:
 SCHEMA = "envlock.ci-build/v1"
 SUMMARY_NAME = "summary.json"
 PAGE_FOLDER = "report-page"  # DIR/report-page/index.html after `ci build --sign`
+
+
+class CellOutcomeDict(TypedDict):
+    """One cell of summary.json."""
+
+    cell: str
+    ok: bool
+    stage: str
+    tag: str
+    build: str
+    image_id: str | None
+    steps: str
+    digest: str | None
+    pinned: str | None
+    smoke: str | None
+    report: str | None
+    attached: str | None
+    seconds: float
+    reason: str | None
+    error: str | None
+    inputs: str | None
+    signer: str | None
+    removed: list[str]
+
+
+class SummaryDict(TypedDict):
+    """ci build's summary.json (``SCHEMA``)."""
+
+    schema: str
+    directory: str
+    repository: str | None
+    jobs: int
+    ok: bool
+    failed: list[str]
+    seconds: float
+    cells: list[CellOutcomeDict]
 
 
 @dataclass
@@ -61,7 +97,7 @@ class CellOutcome:
     def ok(self) -> bool:
         return self.stage == "done"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CellOutcomeDict:
         return {
             "cell": self.cell,
             "ok": self.ok,
@@ -100,7 +136,7 @@ class CiBuildSummary:
     def failed(self) -> tuple[CellOutcome, ...]:
         return tuple(c for c in self.cells if not c.ok)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SummaryDict:
         return {
             "schema": SCHEMA,
             "directory": str(self.directory),
