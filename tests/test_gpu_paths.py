@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from envlock.errors import DataError
 from envlock.matrix import libraries, load_cuda, load_gpus
 from envlock.matrix import paths as paths_mod
 from envlock.model import Constraints, Gpu
+from envlock.readers import parse_toml
 from envlock.resolve import load_matrix, resolve
 from envlock.resolve.paths import (
     STATUSES,
@@ -32,7 +32,7 @@ from envlock.resolve.paths import (
 
 REPO = Path(__file__).resolve().parent.parent
 CASES = REPO / "tests" / "cases"
-TABLE = tomllib.loads((CASES / "gpu-paths.toml").read_text(encoding="utf-8"))
+TABLE = parse_toml((CASES / "gpu-paths.toml").read_text(encoding="utf-8"), "gpu-paths.toml")
 GOLDEN = CASES / "gpu-paths"
 GOLDEN_CASES: list[dict[str, object]] = json.loads(
     (GOLDEN / "cases.json").read_text(encoding="utf-8")
@@ -184,14 +184,14 @@ def test_the_smoke_side_judges_what_the_harness_saw_on_the_h200() -> None:
 
 
 def test_paths_toml_damage_names_file_and_place() -> None:
-    doc = tomllib.loads((REPO / "matrices" / "paths.toml").read_text(encoding="utf-8"))
+    doc = parse_toml((REPO / "matrices" / "paths.toml").read_text(encoding="utf-8"), "paths.toml")
     doc["archs"][0]["from"] = ["nowhere"]
     with pytest.raises(DataError) as err:
         paths_mod.parse(doc, "matrices/paths.toml")
     assert err.value.message == (
         "matrices/paths.toml: archs[0].from[0]: 'nowhere' is not a key of [sources]"
     )
-    doc = tomllib.loads((REPO / "matrices" / "paths.toml").read_text(encoding="utf-8"))
+    doc = parse_toml((REPO / "matrices" / "paths.toml").read_text(encoding="utf-8"), "paths.toml")
     doc["failures"][0]["path"] = "cuda"
     with pytest.raises(DataError) as err:
         paths_mod.parse(doc, "matrices/paths.toml")
