@@ -563,6 +563,7 @@ def test_a_pushed_signed_cell_has_its_sbom_attached_and_named_by_the_report(
     SBOM (the lock's closure and the image's dpkg packages), and the report names
     the SBOM's digest; a rerun with nothing changed keeps both and attaches nothing."""
     from envlock.lock.pylock import read_lock
+    from envlock.report import dsse
     from envlock.report import sbom as sbommod
 
     name = f"sbom-{time.time_ns()}"
@@ -634,6 +635,22 @@ def test_a_pushed_signed_cell_has_its_sbom_attached_and_named_by_the_report(
         assert (folder / "sbom.intoto.json").read_bytes() == statement
         assert registry_tags(path) == tags
         assert "SBOM" not in second.err and f"[{name}] attached" not in second.err
+        signed = dsse.parse_envelope((folder / "report.intoto.json").read_bytes()).payload
+        assert digest[7:].encode() in signed and b"sbom.cdx.json" in signed
+
+        # a lock no SBOM can be made of: the cell is built and signed, with the reason,
+        # and the report names no SBOM (not the one the last run left)
+        (folder / "pylock.toml").write_text('lock-version = "1.0"\n# not a whole lock\n')
+        assert main(argv) == 0
+        third = capsys.readouterr()
+        cell3 = json.loads((root / "summary.json").read_text())["cells"][0]
+        assert cell3["inputs"] != cell["inputs"] and cell3["build"] in ("ok", "cached")
+        assert (cell3["sbom"], cell3["sbom_digest"], cell3["sbom_attached"]) == (None,) * 3
+        assert f"[{name}] no SBOM: " in third.err and "pylock.toml" in third.err
+        assert not (folder / "sbom.cdx.json").exists()
+        assert not (folder / "sbom.intoto.json").exists()
+        signed = dsse.parse_envelope((folder / "report.intoto.json").read_bytes()).payload
+        assert b"sbom.cdx.json" not in signed
     finally:
         with contextlib.suppress(Exception):
             for image in docker_client.images.list(name=repo):
