@@ -43,6 +43,9 @@ class CellOutcomeDict(TypedDict):
     smoke: str | None
     report: str | None
     attached: str | None
+    sbom: str | None  # sbom.cdx.json relative to DIR (#28): a pushed, signed cell's SBOM
+    sbom_digest: str | None  # sha256:<hex>, as the report names it
+    sbom_attached: str | None  # REPO@sha256:<bundle manifest>
     seconds: float
     reason: str | None
     error: str | None
