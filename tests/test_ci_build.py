@@ -10,6 +10,7 @@ real registry on 127.0.0.1:5000 (tests/docker/setup.sh).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import time
 from collections.abc import Iterator
@@ -35,6 +36,7 @@ REGISTRY = "127.0.0.1:5000"
 REPO = f"{REGISTRY}/envlock-push-ci"
 DEAD_SOCKET = "unix:///nonexistent/envlock-test-docker.sock"
 SITE = "/usr/lib/python3/dist-packages/tensorflow/__init__.py"
+FIXTURE_LOCK = Path(__file__).parent / "fixtures" / "old-bundles" / "v1-lock"
 
 FAKE_TF = """
 import contextlib
@@ -547,6 +549,108 @@ def test_a_rerun_with_nothing_changed_keeps_digests_and_attaches_nothing(
         cell3 = json.loads((root / "summary.json").read_text())["cells"][0]
         assert cell3["build"] in ("ok", "cached") and cell3["inputs"] != cell1["inputs"]
         assert (root / name / "report.intoto.json").read_bytes() != report1
+    finally:
+        with contextlib.suppress(Exception):
+            for image in docker_client.images.list(name=repo):
+                docker_client.images.remove(image.id, force=True)
+
+
+@pytest.mark.docker
+def test_a_pushed_signed_cell_has_its_sbom_attached_and_named_by_the_report(
+    tmp_path: Path, base_image: str, docker_client: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#28: beside the image the registry holds the signed report and the signed
+    SBOM (the lock's closure and the image's dpkg packages), and the report names
+    the SBOM's digest; a rerun with nothing changed keeps both and attaches nothing."""
+    from envlock.lock.pylock import read_lock
+    from envlock.report import dsse
+    from envlock.report import sbom as sbommod
+
+    name = f"sbom-{time.time_ns()}"
+    path = f"envlock-sbom-{time.time_ns()}"
+    repo = f"{REGISTRY}/{path}"
+    root = tmp_path / "cells"
+    folder = make_cell(root, name, base_image)
+    (folder / "pylock.toml").write_bytes((FIXTURE_LOCK / "pylock.toml").read_bytes())
+    priv, pub = make_keys(tmp_path)
+    argv = ["ci", "build", str(root), "--push", repo, "--sign", str(priv), "--allow-cpu"]
+    argv += ["--network", "none"]
+    try:
+        assert main(argv) == 0
+        first = capsys.readouterr()
+        cell = json.loads((root / "summary.json").read_text())["cells"][0]
+        pinned = cell["pinned"]
+        data = (folder / "sbom.cdx.json").read_bytes()
+        doc = json.loads(data)
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        assert data == sbommod.sbom_bytes(doc) and digest == f"sha256:{sbommod.sbom_digest(doc)}"
+        assert cell["sbom"] == f"{name}/sbom.cdx.json" and cell["sbom_digest"] == digest
+        assert cell["sbom_attached"].startswith(f"{repo}@sha256:")
+        assert cell["sbom_attached"] != cell["attached"]
+        assert f"[{name}] attached the SBOM as {cell['sbom_attached']}\n" in first.err
+        lines = _lines(first.err)
+        made = next(i for i, x in enumerate(lines) if x.startswith(f"[{name}] SBOM {name}/"))
+        assert lines.index(f"[{name}] pushed {pinned}") < made
+        assert made < lines.index(f"[{name}] signed {name}/report.intoto.json")
+        # the SBOM is of the image that ran: the lock's packages and the base's dpkg ones
+        assert doc["metadata"]["component"]["name"] == pinned
+        purls = [c["purl"] for c in doc["components"]]
+        locked = read_lock(folder)
+        assert len(locked.packages) > 0
+        assert sorted(x for x in purls if x.startswith("pkg:pypi/")) == sorted(
+            f"pkg:pypi/{p.name}@{p.version}" for p in locked.packages
+        )
+        assert any(x.startswith("pkg:deb/debian/python3") for x in purls), purls[:20]
+        assert any(x.startswith("pkg:deb/debian/dpkg@") for x in purls)
+
+        # verify --from-registry finds both, and the report names the SBOM's digest
+        verify = ["verify", "--from-registry", "--image", pinned, "--key", str(pub)]
+        assert main([*verify, "--json"]) == 0
+        found = json.loads(capsys.readouterr().out)
+        assert found["found"] == {
+            "test-result": {"referrers tag": 1},
+            "sbom": {"referrers tag": 1},
+        }
+        kinds = {a["kind"]: a for a in found["attestations"]}
+        assert len(found["attestations"]) == 2 and set(kinds) == {"test-result", "sbom"}
+        report, attested = kinds["test-result"], kinds["sbom"]
+        assert report["verified"] is True and attested["verified"] is True
+        assert report["sbom"] == {"named": digest, "verified": True}
+        assert attested["sbom_digest"] == digest
+        assert main([*verify, "--lock", str(folder)]) == 0
+        out = capsys.readouterr().out
+        assert f"{folder / 'sbom.cdx.json'}: matches the report" in out
+        assert f"\nSBOM {digest}, named by this report: attached and verified\n" in out
+
+        # the rerun: the same inputs, the same SBOM, nothing signed or attached again
+        tags = registry_tags(path)
+        statement = (folder / "sbom.intoto.json").read_bytes()
+        assert main(argv) == 0
+        second = capsys.readouterr()
+        again = json.loads((root / "summary.json").read_text())["cells"][0]
+        assert again["build"] == "reused" and again["inputs"] == cell["inputs"]
+        for key in ("digest", "attached", "sbom", "sbom_digest", "sbom_attached"):
+            assert again[key] == cell[key], key
+        assert (folder / "sbom.cdx.json").read_bytes() == data
+        assert (folder / "sbom.intoto.json").read_bytes() == statement
+        assert registry_tags(path) == tags
+        assert "SBOM" not in second.err and f"[{name}] attached" not in second.err
+        signed = dsse.parse_envelope((folder / "report.intoto.json").read_bytes()).payload
+        assert digest[7:].encode() in signed and b"sbom.cdx.json" in signed
+
+        # a lock no SBOM can be made of: the cell is built and signed, with the reason,
+        # and the report names no SBOM (not the one the last run left)
+        (folder / "pylock.toml").write_text('lock-version = "1.0"\n# not a whole lock\n')
+        assert main(argv) == 0
+        third = capsys.readouterr()
+        cell3 = json.loads((root / "summary.json").read_text())["cells"][0]
+        assert cell3["inputs"] != cell["inputs"] and cell3["build"] in ("ok", "cached")
+        assert (cell3["sbom"], cell3["sbom_digest"], cell3["sbom_attached"]) == (None,) * 3
+        assert f"[{name}] no SBOM: " in third.err and "pylock.toml" in third.err
+        assert not (folder / "sbom.cdx.json").exists()
+        assert not (folder / "sbom.intoto.json").exists()
+        signed = dsse.parse_envelope((folder / "report.intoto.json").read_bytes()).payload
+        assert b"sbom.cdx.json" not in signed
     finally:
         with contextlib.suppress(Exception):
             for image in docker_client.images.list(name=repo):

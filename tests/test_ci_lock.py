@@ -17,6 +17,7 @@ import pytest
 from fixtures.index.fakeindex import FakeIndex
 
 from envlock.bundle.folder import LockedFolder, LockRequest
+from envlock.ci.build import OUTPUT_NAMES as CI_BUILD_OUTPUTS
 from envlock.ci.cells import bake_target, cell_id, expand
 from envlock.ci.lockcells import lock_cells
 from envlock.cli import main
@@ -269,6 +270,11 @@ def test_check_passes_on_its_own_output_and_names_the_cells_that_would_change(
     assert [c["id"] for c in report["cells"]] == ids
     recorded = json.loads((out / "cells.json").read_text())["input"]
     assert recorded == {"spec": SPEC, "python": "3.11"}
+    # what `ci build` writes into a cell's folder (smoke result and log, the report, the
+    # SBOM and its signed statement) are not files lock writes: a cell stays current
+    for made in ids:
+        for output in sorted(CI_BUILD_OUTPUTS):
+            (out / made / output).write_text(f"written by ci build: {output}\n")
     code, result, err = _check(capsys, out, tf_index)
     assert code == 0, err
     assert result["ok"] and [(c["id"], c["state"]) for c in result["cells"]] == [

@@ -44,6 +44,8 @@ LOCAL_REPOSITORY = "envlock-ci"
 REPORT_NAME = "report.intoto.json"  # beside the bundle's files, as `smoke --sign -o` suggests
 SMOKE_NAME = "smoke.json"
 SMOKE_LOG_NAME = "smoke.log"
+SBOM_NAME = "sbom.cdx.json"  # envlock.report.sbom.FILE: the report names it by digest (#28)
+SBOM_STATEMENT_NAME = "sbom.intoto.json"  # the signed SBOM, as attached
 _CELL_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")  # a valid image tag
 
 
@@ -198,6 +200,59 @@ def _attach(
         say(f"report not attached to the registry: {short_reason(e)}")
 
 
+def make_cell_sbom(
+    key: Path, folder: Path, outcome: CellOutcome, say: Callable[[str], None]
+) -> None:
+    """The SBOM of a pushed cell (issue #28): the lock's closure and the dpkg
+    packages of the image the smoke test ran (by id), written atomically to
+    ``sbom.cdx.json`` in the cell's folder, signed as an in-toto statement
+    about ``REPO@sha256:<manifest digest>`` (``sbom.intoto.json``) and attached
+    beside the report. A cell whose SBOM cannot be made (no readable
+    pylock.toml, the engine failing) or attached is noted, not failed, as a
+    report the registry refuses is: the report then names no SBOM, or names
+    one the registry lacks (``verify --from-registry`` says so)."""
+    import envlock
+    from envlock.fsutil import atomic_write
+    from envlock.lock.pylock import read_lock
+    from envlock.report import envelope_bytes, sbom, statement
+    from envlock.report.attach import attach_evidence
+    from envlock.report.keys import load_private
+
+    assert outcome.pinned is not None and outcome.image_id is not None
+    try:
+        locked = read_lock(folder)
+        packages = sbom.image_packages(outcome.image_id)  # the image that ran
+        doc = sbom.make_sbom(
+            locked,
+            packages,
+            image=str(outcome.pinned),
+            envlock_version=envlock.__version__,
+            created=statement.now_rfc3339(),
+        )
+        envelope = sbom.sign_sbom(doc, load_private(key), outcome.pinned)
+    except EnvlockError as e:
+        say(f"no SBOM: {short_reason(e)}")
+        return
+    atomic_write(folder / SBOM_NAME, sbom.sbom_bytes(doc))
+    data = envelope_bytes(envelope.to_dict())
+    atomic_write(folder / SBOM_STATEMENT_NAME, data)
+    outcome.sbom = f"{outcome.cell}/{SBOM_NAME}"
+    outcome.sbom_digest = f"sha256:{sbom.sbom_digest(doc)}"
+    say(
+        f"SBOM {outcome.sbom} ({len(locked.packages)} Python, {len(packages.packages)} OS "
+        f"packages; {outcome.sbom_digest[:19]}), signed as {outcome.cell}/{SBOM_STATEMENT_NAME}"
+    )
+    try:
+        attached = attach_evidence(
+            envelope, outcome.pinned, data=data, where=f"{outcome.cell}/{SBOM_STATEMENT_NAME}"
+        )
+        outcome.sbom_attached = attached.manifest
+        say(f"attached the SBOM as {attached.manifest}")
+    except EnvlockError as e:
+        outcome.sbom_attached = None
+        say(f"SBOM not attached to the registry: {short_reason(e)}")
+
+
 def short_reason(error: BaseException) -> str:
     """One short line for the summary table: for a failed step, which step and how
     (the fields of ``BuildFailed``, never its message parsed again)."""
@@ -339,6 +394,13 @@ def run_cell(
             outcome.stage = "sign"
             from envlock.report import envelope_bytes
 
+            if outcome.pinned and smoke.passed:
+                # before the report: it names the SBOM (sbom.cdx.json) by digest
+                make_cell_sbom(options.sign, folder, outcome, say)
+            if outcome.sbom is None and previous is not None and previous.get("sbom"):
+                # none made this run: the report must not name the one the last run made
+                (folder / SBOM_NAME).unlink(missing_ok=True)
+                (folder / SBOM_STATEMENT_NAME).unlink(missing_ok=True)
             envelope = sign_cell_report(smoke, options.sign, folder, outcome)
             report = envelope_bytes(envelope.to_dict())
             atomic_write(folder / REPORT_NAME, report)
@@ -377,7 +439,7 @@ def run_cell(
 # ---------------------------------------------------------------- reuse of an unchanged cell
 
 # what ci build writes into a cell's folder: never part of its inputs
-OUTPUT_NAMES = frozenset({REPORT_NAME, SMOKE_NAME, SMOKE_LOG_NAME})
+OUTPUT_NAMES = frozenset({REPORT_NAME, SMOKE_NAME, SMOKE_LOG_NAME, SBOM_NAME, SBOM_STATEMENT_NAME})
 
 
 def cell_inputs(folder: Path, options: CiBuildOptions) -> str:
@@ -385,8 +447,9 @@ def cell_inputs(folder: Path, options: CiBuildOptions) -> str:
     the engine is sent them (docker-py's own .dockerignore filter), the
     Dockerfile, the build arguments, the base image as the engine has it (its
     id and repo digests), the repository it is pushed to and the RUN network.
-    ci build's own outputs in the folder (smoke.json, smoke.log, the report)
-    never count, even where no .dockerignore keeps them out of the context."""
+    ci build's own outputs in the folder (smoke.json, smoke.log, the report,
+    the SBOM and its signed statement) never count, even where no .dockerignore
+    keeps them out of the context."""
     import hashlib
 
     from docker.utils.build import exclude_paths
@@ -486,6 +549,10 @@ def _reuse(
             return False  # the cell's tag was moved: push it again
         outcome.pinned, outcome.digest = pinned, pinned.digest
         outcome.attached = previous.get("attached")
+        if signer is not None:  # the SBOM the kept report names, as the last run left it
+            outcome.sbom = _text(previous.get("sbom"))
+            outcome.sbom_digest = _text(previous.get("sbom_digest"))
+            outcome.sbom_attached = _text(previous.get("sbom_attached"))
     elif not _local_image(image_id):
         return False
     outcome.image_id = image_id
@@ -500,6 +567,10 @@ def _reuse(
         "not rebuilt, not re-signed, not re-attached"
     )
     return True
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _local_image(image_id: str) -> bool:

@@ -43,6 +43,9 @@ class CellOutcomeDict(TypedDict):
     smoke: str | None
     report: str | None
     attached: str | None
+    sbom: str | None  # sbom.cdx.json relative to DIR (#28): a pushed, signed cell's SBOM
+    sbom_digest: str | None  # sha256:<hex>, as the report names it
+    sbom_attached: str | None  # REPO@sha256:<bundle manifest>
     seconds: float
     reason: str | None
     error: str | None
@@ -80,6 +83,9 @@ class CellOutcome:
     smoke: str | None = None  # PASSED, WARNED, FAILED
     report: str | None = None  # path relative to DIR
     attached: str | None = None  # REPO:sha256-<hex>.att, when the registry took the report
+    sbom: str | None = None  # the SBOM (sbom.cdx.json), path relative to DIR: pushed and signed
+    sbom_digest: str | None = None  # sha256:<hex> of that file, as the report names it
+    sbom_attached: str | None = None  # REPO@sha256:<bundle manifest>, when the registry took it
     seconds: float = 0.0
     reason: str | None = None  # short: for the summary table
     error: str | None = None  # the whole message (with a failed build's last log lines)
@@ -111,6 +117,9 @@ class CellOutcome:
             "smoke": self.smoke,
             "report": self.report,
             "attached": self.attached,
+            "sbom": self.sbom,
+            "sbom_digest": self.sbom_digest,
+            "sbom_attached": self.sbom_attached,
             "seconds": round(self.seconds, 1),
             "reason": self.reason,
             "error": self.error,
