@@ -21,13 +21,13 @@ import pytest
 from report_support import make_keys
 
 from envlock.ci.build import (
-    CiBuildOptions,
-    PlainProgress,
     build_cells,
     cell_ref,
     check_repository,
     find_cells,
 )
+from envlock.ci.options import CiBuildOptions
+from envlock.ci.progress import PlainProgress
 from envlock.ci.summary import CellOutcome
 from envlock.cli import main
 from envlock.errors import UsageError
@@ -319,7 +319,7 @@ def test_two_cells_one_fails_pushed_smoked_signed_and_pulled_back_by_digest(
         assert code == 0, verdict.err
 
         # the report names the pushed manifest, and the registry holds it as cosign lays it out
-        from envlock.image import registry
+        from envlock.image import referrers
         from envlock.report import dsse
 
         report = (good / "report.intoto.json").read_bytes()
@@ -331,7 +331,7 @@ def test_two_cells_one_fails_pushed_smoked_signed_and_pulled_back_by_digest(
 
         assert ok["attached"].startswith(f"{REPO}@sha256:")
         assert f"[{good.name}] attached the report as {ok['attached']}" in err
-        (bundle,) = [a.data for a in registry.iter_bundles(f"{REPO}@{digest}")]
+        (bundle,) = [a.data for a in referrers.iter_bundles(f"{REPO}@{digest}")]
         assert bundle is not None
         assert sigstore.parse_bundle(bundle)[0] == dsse.parse_envelope(report)
         assert cells["broken"]["attached"] is None
@@ -377,7 +377,7 @@ def test_local_tags_without_push_and_a_smoke_failure_without_allow_cpu(
 def test_short_reason_reads_the_fields_of_build_failed() -> None:
     """A failed step is summarised from BuildFailed's fields (step, instruction,
     the RUN step's exit code), not from its message parsed again."""
-    from envlock.ci.build import short_reason
+    from envlock.ci.progress import short_reason
     from envlock.image.build import BuildFailed, _step_failure, _StepTracker
 
     tracker = _StepTracker()
@@ -787,7 +787,7 @@ def test_heartbeat_speaks_for_a_silent_cell_and_only_for_it(tmp_path: Path) -> N
     push is; a cell that just spoke, a queued one and a finished one get none."""
     import threading
 
-    from envlock.ci.build import heartbeat
+    from envlock.ci.progress import heartbeat
     from envlock.image.push import PushProgress
 
     sent = PushProgress()

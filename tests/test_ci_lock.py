@@ -17,8 +17,8 @@ import pytest
 from fixtures.index.fakeindex import FakeIndex
 
 from envlock.bundle.folder import LockedFolder, LockRequest
-from envlock.ci.build import OUTPUT_NAMES as CI_BUILD_OUTPUTS
 from envlock.ci.cells import bake_target, cell_id, expand
+from envlock.ci.evidence import OUTPUT_NAMES as CI_BUILD_OUTPUTS
 from envlock.ci.lockcells import lock_cells
 from envlock.cli import main
 from envlock.errors import EnvironmentFailure

@@ -92,7 +92,7 @@ class CellOutcome:
     detail: str = ""  # the latest progress line, for the live table
     started: float | None = None
     image: ImageRef | None = None  # ``tag`` parsed, as the stages are handed it
-    inputs: str | None = None  # sha256 of what decides the image (ci.build.cell_inputs)
+    inputs: str | None = None  # sha256 of what decides the image (ci.reuse.cell_inputs)
     signer: str | None = None  # keyid of the key that signed the report
     stage_images: tuple[str, ...] = ()  # build-stage images the build left (short ids)
     removed: list[str] = field(default_factory=list)  # those removed (no --keep)
