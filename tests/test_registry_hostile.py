@@ -119,6 +119,7 @@ def test_the_same_16_mib_layer_listed_30_times_is_read_once(
 def test_layers_past_the_count_and_total_bounds_are_not_read(
     registry: HostileRegistry, tmp_path: Path, capsys: Any
 ) -> None:
+    from envlock.image import attestations as attmod
     from envlock.image import registry as regmod
 
     key, pub = _keys(tmp_path)
@@ -136,14 +137,14 @@ def test_layers_past_the_count_and_total_bounds_are_not_read(
     assert any("not read" in " ".join(e.get("problems", [])) for e in doc["attestations"])
     assert peak < LIMIT, f"peak {peak / MIB:.0f} MiB"
 
-    many = [b"{}%d" % i for i in range(regmod.MAX_ATTESTATION_LAYERS + 50)]
+    many = [b"{}%d" % i for i in range(attmod.MAX_ATTESTATION_LAYERS + 50)]
     registry.log.clear()
     registry.attestations([real, *many])
     code, out, err = cli(
         capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
     )
     assert code == 0, err
-    assert len([p for m, p in registry.log if "/blobs/" in p]) == regmod.MAX_ATTESTATION_LAYERS
+    assert len([p for m, p in registry.log if "/blobs/" in p]) == attmod.MAX_ATTESTATION_LAYERS
     assert "not read" in out
 
 
@@ -484,7 +485,7 @@ def test_a_300_mb_referrers_index_is_refused_in_bounded_memory(
 def test_referrers_listed_twice_or_past_the_bound_are_read_once_or_not_at_all(
     registry: HostileRegistry, tmp_path: Path, capsys: Any
 ) -> None:
-    from envlock.image import registry as regmod
+    from envlock.image import referrers as regmod
 
     key, pub = _keys(tmp_path)
     real = _bundle(_report(tmp_path, key, registry.image, "real"))

@@ -278,8 +278,8 @@ def test_attach_report_is_handed_the_envelope_and_the_parsed_image(
     """ci build hands attach_report the envelope it signed and the ImageRef the push
     answered with: neither is parsed again, and the registry gets the report's bytes."""
     from envlock.errors import UsageError
+    from envlock.image import attestations, referrers
     from envlock.image import ref as imageref
-    from envlock.image import registry
     from envlock.report import envelope_bytes, sign_envelope
     from envlock.report.attach import attach_report
 
@@ -288,7 +288,7 @@ def test_attach_report_is_handed_the_envelope_and_the_parsed_image(
     envelope = sign_envelope(smoke_result(), priv, lock_dir=None, image_id=None, image_ref=image)
     sent: list[tuple[Any, bytes, str]] = []
     monkeypatch.setattr(
-        registry,
+        attestations,
         "attach_attestation",
         lambda ref, data, predicate_type, insecure=False: (
             sent.append((ref, data, predicate_type)) or "attached"
@@ -316,11 +316,11 @@ def test_attach_report_is_handed_the_envelope_and_the_parsed_image(
 
     def attach_bundle(
         ref: Any, bundle: bytes, predicate_type: str, *, created: str, insecure: bool = False
-    ) -> registry.Attached:
+    ) -> referrers.Attached:
         bundles.append((ref, bundle, predicate_type, created))
-        return registry.Attached(f"{REPO}@sha256:{'aa' * 32}", "referrers tag")
+        return referrers.Attached(f"{REPO}@sha256:{'aa' * 32}", "referrers tag")
 
-    monkeypatch.setattr(registry, "attach_bundle", attach_bundle)
+    monkeypatch.setattr(referrers, "attach_bundle", attach_bundle)
     assert attach_report(envelope, image) == f"{REPO}@sha256:{'aa' * 32}"
     ((ref, bundle, predicate_type, created),) = bundles
     assert ref == image and predicate_type == "https://in-toto.io/attestation/test-result/v0.1"
@@ -368,8 +368,8 @@ def test_unreachable_registry_is_exit_3(
 
 
 def test_plain_http_only_for_loopback_or_when_asked() -> None:
+    from envlock.image import attestations, registry
     from envlock.image import ref as imageref
-    from envlock.image import registry
 
     def url(ref: str, insecure: bool = False) -> str:
         return registry.base_url(imageref.parse(ref), insecure)
@@ -380,7 +380,7 @@ def test_plain_http_only_for_loopback_or_when_asked() -> None:
     assert url(f"10.0.0.1:5000/a@{DIGEST}") == "https://10.0.0.1:5000/v2/a"
     assert url(f"registry.example:5000/a/b@{DIGEST}") == "https://registry.example:5000/v2/a/b"
     assert url(f"registry.example/a@{DIGEST}", insecure=True) == "http://registry.example/v2/a"
-    assert registry.attestation_tag(DIGEST) == f"sha256-{'d1' * 32}.att"
+    assert attestations.attestation_tag(DIGEST) == f"sha256-{'d1' * 32}.att"
 
 
 def test_show_prints_kind_and_time(

@@ -26,7 +26,7 @@ import pytest
 from docker_support import docker_unavailable
 from report_support import cli, decode, make_keys
 
-from envlock.image import registry
+from envlock.image import attestations
 from envlock.report.statement import PREDICATE_TYPE
 
 pytestmark = pytest.mark.docker
@@ -180,14 +180,14 @@ def test_smoke_by_digest_then_verify_anywhere_and_attach(
     assert json.loads(config)["rootfs"] == {"type": "layers", "diff_ids": [layer_digest]}
     blob = requests.get(f"http://{REGISTRY}/v2/{path}/blobs/{layer_digest}", timeout=30)
     assert blob.content == envelope
-    assert registry.fetch_attestations(pushed) == [envelope]
+    assert attestations.fetch_attestations(pushed) == [envelope]
 
     # attaching the same report again keeps one layer; verify it from the registry
     assert (
         cli(capsys, "report", "attach", str(report), "--image", pushed, "--format", "legacy")[0]
         == 0
     )
-    assert registry.fetch_attestations(pushed) == [envelope]
+    assert attestations.fetch_attestations(pushed) == [envelope]
     code, out, err = cli(
         capsys, "verify", "--from-registry", "--image", pushed, "--key", str(pub), "--json"
     )

@@ -1,16 +1,7 @@
-"""Signed reports in a registry, laid out as cosign lays out attestations.
-
-cosign keeps the attestations of an image ``REPO@sha256:<hex>`` in the same
-repository, in an OCI image manifest tagged ``sha256-<hex>.att``; each
-attestation is one layer of that manifest, whose blob is the DSSE envelope
-itself (media type ``application/vnd.dsse.envelope.v1+json``), annotated with
-its ``predicateType`` and an empty ``dev.cosignproject.cosign/signature`` (the
-signature is inside the envelope). The config is a small OCI image config.
-Sources: sigstore/cosign ``specs/ATTESTATION_SPEC.md`` (the manifest layout),
-``pkg/oci/remote/remote.go`` (``normalize``: ``sha256-<hex>.att``),
-``pkg/oci/static/signature.go`` (``NewAttestation``: the signature annotation,
-empty) and ``cmd/cosign/cli/attest/attest.go`` (the ``predicateType`` layer
-annotation; a new attestation is appended to the manifest's layers).
+"""The registry client: the OCI distribution API v2 that the attestation and
+referrers layouts (``envlock.image.attestations``, ``envlock.image.referrers``)
+are written on, and the reads other stages make of a pushed image
+(``manifest_config_digest``, ``tag_digest``).
 
 Only the registry HTTP API v2 is used, through ``envlock.index.http``'s requests
 session (timeouts, retries of GET/HEAD, the system CAs): ``HEAD``/``POST``/
@@ -27,6 +18,10 @@ A registry that answers 401 gets Docker's own credentials (``docker login``),
 as its challenge asks: Basic, or a Bearer token from its token service
 (``envlock.image.registry_auth``). Every registry failure is ``EnvironmentFailure``
 (exit 3).
+
+What both layouts share lives here too: the media types, the OCI TypedDicts,
+``Attestation`` (one DSSE envelope read back, whichever layout held it) and
+``MAX_ATTESTATION_BYTES``.
 """
 
 from __future__ import annotations
@@ -34,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -52,19 +47,8 @@ INDEX_MEDIA_TYPE = "application/vnd.oci.image.index.v1+json"
 BUNDLE_MEDIA_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json"
 # the OCI image spec's empty descriptor: the config of an artifact that has none
 EMPTY_MEDIA_TYPE = "application/vnd.oci.empty.v1+json"
-EMPTY_CONFIG = b"{}"
-# cosign's annotations of a bundle manifest (sigstore/cosign specs/BUNDLE_SPEC.md)
-BUNDLE_CONTENT_ANNOTATION = "dev.sigstore.bundle.content"
-BUNDLE_PREDICATE_ANNOTATION = "dev.sigstore.bundle.predicateType"
-CREATED_ANNOTATION = "org.opencontainers.image.created"
-TITLE_ANNOTATION = "org.opencontainers.image.title"
-MAX_REFERRERS = 100  # bundle manifests read from one referrers list
-MAX_REFERRER_PAGES = 10  # pages of the referrers API followed (its Link header)
-SIGNATURE_ANNOTATION = "dev.cosignproject.cosign/signature"
-PREDICATE_TYPE_ANNOTATION = "predicateType"
-ATTESTATION_SUFFIX = "att"
-MAX_ATTESTATION_LAYERS = 100  # distinct DSSE layers read from one .att manifest
-MAX_ATTESTATION_BYTES = 64 * 1024 * 1024  # their stated sizes in all
+DOCKER_MANIFEST_MEDIA_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
+MAX_ATTESTATION_BYTES = 64 * 1024 * 1024  # stated sizes of the envelopes read for one image
 _HINT = "check that the registry runs and accepts pushes"
 _SHA256 = re.compile(r"sha256:[0-9a-f]{64}")
 _DOCKER_TYPES = (
@@ -108,10 +92,18 @@ class ImageIndex(TypedDict):
     manifests: list[Mapping[str, object]]  # descriptors (kept entries are as they were read)
 
 
-def attestation_tag(digest: str) -> str:
-    """cosign's tag for the attestations of manifest ``sha256:<hex>``: ``sha256-<hex>.att``."""
-    algo, _, hexpart = digest.partition(":")
-    return f"{algo}-{hexpart}.{ATTESTATION_SUFFIX}"
+@dataclass(frozen=True)
+class Attestation:
+    """One envelope read back (a DSSE layer of an ``.att`` manifest, or the bundle layer
+    of a referrer): its bytes, or why they were not read."""
+
+    index: int  # 1-based, among the manifest's distinct DSSE layers
+    of: int  # how many distinct DSSE layers the manifest lists
+    digest: str  # the layer's (the blob's) digest
+    data: bytes | None = None
+    problem: str = ""  # why ``data`` is None ("not read: ...")
+    layout: str = "legacy"  # legacy (.att) | referrers API | referrers tag
+    manifest: str = ""  # the bundle manifest's digest (referrers layouts)
 
 
 def pinned(pinned_ref: str | imageref.ImageRef, what: str = "--image") -> imageref.ImageRef:
@@ -433,183 +425,6 @@ def _registry_said(resp: requests.Response) -> str:
         return ""
 
 
-def attestation_manifest(
-    layers: Sequence[Mapping[str, object]], config_digest: str, config_size: int
-) -> ImageManifest:
-    """The OCI image manifest that carries attestation layers (cosign's layout)."""
-    return {
-        "schemaVersion": 2,
-        "mediaType": MANIFEST_MEDIA_TYPE,
-        "config": {"mediaType": CONFIG_MEDIA_TYPE, "size": config_size, "digest": config_digest},
-        "layers": list(layers),
-    }
-
-
-def attestation_config(layers: Sequence[Mapping[str, object]]) -> bytes:
-    """A small OCI image config naming the layers (uncompressed: diff id = digest)."""
-    doc = {
-        "architecture": "",
-        "os": "",
-        "config": {},
-        "rootfs": {"type": "layers", "diff_ids": [layer["digest"] for layer in layers]},
-    }
-    return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
-
-
-def attach_attestation(
-    pinned_ref: str | imageref.ImageRef,
-    envelope: bytes,
-    predicate_type: str,
-    *,
-    insecure: bool = False,
-) -> str:
-    """Attach a DSSE ``envelope`` to the image ``REPO@sha256:<hex>`` as cosign does.
-
-    The envelope becomes a layer of the manifest tagged ``sha256-<hex>.att``
-    in the same repository; attestations already there are kept (the same
-    envelope twice is one layer). Returns the tag reference
-    (``REPO:sha256-<hex>.att``). Registry failures are EnvironmentFailure
-    (exit 3); a reference without digest or registry host is UsageError.
-    """
-    ref = pinned(pinned_ref)
-    assert ref.digest is not None
-    tag = attestation_tag(ref.digest)
-    reg = _Registry(ref, insecure, actions="pull,push")
-    try:
-        existing = reg.get_manifest(tag)
-        layers: list[Mapping[str, object]] = []
-        if existing is not None:
-            old = existing.get("layers")
-            layers = [x for x in old if isinstance(x, dict)] if isinstance(old, list) else []
-        digest = reg.put_blob(envelope)
-        if not any(layer.get("digest") == digest for layer in layers):
-            layers.append(
-                {
-                    "mediaType": DSSE_MEDIA_TYPE,
-                    "size": len(envelope),
-                    "digest": digest,
-                    "annotations": {
-                        SIGNATURE_ANNOTATION: "",
-                        PREDICATE_TYPE_ANNOTATION: predicate_type,
-                    },
-                }
-            )
-        config = attestation_config(layers)
-        config_digest = reg.put_blob(config)
-        manifest = attestation_manifest(layers, config_digest, len(config))
-        reg.put_manifest(tag, json.dumps(manifest, separators=(",", ":")).encode())
-    finally:
-        reg.close()
-    return str(imageref.ImageRef(ref.repository, tag))
-
-
-@dataclass(frozen=True)
-class Attestation:
-    """One DSSE layer of an ``.att`` manifest: its bytes, or why they were not read."""
-
-    index: int  # 1-based, among the manifest's distinct DSSE layers
-    of: int  # how many distinct DSSE layers the manifest lists
-    digest: str  # the layer's (the blob's) digest
-    data: bytes | None = None
-    problem: str = ""  # why ``data`` is None ("not read: ...")
-    layout: str = "legacy"  # legacy (.att) | referrers API | referrers tag
-    manifest: str = ""  # the bundle manifest's digest (referrers layouts)
-
-
-def _layer_problem(digest: object, size: object) -> str:
-    """Why a DSSE layer's descriptor is not followed, or ""."""
-    from envlock.index import http
-
-    if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
-        return f"its descriptor names the digest {str(digest)[:80]!r}, not sha256:<64 hex>"
-    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        return f"its descriptor states no size ({str(size)[:40]!r})"
-    if size > http.LIMITS["blob"]:
-        return f"its descriptor states {size} bytes, past the 17 MiB bound of a report"
-    return ""
-
-
-def iter_attestations(
-    pinned_ref: str | imageref.ImageRef, *, insecure: bool = False
-) -> Iterator[Attestation]:
-    """The DSSE layers attached to ``REPO@sha256:<hex>`` (cosign's layout), oldest first,
-    read one at a time (a caller keeps at most one in memory).
-
-    No ``sha256-<hex>.att`` manifest yields nothing. A layer listed twice is
-    one attestation, read once; at most ``MAX_ATTESTATION_LAYERS`` layers and
-    ``MAX_ATTESTATION_BYTES`` of stated sizes in all are read, the rest yielded
-    with the bound as their ``problem``. Each blob is read through
-    ``http.read_body``: no longer than its descriptor states, its sha256
-    checked as it arrives; a blob that is not what its descriptor says, or that
-    the registry refuses, is a ``problem`` of that layer and the next one is
-    read. A registry that cannot be reached is EnvironmentFailure (exit 3).
-    Only DSSE layers are yielded (cosign may keep other kinds there).
-    """
-    from envlock.index import http
-
-    ref = pinned(pinned_ref)
-    assert ref.digest is not None
-    reg = _Registry(ref, insecure)
-    try:
-        manifest = reg.get_manifest(attestation_tag(ref.digest))
-        listed = manifest.get("layers") if manifest is not None else None
-        layers: dict[str, object] = {}  # digest -> size, in order, each digest once
-        for layer in listed if isinstance(listed, list) else []:
-            if isinstance(layer, dict) and layer.get("mediaType") == DSSE_MEDIA_TYPE:
-                key = layer.get("digest")
-                layers.setdefault(key if isinstance(key, str) else repr(key), layer.get("size"))
-        total = 0
-        for i, (digest, size) in enumerate(layers.items(), 1):
-            if i > MAX_ATTESTATION_LAYERS:
-                yield Attestation(
-                    i,
-                    len(layers),
-                    digest,
-                    problem=f"not read, nor the {len(layers) - i} after it: past the bound of "
-                    f"{MAX_ATTESTATION_LAYERS} layers read from one attestation manifest",
-                )
-                return
-            problem = _layer_problem(digest, size)
-            if not problem and isinstance(size, int) and total + size > MAX_ATTESTATION_BYTES:
-                problem = (
-                    f"its {size} bytes would pass the {MAX_ATTESTATION_BYTES // http.MIB} MiB "
-                    "bound of all the layers read from one attestation manifest"
-                )
-            if problem or not isinstance(size, int):  # (no problem: size is an int)
-                yield Attestation(i, len(layers), digest, problem=f"not read: {problem}")
-                continue
-            total += size
-            doing = f"reading blob {digest[:19]}... of {ref.repository}"
-            resp = reg.request("GET", f"{reg.url}/blobs/{digest}", doing)
-            if resp.status_code != 200:
-                said = _registry_said(resp)
-                yield Attestation(
-                    i, len(layers), digest, problem=f"not read: HTTP {resp.status_code}{said}"
-                )
-                continue
-            try:
-                data = http.read_body(resp, "blob", size=size, sha256=digest.partition(":")[2])
-            except http.BodyError as e:
-                yield Attestation(
-                    i, len(layers), digest, problem=f"not read: the registry sent {e}"
-                )
-                continue
-            yield Attestation(i, len(layers), digest, data)
-            del data
-    finally:
-        reg.close()
-
-
-def fetch_attestations(
-    pinned_ref: str | imageref.ImageRef, *, insecure: bool = False
-) -> list[bytes]:
-    """The DSSE envelopes ``iter_attestations`` reads (those it could), oldest first."""
-    return [a.data for a in iter_attestations(pinned_ref, insecure=insecure) if a.data is not None]
-
-
-DOCKER_MANIFEST_MEDIA_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
-
-
 def manifest_config_digest(
     pinned_ref: str | imageref.ImageRef, *, insecure: bool = False
 ) -> str | None:
@@ -673,263 +488,3 @@ def tag_digest(ref: imageref.ImageRef, *, insecure: bool = False) -> str | None:
     finally:
         reg.close()
     return digest if isinstance(digest, str) and _SHA256.fullmatch(digest) else None
-
-
-# ------------------------------------------------- Sigstore bundles as OCI 1.1 referrers
-#
-# cosign v3's layout (sigstore/cosign specs/BUNDLE_SPEC.md): the bundle is one
-# layer (media type = the bundle's) of an OCI image manifest whose
-# ``artifactType`` is the bundle media type, whose config is the empty
-# descriptor and whose ``subject`` is the image manifest; the manifest carries
-# ``dev.sigstore.bundle.content``, ``dev.sigstore.bundle.predicateType`` and
-# ``org.opencontainers.image.created``. It is pushed by digest. A registry with
-# the referrers API answers that PUT with an ``OCI-Subject`` header and lists it
-# under ``GET /v2/<name>/referrers/<digest>``; one without it (Debian's
-# docker-registry 2.8, GHCR) gets the referrers tag schema: an OCI image index
-# tagged ``sha256-<hex>`` listing a descriptor of each referrer (with its
-# artifactType and annotations), which the client reads, updates and pushes
-# again (opencontainers/distribution-spec spec.md, "Pushing Manifests with
-# Subject" and "Referrers Tag Schema").
-
-
-def referrers_tag(digest: str) -> str:
-    """The referrers tag schema's tag for manifest ``sha256:<hex>``: ``sha256-<hex>``."""
-    algo, _, hexpart = digest.partition(":")
-    return f"{algo}-{hexpart}"
-
-
-def empty_descriptor() -> Descriptor:
-    return {
-        "mediaType": EMPTY_MEDIA_TYPE,
-        "digest": "sha256:" + hashlib.sha256(EMPTY_CONFIG).hexdigest(),
-        "size": len(EMPTY_CONFIG),
-    }
-
-
-def bundle_manifest(
-    subject: Descriptor, bundle: bytes, predicate_type: str, created: str
-) -> ImageManifest:
-    """The OCI artifact manifest that attaches ``bundle`` to ``subject`` (a descriptor)."""
-    digest = "sha256:" + hashlib.sha256(bundle).hexdigest()
-    return {
-        "schemaVersion": 2,
-        "mediaType": MANIFEST_MEDIA_TYPE,
-        "artifactType": BUNDLE_MEDIA_TYPE,
-        "config": empty_descriptor(),
-        "layers": [
-            {
-                "mediaType": BUNDLE_MEDIA_TYPE,
-                "digest": digest,
-                "size": len(bundle),
-                "annotations": {TITLE_ANNOTATION: f"{referrers_tag(digest)}.sigstore.json"},
-            }
-        ],
-        "subject": subject,
-        "annotations": {
-            BUNDLE_CONTENT_ANNOTATION: "dsse-envelope",
-            BUNDLE_PREDICATE_ANNOTATION: predicate_type,
-            CREATED_ANNOTATION: created,
-        },
-    }
-
-
-@dataclass(frozen=True)
-class Attached:
-    """Where ``attach_bundle`` put a bundle."""
-
-    manifest: str  # REPO@sha256:<bundle manifest digest>
-    layout: str  # "referrers API" | "referrers tag"
-    index: str | None = None  # REPO:sha256-<hex> (the tag schema's index), when written
-
-
-def attach_bundle(
-    pinned_ref: str | imageref.ImageRef,
-    bundle: bytes,
-    predicate_type: str,
-    *,
-    created: str,
-    insecure: bool = False,
-) -> Attached:
-    """Attach a Sigstore ``bundle`` to ``REPO@sha256:<hex>`` as an OCI 1.1 referrer.
-
-    The image manifest is read (HEAD: its media type and size make the
-    ``subject`` descriptor); the bundle and the empty config are uploaded; the
-    artifact manifest is put by digest. Without an ``OCI-Subject`` answer the
-    referrers tag schema's index ``sha256-<hex>`` is read, the new descriptor
-    added (one already listed with the same digest is replaced), and pushed
-    again. Registry failures are EnvironmentFailure (exit 3).
-    """
-    ref = pinned(pinned_ref)
-    assert ref.digest is not None
-    reg = _Registry(ref, insecure, actions="pull,push")
-    try:
-        subject = reg.descriptor(ref.digest)
-        reg.put_blob(EMPTY_CONFIG)
-        reg.put_blob(bundle)
-        manifest = bundle_manifest(subject, bundle, predicate_type, created)
-        body = json.dumps(manifest, separators=(",", ":")).encode()
-        digest = "sha256:" + hashlib.sha256(body).hexdigest()
-        _, answered = reg.put_manifest_answer(digest, body)
-        at = str(imageref.ImageRef(ref.repository, None, digest))
-        if answered == ref.digest:
-            return Attached(at, "referrers API")
-        tag = referrers_tag(ref.digest)
-        index = reg.get_manifest(tag, f"{INDEX_MEDIA_TYPE}, {MANIFEST_MEDIA_TYPE}")
-        listed = index.get("manifests") if index is not None else None
-        if index is not None and index.get("mediaType") not in (None, INDEX_MEDIA_TYPE):
-            listed = None  # not an index: replaced, as the spec allows for a tag it owns
-        entries: list[Mapping[str, object]] = [
-            m
-            for m in (listed if isinstance(listed, list) else [])
-            if isinstance(m, dict) and m.get("digest") != digest
-        ]
-        entries.append(
-            {
-                "mediaType": MANIFEST_MEDIA_TYPE,
-                "digest": digest,
-                "size": len(body),
-                "artifactType": BUNDLE_MEDIA_TYPE,
-                "annotations": manifest["annotations"],
-            }
-        )
-        doc: ImageIndex = {"schemaVersion": 2, "mediaType": INDEX_MEDIA_TYPE, "manifests": entries}
-        reg.put_manifest(tag, json.dumps(doc, separators=(",", ":")).encode(), INDEX_MEDIA_TYPE)
-        return Attached(at, "referrers tag", str(imageref.ImageRef(ref.repository, tag)))
-    finally:
-        reg.close()
-
-
-def _bundle_entries(listing: Mapping[str, object], entries: dict[str, object]) -> None:
-    """Add the bundle manifests an index lists to ``entries`` (digest -> size, each
-    digest once, in order; at most one past ``MAX_REFERRERS``)."""
-    listed = listing.get("manifests")
-    for m in listed if isinstance(listed, list) else []:
-        if len(entries) > MAX_REFERRERS:
-            return
-        if isinstance(m, dict) and m.get("artifactType") == BUNDLE_MEDIA_TYPE:
-            key = m.get("digest")
-            entries.setdefault(key if isinstance(key, str) else repr(key), m.get("size"))
-
-
-def _descriptor_problem(digest: object, size: object, kind: str) -> str:
-    from envlock.index import http
-
-    if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
-        return f"its descriptor names the digest {str(digest)[:80]!r}, not sha256:<64 hex>"
-    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        return f"its descriptor states no size ({str(size)[:40]!r})"
-    if size > http.LIMITS[kind]:
-        bound = http.LIMITS[kind] // http.MIB
-        return f"its descriptor states {size} bytes, past the {bound} MiB bound"
-    return ""
-
-
-def iter_bundles(
-    pinned_ref: str | imageref.ImageRef, *, insecure: bool = False
-) -> Iterator[Attestation]:
-    """The Sigstore bundles attached to ``REPO@sha256:<hex>`` as OCI 1.1 referrers,
-    listed by the referrers API or, where the registry has none (404), by the
-    referrers tag schema's index; read one at a time (a caller keeps one in memory).
-
-    Each listed manifest of ``artifactType`` bundle (at most ``MAX_REFERRERS``)
-    is read through the bounded reader, its sha256 checked; its subject must be
-    this image and its first bundle layer is read no longer than its descriptor
-    says (``MAX_ATTESTATION_BYTES`` in all), its sha256 checked as it arrives.
-    Anything else is that entry's ``problem`` and the next one is read. A
-    registry that cannot be reached for the list is EnvironmentFailure (exit 3).
-    """
-    from envlock.index import http
-
-    ref = pinned(pinned_ref)
-    assert ref.digest is not None
-    reg = _Registry(ref, insecure)
-    try:
-        entries: dict[str, object] = {}  # manifest digest -> size, each once, in order
-        listing = reg.get_manifest(ref.digest, INDEX_MEDIA_TYPE, path="referrers")
-        layout = "referrers API"
-        if listing is None:
-            listing = reg.get_manifest(
-                referrers_tag(ref.digest), f"{INDEX_MEDIA_TYPE}, {MANIFEST_MEDIA_TYPE}"
-            )
-            layout = "referrers tag"
-        pages = 1
-        while listing is not None:
-            _bundle_entries(listing, entries)
-            # the API may page a long list (its Link header): pages are followed while
-            # they can add to what is read (MAX_REFERRERS), MAX_REFERRER_PAGES at most,
-            # one page in memory at a time
-            if not reg.next_page or pages == MAX_REFERRER_PAGES or len(entries) > MAX_REFERRERS:
-                break
-            listing = reg.get_manifest(
-                ref.digest, INDEX_MEDIA_TYPE, path="referrers", url=reg.next_page
-            )
-            pages += 1
-        del listing
-        total = 0
-        n = len(entries)
-        for i, (mdigest, msize) in enumerate(entries.items(), 1):
-
-            def skipped(problem: str, layer: str = "", i: int = i, m: str = mdigest) -> Attestation:
-                return Attestation(i, n, layer, problem=problem, layout=layout, manifest=m)
-
-            if i > MAX_REFERRERS:
-                yield skipped(
-                    f"not read, nor any after it: past the bound of {MAX_REFERRERS} "
-                    "bundles read from one referrers list"
-                )
-                return
-            problem = _descriptor_problem(mdigest, msize, "manifest")
-            if problem:
-                yield skipped(f"not read: {problem}")
-                continue
-            try:
-                manifest = reg.get_manifest(mdigest)
-            except EnvironmentFailure as e:
-                yield skipped(f"not read: {e.message}")
-                continue
-            if manifest is None:
-                yield skipped("not read: the registry has no such manifest (HTTP 404)")
-                continue
-            subject = manifest.get("subject")
-            named = subject.get("digest") if isinstance(subject, dict) else None
-            if named != ref.digest:
-                yield skipped(f"not read: its subject is {str(named)[:80]}, not {ref.digest}")
-                continue
-            layers = manifest.get("layers")
-            layer = next(
-                (
-                    x
-                    for x in (layers if isinstance(layers, list) else [])
-                    if isinstance(x, dict) and x.get("mediaType") == BUNDLE_MEDIA_TYPE
-                ),
-                None,
-            )
-            if layer is None:
-                yield skipped("not read: the manifest has no layer of the bundle media type")
-                continue
-            ldigest, lsize = layer.get("digest"), layer.get("size")
-            shown = ldigest if isinstance(ldigest, str) else repr(ldigest)
-            problem = _descriptor_problem(ldigest, lsize, "blob")
-            if not problem and total + int(lsize or 0) > MAX_ATTESTATION_BYTES:
-                problem = (
-                    f"its {lsize} bytes would pass the {MAX_ATTESTATION_BYTES // http.MIB} MiB "
-                    "bound of all the bundles read for one image"
-                )
-            if problem or not isinstance(ldigest, str) or not isinstance(lsize, int):
-                yield skipped(f"not read: {problem}", shown)
-                continue
-            total += lsize
-            doing = f"reading blob {ldigest[:19]}... of {ref.repository}"
-            resp = reg.request("GET", f"{reg.url}/blobs/{ldigest}", doing)
-            if resp.status_code != 200:
-                yield skipped(f"not read: HTTP {resp.status_code}{_registry_said(resp)}", shown)
-                continue
-            try:
-                data = http.read_body(resp, "blob", size=lsize, sha256=ldigest.partition(":")[2])
-            except http.BodyError as e:
-                yield skipped(f"not read: the registry sent {e}", shown)
-                continue
-            yield Attestation(i, n, ldigest, data, layout=layout, manifest=mdigest)
-            del data
-    finally:
-        reg.close()

@@ -8,7 +8,7 @@ from envlock.errors import DataError, UsageError
 
 if TYPE_CHECKING:
     from envlock.image.ref import ImageRef
-    from envlock.image.registry import Attached
+    from envlock.image.referrers import Attached
     from envlock.report.dsse import Envelope
 
 
@@ -60,12 +60,12 @@ def attach_evidence(
 
     ``format="referrers"`` (the default) attaches it as a Sigstore bundle v0.3
     in an OCI artifact manifest whose subject is the image (cosign v3's layout;
-    ``registry.attach_bundle``): ``manifest`` is ``REPO@sha256:<bundle manifest>``.
+    ``referrers.attach_bundle``): ``manifest`` is ``REPO@sha256:<bundle manifest>``.
     ``format="legacy"`` adds ``data`` (the file as it is; default: the envelope
     as envlock writes it) as a layer of cosign's older ``sha256-<hex>.att``
     manifest: ``manifest`` is that tag reference (``REPO:sha256-<hex>.att``).
     """
-    from envlock.image import registry
+    from envlock.image import attestations, referrers, registry
     from envlock.report import dsse, envelope_bytes, sbom, sigstore, statement, trusted
 
     if format not in FORMATS:
@@ -90,15 +90,15 @@ def attach_evidence(
         )
     ptype = predicate_type if isinstance(predicate_type, str) else statement.PREDICATE_TYPE
     if format == "legacy":
-        tag = registry.attach_attestation(
+        tag = attestations.attach_attestation(
             ref,
             data if data is not None else envelope_bytes(envelope.to_dict()),
             ptype,
             insecure=insecure,
         )
-        return registry.Attached(tag, "legacy")
+        return referrers.Attached(tag, "legacy")
     created = None if is_sbom else trusted.created_at(doc)
-    return registry.attach_bundle(
+    return referrers.attach_bundle(
         ref,
         sigstore.bundle_bytes(envelope),
         ptype,

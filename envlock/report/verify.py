@@ -431,20 +431,20 @@ class AttachedReport:
 
 def attestations_of(ref: ImageRef) -> ImageRef:
     """Where the legacy attestations of REPO@sha256:<hex> are: ``REPO:sha256-<hex>.att``."""
-    from envlock.image import registry
+    from envlock.image import attestations
     from envlock.image.ref import ImageRef
 
     assert ref.digest is not None
-    return ImageRef(ref.repository, registry.attestation_tag(ref.digest))
+    return ImageRef(ref.repository, attestations.attestation_tag(ref.digest))
 
 
 def referrers_of(ref: ImageRef) -> ImageRef:
     """The referrers tag schema's index of REPO@sha256:<hex>: ``REPO:sha256-<hex>``."""
-    from envlock.image import registry
+    from envlock.image import referrers
     from envlock.image.ref import ImageRef
 
     assert ref.digest is not None
-    return ImageRef(ref.repository, registry.referrers_tag(ref.digest))
+    return ImageRef(ref.repository, referrers.referrers_tag(ref.digest))
 
 
 def check_attached(
@@ -464,10 +464,10 @@ def check_attached(
     reported and the next one checked (a planted layer never aborts the rest).
     Registry failures are EnvironmentFailure (exit 3).
     """
-    from envlock.image import registry
+    from envlock.image import attestations, referrers
     from envlock.report import sigstore
 
-    for att in registry.iter_bundles(image, insecure=insecure):
+    for att in referrers.iter_bundles(image, insecure=insecure):
         name = (
             f"{image.repository}@{att.manifest} layer {att.digest or '(none)'} "
             f"({att.layout}) [{att.index}/{att.of}]"
@@ -484,7 +484,7 @@ def check_attached(
             env, name, att.of, att.layout, image, public_key, requirements, lock_dir, insecure
         )
     where = attestations_of(image)
-    for att in registry.iter_attestations(image, insecure=insecure):
+    for att in attestations.iter_attestations(image, insecure=insecure):
         name = f"{where} layer {att.digest} [{att.index}/{att.of}]"
         if att.data is None:
             yield AttachedReport(name, att.of, problem=att.problem)
