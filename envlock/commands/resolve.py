@@ -11,13 +11,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envlock.commands.options import add_resolve_arguments, constraints_from_args
 from envlock.model import Resolution
 from envlock.output import bullets, emit_json, table
 from envlock.resolve import load_matrix, resolve
-from envlock.resolve.paths import GpuPaths, for_resolution
+
+if TYPE_CHECKING:  # the verdicts are only computed for --gpu: kept off the start-up path
+    from envlock.resolve.paths import GpuPaths
 
 DESCRIPTION = (
     "Resolve a TensorFlow requirement against envlock's matrices: the newest "
@@ -78,7 +80,11 @@ def run(args: argparse.Namespace) -> int:
     constraints = constraints_from_args(args)
     matrix = load_matrix() if constraints.gpus else None
     res = resolve(constraints, matrix)
-    paths = for_resolution(res, constraints, matrix) if matrix is not None else []
+    paths: list[GpuPaths] = []
+    if matrix is not None:
+        from envlock.resolve.paths import for_resolution
+
+        paths = list(for_resolution(res, constraints, matrix))
     if args.json:
         doc = res.to_dict()
         if constraints.gpus:
