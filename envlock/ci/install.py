@@ -57,6 +57,9 @@ class EnvlockWheel:
     url: str | None = None  # None: a file committed beside the workflow
 
 
+_NO_SPACE = re.compile(r"^\S+$")
+
+
 def _metadata(filename: str, data: bytes, what: str) -> tuple[str, tuple[str, ...]]:
     try:
         name, version, _build, _tags = parse_wheel_filename(filename)
@@ -121,6 +124,15 @@ def wheel_from_url(value: str) -> EnvlockWheel:
 
 
 def envlock_wheel(value: str) -> EnvlockWheel:
+    """The wheel ``--envlock-wheel`` names: a path or ``https://...#sha256=HEX``. It
+    reaches requirements.txt as it is given, so it passes the one door for values
+    of generated files first (every option is already refused with a control
+    character; here also white space, which would split the requirement line)."""
+    from envlock.render.values import checked
+
+    value = checked(
+        value, "--envlock-wheel", shape=_NO_SPACE, what="a wheel path or URL", hint=HINT
+    )
     if "://" in value:
         return wheel_from_url(value)
     return wheel_from_path(Path(value))
