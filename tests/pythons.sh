@@ -16,8 +16,13 @@ cd "$root"
 pyenv_versions="${PYENV_ROOT:-$HOME/.pyenv}/versions"
 unit_pythons="${ENVLOCK_TEST_PYTHONS-3.10 3.13}"
 harness_python="${ENVLOCK_HARNESS_PYTHON-3.8}"
-# main_python: SIGKILL loops whose subject is what the kernel leaves on disk (the
-# restore and lock kill -9 tests): under the main interpreter only
+# main_python: tests whose subject is decided outside the Python running envlock,
+# under the main interpreter only: the SIGKILL loops (what the kernel leaves on
+# disk: the restore and lock kill -9 tests) and the restores (the venvs that the
+# locked Python, uv and pip make; 380 s of each run here). What those run of
+# envlock under 3.10 and 3.13 still: the full restore (offline, from a
+# wheelhouse: test_restore.py), restore's refusals, the wheelhouse, and mypy's
+# check of every module against that Python's standard library (below).
 unit_markers="not docker and not network and not slow and not main_python"
 failed=()
 
@@ -30,13 +35,13 @@ find_python() {
   fi
 }
 
-# pytest's status, named: 5 (no test collected) is a failure here too
-run_pytest() {
+# a step's status, named; pytest's 5 (no test collected) is a failure here too
+run_step() {
   local label=$1 rc=0
   shift
   local start=$SECONDS
   "$@" || rc=$?
-  echo "tests/pythons.sh: $label: pytest exit $rc in $((SECONDS - start)) s"
+  echo "tests/pythons.sh: $label: exit $rc in $((SECONDS - start)) s"
   if [ "$rc" = 5 ]; then
     echo "tests/pythons.sh: $label collected no test" >&2
   fi
@@ -56,9 +61,14 @@ for version in $unit_pythons; do
   start=$SECONDS
   ENVLOCK_PYTHON="$py" ENVLOCK_VENV="$venv" bash scripts/ensure-venv.sh test
   echo "tests/pythons.sh: CPython $version venv ready in $((SECONDS - start)) s"
+  # every module against this Python's standard library as typeshed states it:
+  # what exists in it, and what it deprecates (pyproject.toml's error code
+  # "deprecated"), with the packages installed for this Python
+  run_step "CPython $version mypy" \
+    "$venv/bin/mypy" --python-version "$version" --cache-dir "$venv/.mypy_cache"
   # a quarter of each fuzz test's draws (tests/fuzz_support.py's scaled): the
   # same code paths, the full draws run under the main interpreter
-  run_pytest "CPython $version unit tests" \
+  run_step "CPython $version unit tests" \
     env ENVLOCK_FUZZ_SHARE="${ENVLOCK_FUZZ_SHARE:-0.25}" "$venv/bin/python" -m pytest -p no:cacheprovider -m "$unit_markers" \
     -n "${ENVLOCK_PYTHONS_WORKERS:-2}" --dist loadfile "$@"
 done
@@ -79,7 +89,7 @@ if [ -n "$harness_python" ]; then
       "$venv/bin/python" -m pip install -q --disable-pip-version-check pytest
     fi
     echo "tests/pythons.sh: CPython $harness_python venv ready in $((SECONDS - start)) s"
-    run_pytest "CPython $harness_python harness tests" \
+    run_step "CPython $harness_python harness tests" \
       "$venv/bin/python" -m pytest -p no:cacheprovider tests/test_smoke_harness.py
   fi
 fi

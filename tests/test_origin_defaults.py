@@ -68,6 +68,7 @@ def test_doctor_inspects_the_captured_venv_and_its_fix_names_it(
     assert not (folder / ".venv").exists()
 
 
+@pytest.mark.main_python  # a restore (see tests/pythons.sh)
 def test_restore_and_the_wheelhouse_hint_act_on_the_captured_venv(
     bundle: tuple[Path, FakeIndex],  # noqa: F811
     capsys: pytest.CaptureFixture[str],
@@ -114,6 +115,7 @@ def test_a_bundle_captured_elsewhere_keeps_the_bundles_own_venv(
     assert doc["interpreter"]["chosen_by"] != "captured"
 
 
+@pytest.mark.main_python  # a restore (see tests/pythons.sh)
 def test_an_interpreter_outside_a_venv_is_restored_in_place(
     bundle: tuple[Path, FakeIndex],  # noqa: F811
     capsys: pytest.CaptureFixture[str],

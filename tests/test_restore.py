@@ -214,6 +214,7 @@ def test_offline_restore_from_a_wheelhouse_with_the_index_unreachable(
     assert "smoke PASSED" in out and "\nnew venv: " in out and " distributions\n" in out
 
 
+@pytest.mark.main_python  # a restore (see tests/pythons.sh)
 def test_restore_repairs_drift_prints_it_and_cleans_the_previous_folder(
     bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -241,6 +242,7 @@ def test_restore_repairs_drift_prints_it_and_cleans_the_previous_folder(
     ]
 
 
+@pytest.mark.main_python  # a restore (see tests/pythons.sh)
 def test_a_failing_smoke_test_switches_nothing(
     bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -265,6 +267,7 @@ def made(tmp_path: Path) -> list[str]:
     return sorted(p.name for p in tmp_path.rglob("*") if "venv" in p.name)
 
 
+@pytest.mark.main_python  # a restore (see tests/pythons.sh)
 def test_restore_without_a_gpu_stops_in_seconds_having_made_nothing(
     bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -300,6 +303,7 @@ def test_restore_without_a_gpu_stops_in_seconds_having_made_nothing(
     assert installed(venv) == {"tensorflow": "2.15.1", "dep-a": "1.5"}
 
 
+@pytest.mark.main_python  # a restore (see tests/pythons.sh)
 def test_a_wheelhouse_with_a_missing_and_a_truncated_wheel_names_both_before_building(
     bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -331,6 +335,7 @@ def test_a_wheelhouse_with_a_missing_and_a_truncated_wheel_names_both_before_bui
     assert installed(venv) == {"tensorflow": "2.15.1", "dep-a": "1.5"}
 
 
+@pytest.mark.main_python  # a restore (see tests/pythons.sh)
 def test_offline_with_an_empty_cache_and_no_wheelhouse_says_what_to_run(
     bundle: tuple[Path, FakeIndex],
     capsys: pytest.CaptureFixture[str],
@@ -362,6 +367,7 @@ def test_offline_with_an_empty_cache_and_no_wheelhouse_says_what_to_run(
     assert installed(venv) == {"tensorflow": "2.15.1", "dep-a": "1.5"}
 
 
+@pytest.mark.main_python  # a restore (see tests/pythons.sh)
 def test_an_install_failure_shows_no_deprecation_warning_of_uv(
     bundle: tuple[Path, FakeIndex],
     capsys: pytest.CaptureFixture[str],
@@ -399,6 +405,7 @@ def test_an_install_failure_shows_no_deprecation_warning_of_uv(
     assert not os.path.lexists(venv) and not (tmp_path / "venv.envlock-1").exists()
 
 
+@pytest.mark.main_python  # a restore (see tests/pythons.sh)
 def test_the_wheelhouse_hint_names_the_venv_and_works_when_pasted(
     bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -421,6 +428,7 @@ def test_the_wheelhouse_hint_names_the_venv_and_works_when_pasted(
     assert installed(venv) == {"tensorflow": "2.15.1", "dep-a": "1.5"}
 
 
+@pytest.mark.main_python  # a restore (see tests/pythons.sh)
 def test_a_plain_venv_folder_becomes_a_link_and_is_kept(
     bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

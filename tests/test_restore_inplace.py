@@ -99,6 +99,7 @@ def in_place(folder: Path, venv: Path, idx: FakeIndex, *more: str) -> list[str]:
     ]
 
 
+@pytest.mark.main_python  # a restore (see tests/pythons.sh)
 def test_in_place_sync_exact_and_undo_offline_give_back_each_state(
     bundle: tuple[Path, FakeIndex],
     capsys: pytest.CaptureFixture[str],
@@ -165,6 +166,7 @@ def test_in_place_sync_exact_and_undo_offline_give_back_each_state(
     assert "no in-place restore of " in err and "Traceback" not in err
 
 
+@pytest.mark.main_python  # a restore (see tests/pythons.sh)
 def test_an_unchanged_environment_installs_nothing_in_under_two_seconds(
     bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

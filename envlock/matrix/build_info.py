@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import ast
+import threading
 from typing import Any
 
 from envlock.errors import DataError
+
+# ast.parse is not safe to call from two threads at once on CPython 3.11: the AST
+# constructor's recursion counter is shared, and `matrix refresh` (which reads
+# wheels on a thread pool) failed with "SystemError: AST constructor recursion
+# depth mismatch" in this suite (python/cpython#106905 is that bug's family).
+_PARSE = threading.Lock()
 
 
 def parse_build_info(text: str, filename: str = "build_info.py") -> dict[str, Any]:
@@ -16,7 +23,8 @@ def parse_build_info(text: str, filename: str = "build_info.py") -> dict[str, An
     (``cuda_version_number = '10.1'``). ``*_version_number`` become ``*_version``.
     """
     try:
-        tree = ast.parse(text, filename=filename)
+        with _PARSE:
+            tree = ast.parse(text, filename=filename)
     except SyntaxError as e:
         raise DataError(f"{filename}: not valid Python: {e.msg} (line {e.lineno})") from None
     except ValueError as e:  # a NUL byte before 3.12 (a SyntaxError from 3.12 on)
