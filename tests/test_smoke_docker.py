@@ -11,6 +11,7 @@ the container starts and the harness runs on the CPU.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -53,7 +54,27 @@ def _remove(client: Any, ref: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def tf_bundle(tmp_path_factory: pytest.TempPathFactory, base_image: str) -> Path:
+def own_base(client: Any, base_image: str) -> Iterator[str]:
+    """The local base image with one label of this module's: an image id no other
+    test builds on. The classic builder takes, for a step, the newest image made
+    by that step on the same parent; two builds that ran the first shared steps
+    (the runtime stage's user and folders) at the same time made two such images,
+    and the rebuild below followed the other build's one and missed its cache
+    (seen once, when this module started beside other builds)."""
+    tag = "envlock-test/h5-smoke-base:1"
+    client.images.build(
+        fileobj=io.BytesIO(
+            f"FROM {base_image}\nLABEL io.envlock.test.module=test_smoke_docker\n".encode()
+        ),
+        tag=tag,
+        rm=True,
+    )
+    yield tag
+    _remove(client, tag)
+
+
+@pytest.fixture(scope="module")
+def tf_bundle(tmp_path_factory: pytest.TempPathFactory, own_base: str) -> Path:
     out = tmp_path_factory.mktemp("tf215") / "bundle"
     code = main(
         [
@@ -62,7 +83,7 @@ def tf_bundle(tmp_path_factory: pytest.TempPathFactory, base_image: str) -> Path
             "--python",
             "3.11",
             "--base-image",
-            base_image,
+            own_base,
             "--python-from",
             "image",
             "--ca-cert",

@@ -18,6 +18,7 @@ import ast
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -799,11 +800,12 @@ def test_xla_compiles_on_the_gpu_and_matches_eager(fake: Fake, tmp_path: Path) -
     entry = xla_entry(result)
     assert result["status"] == "PASSED"
     assert entry["status"] == "PASS"
-    assert entry["reason"].startswith("fake.compile compiled in 0.0")
-    assert entry["reason"].endswith(
-        " s, ran on cuda:0; max difference to eager execution 3e-07 "
-        "(ptxas 12.2.140 from nvidia-cuda-nvcc wheel)"
-    )
+    # the compile time is the fake's, as measured (0.10 s on a loaded machine)
+    assert re.fullmatch(
+        r"fake\.compile compiled in \d+\.\d\d s, ran on cuda:0; max difference to eager "
+        r"execution 3e-07 \(ptxas 12\.2\.140 from nvidia-cuda-nvcc wheel\)",
+        entry["reason"],
+    ), entry["reason"]
     xla = entry["xla"]
     assert xla["compiled_with"] == "fake.compile" and xla["reference"] == "eager execution"
     assert xla["device"] == "cuda:0"
