@@ -92,13 +92,24 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules that hold a slow test run first, each in its place otherwise
-    (a stable sort): with --dist loadfile a worker takes a whole module, and a
-    long module taken last ran alone at the end of the run while the other
-    workers had nothing left (half this machine's two cores idle for the last
-    ~150 s of the main run). Tests keep their order inside each module."""
-    slow = {item.nodeid.split("::", 1)[0] for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in slow)
+    """Long modules first, each in its place otherwise (a stable sort): first
+    those with a test that is slow and uses the real index (real TensorFlow
+    installs and imports), then those with another slow test, then the rest.
+    With --dist loadfile a worker takes a whole module, and a long module taken
+    late ran alone at the end of the run while the other workers had nothing left
+    (half this machine's two cores idle for the last 150-240 s of the main run).
+    Tests keep their order inside each module."""
+
+    def module(item: pytest.Item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    slow = {module(item) for item in items if item.get_closest_marker("slow")}
+    heavy = {
+        module(item)
+        for item in items
+        if item.get_closest_marker("slow") and item.get_closest_marker("network")
+    }
+    items.sort(key=lambda item: (module(item) not in heavy, module(item) not in slow))
 
 
 SLOW_BUDGET_S = 30.0
