@@ -4,9 +4,9 @@ runs, and a restore killed (SIGKILL) while it installs or smoke-tests leaves
 the working venv in place.
 
 A module of its own (it was test_restore.py's last test): with --dist loadfile
-a module runs on one worker, and this test (about 150 s alone, 275 s in a
-loaded run) at the end of test_restore.py's other restores left that worker
-running alone for the last four minutes of the suite.
+a module runs on one worker, and this test (79-275 s in full suite runs here)
+at the end of test_restore.py's other restores left that worker running alone
+for the last four minutes of the suite.
 """
 
 from __future__ import annotations
