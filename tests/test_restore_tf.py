@@ -25,6 +25,17 @@ from test_bootstrap_drift import installed
 from envlock.cli import main
 
 
+def tf_version(py: str) -> str:
+    """tf.__version__ as the venv's interpreter imports it (fails if it cannot)."""
+    ok = subprocess.run(
+        [py, "-c", "import tensorflow as tf; print(tf.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return ok.stdout.strip()
+
+
 @pytest.mark.slow
 @pytest.mark.network
 def test_restore_of_real_tensorflow_repairs_numpy_removed_and_protobuf_moved(
@@ -62,13 +73,7 @@ def test_restore_of_real_tensorflow_repairs_numpy_removed_and_protobuf_moved(
     assert doc["removed"] == [] and doc["smoke"] in ("PASSED", "WARNED")
     got = installed(venv)
     assert got["numpy"] == locked["numpy"] and got["protobuf"] == locked["protobuf"]
-    ok = subprocess.run(
-        [py, "-c", "import tensorflow as tf; print(tf.__version__)"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert ok.stdout.strip() == locked["tensorflow"]
+    assert tf_version(py) == locked["tensorflow"]
     # kill -9 while the next restore installs, and while it runs the smoke test
     before = os.readlink(venv)
     argv = [sys.executable, "-m", "envlock", *base]
@@ -88,10 +93,4 @@ def test_restore_of_real_tensorflow_repairs_numpy_removed_and_protobuf_moved(
         proc.stdout.close()
         proc.stderr.close()
         assert os.readlink(venv) == before
-        ok = subprocess.run(
-            [py, "-c", "import tensorflow as tf; print(tf.__version__)"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        assert ok.stdout.strip() == locked["tensorflow"]
+        assert tf_version(py) == locked["tensorflow"]
