@@ -409,7 +409,10 @@ def matrix_document(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     if name == "tensorflow.toml":  # a few rows: the parser's work grows with them
         start = draw(st.integers(0, len(doc["releases"]) - 1))
         doc["releases"] = doc["releases"][start : start + draw(st.integers(1, 4))]
-    for _ in range(draw(st.integers(1, 4))):
+    # none to four edits: with none the document parses (exit 0), so a short run
+    # (a quarter of the draws, tests/pythons.sh) still reaches the inputs that work;
+    # with one to four, 75 draws once all ended in exit 2
+    for _ in range(draw(st.integers(0, 4))):
         paths = list(_paths(doc))
         if not paths:
             break
