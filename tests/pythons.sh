@@ -59,7 +59,10 @@ for version in $unit_pythons; do
   venv="$root/.venv-py$version"
   echo "tests/pythons.sh: unit tests under $("$py" -V 2>&1) in ${venv#"$root"/}"
   start=$SECONDS
-  ENVLOCK_PYTHON="$py" ENVLOCK_VENV="$venv" bash scripts/ensure-venv.sh test
+  # uv from the main venv when it is there (ensure-venv.sh installs with it)
+  main_uv="${ENVLOCK_VENV:-$root/.venv}/bin/uv"
+  [ -x "$main_uv" ] || main_uv=""
+  ENVLOCK_PYTHON="$py" ENVLOCK_VENV="$venv" ENVLOCK_UV="$main_uv" bash scripts/ensure-venv.sh test
   echo "tests/pythons.sh: CPython $version venv ready in $((SECONDS - start)) s"
   # every module against this Python's standard library as typeshed states it:
   # what exists in it, and what it deprecates (pyproject.toml's error code
