@@ -3,6 +3,12 @@
 A venv with tensorflow==2.15.1 is made once for the module (uv, from the
 index in this machine's configuration). TensorFlow finds no GPU here, so the
 smoke result must say so loudly, unless --allow-cpu was asked for.
+
+Four harness runs serve the module's tests (each run imports TensorFlow, a few
+seconds of CPU; eight tests had eight runs): the strict default run; the
+--allow-cpu run from the command line (training, XLA and a small benchmark); a
+runtime.json with mixed_float16; and a lock that does not match, without
+training. Each is a module fixture, so a test run alone starts only its own.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +26,7 @@ import pytest
 
 from envlock.index.config import index_url
 from envlock.smoke import HARNESS_PATH, runner
+from envlock.smoke.result import SmokeRun
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]
 
@@ -78,12 +86,66 @@ def bundle(tmp_path: Path, expect: dict[str, Any], runtime: dict[str, Any] | Non
     return tmp_path
 
 
-def checks(result: dict[str, Any]) -> dict[str, tuple[str, str]]:
+def checks(result: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
     return {c["name"]: (c["status"], c["reason"]) for c in result["checks"]}
 
 
-def test_no_gpu_is_a_loud_failure(tf_python: str, tmp_path: Path) -> None:
-    result = runner.run_on_host(None, bundle(tmp_path, EXPECT), False, python=tf_python)
+@pytest.fixture(scope="module")
+def strict_run(tf_python: str, tmp_path_factory: pytest.TempPathFactory) -> SmokeRun:
+    """The default run without --allow-cpu (benchmark at the CPU's default size)."""
+    folder = bundle(tmp_path_factory.mktemp("strict"), EXPECT)
+    return runner.run_on_host(None, folder, False, python=tf_python)
+
+
+@pytest.fixture(scope="module")
+def cli_run(
+    tf_python: str, tmp_path_factory: pytest.TempPathFactory
+) -> subprocess.CompletedProcess[str]:
+    """The harness from the command line with --allow-cpu: training, XLA, a 64x64
+    benchmark, and a runtime.json that keeps float32."""
+    runtime = {"schema": "envlock.runtime/v1", "memory_growth": True, "mixed_precision": "float32"}
+    folder = bundle(tmp_path_factory.mktemp("cli"), EXPECT, runtime)
+    return subprocess.run(
+        [tf_python, str(HARNESS_PATH), "--allow-cpu", "--size", "64"]
+        + ["--expect", str(folder / "expect.json")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+MIXED_RUNTIME = {
+    "schema": "envlock.runtime/v1",
+    "visible_devices": None,
+    "memory_growth": True,
+    "mixed_precision": "mixed_float16",
+    "determinism": False,
+    "seed": 7,
+}
+
+
+@pytest.fixture(scope="module")
+def mixed_run(tf_python: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SmokeRun]:
+    """runtime.json asks for mixed_float16; four training steps a variant."""
+    folder = bundle(tmp_path_factory.mktemp("mixed"), EXPECT, MIXED_RUNTIME)
+    result = runner.run_on_host(
+        None, folder, True, python=tf_python, size=64, extra=["--training-steps", "4"]
+    )
+    return folder, result
+
+
+@pytest.fixture(scope="module")
+def mismatch_run(tf_python: str, tmp_path_factory: pytest.TempPathFactory) -> SmokeRun:
+    """A lock that does not match the installed TensorFlow, with --no-training."""
+    wrong = {**EXPECT, "version": "2.15.0", "cuda": "11.8", "cudnn": "9.1"}
+    folder = bundle(tmp_path_factory.mktemp("mismatch"), wrong)
+    return runner.run_on_host(
+        None, folder, True, python=tf_python, size=64, extra=["--no-training"]
+    )
+
+
+def test_no_gpu_is_a_loud_failure(strict_run: SmokeRun) -> None:
+    result = strict_run
     got = checks(result)
     assert result["status"] == "FAILED"
     assert runner.exit_code_for(result) == 1
@@ -112,14 +174,10 @@ def test_no_gpu_is_a_loud_failure(tf_python: str, tmp_path: Path) -> None:
     assert bench[0]["tflops"] > 0
 
 
-def test_allow_cpu_warns_and_benchmarks_the_cpu(tf_python: str, tmp_path: Path) -> None:
-    out = subprocess.run(
-        [tf_python, str(HARNESS_PATH), "--expect", str(bundle(tmp_path, EXPECT) / "expect.json")]
-        + ["--allow-cpu", "--size", "256"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def test_allow_cpu_warns_and_benchmarks_the_cpu(
+    cli_run: subprocess.CompletedProcess[str],
+) -> None:
+    out = cli_run
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["status"] == "WARNED"
@@ -128,14 +186,13 @@ def test_allow_cpu_warns_and_benchmarks_the_cpu(tf_python: str, tmp_path: Path) 
         "no GPU visible: TensorFlow runs on the CPU (--allow-cpu)",
     )
     bench = result["benchmark"]["results"][0]
-    assert bench["device"] == "cpu" and bench["n"] == 256
+    assert bench["device"] == "cpu" and bench["n"] == 64
     assert bench["seconds_per_op"]["min"] <= bench["seconds_per_op"]["median"]
     assert "Traceback" not in out.stderr
 
 
-def test_a_lock_that_does_not_match_fails_each_check(tf_python: str, tmp_path: Path) -> None:
-    wrong = {**EXPECT, "version": "2.15.0", "cuda": "11.8", "cudnn": "9.1"}
-    result = runner.run_on_host(None, bundle(tmp_path, wrong), True, python=tf_python)
+def test_a_lock_that_does_not_match_fails_each_check(mismatch_run: SmokeRun) -> None:
+    result = mismatch_run
     got = checks(result)
     assert result["status"] == "FAILED"
     assert got["framework_version"] == (
@@ -146,18 +203,11 @@ def test_a_lock_that_does_not_match_fails_each_check(tf_python: str, tmp_path: P
     assert got["build_cudnn"] == ("FAIL", "built with cuDNN 8, the lock says 9.1")
 
 
-def test_runtime_settings_are_applied_and_recorded(tf_python: str, tmp_path: Path) -> None:
-    runtime = {
-        "schema": "envlock.runtime/v1",
-        "visible_devices": None,
-        "memory_growth": True,
-        "mixed_precision": "mixed_float16",
-        "determinism": False,
-        "seed": 7,
-    }
-    result = runner.run_on_host(
-        None, bundle(tmp_path, EXPECT, runtime), True, python=tf_python, size=64
-    )
+def test_runtime_settings_are_applied_and_recorded(
+    mixed_run: tuple[Path, SmokeRun],
+) -> None:
+    folder, result = mixed_run
+    runtime = MIXED_RUNTIME
     got = checks(result)
     assert got["precision_policy"] == (
         "PASS",
@@ -165,22 +215,17 @@ def test_runtime_settings_are_applied_and_recorded(tf_python: str, tmp_path: Pat
     )
     assert result["settings"]["precision_policy"] == "mixed_float16"
     assert result["settings"]["runtime"] == runtime
-    assert result["settings"]["runtime_config"] == str(tmp_path / "runtime.json")
+    assert result["settings"]["runtime_config"] == str(folder / "runtime.json")
     assert result["status"] == "WARNED"
 
 
 TF_TRAIN = ["train_eager", "train_fit_float32", "train_fit_mixed_float16", "train_fit_jit_compile"]
 
 
-def test_training_checks_pass_on_the_cpu_by_default(tf_python: str, tmp_path: Path) -> None:
-    runtime = {"schema": "envlock.runtime/v1", "memory_growth": True, "mixed_precision": "float32"}
-    out = subprocess.run(
-        [tf_python, str(HARNESS_PATH), "--allow-cpu", "--size", "64"]
-        + ["--expect", str(bundle(tmp_path, EXPECT, runtime) / "expect.json")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def test_training_checks_pass_on_the_cpu_by_default(
+    cli_run: subprocess.CompletedProcess[str],
+) -> None:
+    out = cli_run
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     got = checks(result)
@@ -229,15 +274,10 @@ def test_training_checks_pass_on_the_cpu_by_default(tf_python: str, tmp_path: Pa
     assert training["matmul_fp32_s"] == fp32["seconds_per_op"]["median"]
 
 
-def test_runtime_mixed_precision_is_put_back_after_training(tf_python: str, tmp_path: Path) -> None:
-    runtime = {"schema": "envlock.runtime/v1", "mixed_precision": "mixed_float16"}
-    result = runner.run_on_host(
-        None,
-        bundle(tmp_path, EXPECT, runtime),
-        True,
-        python=tf_python,
-        extra=["--no-benchmark", "--training-steps", "4"],
-    )
+def test_runtime_mixed_precision_is_put_back_after_training(
+    mixed_run: tuple[Path, SmokeRun],
+) -> None:
+    _, result = mixed_run
     got = checks(result)
     assert [got[n][0] for n in TF_TRAIN] == ["PASS"] * 4, got
     runs = {r["variant"]: r for r in result["benchmark"]["training"]["runs"]}
@@ -248,18 +288,17 @@ def test_runtime_mixed_precision_is_put_back_after_training(tf_python: str, tmp_
     assert {r["steps"] for r in runs.values()} == {4}
 
 
-def test_no_training_leaves_the_training_checks_out(tf_python: str, tmp_path: Path) -> None:
-    result = runner.run_on_host(
-        None, bundle(tmp_path, EXPECT), True, python=tf_python, size=64, extra=["--no-training"]
-    )
+def test_no_training_leaves_the_training_checks_out(mismatch_run: SmokeRun) -> None:
+    result = mismatch_run
     assert not [c for c in result["checks"] if c["name"].startswith("train")]
     assert "training" not in result["benchmark"]
 
 
-def test_xla_compiles_and_matches_eager_on_the_cpu(tf_python: str, tmp_path: Path) -> None:
-    result = runner.run_on_host(
-        None, bundle(tmp_path, EXPECT), True, python=tf_python, extra=["--no-benchmark"]
-    )
+def test_xla_compiles_and_matches_eager_on_the_cpu(
+    cli_run: subprocess.CompletedProcess[str],
+) -> None:
+    assert cli_run.returncode == 0, cli_run.stderr
+    result = json.loads(cli_run.stdout)
     assert result["status"] == "WARNED", checks(result)  # gpu_visible, with --allow-cpu
     entry = next(c for c in result["checks"] if c["name"] == "xla")
     assert entry["status"] == "PASS", entry
