@@ -570,3 +570,48 @@ def test_kill_9_during_restore_leaves_the_old_venv_working(
     assert os.readlink(venv) in ("venv.envlock-2", "venv.envlock-3")
     left = sorted(p.name for p in tmp_path.glob("venv.envlock-*") if p.is_dir())
     assert left == ["venv.envlock-1", os.readlink(venv)]
+
+
+def _seeded(venv: Path) -> tuple[dict[str, str], list[str]]:
+    """The distributions in a venv (pip's own view) and its bin/ folder."""
+    out = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "list", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    dists = {d["name"]: d["version"] for d in json.loads(out.stdout)}
+    return dists, sorted(p.name for p in (venv / "bin").iterdir())
+
+
+def test_the_new_venv_is_seeded_as_python_m_venv_seeds_one(tmp_path: Path) -> None:
+    """restore's venv: the same pip (and setuptools before 3.12) as `python -m venv`,
+    from the interpreter's own ensurepip wheels, the same bin/ folder."""
+    from envlock.doctor.restore import create_venv
+
+    plain = tmp_path / "plain"
+    subprocess.run([sys.executable, "-m", "venv", str(plain)], check=True, timeout=600)
+    create_venv(sys.executable, tmp_path / "fast")
+    want = _seeded(plain)
+    assert "pip" in want[0] and want[0].get("setuptools") == (
+        None if sys.version_info >= (3, 12) else want[0]["setuptools"]
+    )
+    assert _seeded(tmp_path / "fast") == want
+    # uv installed them (the fallback, ensurepip, would say pip)
+    info = next((tmp_path / "fast").glob("lib/python3*/site-packages/pip-*.dist-info"))
+    assert (info / "INSTALLER").read_text().strip() == "uv"
+
+
+def test_without_uv_the_new_venv_is_made_by_python_m_venv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import envlock.lock.uv as uv_mod
+    from envlock.doctor.restore import create_venv
+
+    monkeypatch.setattr(uv_mod, "uv_bin", lambda: str(tmp_path / "no-uv"))
+    create_venv(sys.executable, tmp_path / "venv")
+    dists, _ = _seeded(tmp_path / "venv")
+    assert "pip" in dists
+    installer = next((tmp_path / "venv").glob("lib/python3*/site-packages/pip-*.dist-info"))
+    assert (installer / "INSTALLER").read_text().strip() == "pip"  # ensurepip's install
