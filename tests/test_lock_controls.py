@@ -202,19 +202,9 @@ def test_pip_resolver_with_exclude_newer(index: FakeIndex, tmp_path: Path) -> No
 def pip_with_uploaded_prior_to(tmp_path_factory: pytest.TempPathFactory) -> str:
     """An interpreter whose pip has --uploaded-prior-to (26.0+), from the configured index:
     a Python's bundled pip is older."""
-    import subprocess
-    import sys
+    from venv_support import tool_venv
 
-    venv = tmp_path_factory.mktemp("pip26") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
-    subprocess.run(
-        [python, "-m", "pip", "install", "-q", "pip>=26.0"],
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
-    return python
+    return str(tool_venv(tmp_path_factory.mktemp("pip26") / "venv", "pip>=26.0") / "python")
 
 
 @pytest.mark.network

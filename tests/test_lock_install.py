@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from venv_support import seeded_venv
 
 from envlock.cli import main
 from envlock.lock import read_lock
@@ -46,8 +47,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def pip_venv(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = tmp_path_factory.mktemp("pip-venv") / "venv"
-    made = run([sys.executable, "-m", "venv", str(venv)])
-    assert made.returncode == 0, made.stderr
+    seeded_venv(venv)  # python -m venv's pip, seeded in a fraction of ensurepip's time
     py = venv / "bin" / "python"
     inst = run(
         [

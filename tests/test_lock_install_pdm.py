@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import tomli_w
+from venv_support import seeded_venv, tool_venv
 
 from envlock.cli import main
 from envlock.lock import read_lock
@@ -39,12 +40,8 @@ def run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def pdm(tmp_path_factory: pytest.TempPathFactory) -> str:
-    venv = tmp_path_factory.mktemp("pdm") / "venv"
-    assert run([sys.executable, "-m", "venv", str(venv)]).returncode == 0
     # pdm[locked]: PDM's own pins (hishel 2.0 has no SyncSqliteStorage, which PDM 2.29 needs)
-    inst = run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "pdm[locked]"])
-    assert inst.returncode == 0, inst.stderr[-3000:]
-    return str(venv / "bin" / "pdm")
+    return str(tool_venv(tmp_path_factory.mktemp("pdm") / "venv", "pdm[locked]") / "pdm")
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +63,7 @@ def _project(root: Path, lock_text: str) -> Path:
         "[tool.pdm]\ndistribution = false\n"
     )
     (root / "pylock.toml").write_text(lock_text)
-    assert run([sys.executable, "-m", "venv", str(root / ".venv")]).returncode == 0
+    seeded_venv(root / ".venv")
     return root
 
 

@@ -46,6 +46,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.index.fakeindex import FakeIndex, FakeWheel, make_dist
+from venv_support import tool_venv
 
 from envlock.cli import main
 from envlock.lock import read_lock
@@ -116,13 +117,9 @@ def bundle(index: FakeIndex, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def tool(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
-    """``name`` installed from the index (pip's configuration) into a venv of its own."""
-    venv = tmp_path_factory.mktemp(name) / "venv"
-    made = run([sys.executable, "-m", "venv", str(venv)])
-    assert made.returncode == 0, made.stderr
-    inst = run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", name])
-    assert inst.returncode == 0, inst.stderr[-3000:]
-    return venv / "bin" / name
+    """``name`` installed from the index (pip's configuration) into a venv of its own
+    (by uv: the tools' own installs are not what these tests check)."""
+    return tool_venv(tmp_path_factory.mktemp(name) / "venv", name) / name
 
 
 @pytest.fixture(scope="module")

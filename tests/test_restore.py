@@ -601,6 +601,9 @@ def test_the_new_venv_is_seeded_as_python_m_venv_seeds_one(tmp_path: Path) -> No
     # uv installed them (the fallback, ensurepip, would say pip)
     info = next((tmp_path / "fast").glob("lib/python3*/site-packages/pip-*.dist-info"))
     assert (info / "INSTALLER").read_text().strip() == "uv"
+    # found by name as ensurepip's pip finds them, not a direct URL (capture would
+    # leave a pip 'installed from a local file' out of its lock)
+    assert not list((tmp_path / "fast").glob("lib/python3*/site-packages/*/direct_url.json"))
 
 
 def test_without_uv_the_new_venv_is_made_by_python_m_venv(

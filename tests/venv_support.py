@@ -1,4 +1,11 @@
-"""Real TensorFlow venvs for the tests that need one but do not test pip."""
+"""Venvs for the tests: real TensorFlow ones for tests that need one but do not
+test pip, and venvs holding a tool (pipenv, tox, pipx, PDM, a newer pip).
+
+Each is seeded as ``python -m venv`` seeds one (the interpreter's own pip, and
+setuptools before 3.12) by envlock.doctor.restore.create_venv, which takes
+~0.6 s where ensurepip takes ~5 s; what goes in after is installed by uv from
+the index of the user's configuration (envlock.index.config.index_url), not by
+pip (~10x the CPU here), unless pip is what a test checks."""
 
 from __future__ import annotations
 
@@ -18,7 +25,7 @@ def make_tf215_venv(venv: Path, uv_cache: Path, *also: str) -> Path:
     from ``uv_cache``. Files are copied, not linked, out of the cache: tests
     edit files in the venv."""
     if not (venv / "bin" / "python").exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        seeded_venv(venv)
     python = venv / "bin" / "python"
     subprocess.run(
         [str(uv_bin()), "pip", "install", "-q", "--python", str(python), "--link-mode", "copy"]
@@ -28,3 +35,26 @@ def make_tf215_venv(venv: Path, uv_cache: Path, *also: str) -> Path:
         timeout=1200,
     )
     return venv
+
+
+def seeded_venv(venv: Path, python: str = sys.executable) -> Path:
+    """``python -m venv VENV``, the same pip in it (envlock restore's way)."""
+    from envlock.doctor.restore import create_venv
+
+    create_venv(python, venv)
+    return venv
+
+
+def tool_venv(venv: Path, *requirements: str) -> Path:
+    """A seeded venv with ``requirements`` installed by uv from the configured index;
+    returns its bin/ folder."""
+    seeded_venv(venv)
+    subprocess.run(
+        [str(uv_bin()), "pip", "install", "-q", "--python", str(venv / "bin" / "python")]
+        + ["--index-url", index_url(None), *requirements],
+        env={**os.environ, "UV_SYSTEM_CERTS": "1"},
+        check=True,
+        capture_output=True,
+        timeout=1200,
+    )
+    return venv / "bin"

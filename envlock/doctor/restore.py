@@ -355,42 +355,45 @@ def _build(
 # The wheels `python -m venv` would seed a venv with, as ensurepip picks them
 # (CPython's Lib/ensurepip/__init__.py): pip, and setuptools up to 3.11; from the
 # distributor's WHEEL_PKG_DIR when it sets one (Debian: /usr/share/python-wheels),
-# else ensurepip's _bundled folder at the versions ensurepip names. One path a line.
+# else ensurepip's _bundled folder at the versions ensurepip names. Printed as the
+# folder, then NAME==VERSION a line.
 _SEED_WHEELS = r"""
 import ensurepip, glob, os, sysconfig
 wanted = [("pip", getattr(ensurepip, "_PIP_VERSION", None))]
 if getattr(ensurepip, "_SETUPTOOLS_VERSION", None):
     wanted.append(("setuptools", ensurepip._SETUPTOOLS_VERSION))
-pkg_dir = sysconfig.get_config_var("WHEEL_PKG_DIR")
+folder = sysconfig.get_config_var("WHEEL_PKG_DIR")
+if folder:  # the distributor's wheels, whatever their versions
+    wanted = [(name, "*") for name, _ in wanted]
+else:
+    folder = os.path.join(os.path.dirname(ensurepip.__file__), "_bundled")
+print(folder)
 for name, version in wanted:
-    if pkg_dir:
-        found = sorted(glob.glob(os.path.join(pkg_dir, name + "-*.whl")))
-    else:
-        bundled = os.path.join(os.path.dirname(ensurepip.__file__), "_bundled")
-        found = glob.glob(os.path.join(bundled, "%s-%s-*.whl" % (name, version)))
+    found = glob.glob(os.path.join(folder, "%s-%s-py*-none-any.whl" % (name, version)))
     if len(found) != 1:
-        raise SystemExit("no single %s wheel" % name)
-    print(found[0])
+        raise SystemExit("no single %s wheel in %s" % (name, folder))
+    print("%s==%s" % (name, os.path.basename(found[0]).split("-")[1]))
 """
 
 
 def create_venv(python: str, new: Path) -> None:
     """``python -m venv NEW`` with the same pip (and setuptools) in it, in a
     fraction of the time: the venv is made without pip, then uv installs the
-    interpreter's own ensurepip wheels from disk (no index; ~0.6 s against
-    ~5 s for ensurepip, which runs pip to install pip). Where those wheels
-    cannot be found or installed, the venv is made by ``python -m venv`` after all."""
+    interpreter's own ensurepip wheels by name from their folder, as ensurepip
+    has pip do (no index, no record of a direct URL; ~0.6 s against ~5 s for
+    ensurepip, which runs pip to install pip). Where those wheels cannot be found
+    or installed, the venv is made by ``python -m venv`` after all."""
     from envlock.lock.uv import uv_bin, uv_env
 
     doing = f"creating the venv {new}"
     run_step([python, "-m", "venv", "--without-pip", str(new)], doing, 600)
     new_python = str(new / "bin" / "python")
     try:
-        wheels = run_step([new_python, "-c", _SEED_WHEELS], doing, 60).split()
-        argv = [uv_bin(), "pip", "install", "--python", new_python, "--no-config"]
-        argv += ["--no-deps", "--no-index", "--offline", "-q", *wheels]
+        folder, *wanted = run_step([new_python, "-c", _SEED_WHEELS], doing, 60).split()
+        argv = [uv_bin(), "pip", "install", "--python", new_python, "--no-config", "-q"]
+        argv += ["--no-deps", "--no-index", "--offline", "--find-links", folder, *wanted]
         run_step(argv, doing, 600, uv_env())
-    except EnvironmentFailure:
+    except (EnvironmentFailure, ValueError):
         shutil.rmtree(new)
         run_step([python, "-m", "venv", str(new)], doing, 600)
 
