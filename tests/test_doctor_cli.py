@@ -150,6 +150,12 @@ def pip(venv: Path, *args: str) -> None:
     )
 
 
+def replace_file(path: Path, data: bytes) -> None:
+    new = path.with_name(path.name + ".new")
+    new.write_bytes(data)
+    os.replace(new, path)
+
+
 @pytest.fixture(scope="session")
 def tf_venv(tmp_path_factory: pytest.TempPathFactory, shared_uv_cache: Path) -> Iterator[Path]:
     """One venv with tensorflow==2.15.1 per session (the index from pip's configuration;
@@ -202,11 +208,14 @@ def test_real_tf_venv_deep_finds_an_edited_file(
     site = next((tf_venv / "lib").glob("python3.*/site-packages"))
     victim = site / "six.py"
     original = victim.read_bytes()
-    victim.write_bytes(original + b"\n# edited\n")
+    # edited as an editor saves (a new file renamed over it): the venv's files are
+    # hard links into the run's uv cache (venv_support), which an edit in place
+    # would change for every other venv made from it
+    replace_file(victim, original + b"\n# edited\n")
     try:
         code, doc = doctor(["--venv", str(tf_venv), "--allow-cpu", "--deep"], capsys)
     finally:
-        victim.write_bytes(original)
+        replace_file(victim, original)
     files = by_check(doc)["files of six"]
     assert files["status"] == "FAIL" and "six.py (changed)" in files["cause"]
     assert code == 1

@@ -1,29 +1,42 @@
-"""The rendered Dockerfile, built for real through the Docker Engine.
+"""The rendered Dockerfile, built for real through the Docker Engine, and
+envlock build / smoke / verify on that TensorFlow image.
 
 No registry is reachable here, so the nvidia/cuda base cannot be pulled: the
-same template is rendered with the local base image (tests/docker/setup.sh)
-as --base-image and --python-from image, then built with the real TensorFlow
-2.15.1 wheels from the index, and the image is inspected and smoke-tested.
+same template is rendered with a local base image (tests/docker/setup.sh's,
+plus one label: see own_base) as --base-image and --python-from image, then
+built with the real TensorFlow 2.15.1 wheels from the index (the golden lock
+tests/golden/render/tf2.15-system), the image inspected and smoke-tested.
+`envlock build` of the same bundle comes from the layers of that build (one
+install of TensorFlow for the module), and is what `envlock smoke` runs and
+`envlock verify` checks: no GPU and no NVIDIA container toolkit here, so the
+GPU request fails when the container starts and the harness runs on the CPU.
+A fresh lock against the real index is built and imported elsewhere
+(test_lock_install.py, test_lock_network.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from envlock.cli import main
+from envlock.image.build import build_image
 from envlock.index.config import index_url
 
 REPO = Path(__file__).resolve().parent.parent
 CASE = REPO / "tests" / "golden" / "render" / "tf2.15-system"
 SYSTEM_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 TAG = "envlock-test/render-tf2.15:latest"
+TF_TAG = "envlock-test/h5-smoke-tf:2.15"  # envlock build's tag of the same bundle
 
 pytestmark = [pytest.mark.docker, pytest.mark.network, pytest.mark.slow]
 
@@ -38,18 +51,56 @@ def run(client: Any, image: str, command: list[str], **kwargs: Any) -> tuple[int
     return int(status["StatusCode"]), logs
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _reproducible_builds() -> Iterator[None]:
+    """A fixed created label (envlock build sets it): the rebuild below stays cached."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SOURCE_DATE_EPOCH", "1700000000")
+        yield
+
+
 @pytest.fixture(scope="module")
-def built(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def client() -> Iterator[Any]:
     import docker
 
+    c = docker.from_env(timeout=1800)
+    yield c
+    c.close()
+
+
+def _remove(client: Any, ref: str) -> None:
+    with contextlib.suppress(Exception):  # already gone
+        client.images.remove(ref, force=True)
+
+
+@pytest.fixture(scope="module")
+def own_base(client: Any, base_image: str) -> Iterator[str]:
+    """The local base image with one label of this module's: an image id no other
+    test builds on. The classic builder takes, for a step, the newest image made
+    by that step on the same parent; two builds that ran the first shared steps
+    (the runtime stage's user and folders) at the same time made two such images,
+    and a rebuild followed the other build's one and missed its cache (seen once,
+    when the module started beside other builds)."""
+    tag = "envlock-test/tf-image-base:1"
+    client.images.build(
+        fileobj=io.BytesIO(f"FROM {base_image}\nLABEL io.envlock.test.base=tf-image\n".encode()),
+        tag=tag,
+        rm=True,
+    )
+    yield tag
+    for ref in (TAG, "envlock-test/render-tf2.15-buildarg:latest", TF_TAG, tag):
+        _remove(client, ref)
+
+
+@pytest.fixture(scope="module")
+def built(client: Any, own_base: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     bundle = tmp_path_factory.mktemp("tf215-image")
     for name in ("pylock.toml", "requirements.txt"):
         shutil.copy(CASE / name, bundle / name)
-    argv = ["render", str(bundle), "--base-image", base_image, "--python-from", "image"]
+    argv = ["render", str(bundle), "--base-image", own_base, "--python-from", "image"]
     if SYSTEM_CA.is_file():  # the TLS-intercepting proxy of this machine
         argv += ["--ca-cert", str(SYSTEM_CA)]
     assert main(argv) == 0
-    client = docker.from_env(timeout=1800)
     start = time.monotonic()
     image, logs = client.images.build(
         path=str(bundle),
@@ -64,7 +115,7 @@ def built(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     return {"client": client, "image": image, "bundle": bundle, "seconds": seconds, "log": log}
 
 
-def test_image_carries_the_lock(built: dict[str, Any], base_image: str) -> None:
+def test_image_carries_the_lock(built: dict[str, Any], own_base: str) -> None:
     image = built["image"]
     bundle: Path = built["bundle"]
     config = image.attrs["Config"]
@@ -77,7 +128,7 @@ def test_image_carries_the_lock(built: dict[str, Any], base_image: str) -> None:
     assert labels["io.envlock.cuda"] == "12.2"
     assert labels["io.envlock.cudnn"] == "8.9"
     assert labels["io.envlock.cuda-source"] == "system"
-    assert labels["org.opencontainers.image.base.name"] == base_image
+    assert labels["org.opencontainers.image.base.name"] == own_base
     assert labels["org.opencontainers.image.version"] == "2.15.1"
     assert config["User"] == "10001:10001"
     assert "ENVLOCK_RUNTIME_CONFIG=/opt/envlock/runtime.json" in config["Env"]
@@ -160,7 +211,7 @@ def test_smoke_in_the_image(built: dict[str, Any]) -> None:
 
 
 def test_base_image_as_a_build_argument(
-    built: dict[str, Any], base_image: str, tmp_path: Path
+    built: dict[str, Any], own_base: str, tmp_path: Path
 ) -> None:
     """The nvidia/cuda default stays in the Dockerfile; --build-arg BASE_IMAGE replaces it."""
     for name in ("pylock.toml", "requirements.txt"):
@@ -175,12 +226,12 @@ def test_base_image_as_a_build_argument(
         path=str(tmp_path),
         tag="envlock-test/render-tf2.15-buildarg:latest",
         network_mode="host",
-        buildargs={"BASE_IMAGE": base_image, "PIP_INDEX_URL": index_url()},
+        buildargs={"BASE_IMAGE": own_base, "PIP_INDEX_URL": index_url()},
         rm=True,
         forcerm=True,
     )
     labels = image.attrs["Config"]["Labels"]
-    assert labels["org.opencontainers.image.base.name"] == base_image
+    assert labels["org.opencontainers.image.base.name"] == own_base
     assert labels["io.envlock.lock.digest"] == built["image"].labels["io.envlock.lock.digest"]
     code, out = run(
         built["client"],
@@ -188,3 +239,141 @@ def test_base_image_as_a_build_argument(
         ["python", "-c", "import tensorflow, sys; print(tensorflow.__version__, sys.prefix)"],
     )
     assert code == 0 and out.split()[-2:] == ["2.15.1", "/opt/venv"], out
+
+
+# ------------------------------------- envlock build, smoke and verify of the image
+
+
+@pytest.fixture(scope="module")
+def tf_bundle(built: dict[str, Any]) -> Path:
+    bundle: Path = built["bundle"]
+    return bundle
+
+
+@pytest.fixture(scope="module")
+def tf_image(built: dict[str, Any], tf_bundle: Path) -> dict[str, Any]:
+    """`envlock build` of the bundle the module built above: the same Dockerfile,
+    context and build arguments on the same base, so every step up to envlock's
+    own labels comes from that build's layers."""
+    result = build_image(
+        tf_bundle,
+        tag=TF_TAG,
+        build_args={"PIP_INDEX_URL": index_url()},
+        network="host",
+        progress="quiet",
+    )
+    installs = [s for s in result.steps if "pip install" in s.instruction]
+    assert len(installs) == 1 and installs[0].cached, [
+        (s.instruction, s.cached) for s in result.steps
+    ]
+    return {"id": result.image_id, "build": result}
+
+
+def smoke_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
+    code = main(["smoke", *argv, "--json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err
+
+
+def checks(result: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["name"]: (c["status"], c["reason"]) for c in result["checks"]}
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_tf_bundle_image_fails_loudly_without_a_gpu(
+    tf_image: dict[str, Any], tf_bundle: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    labels = tf_image["build"].labels
+    assert labels["io.envlock.framework.version"] == "2.15.1"
+    assert labels["io.envlock.cuda"] == "12.2"
+    code, result, err = smoke_json(capsys, TF_TAG)
+    got = checks(result)
+    assert code == 1
+    assert result["status"] == "FAILED"
+    assert result["framework"] == "tensorflow"
+    assert result["version"] == "2.15.1"
+    assert result["build_info"]["cuda"] == "12.2"
+    assert result["expected"] == json.loads((tf_bundle / "expect.json").read_text())
+    assert got["framework_version"] == ("PASS", "TensorFlow 2.15.1 as locked")
+    assert got["build_cuda"] == ("PASS", "built with CUDA 12.2 as locked")
+    assert got["gpu_visible"] == ("FAIL", "no GPU visible: TensorFlow runs on the CPU")
+    status, reason = got["gpu_request"]
+    assert status == "FAIL"
+    assert "the NVIDIA container toolkit is missing" in reason
+    assert "could not select device driver" in reason
+    assert result["image"] == {"ref": TF_TAG, "id": tf_image["id"], "labels": labels}
+    assert result["runner"] == {"kind": "docker", "gpus": "all", "network": "none"}
+    assert result["host"]["python_executable"] == "/opt/venv/bin/python"
+    assert result["host"]["in_container"] is True
+    assert result["settings"]["runtime_config"] == "/opt/envlock/runtime.json"
+    assert result["benchmark"]["results"][0]["device"] == "cpu"
+    assert "Traceback" not in err
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_tf_bundle_image_with_allow_cpu_warns(
+    tf_image: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, result, _ = smoke_json(capsys, TF_TAG, "--allow-cpu", "--gpus", "none")
+    got = checks(result)
+    assert code == 0
+    assert result["status"] == "WARNED"
+    assert "gpu_request" not in got  # no GPU asked for
+    assert got["gpu_visible"] == (
+        "WARN",
+        "no GPU visible: TensorFlow runs on the CPU (--allow-cpu)",
+    )
+    bench = result["benchmark"]["results"]
+    assert [(r["device"], r["dtype"], r["n"]) for r in bench] == [("cpu", "fp32", 512)]
+    assert bench[0]["tflops"] > 0
+
+    code = main(["smoke", TF_TAG, "--allow-cpu"])
+    table = capsys.readouterr().out
+    assert code == 0
+    assert table.splitlines()[0] == f"WARNED: tensorflow 2.15.1 in {TF_TAG}"
+    assert "WARN    gpu_request" in table
+    assert "matmul 512^3  fp32  cpu" in table
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_rebuild_of_the_unchanged_bundle_is_fully_cached(
+    tf_image: dict[str, Any], tf_bundle: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["build", str(tf_bundle), "--tag", TF_TAG, "--network", "host", "--json"]
+    code = main([*argv, "--build-arg", f"PIP_INDEX_URL={index_url()}"])
+    again = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert again["image_id"] == tf_image["id"]
+    cacheable = [s for s in again["steps"] if s["cacheable"]]
+    assert len(cacheable) >= 10
+    assert all(s["cached"] for s in cacheable), [s for s in cacheable if not s["cached"]]
+    assert again["fully_cached"] is True
+    assert again["seconds"] <= 5.0
+
+
+@pytest.mark.slow
+@pytest.mark.network
+def test_signed_report_of_the_image(
+    tf_image: dict[str, Any],
+    tf_bundle: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["keygen", "-o", str(tmp_path / "key")]) == 0
+    report = tmp_path / "report.intoto.json"
+    code = main(
+        ["smoke", TF_TAG, "--allow-cpu", "--gpus", "none", "--sign", str(tmp_path / "key.pem")]
+        + ["--lock", str(tf_bundle), "-o", str(report)]
+    )
+    capsys.readouterr()
+    assert code == 0
+    envelope = json.loads(report.read_text())
+    assert envelope["payloadType"] == "application/vnd.in-toto+json"
+    code = main(
+        ["verify", str(report), "--key", str(tmp_path / "key.pub.pem"), "--image", TF_TAG]
+        + ["--lock", str(tf_bundle), "--require-pass"]
+    )
+    assert code == 0, capsys.readouterr()

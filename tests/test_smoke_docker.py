@@ -1,17 +1,14 @@
-"""envlock smoke IMAGE through the Docker Engine: the real TF 2.15 bundle, and the
-ways a smoke run goes wrong (no NVIDIA toolkit, no Python, a harness that
-crashes or dies halfway, no daemon).
+"""envlock smoke IMAGE through the Docker Engine: the ways a smoke run goes
+wrong (no NVIDIA toolkit, no Python, a harness that crashes or dies halfway or
+hangs, no daemon), on small images made here.
 
-The TF bundle is locked from the real index (`envlock lock tensorflow==2.15`)
-for the local base image, built with `envlock build` and removed afterwards.
-No GPU and no NVIDIA container toolkit here, so the GPU request fails when
-the container starts and the harness runs on the CPU.
+The real TF 2.15 image is smoke-tested, rebuilt and signed in
+tests/test_render_docker.py, which builds it once for both modules' tests.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import subprocess
 import sys
@@ -26,9 +23,6 @@ from envlock.cli import main
 from envlock.image.build import build_image
 
 pytestmark = pytest.mark.docker
-
-TF_TAG = "envlock-test/h5-smoke-tf:2.15"
-CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -53,56 +47,6 @@ def _remove(client: Any, ref: str) -> None:
         client.images.remove(ref, force=True)
 
 
-@pytest.fixture(scope="module")
-def own_base(client: Any, base_image: str) -> Iterator[str]:
-    """The local base image with one label of this module's: an image id no other
-    test builds on. The classic builder takes, for a step, the newest image made
-    by that step on the same parent; two builds that ran the first shared steps
-    (the runtime stage's user and folders) at the same time made two such images,
-    and the rebuild below followed the other build's one and missed its cache
-    (seen once, when this module started beside other builds)."""
-    tag = "envlock-test/h5-smoke-base:1"
-    client.images.build(
-        fileobj=io.BytesIO(
-            f"FROM {base_image}\nLABEL io.envlock.test.module=test_smoke_docker\n".encode()
-        ),
-        tag=tag,
-        rm=True,
-    )
-    yield tag
-    _remove(client, tag)
-
-
-@pytest.fixture(scope="module")
-def tf_bundle(tmp_path_factory: pytest.TempPathFactory, own_base: str) -> Path:
-    out = tmp_path_factory.mktemp("tf215") / "bundle"
-    code = main(
-        [
-            "lock",
-            "tensorflow==2.15",
-            "--python",
-            "3.11",
-            "--base-image",
-            own_base,
-            "--python-from",
-            "image",
-            "--ca-cert",
-            CA_BUNDLE,
-            "-o",
-            str(out),
-        ]
-    )
-    assert code == 0
-    return out
-
-
-@pytest.fixture(scope="module")
-def tf_image(tf_bundle: Path, client: Any) -> Iterator[dict[str, Any]]:
-    result = build_image(tf_bundle, tag=TF_TAG, network="host", progress="quiet")
-    yield {"id": result.image_id, "build": result}
-    _remove(client, TF_TAG)
-
-
 def smoke_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
     code = main(["smoke", *argv, "--json"])
     captured = capsys.readouterr()
@@ -111,105 +55,6 @@ def smoke_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dic
 
 def checks(result: dict[str, Any]) -> dict[str, tuple[str, str]]:
     return {c["name"]: (c["status"], c["reason"]) for c in result["checks"]}
-
-
-@pytest.mark.slow
-@pytest.mark.network
-def test_tf_bundle_image_fails_loudly_without_a_gpu(
-    tf_image: dict[str, Any], tf_bundle: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    labels = tf_image["build"].labels
-    assert labels["io.envlock.framework.version"] == "2.15.1"
-    assert labels["io.envlock.cuda"] == "12.2"
-    code, result, err = smoke_json(capsys, TF_TAG)
-    got = checks(result)
-    assert code == 1
-    assert result["status"] == "FAILED"
-    assert result["framework"] == "tensorflow"
-    assert result["version"] == "2.15.1"
-    assert result["build_info"]["cuda"] == "12.2"
-    assert result["expected"] == json.loads((tf_bundle / "expect.json").read_text())
-    assert got["framework_version"] == ("PASS", "TensorFlow 2.15.1 as locked")
-    assert got["build_cuda"] == ("PASS", "built with CUDA 12.2 as locked")
-    assert got["gpu_visible"] == ("FAIL", "no GPU visible: TensorFlow runs on the CPU")
-    status, reason = got["gpu_request"]
-    assert status == "FAIL"
-    assert "the NVIDIA container toolkit is missing" in reason
-    assert "could not select device driver" in reason
-    assert result["image"] == {"ref": TF_TAG, "id": tf_image["id"], "labels": labels}
-    assert result["runner"] == {"kind": "docker", "gpus": "all", "network": "none"}
-    assert result["host"]["python_executable"] == "/opt/venv/bin/python"
-    assert result["host"]["in_container"] is True
-    assert result["settings"]["runtime_config"] == "/opt/envlock/runtime.json"
-    assert result["benchmark"]["results"][0]["device"] == "cpu"
-    assert "Traceback" not in err
-
-
-@pytest.mark.slow
-@pytest.mark.network
-def test_tf_bundle_image_with_allow_cpu_warns(
-    tf_image: dict[str, Any], capsys: pytest.CaptureFixture[str]
-) -> None:
-    code, result, _ = smoke_json(capsys, TF_TAG, "--allow-cpu", "--gpus", "none")
-    got = checks(result)
-    assert code == 0
-    assert result["status"] == "WARNED"
-    assert "gpu_request" not in got  # no GPU asked for
-    assert got["gpu_visible"] == (
-        "WARN",
-        "no GPU visible: TensorFlow runs on the CPU (--allow-cpu)",
-    )
-    bench = result["benchmark"]["results"]
-    assert [(r["device"], r["dtype"], r["n"]) for r in bench] == [("cpu", "fp32", 512)]
-    assert bench[0]["tflops"] > 0
-
-    code = main(["smoke", TF_TAG, "--allow-cpu"])
-    table = capsys.readouterr().out
-    assert code == 0
-    assert table.splitlines()[0] == f"WARNED: tensorflow 2.15.1 in {TF_TAG}"
-    assert "WARN    gpu_request" in table
-    assert "matmul 512^3  fp32  cpu" in table
-
-
-@pytest.mark.slow
-@pytest.mark.network
-def test_rebuild_of_the_unchanged_bundle_is_fully_cached(
-    tf_image: dict[str, Any], tf_bundle: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    code = main(["build", str(tf_bundle), "--tag", TF_TAG, "--network", "host", "--json"])
-    again = json.loads(capsys.readouterr().out)
-    assert code == 0
-    assert again["image_id"] == tf_image["id"]
-    cacheable = [s for s in again["steps"] if s["cacheable"]]
-    assert len(cacheable) >= 10
-    assert all(s["cached"] for s in cacheable), [s for s in cacheable if not s["cached"]]
-    assert again["fully_cached"] is True
-    assert again["seconds"] <= 5.0
-
-
-@pytest.mark.slow
-@pytest.mark.network
-def test_signed_report_of_the_image(
-    tf_image: dict[str, Any],
-    tf_bundle: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    assert main(["keygen", "-o", str(tmp_path / "key")]) == 0
-    report = tmp_path / "report.intoto.json"
-    code = main(
-        ["smoke", TF_TAG, "--allow-cpu", "--gpus", "none", "--sign", str(tmp_path / "key.pem")]
-        + ["--lock", str(tf_bundle), "-o", str(report)]
-    )
-    capsys.readouterr()
-    assert code == 0
-    envelope = json.loads(report.read_text())
-    assert envelope["payloadType"] == "application/vnd.in-toto+json"
-    code = main(
-        ["verify", str(report), "--key", str(tmp_path / "key.pub.pem"), "--image", TF_TAG]
-        + ["--lock", str(tf_bundle), "--require-pass"]
-    )
-    assert code == 0, capsys.readouterr()
 
 
 # ---------------------------------------------------------------- failure paths

@@ -22,13 +22,15 @@ def make_tf215_venv(venv: Path, uv_cache: Path, *also: str) -> Path:
     """A venv with tensorflow==2.15.1 (and ``also``) from the index of the user's
     configuration: ``python -m venv`` unless ``venv`` is already one (so pip is
     there: doctor's fixes and the tests run pip in it), then ``uv pip install``
-    from ``uv_cache``. Files are copied, not linked, out of the cache: tests
-    edit files in the venv."""
+    from ``uv_cache``. Files are hard links into the cache (uv's default where both
+    lie on one file system; copying the 1.7 GB took ~18 s a venv under load): a
+    test may remove, add or replace files in the venv (pip does), never write into
+    one in place (test_doctor_cli's edit renames a new file over the old)."""
     if not (venv / "bin" / "python").exists():
         seeded_venv(venv)
     python = venv / "bin" / "python"
     subprocess.run(
-        [str(uv_bin()), "pip", "install", "-q", "--python", str(python), "--link-mode", "copy"]
+        [str(uv_bin()), "pip", "install", "-q", "--python", str(python), "--link-mode", "hardlink"]
         + ["--index-url", index_url(None), "tensorflow==2.15.1", *also],
         env={**os.environ, "UV_CACHE_DIR": str(uv_cache), "UV_SYSTEM_CERTS": "1"},
         check=True,
