@@ -89,7 +89,15 @@ if [ -n "$harness_python" ]; then
       "$py" -m venv "$venv"
     fi
     if ! "$venv/bin/python" -c 'import pytest' >/dev/null 2>&1; then
-      "$venv/bin/python" -m pip install -q --disable-pip-version-check pytest
+      main_uv="${ENVLOCK_VENV:-$root/.venv}/bin/uv"
+      if [ -x "$main_uv" ]; then  # uv picks pytest's last release for 3.8, as pip does
+        index=$("${ENVLOCK_VENV:-$root/.venv}/bin/python" -c \
+          'from envlock.index.config import index_url; print(index_url())')
+        "$main_uv" pip install -q --system-certs --python "$venv/bin/python" \
+          --default-index "$index" pytest
+      else
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check pytest
+      fi
     fi
     echo "tests/pythons.sh: CPython $harness_python venv ready in $((SECONDS - start)) s"
     run_step "CPython $harness_python harness tests" \

@@ -14,17 +14,15 @@ training. Each is a module fixture, so a test run alone starts only its own.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+from venv_support import make_tf215_venv
 
-from envlock.index.config import index_url
 from envlock.smoke import HARNESS_PATH, runner
 from envlock.smoke.result import SmokeRun
 
@@ -41,42 +39,12 @@ EXPECT = {
 }
 
 
-def _uv() -> str:
-    return str(Path(sys.executable).parent / "uv")
-
-
 @pytest.fixture(scope="module")
-def tf_python(tmp_path_factory: pytest.TempPathFactory) -> str:
-    venv = tmp_path_factory.mktemp("tf215") / "venv"
-    env = {
-        **os.environ,
-        "SSL_CERT_FILE": os.environ.get("SSL_CERT_FILE", "/etc/ssl/certs/ca-certificates.crt"),
-    }
-    subprocess.run(
-        [_uv(), "venv", "-q", "--python", sys.executable, str(venv)],
-        check=True,
-        env=env,
-        timeout=120,
-    )
-    python = str(venv / "bin" / "python")
-    subprocess.run(
-        [
-            _uv(),
-            "pip",
-            "install",
-            "-q",
-            "--native-tls",
-            "--python",
-            python,
-            "--default-index",
-            index_url(),
-            "tensorflow==2.15.1",
-        ],
-        check=True,
-        env=env,
-        timeout=900,
-    )
-    return python
+def tf_python(tmp_path_factory: pytest.TempPathFactory, shared_uv_cache: Path) -> str:
+    """tensorflow==2.15.1 from the configured index, through the run's shared uv cache
+    (the other real-TensorFlow venvs' one: TensorFlow is fetched once a run)."""
+    venv = make_tf215_venv(tmp_path_factory.mktemp("tf215") / "venv", shared_uv_cache)
+    return str(venv / "bin" / "python")
 
 
 def bundle(tmp_path: Path, expect: dict[str, Any], runtime: dict[str, Any] | None = None) -> Path:
