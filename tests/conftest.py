@@ -94,8 +94,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Long modules first, each in its place otherwise (a stable sort): first
     those with a test that is slow and uses the real index (real TensorFlow
-    installs and imports), then those with another slow test, then those with
-    a property-based (hypothesis) test, then the rest.
+    installs and imports), then those with another slow test, then the rest.
     With --dist loadfile a worker takes a whole module, and a long module taken
     late ran alone at the end of the run while the other workers had nothing left
     (half this machine's two cores idle for the last 150-240 s of the main run).
@@ -110,23 +109,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for item in items
         if item.get_closest_marker("slow") and item.get_closest_marker("network")
     }
-    # property-based tests (hypothesis): hundreds of draws a test, CPU-bound; a
-    # fuzz module of ~60-100 s that came late left one worker alone at the end
-    drawn = {
-        module(item)
-        for item in items
-        if any(
-            str(getattr(value, "__module__", "")).startswith("hypothesis")
-            for value in getattr(getattr(item, "module", None), "__dict__", {}).values()
-        )
-    }
-    items.sort(
-        key=lambda item: (
-            module(item) not in heavy,
-            module(item) not in slow,
-            module(item) not in drawn,
-        )
-    )
+    items.sort(key=lambda item: (module(item) not in heavy, module(item) not in slow))
 
 
 SLOW_BUDGET_S = 30.0
