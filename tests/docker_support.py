@@ -1,12 +1,14 @@
 """One rule for Docker tests that cannot run: skip saying why, except under CI
 (ENVLOCK_REQUIRE_DOCKER=1, set by tests/run.sh when CI=true), where it is a failure.
 conftest.py applies it to the `docker` marker; tests that need more (their own
-dockerd, a registry) call it themselves."""
+dockerd, a registry) call it themselves. And the two readers of `envlock smoke
+--json` that test_smoke_docker and test_render_docker share."""
 
 from __future__ import annotations
 
+import json
 import os
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -15,3 +17,17 @@ def docker_unavailable(reason: str) -> NoReturn:
     if os.environ.get("ENVLOCK_REQUIRE_DOCKER") == "1":
         pytest.fail(f"Docker is required here (ENVLOCK_REQUIRE_DOCKER=1): {reason}")
     pytest.skip(reason)
+
+
+def smoke_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
+    """``envlock smoke ARGV --json`` in this process: exit code, document, stderr."""
+    from envlock.cli import main
+
+    code = main(["smoke", *argv, "--json"])
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out), captured.err
+
+
+def checks(result: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """A smoke document's checks: name -> (status, reason)."""
+    return {c["name"]: (c["status"], c["reason"]) for c in result["checks"]}

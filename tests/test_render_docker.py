@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from docker_support import checks, smoke_json
 
 from envlock.cli import main
 from envlock.image.build import build_image
@@ -267,16 +268,6 @@ def tf_image(built: dict[str, Any], tf_bundle: Path) -> dict[str, Any]:
         (s.instruction, s.cached) for s in result.steps
     ]
     return {"id": result.image_id, "build": result}
-
-
-def smoke_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
-    code = main(["smoke", *argv, "--json"])
-    captured = capsys.readouterr()
-    return code, json.loads(captured.out), captured.err
-
-
-def checks(result: dict[str, Any]) -> dict[str, tuple[str, str]]:
-    return {c["name"]: (c["status"], c["reason"]) for c in result["checks"]}
 
 
 @pytest.mark.slow

@@ -18,19 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from docker_support import checks, smoke_json
 
 from envlock.cli import main
 from envlock.image.build import build_image
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _reproducible_builds() -> Iterator[None]:
-    """A fixed created label (envlock build sets it): the rebuild below stays cached."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SOURCE_DATE_EPOCH", "1700000000")
-        yield
 
 
 @pytest.fixture(scope="module")
@@ -45,16 +38,6 @@ def client() -> Iterator[Any]:
 def _remove(client: Any, ref: str) -> None:
     with contextlib.suppress(Exception):  # already gone
         client.images.remove(ref, force=True)
-
-
-def smoke_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
-    code = main(["smoke", *argv, "--json"])
-    captured = capsys.readouterr()
-    return code, json.loads(captured.out), captured.err
-
-
-def checks(result: dict[str, Any]) -> dict[str, tuple[str, str]]:
-    return {c["name"]: (c["status"], c["reason"]) for c in result["checks"]}
 
 
 # ---------------------------------------------------------------- failure paths
