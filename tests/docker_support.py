@@ -6,8 +6,10 @@ dockerd, a registry) call it themselves. And the two readers of `envlock smoke
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from typing import Any, NoReturn
 
 import pytest
@@ -31,3 +33,18 @@ def smoke_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dic
 def checks(result: dict[str, Any]) -> dict[str, tuple[str, str]]:
     """A smoke document's checks: name -> (status, reason)."""
     return {c["name"]: (c["status"], c["reason"]) for c in result["checks"]}
+
+
+def engine_client(timeout: int) -> Iterator[Any]:
+    """A Docker SDK client for a fixture to yield from (closed afterwards)."""
+    import docker
+
+    client = docker.from_env(timeout=timeout)
+    yield client
+    client.close()
+
+
+def remove_image(client: Any, ref: str) -> None:
+    """Untag or remove ``ref``; gone already is fine."""
+    with contextlib.suppress(Exception):
+        client.images.remove(ref, force=True)

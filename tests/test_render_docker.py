@@ -16,7 +16,6 @@ A fresh lock against the real index is built and imported elsewhere
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_support import checks, smoke_json
+from docker_support import checks, engine_client, remove_image, smoke_json
 
 from envlock.cli import main
 from envlock.image.build import build_image
@@ -62,16 +61,7 @@ def _reproducible_builds() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    import docker
-
-    c = docker.from_env(timeout=1800)
-    yield c
-    c.close()
-
-
-def _remove(client: Any, ref: str) -> None:
-    with contextlib.suppress(Exception):  # already gone
-        client.images.remove(ref, force=True)
+    yield from engine_client(1800)
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +80,7 @@ def own_base(client: Any, base_image: str) -> Iterator[str]:
     )
     yield tag
     for ref in (TAG, "envlock-test/render-tf2.15-buildarg:latest", TF_TAG, tag):
-        _remove(client, ref)
+        remove_image(client, ref)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ tests/test_render_docker.py, which builds it once for both modules' tests.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_support import checks, smoke_json
+from docker_support import checks, engine_client, remove_image, smoke_json
 
 from envlock.cli import main
 from envlock.image.build import build_image
@@ -28,16 +27,7 @@ pytestmark = pytest.mark.docker
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    import docker
-
-    c = docker.from_env(timeout=300)
-    yield c
-    c.close()
-
-
-def _remove(client: Any, ref: str) -> None:
-    with contextlib.suppress(Exception):  # already gone
-        client.images.remove(ref, force=True)
+    yield from engine_client(300)
 
 
 # ---------------------------------------------------------------- failure paths
@@ -121,7 +111,7 @@ def broken_images(
         tags[name] = tag
     yield tags
     for tag in tags.values():
-        _remove(client, tag)
+        remove_image(client, tag)
 
 
 def test_image_without_python(
