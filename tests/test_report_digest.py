@@ -255,7 +255,9 @@ def test_sign_refuses_a_digest_reference_it_cannot_parse(
         "-o",
         str(tmp_path / "r.json"),
     )
+    # refused before any Docker Engine is asked (with none running it was exit 3)
     assert code == 2
+    assert "is neither an image reference nor an image id" in err
     assert "Traceback" not in err and not (tmp_path / "r.json").exists()
 
 

@@ -11,10 +11,17 @@ def local_image_id(ref: str) -> str:
     An image id or digest given directly ("sha256:<hex>") is taken as it is,
     so a report can be checked without a daemon when the id is known.
     """
+    from envlock.image import ref as imageref
     from envlock.report.statement import HEX64
 
     if ref.startswith("sha256:") and HEX64.fullmatch(ref[7:]):
         return ref
+    if imageref.match(ref) is None:
+        # refused here, not by the engine: bad input is exit 2 with or without Docker
+        raise UsageError(
+            f"{ref!r} is neither an image reference nor an image id",
+            hint=f"{imageref.HINT}, or an image id sha256:<64 hex>",
+        )
     import docker.errors
 
     from envlock.image import engine
