@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The tests under other CPythons, from pyenv (part of ./tests/run.sh):
-# - the unit tests (no docker, network or slow ones) under the oldest and the
-#   newest Python envlock supports, ENVLOCK_TEST_PYTHONS (default "3.10 3.13"),
-#   each in its own ./.venv-pyX.Y with envlock-gpu[test] (this checkout) installed;
+# - the unit tests (no docker, network or slow ones) that run some line or
+#   branch of envlock no other kept test runs (tests/pythons-left-out.txt names
+#   the rest), under the oldest and the newest Python envlock supports,
+#   ENVLOCK_TEST_PYTHONS (default "3.10 3.13"), each in its own ./.venv-pyX.Y
+#   with envlock-gpu[test] (this checkout) installed, and mypy for each;
 # - the smoke harness's tests under ENVLOCK_HARNESS_PYTHON (default 3.8, the
 #   oldest the harness runs on inside old images), in ./.venv-pyX.Y with pytest
 #   only (pip picks its last release for that Python); the tests load the
@@ -24,6 +26,17 @@ harness_python="${ENVLOCK_HARNESS_PYTHON-3.8}"
 # wheelhouse: test_restore.py), restore's refusals, the wheelhouse, and mypy's
 # check of every module against that Python's standard library (below).
 unit_markers="not docker and not network and not slow and not main_python"
+# and of those, the ones that run some line or branch of envlock no other kept
+# test runs: tests/pythons-left-out.txt (made by tests/pythons_select.py, which
+# says how) lists the others by node id; their assertions run under the main
+# Python. ENVLOCK_PYTHONS_ALL=1 runs every unit test under every Python.
+left_out=()
+if [ "${ENVLOCK_PYTHONS_ALL:-}" != 1 ]; then
+  while IFS= read -r nodeid; do
+    case "$nodeid" in "" | "#"*) continue ;; esac
+    left_out+=("--deselect=$nodeid")
+  done <tests/pythons-left-out.txt
+fi
 failed=()
 
 # the newest installed release of CPython X.Y, or nothing
@@ -73,7 +86,7 @@ for version in $unit_pythons; do
   # same code paths, the full draws run under the main interpreter
   run_step "CPython $version unit tests" \
     env ENVLOCK_FUZZ_SHARE="${ENVLOCK_FUZZ_SHARE:-0.25}" "$venv/bin/python" -m pytest -p no:cacheprovider -m "$unit_markers" \
-    -n "${ENVLOCK_PYTHONS_WORKERS:-2}" --dist loadfile "$@"
+    -n "${ENVLOCK_PYTHONS_WORKERS:-2}" --dist loadfile "${left_out[@]}" "$@"
 done
 
 if [ -n "$harness_python" ]; then

@@ -1,0 +1,257 @@
+"""Choose which unit tests the CPython 3.10/3.13 runs leave out.
+
+tests/pythons.sh runs the unit tests again under the oldest and the newest Python
+envlock supports. What can differ there is how the standard library behaves under
+envlock's own code; the tests' assertions do not change. So a test may be left
+out of those runs when every line and branch of envlock that it runs is also run
+by the tests that stay in, whose assertions check what those lines did.
+
+This script measures that (run by hand when tests or envlock change; CI does not
+run it, it reads its output):
+
+    .venv/bin/python tests/pythons_select.py
+
+1. collects the unit tests with the marker selection tests/pythons.sh uses;
+2. runs each module on its own (``--jobs`` at a time) under coverage.py with
+   branch measurement and one context a test (this file, loaded as a pytest
+   plugin, switches it), subprocesses included (``[run] patch = subprocess``:
+   ``python -m envlock`` and the other Python processes of this venv, each under
+   the context of the test that started it), with the 3.10/3.13 runs' share of
+   fuzz draws, and notes the CPU seconds each test took, its subprocesses and
+   the module fixtures it set up included;
+3. picks the tests to keep: a greedy weighted set cover of every (file, arc) of
+   envlock that some test runs (what module imports and collection run is run in
+   every run, and left aside), the test with the most new arcs per CPU second
+   first, then drops a kept test again when the others cover everything without
+   it;
+4. writes tests/pythons-left-out.txt: the node ids left out, one a line;
+   tests/pythons.sh passes each to pytest as --deselect.
+
+A test that is not in the file runs under every Python, so a new or renamed test
+does until this script is run again. The main run (3.11) runs every test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Generator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "pythons-left-out.txt"
+Arc = tuple[str, int, int]
+
+
+# -- the pytest plugin (``-p pythons_select`` with ENVLOCK_SELECT_TIMES set) --
+
+
+def _cpu() -> float:
+    own, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+_times: dict[str, float] = {}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
+    import coverage
+
+    cov = coverage.Coverage.current()
+    if cov is None or "ENVLOCK_SELECT_TIMES" not in os.environ:
+        return (yield)
+    cov.switch_context(item.nodeid)
+    # a Python subprocess started by this test records under its node id too
+    config = copy.copy(cov.config)
+    config.context = item.nodeid
+    os.environ["COVERAGE_PROCESS_CONFIG"] = config.serialize()
+    start = _cpu()
+    try:
+        return (yield)
+    finally:
+        _times[item.nodeid] = _cpu() - start
+        cov.switch_context("")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    path = os.environ.get("ENVLOCK_SELECT_TIMES")
+    if path:
+        Path(path).write_text(json.dumps(_times), encoding="utf-8")
+
+
+# -- the script --
+
+
+def unit_markers() -> str:
+    """The marker expression of tests/pythons.sh's unit runs (one place for it)."""
+    text = (ROOT / "tests" / "pythons.sh").read_text(encoding="utf-8")
+    found = re.search(r'^unit_markers="([^"]+)"$', text, re.MULTILINE)
+    if found is None:
+        raise SystemExit('tests/pythons.sh: no unit_markers="..." line')
+    return found.group(1)
+
+
+def unit_tests(markers: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+        + ["-m", markers],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"pytest --collect-only: exit {done.returncode}\n{done.stdout[-2000:]}")
+    return [line for line in done.stdout.splitlines() if "::" in line]
+
+
+def measure(module: str, markers: str, work: Path, reuse: bool) -> tuple[str, int]:
+    """Run one module under coverage, a context and a CPU time a test; its exit."""
+    name = module.replace("/", "_").removesuffix(".py")
+    data = work / "data" / name
+    if reuse and (work / f"{name}.times.json").is_file():
+        return module, 0  # measured by an earlier run into the same --keep-data
+    if data.exists():
+        shutil.rmtree(data)
+    data.mkdir(parents=True)
+    rc = work / f"{name}.rc"
+    rc.write_text(
+        "[run]\nbranch = true\nsource_pkgs = envlock\nparallel = true\n"
+        f"data_file = {data}/cov\npatch = subprocess\n",
+        encoding="utf-8",
+    )
+    env = dict(
+        os.environ,
+        ENVLOCK_FUZZ_SHARE=os.environ.get("ENVLOCK_FUZZ_SHARE", "0.25"),
+        ENVLOCK_SELECT_TIMES=str(work / f"{name}.times.json"),
+        PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]),
+    )
+    with (work / f"{name}.log").open("wb") as log:
+        done = subprocess.run(
+            [sys.executable, "-m", "coverage", "run", f"--rcfile={rc}", "-m", "pytest"]
+            + ["-q", "-p", "no:cacheprovider", "-p", "pythons_select", "-m", markers, module],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    return module, done.returncode
+
+
+def read(module: str, work: Path) -> tuple[dict[str, set[Arc]], dict[str, float]]:
+    """Each test's arcs of envlock, and its CPU seconds."""
+    from coverage import CoverageData
+
+    name = module.replace("/", "_").removesuffix(".py")
+    times: dict[str, float] = json.loads((work / f"{name}.times.json").read_text("utf-8"))
+    arcs: dict[str, set[Arc]] = {test: set() for test in times}
+    for part in sorted((work / "data" / name).glob("cov*")):
+        data = CoverageData(basename=str(part))
+        data.read()
+        files = {path: os.path.relpath(path, ROOT) for path in data.measured_files()}
+        for context in data.measured_contexts():
+            if context not in arcs:
+                continue  # "": imports and collection, run in every run
+            data.set_query_contexts([f"^{re.escape(context)}$"])
+            for path, rel in files.items():
+                arcs[context].update((rel, a, b) for a, b in data.arcs(path) or ())
+    return arcs, times
+
+
+def cover(arcs: dict[str, set[Any]], cost: dict[str, float]) -> list[str]:
+    """Greedy weighted set cover, then drop what the rest already covers."""
+    universe = set().union(*arcs.values())
+    left = set(universe)
+    kept: list[str] = []
+    while left:
+        best = max(
+            (m for m in arcs if m not in kept and arcs[m] & left),
+            key=lambda m: (len(arcs[m] & left) / max(cost[m], 0.01), m),
+        )
+        kept.append(best)
+        left -= arcs[best]
+    for test in sorted(kept, key=lambda m: -cost[m]):
+        rest = set().union(*(arcs[m] for m in kept if m != test))
+        if rest >= universe:
+            kept.remove(test)
+    return sorted(kept)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--keep-data", metavar="DIR", help="write the coverage data here")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="take the modules measured by an earlier run into the --keep-data folder as they are",
+    )
+    args = parser.parse_args()
+    markers = unit_markers()
+    tests = unit_tests(markers)
+    modules = sorted({test.split("::", 1)[0] for test in tests})
+    work = Path(args.keep_data or tempfile.mkdtemp(prefix="envlock-pythons-select."))
+    work.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    failed = []
+    with ThreadPoolExecutor(args.jobs) as pool:
+        for module, rc in pool.map(lambda m: measure(m, markers, work, args.reuse), modules):
+            print(f"{module}: exit {rc}", flush=True)
+            if rc != 0:
+                failed.append(module)
+    if failed:
+        print(f"failed under coverage (logs in {work}): {', '.join(failed)}", file=sys.stderr)
+        return 1
+    arcs: dict[str, set[Arc]] = {}
+    cost: dict[str, float] = {}
+    for module in modules:
+        more_arcs, more_times = read(module, work)
+        arcs.update(more_arcs)
+        cost.update(more_times)
+    kept = set(cover(arcs, cost))
+    left_out = [test for test in tests if test not in kept]
+    summary = {
+        "tests": len(tests),
+        "kept": len(kept),
+        "arcs": len(set().union(*arcs.values())),
+        "cpu_s_all": round(sum(cost.values()), 1),
+        "cpu_s_kept": round(sum(cost[t] for t in kept), 1),
+        "wall_s": round(time.monotonic() - start, 1),
+    }
+    lines = [
+        "# Unit tests the CPython 3.10/3.13 runs of tests/pythons.sh leave out: every",
+        "# line and branch of envlock each runs (coverage.py, subprocesses included)",
+        "# is run there by the tests that stay in. Made by",
+        "# `.venv/bin/python tests/pythons_select.py` (its docstring says how); the",
+        "# main run runs every test. CPU seconds under coverage on the machine that",
+        "# made the list:",
+        f"# {json.dumps(summary)}",
+        *sorted(left_out),
+    ]
+    tmp = OUT.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.replace(OUT)
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
