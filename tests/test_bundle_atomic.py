@@ -461,6 +461,7 @@ def kill_loop() -> Iterator[Any]:
 
 
 @pytest.mark.main_python
+@pytest.mark.slow  # 20 real locks and renders, ten of them killed: 33 s in a loaded run
 def test_kill_and_concurrency_loops_short(
     kill_loop: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
