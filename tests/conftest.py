@@ -11,7 +11,11 @@ factories: ``make_index`` (servers stopped after the test) and
 a server and returns its ``FakeIndex``; add files before or after the start.
 
 The budget: a test whose call takes more than 30 s carries the ``slow``
-marker with its reason; the end of a run lists the ones that do not.
+marker with its reason; the end of a run lists the ones that do not. With
+ENVLOCK_TEST_CPU=PREFIX each pytest process writes PREFIX.<worker>.json: the CPU
+seconds of each test (setup, call and teardown; this process and the
+subprocesses it waited for: not Docker's containers), which the wall times of a
+loaded run do not show (tests/pythons_select.py reads them too).
 
 This file is also loaded by the CPython 3.8 run of the harness tests
 (tests/run.sh): it keeps to syntax 3.8 runs and imports the index lazily.
@@ -110,6 +114,36 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("slow") and item.get_closest_marker("network")
     }
     items.sort(key=lambda item: (module(item) not in heavy, module(item) not in slow))
+
+
+_cpu_by_test: dict[str, float] = {}
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    if not os.environ.get("ENVLOCK_TEST_CPU"):
+        yield
+        return
+    start = _cpu_seconds()
+    yield
+    _cpu_by_test[item.nodeid] = _cpu_seconds() - start
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    prefix = os.environ.get("ENVLOCK_TEST_CPU")
+    if prefix and _cpu_by_test:
+        import json
+
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        Path(f"{prefix}.{worker}.json").write_text(json.dumps(_cpu_by_test), encoding="utf-8")
 
 
 SLOW_BUDGET_S = 30.0

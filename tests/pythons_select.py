@@ -17,8 +17,8 @@ run it, it reads its output):
    plugin, switches it), subprocesses included (``[run] patch = subprocess``:
    ``python -m envlock`` and the other Python processes of this venv, each under
    the context of the test that started it), with the 3.10/3.13 runs' share of
-   fuzz draws, and notes the CPU seconds each test took, its subprocesses and
-   the module fixtures it set up included;
+   fuzz draws, and the CPU seconds each test took, its subprocesses and the
+   module fixtures it set up included (tests/conftest.py's ENVLOCK_TEST_CPU);
 3. picks the tests to keep: a greedy weighted set cover of every (file, arc) of
    envlock that some test runs (what module imports and collection run is run in
    every run, and left aside), the test with the most new arcs per CPU second
@@ -38,7 +38,6 @@ import copy
 import json
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -56,18 +55,7 @@ OUT = ROOT / "tests" / "pythons-left-out.txt"
 Arc = tuple[str, int, int]
 
 
-# -- the pytest plugin (``-p pythons_select`` with ENVLOCK_SELECT_TIMES set) --
-
-
-def _cpu() -> float:
-    own, kids = (
-        resource.getrusage(resource.RUSAGE_SELF),
-        resource.getrusage(resource.RUSAGE_CHILDREN),
-    )
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-_times: dict[str, float] = {}
+# -- the pytest plugin (``-p pythons_select``, under coverage) --
 
 
 @pytest.hookimpl(wrapper=True)
@@ -75,25 +63,17 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     import coverage
 
     cov = coverage.Coverage.current()
-    if cov is None or "ENVLOCK_SELECT_TIMES" not in os.environ:
+    if cov is None:
         return (yield)
     cov.switch_context(item.nodeid)
     # a Python subprocess started by this test records under its node id too
     config = copy.copy(cov.config)
     config.context = item.nodeid
     os.environ["COVERAGE_PROCESS_CONFIG"] = config.serialize()
-    start = _cpu()
     try:
         return (yield)
     finally:
-        _times[item.nodeid] = _cpu() - start
         cov.switch_context("")
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    path = os.environ.get("ENVLOCK_SELECT_TIMES")
-    if path:
-        Path(path).write_text(json.dumps(_times), encoding="utf-8")
 
 
 # -- the script --
@@ -126,7 +106,7 @@ def measure(module: str, markers: str, work: Path, reuse: bool) -> tuple[str, in
     """Run one module under coverage, a context and a CPU time a test; its exit."""
     name = module.replace("/", "_").removesuffix(".py")
     data = work / "data" / name
-    if reuse and (work / f"{name}.times.json").is_file():
+    if reuse and (work / f"{name}.main.json").is_file():
         return module, 0  # measured by an earlier run into the same --keep-data
     if data.exists():
         shutil.rmtree(data)
@@ -140,7 +120,7 @@ def measure(module: str, markers: str, work: Path, reuse: bool) -> tuple[str, in
     env = dict(
         os.environ,
         ENVLOCK_FUZZ_SHARE=os.environ.get("ENVLOCK_FUZZ_SHARE", "0.25"),
-        ENVLOCK_SELECT_TIMES=str(work / f"{name}.times.json"),
+        ENVLOCK_TEST_CPU=str(work / name),  # tests/conftest.py writes NAME.main.json
         PYTHONPATH=os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]),
     )
     with (work / f"{name}.log").open("wb") as log:
@@ -161,7 +141,7 @@ def read(module: str, work: Path) -> tuple[dict[str, set[Arc]], dict[str, float]
     from coverage import CoverageData
 
     name = module.replace("/", "_").removesuffix(".py")
-    times: dict[str, float] = json.loads((work / f"{name}.times.json").read_text("utf-8"))
+    times: dict[str, float] = json.loads((work / f"{name}.main.json").read_text("utf-8"))
     arcs: dict[str, set[Arc]] = {test: set() for test in times}
     for part in sorted((work / "data" / name).glob("cov*")):
         data = CoverageData(basename=str(part))
