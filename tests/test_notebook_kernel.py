@@ -15,9 +15,10 @@ and runs cells in them, as a notebook would:
 3. another "base" kernel: ``%envlock restore --in-place`` puts TensorFlow 2.15.1
    back into the running kernel's own environment, ``--undo`` puts 2.16.2 back.
 
-Every uv install (the kernel venv, restore's new venv, the in-place sync) shares
-one uv cache, so TensorFlow 2.15.1 is downloaded once per run; pip, in the
-upgrade cell, downloads 2.16.2 (~590 MB) as it would on the platform.
+Every uv install (the kernel venv, restore's new venv, the in-place sync) reads
+the run's one uv cache (tests/conftest.py's shared_uv_cache), so TensorFlow
+2.15.1 is downloaded once per run, not again for this module's restores; pip, in
+the upgrade cell, downloads 2.16.2 (~590 MB) as it would on the platform.
 """
 
 from __future__ import annotations
@@ -89,11 +90,13 @@ def _uv() -> str:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory, shared_uv_cache: Path) -> dict[str, Any]:
     """The kernel venv (TensorFlow 2.15.1, ipykernel) and the folders every step
-    shares: one uv cache, Jupyter's data dir, envlock's data dir."""
+    shares: the run's uv cache, Jupyter's data dir, envlock's data dir."""
     root = tmp_path_factory.mktemp("notebook-kernel")
     env = {
         **os.environ,
-        "UV_CACHE_DIR": str(root / "uv-cache"),  # the one cache of this module
+        # the run's cache: uv links files out of it and never writes into a venv's
+        # files in place, so the story's pip, restores and undo leave it whole
+        "UV_CACHE_DIR": str(shared_uv_cache),
         "UV_SYSTEM_CERTS": "1",
         "JUPYTER_DATA_DIR": str(root / "jupyter-data"),
         "JUPYTER_CONFIG_DIR": str(root / "jupyter-config"),
@@ -111,7 +114,6 @@ def world(tmp_path_factory: pytest.TempPathFactory, shared_uv_cache: Path) -> di
         check=True,
     )
     python = venv / "bin" / "python"
-    # the run's shared cache (copied out: the story edits this venv), not the module's
     make_tf215_venv(venv, shared_uv_cache, "ipykernel")
     spec = Path(env["JUPYTER_DATA_DIR"]) / "kernels" / "base"
     spec.mkdir(parents=True)
