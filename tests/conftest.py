@@ -15,7 +15,9 @@ marker with its reason; the end of a run lists the ones that do not. With
 ENVLOCK_TEST_CPU=PREFIX each pytest process writes PREFIX.<worker>.json: the CPU
 seconds of each test (setup, call and teardown; this process and the
 subprocesses it waited for: not Docker's containers), which the wall times of a
-loaded run do not show (tests/pythons_select.py reads them too).
+loaded run do not show (tests/pythons_select.py reads them too), and
+PREFIX.wall.<worker>.json: when each test started and ended (tests/module_weights.py
+reads both).
 
 This file is also loaded by the CPython 3.8 run of the harness tests
 (tests/run.sh): it keeps to syntax 3.8 runs and imports the index lazily.
@@ -96,27 +98,37 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Long modules first, each in its place otherwise (a stable sort): first
-    those with a test that is slow and uses the real index (real TensorFlow
-    installs and imports), then those with another slow test, then the rest.
-    With --dist loadfile a worker takes a whole module, and a long module taken
-    late ran alone at the end of the run while the other workers had nothing left
-    (half this machine's two cores idle for the last 150-240 s of the main run).
-    Tests keep their order inside each module."""
+    """Long modules first (longest-processing-time-first scheduling): by the wall
+    seconds tests/module-times.json records for each module in a full run
+    (tests/module_weights.py makes it), a module it lacks after the measured ones, or
+    before them if it has a slow test. With --dist loadfile a worker takes a
+    whole module, and a long module taken late ran alone at the end of the run
+    while the other workers had nothing left (one of this machine's two cores
+    idle for the last 90-240 s of the main run). Tests keep their order inside
+    each module, and modules of the same weight their order."""
+    import json
 
     def module(item: pytest.Item) -> str:
         return item.nodeid.split("::", 1)[0]
 
+    try:
+        doc = json.loads((REPO / "tests" / "module-times.json").read_text(encoding="utf-8"))
+        measured: dict[str, float] = {m: t["wall"] for m, t in doc["modules"].items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        measured = {}
+    top = max(measured.values(), default=0.0)
     slow = {module(item) for item in items if item.get_closest_marker("slow")}
-    heavy = {
-        module(item)
-        for item in items
-        if item.get_closest_marker("slow") and item.get_closest_marker("network")
-    }
-    items.sort(key=lambda item: (module(item) not in heavy, module(item) not in slow))
+
+    def weight(name: str) -> float:
+        if name in measured:
+            return measured[name]
+        return top + 1 if name in slow else 0.0
+
+    items.sort(key=lambda item: -weight(module(item)))
 
 
 _cpu_by_test: dict[str, float] = {}
+_wall_by_test: dict[str, list[float]] = {}
 
 
 def _cpu_seconds() -> float:
@@ -132,9 +144,12 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if not os.environ.get("ENVLOCK_TEST_CPU"):
         yield
         return
-    start = _cpu_seconds()
+    import time
+
+    start, began = _cpu_seconds(), time.time()
     yield
     _cpu_by_test[item.nodeid] = _cpu_seconds() - start
+    _wall_by_test[item.nodeid] = [began, time.time()]
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -144,6 +159,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         Path(f"{prefix}.{worker}.json").write_text(json.dumps(_cpu_by_test), encoding="utf-8")
+        Path(f"{prefix}.wall.{worker}.json").write_text(json.dumps(_wall_by_test), encoding="utf-8")
 
 
 SLOW_BUDGET_S = 30.0
