@@ -5,8 +5,8 @@ its wall seconds (the way pytest-split keeps its .test_durations): with --dist l
 long module handed out late ran alone at the end while the other core idled.
 Made from a run with ENVLOCK_TEST_CPU set:
 
-    ENVLOCK_TEST_CPU=/tmp/cpu/run ./tests/run.sh
-    .venv/bin/python tests/module_weights.py /tmp/cpu/run
+    ENVLOCK_TEST_CPU=/tmp/run ./tests/run.sh
+    .venv/bin/python tests/module_weights.py /tmp/run
 
 Stale numbers only change the order, never what runs; a module missing from the
 file goes after the measured ones (before them if it has a slow test).
