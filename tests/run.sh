@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: sets up what it needs, then runs lint, types and tests;
 # beside the main pytest run (in parallel: it mostly waits on Docker, uv and
-# subprocesses), the unit tests under CPython 3.10 and 3.13 and the harness
-# tests under 3.8, from pyenv (tests/pythons.sh; a version not installed is
-# skipped), whose output is printed whole after the main run.
+# subprocesses), mypy and the unit tests that run what differs between Pythons
+# under CPython 3.10 and 3.13 (tests/pythons-left-out.txt lists the rest) and the
+# harness tests under 3.8, from pyenv (tests/pythons.sh; a version not installed
+# is skipped), whose output is printed whole after the main run.
 # As root it also installs and starts a Docker Engine and builds the local base
 # image (tests/docker/setup.sh). Extra arguments go to pytest (both parts).
 # Any failing step fails the script, and so does a pytest run that collects no
