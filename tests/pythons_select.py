@@ -106,10 +106,15 @@ def unit_tests(markers: str) -> list[str]:
     return [line for line in done.stdout.splitlines() if "::" in line]
 
 
+def _name(module: str) -> str:
+    """The file-name stem of a module's data in the work folder."""
+    return module.replace("/", "_").removesuffix(".py")
+
+
 def measure(python: str, module: str, markers: str, work: Path, reuse: bool) -> tuple[str, int]:
     """Run one module under coverage with ``python``, a context and a CPU time a
     test; its exit."""
-    name = module.replace("/", "_").removesuffix(".py")
+    name = _name(module)
     data = work / "data" / name
     if reuse and (work / f"{name}.main.json").is_file():
         return module, 0  # measured by an earlier run into the same --keep-data
@@ -145,7 +150,7 @@ def read(module: str, work: Path) -> tuple[dict[str, set[Arc]], dict[str, float]
     """Each test's arcs of envlock, and its CPU seconds."""
     from coverage import CoverageData
 
-    name = module.replace("/", "_").removesuffix(".py")
+    name = _name(module)
     times: dict[str, float] = json.loads((work / f"{name}.main.json").read_text("utf-8"))
     arcs: dict[str, set[Arc]] = {test: set() for test in times}
     for part in sorted((work / "data" / name).glob("cov*")):
