@@ -89,12 +89,46 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             from docker_support import docker_unavailable
 
             docker_unavailable(problem)
+        _check_base_image(item, "before")
     if item.get_closest_marker("gpu"):
         problem = gpu_problem()
         if problem:
             pytest.skip(problem)
     if item.get_closest_marker("network") and os.environ.get("ENVLOCK_NO_NETWORK") == "1":
         pytest.skip("ENVLOCK_NO_NETWORK=1: tests that use the real package index are off")
+
+
+_BASE_SEEN = pytest.StashKey[bool]()
+
+
+def _check_base_image(item: pytest.Item, when: str) -> None:
+    """A Docker test that uses the shared base image finds it there, and leaves it:
+    one that removed it (a cleanup that force-removes an image by id removes every
+    tag it has) would otherwise show up as the next builds failing to pull it from
+    Docker Hub, in other modules and on other workers."""
+    if "base_image" not in getattr(item, "fixturenames", ()):
+        return
+    from docker_support import image_present
+
+    ref = _base_ref()
+    if when == "after" and not item.stash.get(_BASE_SEEN, False):
+        return  # missing before the test already: reported then
+    if image_present(ref):
+        item.stash[_BASE_SEEN] = True
+        return
+    if when == "before":
+        pytest.fail(f"the base image {ref} is gone: an earlier test removed it "
+                    "(tests/docker/setup.sh builds it again)", pytrace=False)  # fmt: skip
+    pytest.fail(f"the base image {ref} was removed by this test or its fixtures' cleanup",
+                pytrace=False)  # fmt: skip
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    result = yield
+    if item.get_closest_marker("docker") and docker_problem() is None:
+        _check_base_image(item, "after")
+    return result
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -182,6 +216,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 @pytest.fixture(scope="session")
 def base_image() -> str:
     """The local base image made by tests/docker/setup.sh."""
+    return _base_ref()
+
+
+def _base_ref() -> str:
     return os.environ.get("ENVLOCK_TEST_BASE_IMAGE", "envlock-test/bookworm-python:1")
 
 

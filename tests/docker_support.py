@@ -44,6 +44,47 @@ def engine_client(timeout: int) -> Iterator[Any]:
     client.close()
 
 
+def image_present(ref: str) -> bool:
+    """Whether the engine has ``ref`` (an engine that does not answer says yes:
+    that is docker_problem's to report)."""
+    import docker
+    from docker.errors import ImageNotFound
+
+    try:
+        client = docker.from_env(timeout=30)
+    except Exception:
+        return True
+    try:
+        client.images.get(ref)
+    except ImageNotFound:
+        return False
+    except Exception:
+        return True
+    finally:
+        client.close()
+    return True
+
+
+def remove_repository(client: Any, repo: str, keep: str) -> None:
+    """Remove every local image ``images.list(name=repo)`` finds, except that
+    ``keep`` (the shared base image) only loses its tags in ``repo``. That list
+    matches an image by a repo digest too: one that was pushed as ``repo:x`` and
+    then lost the tag still appears, and removing it by id with force removes
+    all its other tags with it (the base image, for every later test)."""
+    kept = None
+    with contextlib.suppress(Exception):
+        kept = client.images.get(keep).id
+    with contextlib.suppress(Exception):
+        for image in client.images.list(name=repo):
+            if image.id == kept:
+                for tag in image.tags:
+                    if tag.rpartition(":")[0] == repo:
+                        remove_image(client, tag)
+                continue
+            with contextlib.suppress(Exception):
+                client.images.remove(image.id, force=True)
+
+
 def remove_image(client: Any, ref: str) -> None:
     """Untag or remove ``ref``; gone already is fine."""
     with contextlib.suppress(Exception):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from docker_support import remove_repository
 from report_support import make_keys
 
 from envlock.ci.build import (
@@ -339,9 +341,7 @@ def test_two_cells_one_fails_pushed_smoked_signed_and_pulled_back_by_digest(
         for ref in (good_tag, f"{REPO}@sha256:x", "envlock-ci:broken"):
             with contextlib.suppress(Exception):
                 docker_client.images.remove(ref, force=True)
-        with contextlib.suppress(Exception):
-            for image in docker_client.images.list(name=REPO):
-                docker_client.images.remove(image.id, force=True)
+        remove_repository(docker_client, REPO, keep=base_image)
 
 
 @pytest.mark.docker
@@ -532,7 +532,14 @@ def test_a_rerun_with_nothing_changed_keeps_digests_and_attaches_nothing(
         # the cell's tag moved to another image: not reused, built and pushed back
         from envlock.image.push import push
 
-        docker_client.images.get(base_image).tag(repo, name)
+        # another image than the base (a test must not add references to the shared
+        # base image: the cleanup below removes what the repository lists)
+        other, _ = docker_client.images.build(
+            fileobj=io.BytesIO(f"FROM {base_image}\nLABEL io.envlock.test=moved\n".encode()),
+            rm=True,
+            network_mode="none",
+        )
+        other.tag(repo, name)
         assert push(f"{repo}:{name}").digest != digest
         assert main(argv) == 0
         moved = capsys.readouterr()
@@ -550,9 +557,7 @@ def test_a_rerun_with_nothing_changed_keeps_digests_and_attaches_nothing(
         assert cell3["build"] in ("ok", "cached") and cell3["inputs"] != cell1["inputs"]
         assert (root / name / "report.intoto.json").read_bytes() != report1
     finally:
-        with contextlib.suppress(Exception):
-            for image in docker_client.images.list(name=repo):
-                docker_client.images.remove(image.id, force=True)
+        remove_repository(docker_client, repo, keep=base_image)
 
 
 @pytest.mark.docker
@@ -652,9 +657,7 @@ def test_a_pushed_signed_cell_has_its_sbom_attached_and_named_by_the_report(
         signed = dsse.parse_envelope((folder / "report.intoto.json").read_bytes()).payload
         assert b"sbom.cdx.json" not in signed
     finally:
-        with contextlib.suppress(Exception):
-            for image in docker_client.images.list(name=repo):
-                docker_client.images.remove(image.id, force=True)
+        remove_repository(docker_client, repo, keep=base_image)
 
 
 @pytest.mark.docker

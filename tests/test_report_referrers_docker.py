@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_support import docker_unavailable
+from docker_support import docker_unavailable, remove_repository
 from report_support import cli, make_keys
 
 from envlock.lock.pylock import read_lock
@@ -138,9 +138,7 @@ def _cell(capsys: Any, client: Any, base_image: str, tmp: Path, fmt: str) -> Ite
     try:
         yield Cell(image, lock, priv, pub, report, statement, attached)
     finally:
-        for ref in client.images.list(name=REPO):
-            with contextlib.suppress(Exception):
-                client.images.remove(ref.id, force=True)
+        remove_repository(client, REPO, keep=base_image)
 
 
 @pytest.fixture(scope="module")
