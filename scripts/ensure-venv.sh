@@ -59,8 +59,7 @@ if [ "$have" != "$want" ] && { [ -n "$extra" ] || [ "$have" != "${want}test" ]; 
     "$venv/bin/python" -m pip install -q --disable-pip-version-check "uv>=0.5"
     uv="$venv/bin/uv"
   fi
-  index=$(PYTHONPATH="$root" "$venv/bin/python" -c \
-    'from envlock.index.config import index_url; print(index_url())')
+  index=$(PYTHONPATH="$root" "$venv/bin/python" -m envlock.index.config)
   "$uv" pip install -q --system-certs --python "$venv/bin/python" --default-index "$index" \
     -e "$spec"
   echo "$want" >"$stamp"

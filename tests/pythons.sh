@@ -129,8 +129,7 @@ if [ -n "$harness_python" ]; then
     if ! "$venv/bin/python" -c 'import pytest' >/dev/null 2>&1; then
       main_uv="${ENVLOCK_VENV:-$root/.venv}/bin/uv"
       if [ -x "$main_uv" ]; then  # uv picks pytest's last release for 3.8, as pip does
-        index=$("${ENVLOCK_VENV:-$root/.venv}/bin/python" -c \
-          'from envlock.index.config import index_url; print(index_url())')
+        index=$("${ENVLOCK_VENV:-$root/.venv}/bin/python" -m envlock.index.config)
         "$main_uv" pip install -q --system-certs --python "$venv/bin/python" \
           --default-index "$index" pytest
       else

@@ -169,3 +169,9 @@ def index_url(cli_value: str | None = None) -> str:
         "no package index is configured",
         hint="pass --index-url, or set index-url in pip.conf or PIP_INDEX_URL",
     )
+
+
+if __name__ == "__main__":
+    # `python -m envlock.index.config`: the index uv is handed where pip's
+    # configuration is not read (scripts/ensure-venv.sh, tests/pythons.sh)
+    print(index_url())
