@@ -139,7 +139,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     whole module, and a long module taken late ran alone at the end of the run
     while the other workers had nothing left (one of this machine's two cores
     idle for the last 90-240 s of the main run). Tests keep their order inside
-    each module, and modules of the same weight their order."""
+    each module, and modules of the same weight their order. pytest-xdist keeps
+    this order only with --no-loadscope-reorder (tests/run.sh passes it): by
+    default its loadfile scheduler hands out the modules with the most tests
+    first, which put test_restore_tf (one test, ~80 s) last."""
     import json
 
     def module(item: pytest.Item) -> str:

@@ -93,7 +93,7 @@ unit_run() {
   # (-n 2 took ~35% more CPU here)
   local workers=${ENVLOCK_PYTHONS_WORKERS:-0} parallel=()
   if [ "$workers" != 0 ]; then
-    parallel=(-n "$workers" --dist loadfile)
+    parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder)
   fi
   run_step "CPython $version unit tests" \
     env ENVLOCK_FUZZ_SHARE="${ENVLOCK_FUZZ_SHARE:-0.25}" "$venv/bin/python" -m pytest \

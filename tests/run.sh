@@ -51,11 +51,13 @@ trap 'kill "$pythons_pid" "$mypy_pid" 2>/dev/null || true' EXIT  # stopped with 
 rc=0
 # ENVLOCK_TEST_WORKERS pytest-xdist workers (default 3: the suite mostly waits on
 # Docker, uv and subprocesses; 0 runs it in this process), each test module on
-# one worker (--dist loadfile: module-scoped fixtures are built once)
+# one worker (--dist loadfile: module-scoped fixtures are built once), handed out
+# in conftest.py's order, longest first (--no-loadscope-reorder: xdist would
+# otherwise sort the modules by their number of tests)
 workers="${ENVLOCK_TEST_WORKERS:-3}"
 parallel=()
 if [ "$workers" != 0 ]; then
-  parallel=(-n "$workers" --dist loadfile)
+  parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder)
 fi
 "$venv/bin/python" -m pytest "${parallel[@]}" "$@" || rc=$?
 echo "tests/run.sh: main pytest run: exit $rc in $((SECONDS - start)) s"
