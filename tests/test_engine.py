@@ -64,3 +64,54 @@ def test_importing_the_engine_module_imports_no_docker() -> None:
     code = f"import sys, envlock.image.engine; print(sorted({sdk} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout == "[]\n", out.stderr
+
+
+@pytest.mark.parametrize("listening", [False, True], ids=["no-socket", "socket-not-listening"])
+def test_an_unreachable_engine_leaves_no_socket_to_the_garbage_collector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, listening: bool
+) -> None:
+    """docker-py drops the socket of a connect that failed without closing it (a
+    ResourceWarning whenever it is collected, in whatever test runs then)."""
+    import gc
+    import socket as sockets
+    import warnings
+
+    path = tmp_path / "engine.sock"
+    if listening:  # bound, never listened on: connect is refused
+        bound = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+        bound.bind(str(path))
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            with pytest.raises(EnvironmentFailure) as err:
+                engine.connect(timeout=5)
+            gc.collect()
+    finally:
+        if listening:
+            bound.close()
+    assert err.value.exit_code == 3
+    assert err.value.message.startswith(f"cannot reach the Docker Engine at unix://{path}: ")
+    assert [str(w.message) for w in seen if w.category is ResourceWarning] == []
+
+
+def test_a_socket_this_user_may_not_open_says_how_to_join_the_docker_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Root opens any socket here, so the refusal is the kernel's error raised in
+    its place."""
+    import socket as sockets
+
+    def refused(self: sockets.socket, address: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(sockets.socket, "connect", refused)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/engine.sock")
+    with pytest.raises(EnvironmentFailure) as err:
+        engine.connect(timeout=5)
+    assert err.value.message == (
+        f"cannot reach the Docker Engine at unix://{tmp_path}/engine.sock: "
+        "[Errno 13] Permission denied"
+    )
+    assert err.value.hint == engine.PERMISSION_HINT
+    assert 'sudo usermod -aG docker "$USER"' in err.value.hint
