@@ -49,8 +49,9 @@ bash tests/pythons.sh "$@" >"$pythons_log" 2>&1 &
 pythons_pid=$!
 trap 'kill "$pythons_pid" "$mypy_pid" 2>/dev/null || true' EXIT  # stopped with the main run
 rc=0
-# ENVLOCK_TEST_WORKERS pytest-xdist workers (default 3: the suite mostly waits on
-# Docker, uv and subprocesses; 0 runs it in this process), each test module on
+# ENVLOCK_TEST_WORKERS pytest-xdist workers (default 3, with the 3.10/3.13 runs
+# beside them: this 2-core machine reads 100 % busy from start to end, so the wall
+# time is the CPU spent, BENCHMARKS.md; 0 runs it in this process), each test module on
 # one worker (--dist loadfile: module-scoped fixtures are built once), handed out
 # in conftest.py's order, longest first (--no-loadscope-reorder: xdist would
 # otherwise sort the modules by their number of tests)
