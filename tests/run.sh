@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: sets up what it needs, then runs lint, types and tests;
-# beside the main pytest run (in parallel: it mostly waits on Docker, uv and
-# subprocesses), mypy and the unit tests that run what differs between Pythons
+# beside the main pytest run (at the same time, so both cores stay busy), mypy
+# and the unit tests that run what differs between Pythons
 # under CPython 3.10 and 3.13 (tests/pythons-left-out.txt lists the rest) and the
 # harness tests under 3.8, from pyenv (tests/pythons.sh; a version not installed
 # is skipped), whose output is printed whole after the main run.
@@ -14,13 +14,11 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 bash scripts/ensure-venv.sh test
 venv="${ENVLOCK_VENV:-$root/.venv}"
+# as root: the Debian packages the suite runs, in one apt-get (docker.io, shellcheck,
+# chromium, nodejs, ...: tests/debian-packages.sh lists them)
+bash tests/debian-packages.sh
 if [ "$(id -u)" = 0 ] && [ -f tests/docker/setup.sh ]; then
   bash tests/docker/setup.sh
-fi
-if [ "$(id -u)" = 0 ] && ! command -v shellcheck >/dev/null 2>&1; then
-  # Debian's shellcheck lints the rendered bootstrap.sh (tests/test_render_golden.py).
-  apt-get install -y --no-install-recommends shellcheck >/dev/null 2>&1 \
-    || { apt-get update >/dev/null && apt-get install -y --no-install-recommends shellcheck >/dev/null; }
 fi
 if [ "$(id -u)" = 0 ] && [ -f tests/chromium/setup.sh ]; then
   bash tests/chromium/setup.sh  # headless Chromium for tests/test_report_page.py

@@ -124,7 +124,9 @@ def test_pip_refuses_a_changed_hash(bundle: Path, pip_venv: Path, tmp_path: Path
     assert re.search(rf"six==\S+ from .*\n\s+Expected sha256 {bad}\n\s+Got\s+{good}", out.stderr)
 
 
-def test_uv_installs_the_pylock(bundle: Path, tmp_path: Path) -> None:
+def test_uv_installs_the_pylock(bundle: Path, tmp_path: Path, shared_uv_cache: Path) -> None:
+    """uv installs pylock.toml, through the run's shared uv cache (what is tested is
+    the lock, not the cache: a cache of its own unpacked TensorFlow once more)."""
     uv = uv_bin()
     venv = tmp_path / "uv-venv"
     made = run([uv, "venv", "--no-config", "--python", sys.executable, str(venv)])
@@ -141,7 +143,8 @@ def test_uv_installs_the_pylock(bundle: Path, tmp_path: Path) -> None:
             py,
             "-r",
             str(bundle / "pylock.toml"),
-        ]
+        ],
+        env={**os.environ, "UV_CACHE_DIR": str(shared_uv_cache)},
     )
     assert inst.returncode == 0, inst.stderr[-3000:]
     frozen = run([uv, "pip", "freeze", "--python", py])

@@ -3,7 +3,8 @@
 #
 # No registry can be reached here, so nothing is pulled: the base image
 # (Debian bookworm, minbase, python3 + venv + this machine's CA bundle) is made
-# with debootstrap from the mirror in apt's own sources and `docker import`ed.
+# with mmdebstrap from the mirror in apt's own sources and `docker import`ed
+# (mmdebstrap: ~30 s here where debootstrap took ~53 s; the same 118 packages).
 # Idempotent: an engine that already answers and an image that already exists
 # are reused. Prints nothing on success unless it had work to do.
 set -euo pipefail
@@ -22,9 +23,9 @@ apt_install() {
 }
 
 if ! engine_up; then
-  if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null; then
-    say "installing docker.io and debootstrap from Debian"
-    apt_install docker.io debootstrap
+  if ! command -v dockerd >/dev/null || ! command -v mmdebstrap >/dev/null; then
+    say "installing docker.io and mmdebstrap from Debian"
+    apt_install docker.io mmdebstrap
   fi
   mkdir -p "$STATE"
   say "starting dockerd (log: $LOG)"
@@ -38,7 +39,7 @@ if ! engine_up; then
 fi
 
 if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
-  command -v debootstrap >/dev/null || apt_install debootstrap
+  command -v mmdebstrap >/dev/null || apt_install mmdebstrap
   mirror=$(grep -h -E '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null \
              | awk '{print $2}' | grep -E '/debian/?$' | head -n 1 || true)
   if [ -z "$mirror" ]; then
@@ -46,17 +47,20 @@ if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
                | grep -E '/debian/?$' | head -n 1 || true)
   fi
   [ -n "$mirror" ] || { say "no Debian mirror found in apt's sources"; exit 3; }
-  rootfs=$(mktemp -d /var/tmp/envlock-rootfs.XXXXXX)
-  trap 'rm -rf "$rootfs"' EXIT
-  say "debootstrap bookworm from $mirror (a few minutes, once)"
-  debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
-    bookworm "$rootfs" "$mirror" >/var/log/envlock-debootstrap.log 2>&1 \
-    || { tail -n 20 /var/log/envlock-debootstrap.log >&2; exit 3; }
-  # The machine's CA bundle carries the TLS-intercepting proxy's CA.
-  cp /etc/ssl/certs/ca-certificates.crt "$rootfs/etc/ssl/certs/ca-certificates.crt"
-  rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
-  tar -C "$rootfs" -c . | docker import \
-    -c 'ENV LANG=C.UTF-8' -c 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
+  tarball=$(mktemp /var/tmp/envlock-rootfs.XXXXXX.tar)
+  trap 'rm -f "$tarball"' EXIT
+  say "mmdebstrap bookworm from $mirror (about half a minute, once)"
+  # The machine's CA bundle carries the TLS-intercepting proxy's CA; mmdebstrap
+  # leaves no .deb files and no apt lists in the tarball. Its merged-usr hook
+  # makes the /usr symlinks itself, as debootstrap does: without it apt picks
+  # usrmerge, which brings perl (48 MB more, 8 packages debootstrap has not).
+  # shellcheck disable=SC2016 # $1, the root folder, is the hook's to expand
+  mmdebstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
+    --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
+    --customize-hook='cp /etc/ssl/certs/ca-certificates.crt "$1/etc/ssl/certs/ca-certificates.crt"' \
+    bookworm "$tarball" "$mirror" >/var/log/envlock-mmdebstrap.log 2>&1 \
+    || { tail -n 20 /var/log/envlock-mmdebstrap.log >&2; exit 3; }
+  docker import -c 'ENV LANG=C.UTF-8' -c 'CMD ["/bin/bash"]' "$tarball" "$BASE_IMAGE" >/dev/null
   say "built $BASE_IMAGE"
 fi
 
