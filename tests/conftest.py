@@ -2,6 +2,8 @@
 
 - ``docker``: needs a Docker Engine. Without one the test is skipped, naming
   why, unless ENVLOCK_REQUIRE_DOCKER=1 (set by .ci/run), which makes it fail.
+  Under tests/run.sh it first waits for the engine's set-up, which runs beside
+  the first tests (ENVLOCK_TEST_DOCKER_SETUP).
 - ``gpu``: needs an NVIDIA GPU (nvidia-smi that lists one).
 - ``network``: uses the real package index; ENVLOCK_NO_NETWORK=1 skips them.
 
@@ -29,6 +31,7 @@ import functools
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,8 +54,32 @@ def _wide_tables(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @functools.lru_cache(maxsize=1)
+def docker_setup_problem() -> str | None:
+    """tests/run.sh runs tests/docker/setup.sh beside the first tests and names, in
+    ENVLOCK_TEST_DOCKER_SETUP, the folder whose ``rc`` file gets its exit status:
+    wait for it (a Docker test needs the engine, the base image and the registry it
+    makes). None when it succeeded or nothing is set up beside the run."""
+    folder = os.environ.get("ENVLOCK_TEST_DOCKER_SETUP")
+    if not folder:
+        return None
+    rc, deadline = Path(folder) / "rc", time.monotonic() + 900
+    while not rc.is_file():
+        if time.monotonic() > deadline:
+            return (
+                f"tests/docker/setup.sh, run by tests/run.sh, did not end in 15 minutes ({folder})"
+            )
+        time.sleep(0.2)
+    status = rc.read_text(encoding="utf-8").strip()
+    if status == "0":
+        return None
+    log = (Path(folder) / "log").read_text(encoding="utf-8", errors="replace")
+    return f"tests/docker/setup.sh failed (exit {status}); the end of its output:\n{log[-2000:]}"
+
+
+@functools.lru_cache(maxsize=1)
 def docker_problem() -> str | None:
-    """None when an engine answers, else why not."""
+    """None when an engine answers, else why not (asked after tests/run.sh's
+    Docker set-up has ended: docker_setup_problem)."""
     try:
         import docker
     except ImportError as e:  # pragma: no cover
@@ -84,7 +111,7 @@ def gpu_problem() -> str | None:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("docker"):
-        problem = docker_problem()
+        problem = docker_setup_problem() or docker_problem()
         if problem:
             from docker_support import docker_unavailable
 

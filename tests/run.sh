@@ -5,21 +5,36 @@
 # under CPython 3.10 and 3.13 (tests/pythons-left-out.txt lists the rest) and the
 # harness tests under 3.8, from pyenv (tests/pythons.sh; a version not installed
 # is skipped), whose output is printed whole after the main run.
-# As root it also installs and starts a Docker Engine and builds the local base
-# image (tests/docker/setup.sh). Extra arguments go to pytest (both parts).
+# As root it also installs the Debian packages the tests run
+# (tests/debian-packages.sh), and starts a Docker Engine and builds the local
+# base image (tests/docker/setup.sh) beside the venv and the first tests.
+# Extra arguments go to pytest (both parts).
 # Any failing step fails the script, and so does a pytest run that collects no
 # test (pytest's exit 5).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-bash scripts/ensure-venv.sh test
-venv="${ENVLOCK_VENV:-$root/.venv}"
 # as root: the Debian packages the suite runs, in one apt-get (docker.io, shellcheck,
 # chromium, nodejs, ...: tests/debian-packages.sh lists them)
 bash tests/debian-packages.sh
+docker_setup=""
 if [ "$(id -u)" = 0 ] && [ -f tests/docker/setup.sh ]; then
-  bash tests/docker/setup.sh
+  # The Docker Engine, the local base image and the registry (tests/docker/setup.sh:
+  # ~30 s on a fresh machine, mostly mmdebstrap) are made beside the first tests, not
+  # before them: a Docker test waits until the exit status is in
+  # $ENVLOCK_TEST_DOCKER_SETUP/rc (tests/conftest.py) and fails naming the log if it
+  # is not 0; its output is printed after the main run.
+  docker_setup=$(mktemp -d "${TMPDIR:-/tmp}/envlock-docker-setup.XXXXXX")
+  export ENVLOCK_TEST_DOCKER_SETUP="$docker_setup"
+  (
+    setup_rc=0
+    bash tests/docker/setup.sh >"$docker_setup/log" 2>&1 || setup_rc=$?
+    echo "$setup_rc" >"$docker_setup/rc.part" && mv "$docker_setup/rc.part" "$docker_setup/rc"
+  ) &
+  docker_setup_pid=$!
 fi
+bash scripts/ensure-venv.sh test
+venv="${ENVLOCK_VENV:-$root/.venv}"
 if [ "$(id -u)" = 0 ] && [ -f tests/chromium/setup.sh ]; then
   bash tests/chromium/setup.sh  # headless Chromium for tests/test_report_page.py
 fi
@@ -60,6 +75,14 @@ if [ "$workers" != 0 ]; then
 fi
 "$venv/bin/python" -m pytest "${parallel[@]}" "$@" || rc=$?
 echo "tests/run.sh: main pytest run: exit $rc in $((SECONDS - start)) s"
+drc=0
+if [ -n "$docker_setup" ]; then
+  wait "$docker_setup_pid" || true
+  drc=$(cat "$docker_setup/rc" 2>/dev/null || echo 3)
+  echo "tests/run.sh: tests/docker/setup.sh (run beside the first tests) ended with exit $drc:"
+  cat "$docker_setup/log"
+  rm -rf "$docker_setup"
+fi
 if [ "$rc" = 5 ]; then
   echo "tests/run.sh: pytest collected no test (exit 5)" >&2
 fi
@@ -75,6 +98,9 @@ cat "$pythons_log"
 rm -f "$pythons_log"
 if [ "$rc" != 0 ]; then
   exit "$rc"
+fi
+if [ "$drc" != 0 ]; then
+  exit "$drc"
 fi
 if [ "$mrc" != 0 ]; then
   exit "$mrc"
