@@ -80,18 +80,18 @@ def docker_setup_problem() -> str | None:
 def docker_problem() -> str | None:
     """None when an engine answers, else why not (asked after tests/run.sh's
     Docker set-up has ended: docker_setup_problem)."""
+    from envlock.errors import EnvironmentFailure
+    from envlock.image import engine
+
     try:
-        import docker
+        # envlock's own connect: it closes the socket of a failed connect, which
+        # docker-py leaves to the garbage collector (a ResourceWarning, so a failure,
+        # in whatever test runs when it is collected)
+        engine.connect(timeout=10).close()
     except ImportError as e:  # pragma: no cover
         return f"the docker SDK is not installed ({e})"
-    try:
-        client = docker.from_env(timeout=10)
-        client.ping()
-        client.close()
-    except Exception as e:
-        return (
-            f"no Docker Engine answers ({type(e).__name__}: {e}); run tests/docker/setup.sh as root"
-        )
+    except EnvironmentFailure as e:
+        return f"no Docker Engine answers ({e.message}); run tests/docker/setup.sh as root"
     return None
 
 

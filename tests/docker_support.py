@@ -47,12 +47,14 @@ def engine_client(timeout: int) -> Iterator[Any]:
 def image_present(ref: str) -> bool:
     """Whether the engine has ``ref`` (an engine that does not answer says yes:
     that is docker_problem's to report)."""
-    import docker
     from docker.errors import ImageNotFound
 
+    from envlock.errors import EnvironmentFailure
+    from envlock.image import engine
+
     try:
-        client = docker.from_env(timeout=30)
-    except Exception:
+        client = engine.connect(timeout=30)  # closes the socket of a failed connect
+    except EnvironmentFailure:
         return True
     try:
         client.images.get(ref)
