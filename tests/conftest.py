@@ -44,6 +44,19 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """envlock's own state (the undo store, the key its records are signed with:
+    envlock.userstate) goes to a folder of this pytest process, not the home of
+    whoever runs the tests; envlock commands the tests start inherit it."""
+    import tempfile
+
+    if "ENVLOCK_STATE_DIR" not in os.environ:
+        folder = tempfile.mkdtemp(prefix="envlock-test-state-")
+        os.environ["ENVLOCK_STATE_DIR"] = folder
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+        config.add_cleanup(lambda: os.environ.pop("ENVLOCK_STATE_DIR", None))
+
+
 @pytest.fixture(autouse=True)
 def _wide_tables(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tables print at 300 columns unless a test sets COLUMNS itself: under pytest

@@ -42,7 +42,13 @@ def gone(make_module_index: Callable[..., FakeIndex]) -> FakeIndex:
 
 
 def _captured_json(folder: Path) -> dict[str, object]:
+    """captured.json without its MAC, which must be there and match this user's key
+    (envlock.bundle.origin: only then is it a default target)."""
     doc: dict[str, object] = json.loads((folder / "captured.json").read_text(encoding="utf-8"))
+    mac = doc.pop("mac")
+    assert isinstance(mac, str) and len(mac) == 64
+    found = origin.read(folder)
+    assert found is not None and found.verified and found.here()
     return doc
 
 

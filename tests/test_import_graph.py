@@ -31,6 +31,7 @@ GROUND = (
     "envlock.resources",
     "envlock.readers",
     "envlock.fsutil",
+    "envlock.userstate",
     "envlock.door",
     "envlock.driver",
     "envlock.target",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from envlock import userstate
 from envlock.matrix import Matrix, load
 from envlock.matrix import cache as matrix_cache
 
@@ -136,7 +137,7 @@ def test_the_key_is_a_private_file_made_once_and_the_cache_is_signed_with_it(cac
     st = key.lstat()
     secret = key.read_bytes()
     assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
-    assert len(key.read_bytes()) == matrix_cache.KEY_BYTES
+    assert len(key.read_bytes()) == userstate.KEY_BYTES
     (path,) = cache.glob("matrix-*.marshal")
     data = path.read_bytes()
     assert data[:32] == matrix_cache._mac(key.read_bytes(), data[32:])

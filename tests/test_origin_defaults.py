@@ -179,3 +179,46 @@ def test_a_kernel_restore_never_defaults_to_the_captured_venv(
         "venv beside it)"
     ) in err
     assert not venv.is_symlink() and (venv / "pyvenv.cfg").is_file()
+
+
+def test_a_forged_captured_json_is_shown_never_acted_on(
+    bundle: tuple[Path, FakeIndex],  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """Issue 38, break 2: a captured.json that names this machine's digest (public:
+    hostname and /etc/machine-id) but carries no MAC of this user's key, as anyone
+    who can write the bundle folder can make one. Before, `restore DIR --in-place`
+    with no --venv synced the environment it named. Now it is a hint: restore and
+    doctor act on what they would without it, and say how to name it on purpose."""
+    folder, _ = bundle
+    venv = project_venv(tmp_path)
+    forged = {
+        "schema": 1,
+        "interpreter": str(venv / "bin" / "python"),
+        "venv": str(venv),
+        "python": "3.10.13",
+        "platform": "Linux x86_64, glibc 2.36",
+        "machine": origin.machine_id(),
+    }
+    (folder / origin.FILE).write_text(json.dumps(forged))
+    before = sorted(str(p) for p in venv.rglob("*"))
+    note = (
+        f"{folder / origin.FILE} names {venv}, but this user's envlock did not write it "
+        f"here (its MAC does not match), so it is not used; to act on that environment, "
+        f"pass --venv {venv}"
+    )
+    assert main(["restore", str(folder), "--in-place", "--allow-cpu"]) == 2
+    err = capsys.readouterr().err
+    assert f"no --venv given: {folder / '.venv'}, the venv bootstrap.sh makes ({note})" in err
+    assert sorted(str(p) for p in venv.rglob("*")) == before  # not synced
+    assert main(["doctor", "--lock", str(folder), "--allow-cpu", "--json"]) in (0, 1)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["interpreter"]["chosen_by"] in ("envlock", "VIRTUAL_ENV")  # not "captured"
+    assert doc["interpreter"]["reason"].endswith(f" ({note})")
+    # the note's way to act on it on purpose works as it says
+    assert (
+        main(["doctor", "--lock", str(folder), "--allow-cpu", "--json", "--venv", str(venv)]) == 1
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["interpreter"]["python"] == str(venv / "bin" / "python")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from test_bootstrap_drift import installed
 from test_restore import ENVLOCK, LOCAL_BASE, STUB, hint_command, pasted
 
 from envlock.cli import main
+from envlock.doctor import inplace
 
 
 @pytest.fixture()
@@ -119,7 +121,11 @@ def test_in_place_sync_exact_and_undo_offline_give_back_each_state(
     assert doc["replaced"] == [["dep-a", "1.0", "1.5"]] and doc["removed"] == []
     assert ["extra-pkg", "0.3"] in doc["kept_extras"]
     first = doc["undo_id"]
-    assert Path(doc["undo_path"]) == folder.resolve() / ".envlock-undo" / first
+    # the user's own store (envlock.userstate), not the bundle folder others may write
+    assert Path(doc["undo_path"]) == inplace.store(str(venv)) / first
+    assert Path(doc["undo_path"]).is_relative_to(os.environ["ENVLOCK_STATE_DIR"])
+    assert stat.S_IMODE(inplace.store(str(venv)).stat().st_mode) == 0o700
+    assert not (folder / ".envlock-undo").exists()
     assert doc["undo"] == f"envlock restore {folder} --venv {venv} --undo --undo-id {first}"
     assert "restart the Jupyter kernel" in doc["restart"]
     assert installed(venv) == {"tensorflow": "2.15.1", "dep-a": "1.5", "extra-pkg": "0.3"}
@@ -179,7 +185,7 @@ def test_an_unchanged_environment_installs_nothing(
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"{(venv / 'bin' / 'python')}: nothing to install, all 2 ")
     assert files_of(venv) == before
-    assert not (folder / ".envlock-undo").exists()  # nothing to save, nothing saved
+    assert not inplace.store(str(venv)).exists()  # nothing to save, nothing saved
 
 
 def test_kernel_without_ipykernel_in_the_lock_is_refused_with_a_lock_command_that_works(

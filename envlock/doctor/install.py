@@ -131,4 +131,5 @@ def default_venv(bundle: Path, *, in_place: bool = False, kernel: bool = False) 
             f"the venv bootstrap.sh makes; {bundle} was captured from {found.interpreter}, "
             f"outside a venv (to restore into it: {into})"
         )
-    return bundle / ".venv", "the venv bootstrap.sh makes"
+    ignored = origin.ignored(bundle, found)
+    return bundle / ".venv", "the venv bootstrap.sh makes" + (f" ({ignored})" if ignored else "")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, cast
 from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
 
 if TYPE_CHECKING:
+    from envlock.bundle.origin import Origin
     from envlock.doctor.probe import ProbeDoc
 
 PROBE_TIMEOUT = 300.0
@@ -85,32 +86,39 @@ def choose(venv: str | None, lock_dir: Path | None, environ: dict[str, str]) -> 
                 hint="give the folder of a venv (the one holding bin/python and pyvenv.cfg)",
             )
         return Target(str(python.absolute()), "--venv", f"--venv {path}")
+    note = ""
     if lock_dir is not None:
-        captured = _captured(lock_dir)
+        from envlock.bundle import origin
+
+        found = origin.read(lock_dir)
+        captured = _captured(lock_dir, found)
         if captured is not None:
             return captured
+        ignored = origin.ignored(lock_dir, found)
+        note = f" ({ignored})" if ignored else ""
         python = _venv_python(lock_dir / ".venv")
         if python is not None:
             return Target(
                 str(python.absolute()),
                 "bundle",
-                f"the venv bootstrap.sh made for {lock_dir} ({lock_dir / '.venv'})",
+                f"the venv bootstrap.sh made for {lock_dir} ({lock_dir / '.venv'}){note}",
             )
     active = environ.get("VIRTUAL_ENV")
     if active:
         python = _venv_python(Path(active))
         if python is not None:
-            return Target(str(python.absolute()), "VIRTUAL_ENV", f"the active venv ({active})")
-    return Target(sys.executable, "envlock", f"envlock's own interpreter ({sys.executable})")
+            return Target(
+                str(python.absolute()), "VIRTUAL_ENV", f"the active venv ({active}){note}"
+            )
+    return Target(sys.executable, "envlock", f"envlock's own interpreter ({sys.executable}){note}")
 
 
-def _captured(lock_dir: Path) -> Target | None:
-    """The environment the bundle was captured from (DIR/captured.json), when it
-    was captured on this machine and is still there (a dangling venv interpreter
-    is InterpreterGone: a finding)."""
+def _captured(lock_dir: Path, found: Origin | None) -> Target | None:
+    """The environment the bundle was captured from (DIR/captured.json), when
+    this user's envlock captured it on this machine (its MAC matches) and it is
+    still there (a dangling venv interpreter is InterpreterGone: a finding)."""
     from envlock.bundle import origin
 
-    found = origin.read(lock_dir)
     if found is None or not found.here():
         return None
     record = lock_dir / origin.FILE

@@ -50,13 +50,12 @@ import envlock
 from envlock.matrix import Matrix, TFMatrix, TFRelease, load
 from envlock.matrix.cuda import CudaMatrix, CudaRelease, DriverBranch, ImageRelease, UbuntuRelease
 from envlock.matrix.gpus import GpuMatrix, GpuModel, GpuName
+from envlock.userstate import secret_key
 
 MATRIX_FILES = ("tensorflow.toml", "cuda.toml", "gpus.toml")
 KEY_NAME = "cache-key"
-KEY_BYTES = 32
 MAC_BYTES = 32  # keyed BLAKE2b-256, ahead of the marshal data
 MAX_CACHE_BYTES = 16 * 1024 * 1024  # a bigger file is not ours (today's: ~180 KB)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # the modules whose code decides what a cached Matrix holds
 PARSER_FILES = ("__init__.py", "tensorflow.py", "cuda.py", "gpus.py", "cache.py")
@@ -132,62 +131,12 @@ def from_plain(obj: object) -> object:
     return CLASSES[obj[1]](*(from_plain(value) for value in obj[2]))
 
 
-def _own_private_file(st: os.stat_result) -> bool:
-    """A regular file of this user that nobody else may read or write."""
-    uid = getattr(os, "geteuid", None)
-    return (
-        stat.S_ISREG(st.st_mode)
-        and (uid is None or st.st_uid == uid())
-        and not st.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
-    )
-
-
 def cache_key(folder: str) -> bytes | None:
     """The per-user secret the cache is signed with: ``folder/cache-key``,
     created (``O_EXCL``, mode 0600) when absent. None when it cannot be made or
     read, or is not this user's private regular file (a link, another owner,
-    readable by others): then no cache is trusted. A key of another length
-    (a run killed while writing it) is made again."""
-    path = os.path.join(folder, KEY_NAME)
-    for _ in range(3):
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
-        except FileNotFoundError:
-            try:
-                os.makedirs(folder, mode=0o700, exist_ok=True)
-                fd = os.open(
-                    path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600
-                )
-            except FileExistsError:
-                continue  # another run made it first: read that one
-            except OSError:
-                return None
-            key = os.urandom(KEY_BYTES)
-            try:
-                written = os.write(fd, key)
-            except OSError:
-                written = 0
-            finally:
-                os.close(fd)
-            return key if written == KEY_BYTES else None
-        except OSError:
-            return None  # a link (ELOOP), unreadable, ...
-        try:
-            st = os.fstat(fd)
-            key = os.read(fd, KEY_BYTES + 1) if _own_private_file(st) else b""
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
-        if not _own_private_file(st):
-            return None
-        if len(key) == KEY_BYTES:
-            return key
-        try:
-            os.unlink(path)  # ours, private, damaged: make another
-        except OSError:
-            return None
-    return None
+    readable by others): then no cache is trusted (``envlock.userstate.secret_key``)."""
+    return secret_key(folder, KEY_NAME)
 
 
 def _mac(key: bytes, body: bytes) -> bytes:
