@@ -13,9 +13,16 @@ from envlock.errors import EXIT_USAGE
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports bad usage as one line plus a hint, exit 2."""
+    """argparse that reports bad usage as one line plus a hint, exit 2, and takes
+    options only by their whole names: no abbreviations (``allow_abbrev``), so
+    ``--in-pl`` is an error, not ``--in-place``. The ``%envlock`` magic, CI and
+    envlock's own hints read the options a user typed by their names; an
+    abbreviation they did not recognize sent a sync to another environment
+    (issue #38). Every sub-command parser is of this class (argparse's
+    ``add_subparsers`` makes its parsers of the parent's class)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         # every parser names itself in the namespace; a sub-command's parser runs
         # after its parent's, so the one left is the innermost chosen

@@ -2012,6 +2012,7 @@ class Options:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="envlock_smoke.py",
+        allow_abbrev=False,  # options by their whole names only, as envlock's own
         description="envlock smoke test: framework, CUDA/cuDNN build, GPU use and matmul speed.",
     )
     p.add_argument("--expect", metavar="FILE", help="expect.json from the bundle")
