@@ -168,9 +168,12 @@ def test_workflow_gates_pull_requests_and_pushes_only_on_the_default_branch(
     assert 'envlock ci build "$ENVLOCK_CELLS" --allow-cpu' in runs["try"]
     assert not any("--push" in r or "--sign" in r for r in runs["try"])
     assert "secrets." not in str(jobs["try"]) and "secrets." not in str(jobs["gate"])
+    # the full ref: a tag named like the default branch (refs/tags/main) has the same
+    # ref_name, so `github.ref_name == default_branch` ran the privileged job for it
+    # (issue 38, break 13)
     assert jobs["build"]["if"] == (
         "github.event_name != 'pull_request' && "
-        "github.ref_name == github.event.repository.default_branch"
+        "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)"
     )
     assert jobs["build"]["runs-on"] == "${{ inputs.gpu-runner || 'gpu' }}"
     assert any("--push" in r and "--sign" in r for r in runs["build"])
