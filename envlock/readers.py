@@ -8,6 +8,8 @@ problem (exit 2 unless the caller gives another error class), never a
 traceback.
 
 - ``read_bytes(path, what)``: a regular file's bytes, bounded in size.
+- ``read_member(zf, name, label)``: a zip member's bytes, bounded by its declared
+  and its actual size.
 - ``read_text(path, what)``: strict UTF-8 text.
 - ``read_toml(path, what)``: a TOML document (tomllib), errors with line and column.
 - ``read_json(path, what)``: a strict JSON document (see ``parse_json``).
@@ -30,9 +32,12 @@ import os
 import stat
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envlock.errors import EnvlockError, UsageError
+
+if TYPE_CHECKING:
+    import zipfile
 
 MAX_BYTES = 64 * 1024 * 1024  # no input envlock reads is near this
 MAX_JSON_BYTES = 16 * 1024 * 1024
@@ -104,6 +109,40 @@ def read_bytes(
         raise error(f"{label}: not a valid path", hint=hint) from None
     if len(data) > limit:
         raise error(f"{label}: more than the {limit} bytes allowed", hint=hint)
+    return data
+
+
+MAX_MEMBER_BYTES = 4 * 1024 * 1024  # METADATA, build_info.py, a CUDA header: a few KB each
+
+
+def read_member(
+    zf: zipfile.ZipFile,
+    name: str,
+    label: str,
+    *,
+    limit: int = MAX_MEMBER_BYTES,
+    hint: str | None = None,
+    error: ErrorClass = UsageError,
+) -> bytes:
+    """The bytes of the member ``name`` of an open zip, at most ``limit`` of them:
+    refused when its declared size is larger, and read in a bounded stream, so a
+    member whose compressed data inflates past its declared size (a zip bomb)
+    stops at ``limit`` + 1 bytes instead of filling memory. zipfile's own
+    errors (a CRC mismatch, data cut short) are the caller's to name."""
+    info = zf.getinfo(name)
+    hint = hint or "check the file"
+    if info.file_size > limit:
+        raise error(
+            f"{label}: {name} is {info.file_size} bytes, more than the {limit} allowed",
+            hint=hint,
+        )
+    with zf.open(info) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise error(
+            f"{label}: {name} inflates past the {limit} bytes allowed (it says {info.file_size})",
+            hint=hint,
+        )
     return data
 
 

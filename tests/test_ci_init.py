@@ -419,3 +419,31 @@ def test_a_wheel_by_url_is_named_by_its_url_and_hash(
     code, out, err = _init(capsys, "--spec", SPEC, "--envlock-wheel", f"{url}#sha256={'0' * 64}")
     assert code == 2 and "sha256" in err and "Traceback" not in err, err
     assert not (project / ".github").exists()
+
+
+def test_a_wheel_whose_metadata_is_huge_is_refused_without_inflating_it(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38, break 12: a 1.5 MB wheel's METADATA took 15 GB and 81 s to read.
+    A METADATA of 64 MiB of one repeated line zips to ~64 KB here; its declared
+    size is refused before a byte is inflated."""
+    import zipfile
+
+    name = "envlock_gpu-0.2.0-py3-none-any.whl"
+    path = project / "dist" / name
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        with z.open("envlock_gpu-0.2.0.dist-info/METADATA", "w", force_zip64=True) as f:
+            head = METADATA.replace("0.1.0", "0.2.0").encode()
+            f.write(head)
+            line = b"Classifier: x\n" * 4096
+            repeats = (64 << 20) // len(line)
+            for _ in range(repeats):
+                f.write(line)
+    assert path.stat().st_size < 1 << 20
+    code, out, err = _init(capsys, "--spec", SPEC, "--envlock-wheel", f"dist/{name}")
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith(
+        f"envlock: error: --envlock-wheel dist/{name}: envlock_gpu-0.2.0.dist-info/METADATA "
+        f"is {len(head) + repeats * len(line)} bytes, more than the 4194304 allowed\n"
+    ), err
+    assert not (project / ".github").exists()

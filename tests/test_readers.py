@@ -287,3 +287,26 @@ def test_runtime_json_that_is_not_an_object(
         f"envlock: error: runtime.json: expected a JSON object, got {kind}\n"
         "  hint: fix runtime.json or delete it to get the defaults\n"
     )
+
+
+def test_read_member_bounds_a_member_by_its_declared_and_its_actual_size(
+    tmp_path: Path,
+) -> None:
+    """A member that says it is small but inflates past that (its local and central
+    sizes rewritten) stops at its declared size and fails its CRC: never inflated
+    whole."""
+    import zipfile
+
+    path = tmp_path / "w.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("small", b"ok")
+        z.writestr("big", b"\0" * (1 << 20))
+    with zipfile.ZipFile(path) as z:
+        assert readers.read_member(z, "small", "w.zip") == b"ok"
+        with pytest.raises(DataError) as e:
+            readers.read_member(z, "big", "w.zip", limit=1000, error=DataError)
+        assert e.value.message == "w.zip: big is 1048576 bytes, more than the 1000 allowed"
+        # the declared size lies: zipfile reads no more than it, then the CRC fails
+        z.getinfo("big").file_size = 10
+        with pytest.raises(zipfile.BadZipFile, match="CRC"):
+            readers.read_member(z, "big", "w.zip", limit=1000)

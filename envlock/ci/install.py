@@ -36,6 +36,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from envlock.errors import UsageError
+from envlock.readers import read_member
 
 DISTRIBUTION = "envlock-gpu"
 RUNNER_PYTHON = "3.11"  # the Python the workflow's setup-python step installs
@@ -72,7 +73,10 @@ def _metadata(filename: str, data: bytes, what: str) -> tuple[str, tuple[str, ..
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             meta = next(n for n in z.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n))
-            message = BytesParser().parsebytes(z.read(meta))
+            # bounded: a METADATA declared (or inflating) past 4 MiB is refused
+            message = BytesParser().parsebytes(
+                read_member(z, meta, f"--envlock-wheel {what}", hint=HINT)
+            )
     except (zipfile.BadZipFile, StopIteration, KeyError) as e:
         raise UsageError(f"--envlock-wheel {what}: not a wheel with METADATA", hint=HINT) from e
     requires: list[str] = []

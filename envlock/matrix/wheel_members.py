@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from envlock.errors import DataError, EnvlockError
 from envlock.matrix.rangefile import Fetch, RangeFile
+from envlock.readers import read_member
 
 METADATA_SUFFIX = ".dist-info/METADATA"
 BUILD_INFO_SUFFIX = "/python/platform/build_info.py"
@@ -78,6 +79,14 @@ def pick_headers(names: list[str], build_info: str | None) -> dict[str, str]:
     return out
 
 
+def _member(zf: zipfile.ZipFile, name: str, filename: str) -> bytes:
+    """One member, bounded by its declared and actual size (readers.read_member):
+    a zip-bombed build_info.py is a DataError, never inflated whole."""
+    return read_member(
+        zf, name, filename, hint="the wheel is not one envlock can read", error=DataError
+    )
+
+
 def read_members(fetch: Fetch, filename: str) -> WheelMembers:
     """METADATA and build_info.py (see ``pick``) of one remote wheel."""
     file = RangeFile(fetch, filename)
@@ -95,13 +104,13 @@ def read_members(fetch: Fetch, filename: str) -> WheelMembers:
             if metadata is None:
                 raise DataError(f"{filename}: no .dist-info/METADATA in the wheel")
             member = info or ""
-            info_bytes = zf.read(info) if info else None
+            info_bytes = _member(zf, info, filename) if info else None
             headers: dict[str, tuple[str, bytes]] = {}
             for key, path in pick_headers(names, info).items():
                 member = path
-                headers[key] = (path, zf.read(path))
+                headers[key] = (path, _member(zf, path, filename))
             member = metadata
-            metadata_bytes = zf.read(metadata)
+            metadata_bytes = _member(zf, metadata, filename)
     except EnvlockError:
         raise
     except zlib.error as e:  # compressed data that does not inflate
