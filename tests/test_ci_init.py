@@ -431,14 +431,17 @@ def test_a_wheel_whose_metadata_is_huge_is_refused_without_inflating_it(
 
     name = "envlock_gpu-0.2.0-py3-none-any.whl"
     path = project / "dist" / name
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
-        with z.open("envlock_gpu-0.2.0.dist-info/METADATA", "w", force_zip64=True) as f:
-            head = METADATA.replace("0.1.0", "0.2.0").encode()
-            f.write(head)
-            line = b"Classifier: x\n" * 4096
-            repeats = (64 << 20) // len(line)
-            for _ in range(repeats):
-                f.write(line)
+    member = "envlock_gpu-0.2.0.dist-info/METADATA"
+    head = METADATA.replace("0.1.0", "0.2.0").encode()
+    line = b"Classifier: x\n" * 4096
+    repeats = (64 << 20) // len(line)
+    with (
+        zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z,
+        z.open(member, "w", force_zip64=True) as f,
+    ):
+        f.write(head)
+        for _ in range(repeats):
+            f.write(line)
     assert path.stat().st_size < 1 << 20
     code, out, err = _init(capsys, "--spec", SPEC, "--envlock-wheel", f"dist/{name}")
     assert code == 2 and "Traceback" not in err
