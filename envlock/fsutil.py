@@ -29,25 +29,63 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def read_input(
-    path: str | Path, what: str, *, hint: str, kind: str = "file", stdin: bool = False
-) -> bytes:
-    """The bytes of the file the user named as ``what`` ('-' is stdin when ``stdin``).
+MAX_INPUT_BYTES = 64 * 1024 * 1024  # no report, key, result or summary is near this
 
-    A missing file, a folder or an unreadable file is a UsageError (exit 2)
-    naming ``what`` and the path; ``hint`` goes with the missing file, ``kind``
-    says what was expected instead of a folder ("file", "PEM file").
+
+def read_input(
+    path: str | Path,
+    what: str,
+    *,
+    hint: str,
+    kind: str = "file",
+    stdin: bool = False,
+    limit: int = MAX_INPUT_BYTES,
+) -> bytes:
+    """The bytes of the file the user named as ``what`` ('-' is stdin when ``stdin``),
+    at most ``limit`` of them.
+
+    A missing file, a folder, something that is not a regular file (a FIFO, a
+    device: opened without blocking, never read), a file over ``limit`` or an
+    unreadable file is a UsageError (exit 2) naming ``what`` and the path;
+    ``hint`` goes with the missing file, ``kind`` says what was expected instead
+    of a folder ("file", "PEM file").
     """
     if stdin and str(path) == "-":
-        return sys.stdin.buffer.read()
+        data = sys.stdin.buffer.read(limit + 1)
+        if len(data) > limit:
+            raise UsageError(f"{what} on stdin: more than the {limit} bytes allowed", hint=hint)
+        return data
     try:
-        return Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError as e:
         raise UsageError(f"{what} {path} does not exist", hint=hint) from e
     except IsADirectoryError as e:
         raise UsageError(f"{what} {path} is a folder, not a {kind}") from e
     except OSError as e:
         raise UsageError(f"cannot read {what} {path}: {e.strerror or e}") from e
+    except ValueError as e:  # a NUL byte in the path
+        raise UsageError(f"{what} {path!r} is not a valid path", hint=hint) from e
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise UsageError(f"{what} {path} is a folder, not a {kind}")
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(
+                f"{what} {path} is not a regular file (a FIFO, a device or a socket)", hint=hint
+            )
+        if info.st_size > limit:
+            raise UsageError(
+                f"{what} {path}: {info.st_size} bytes, more than the {limit} allowed", hint=hint
+            )
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise UsageError(f"cannot read {what} {path}: {e.strerror or e}") from e
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise UsageError(f"{what} {path}: more than the {limit} bytes allowed", hint=hint)
+    return data
 
 
 def _temp_for(path: Path, data: bytes, mode: int | None) -> Path:

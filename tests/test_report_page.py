@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from envlock import fsutil
 from envlock.ci.summary import write_ci_page
 from envlock.report import envelope_bytes, sign_result, statement
 from tests.report_support import cli, make_bundle, make_keys, smoke_result
@@ -231,6 +232,30 @@ def test_bad_inputs_exit_2(capsys: Any, matrix: dict[str, Any], tmp_path: Path) 
         capsys, *base[:2], str(matrix["good"][0]), "--key", str(matrix["key"]), "-o", "x"
     )
     assert code == 2 and "Traceback" not in err
+    assert not (tmp_path / "p").exists()
+
+
+def test_a_report_that_is_a_device_a_fifo_or_huge_is_exit_2_without_reading_it(
+    capsys: Any, matrix: dict[str, Any], tmp_path: Path
+) -> None:
+    """Issue 38, break 6: a report path of /dev/zero was read whole (a MemoryError
+    traceback), a FIFO hung forever. Every input a user names goes through
+    fsutil.read_input: a regular file, bounded."""
+    import os
+
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    huge = tmp_path / "huge.intoto.json"
+    with huge.open("wb") as f:
+        f.truncate(fsutil.MAX_INPUT_BYTES + 1)  # sparse: no disk used
+    base = ["report", "page", "--key", str(matrix["pub"]), "-o", str(tmp_path / "p")]
+    for path, problem in [
+        ("/dev/zero", "report /dev/zero is not a regular file (a FIFO, a device or a socket)"),
+        (str(fifo), f"report {fifo} is not a regular file (a FIFO, a device or a socket)"),
+        (str(huge), f"report {huge}: {fsutil.MAX_INPUT_BYTES + 1} bytes, more than the "),
+    ]:
+        code, _, err = cli(capsys, *base, str(matrix["good"][0]), path)
+        assert code == 2 and problem in err and "Traceback" not in err, err
     assert not (tmp_path / "p").exists()
 
 
