@@ -46,6 +46,7 @@ STAGES = (
     "envlock.commands",
     "envlock.ci",
     "envlock.doctor",
+    "envlock.venv",
     "envlock.report",
     "envlock.smoke",
     "envlock.image",

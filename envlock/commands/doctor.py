@@ -13,7 +13,7 @@ from envlock.errors import EnvlockError, UsageError
 
 if TYPE_CHECKING:
     from envlock.doctor.advice import DoctorReport, Finding, FindingDict
-    from envlock.doctor.probe import ProbeDoc
+    from envlock.venv.probe import ProbeDoc
 
 
 def register(sub: Any) -> None:
@@ -224,9 +224,10 @@ def _explain_log(name: str, expected: Any, lock_dir: str | None) -> list[Any]:
 
 def run(args: argparse.Namespace) -> int:
     from envlock.doctor import findings as F
-    from envlock.doctor import knownerrors, target
+    from envlock.doctor import knownerrors
     from envlock.doctor.advice import Context
-    from envlock.doctor.probe import sonames
+    from envlock.venv import interpreter
+    from envlock.venv.probe import sonames
 
     lock = _read_lock(args.lock) if args.lock else None
     lock_dir = args.lock
@@ -236,10 +237,10 @@ def run(args: argparse.Namespace) -> int:
     log_only = args.log is not None and args.lock is None and args.venv is None
     if not log_only:
         try:
-            chosen = target.choose(
+            chosen = interpreter.choose(
                 args.venv, Path(args.lock) if args.lock else None, dict(os.environ)
             )
-        except target.InterpreterGone as gone:
+        except interpreter.InterpreterGone as gone:
             bare = Context(
                 lock, lock_dir, expected, None, "", allow_cpu=args.allow_cpu, venv=gone.venv
             )
@@ -253,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
             libraries = tuple(sonames(expected.cuda, expected.cudnn))
             if expected.framework == "tensorflow":
                 mode = "yes"
-        probe = target.run_probe(chosen, tensorflow=mode, deep=args.deep, libraries=libraries)
+        probe = interpreter.run_probe(chosen, tensorflow=mode, deep=args.deep, libraries=libraries)
         tf_version = F.tensorflow_installed(probe)
         if expected is None and tf_version is not None:
             expected = _expected_for(tf_version)
@@ -268,7 +269,7 @@ def run(args: argparse.Namespace) -> int:
             fits=_fits(lock.resolution.python if lock else None, host),
             floor=_floor(expected, host, dict(os.environ)),
             paths=_paths(expected, host, probe, chosen.python),
-            venv=target.venv_of(chosen.python),
+            venv=interpreter.venv_of(chosen.python),
             python=chosen.python,
             python_fits=_python_fits,
         )

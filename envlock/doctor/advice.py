@@ -19,9 +19,9 @@ from envlock.driver import HostInfo
 from envlock.model import Lock, Resolution
 
 if TYPE_CHECKING:
-    from envlock.doctor.probe import PythonInfo
     from envlock.resolve.floors import HostFloor
     from envlock.resolve.paths import GpuPaths
+    from envlock.venv.probe import PythonInfo
 
 
 class _FindingHead(TypedDict):

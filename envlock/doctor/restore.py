@@ -178,7 +178,7 @@ def distributions(python: Path) -> dict[str, str] | None:
     PYTHONPATH); None when it does not run."""
     from packaging.utils import canonicalize_name
 
-    from envlock.doctor.target import Target, run_probe
+    from envlock.venv.interpreter import Target, run_probe
 
     try:
         doc = run_probe(
@@ -402,7 +402,7 @@ def new_venv_path(req: RestoreRequest) -> Path:
     """The venv path a new-venv restore switches: --venv as given, or the venv
     folder of an interpreter given there; an interpreter outside a venv cannot be
     switched (exit 2, the in-place sync as the fix)."""
-    from envlock.doctor.target import venv_of
+    from envlock.venv.interpreter import venv_of
 
     given = Path(req.venv)
     if given.is_file():
@@ -420,7 +420,7 @@ def new_venv_path(req: RestoreRequest) -> Path:
 
 def in_place_target(req: RestoreRequest) -> str:
     """The interpreter an in-place sync or undo acts on: --venv's (doctor's choice)."""
-    from envlock.doctor.target import choose
+    from envlock.venv.interpreter import choose
 
     return choose(str(req.venv), None, {}).python
 
