@@ -1,4 +1,6 @@
-"""Making and changing environments. Here so far: the interpreter a command acts
-on (chosen from --venv, the bundle's captured.json, its .venv, $VIRTUAL_ENV or
-envlock's own) and the stdlib probe run in it, which doctor, capture, restore,
-smoke and notebook all use. Diagnosis of what the probe finds is envlock.doctor."""
+"""Making and changing environments: capture a working environment into a lock,
+restore a bundle into a new venv (a link switched over versioned folders) or
+sync it into a given interpreter in place with an undo store, the hashed install
+both share, Jupyter kernels, the wheelhouse restore installs from offline, and
+the interpreter a command acts on with the stdlib probe run in it. Diagnosis of
+what the probe finds (findings, known errors) is envlock.doctor."""
