@@ -34,7 +34,7 @@ GROUND = (
     "envlock.userstate",
     "envlock.door",
     "envlock.driver",
-    "envlock.target",
+    "envlock.lockplatform",
     "envlock.instant",
 )
 

@@ -191,7 +191,7 @@ def _explained(
     if args.offline:
         return error
     from envlock.index.config import index_url
-    from envlock.target import Target
+    from envlock.lockplatform import Target
     from envlock.venv.capture import unavailable
 
     target = Target.for_lock(resolution.python, resolution.os)

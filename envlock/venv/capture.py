@@ -376,7 +376,7 @@ class Unavailable:
 
 def unavailable(pins: Sequence[str], target: Any, index: str) -> list[Unavailable]:
     """The pins whose version the index has no wheel of for ``target`` (an
-    ``envlock.target.Target``), with the nearest versions it has."""
+    ``envlock.lockplatform.Target``), with the nearest versions it has."""
     from envlock.index import http, pep691
 
     sess = http.session()
