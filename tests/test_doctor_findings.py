@@ -8,9 +8,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envlock.commands.doctor import _floor
 from envlock.doctor import findings as F
 from envlock.doctor.advice import Context, Finding
+from envlock.doctor.runner import _floor
 from envlock.driver import HostGpu, HostInfo
 from envlock.errors import NoResolution
 from envlock.lock import read_lock
