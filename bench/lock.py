@@ -56,7 +56,7 @@ def _index() -> str:
 
 def _uv_target(locked: dict[str, Any]) -> list[str]:
     """The flags envlock's uv engine targets the lock with, from ``envlock lock --json``."""
-    from envlock.target import Target
+    from envlock.lockplatform import Target
 
     res = locked["resolution"]
     target = Target.for_lock(res["python"], res["os"])

@@ -64,8 +64,8 @@ def main() -> int:
         if wh is None:
             wh = work / "wh"
             timed([envlock, "wheelhouse", str(bundle), "-o", str(wh)])
-        from envlock.doctor.restore import find_python
         from envlock.lock.pylock import read_lock
+        from envlock.venv.restore import find_python
 
         minor = read_lock(bundle).resolution.python
         python = find_python(minor, None)

@@ -18,7 +18,7 @@ from fixtures.index.fakeindex import FakeIndex
 from report_support import run_cli
 from test_lock import FW_TAG
 
-from envlock.doctor.capture import captured_from
+from envlock.venv.capture import captured_from
 
 pytestmark = pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="the fake wheels are cp311")
 UV = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
@@ -178,7 +178,7 @@ def test_the_probe_says_how_each_was_installed_and_a_broken_import_is_a_note(
 ) -> None:
     """capture runs doctor's probe: the direct_url.json kinds reach captured_from, and a
     TensorFlow whose import raises leaves the list whole and says why build_info is absent."""
-    from envlock.doctor.capture import build_info, capture_venv, probe_venv
+    from envlock.venv.capture import build_info, capture_venv, probe_venv
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)

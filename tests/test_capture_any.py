@@ -332,8 +332,8 @@ def test_direct_installs_of_a_venv_each_get_their_note() -> None:
     """The probe's PEP 610 kinds, as captured_from takes them: an archive from a
     local file, a URL, a VCS checkout; and a framework installed from a URL is
     pinned from the index, with a note that it may be another build."""
-    from envlock.doctor.capture import captured_from
     from envlock.lock.freeze import installed_line
+    from envlock.venv.capture import captured_from
 
     url = "https://example.invalid/tf/tensorflow-2.15.1-cp311-cp311-manylinux_2_17_x86_64.whl"
     got = captured_from(

@@ -15,7 +15,7 @@ import pytest
 from venv_support import make_tf215_venv
 
 from envlock.cli import main
-from envlock.doctor import target
+from envlock.venv import interpreter
 
 LOCK_DIR = Path(__file__).parent / "golden" / "render" / "tf2.15-system"
 FAKE_SMI = """#!/bin/sh
@@ -112,13 +112,13 @@ def test_the_interpreter_is_chosen_and_said(tmp_path: Path) -> None:
     (other / "bin").mkdir(parents=True)
     (other / "bin" / "python").symlink_to(sys.executable)
     env = {"VIRTUAL_ENV": str(other)}
-    assert target.choose(None, bundle, env).chosen_by == "bundle"
-    assert target.choose(None, bundle, env).reason == (
+    assert interpreter.choose(None, bundle, env).chosen_by == "bundle"
+    assert interpreter.choose(None, bundle, env).reason == (
         f"the venv bootstrap.sh made for {bundle} ({bundle / '.venv'})"
     )
-    assert target.choose(None, tmp_path, env).chosen_by == "VIRTUAL_ENV"
-    assert target.choose(None, None, {}).chosen_by == "envlock"
-    assert target.choose(str(other), bundle, env).python == str(other / "bin" / "python")
+    assert interpreter.choose(None, tmp_path, env).chosen_by == "VIRTUAL_ENV"
+    assert interpreter.choose(None, None, {}).chosen_by == "envlock"
+    assert interpreter.choose(str(other), bundle, env).python == str(other / "bin" / "python")
 
 
 def test_bad_venv_and_lock_are_usage_errors(

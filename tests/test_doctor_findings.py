@@ -8,16 +8,16 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envlock.commands.doctor import _floor
 from envlock.doctor import findings as F
 from envlock.doctor.advice import Context, Finding
-from envlock.doctor.probe import sonames
+from envlock.doctor.runner import _floor
 from envlock.driver import HostGpu, HostInfo
 from envlock.errors import NoResolution
 from envlock.lock import read_lock
 from envlock.model import Constraints
 from envlock.resolve import load_matrix, resolve
 from envlock.resolve.floors import host_gpus
+from envlock.venv.probe import sonames
 
 LOCK_DIR = Path(__file__).parent / "golden" / "render" / "tf2.15-system"
 LOCK = read_lock(LOCK_DIR)

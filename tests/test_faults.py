@@ -34,7 +34,7 @@ from envlock.errors import EnvironmentFailure
 from envlock.index import http, pep691
 from envlock.lock import pip as pip_engine
 from envlock.lock import uv as uv_engine
-from envlock.target import Target
+from envlock.lockplatform import Target
 
 PAGE = "/simple/dep-a/"
 TRANSIENT = ["stall", "reset", "truncate", 503]

@@ -34,7 +34,7 @@ GROUND = (
     "envlock.userstate",
     "envlock.door",
     "envlock.driver",
-    "envlock.target",
+    "envlock.lockplatform",
     "envlock.instant",
 )
 
@@ -46,6 +46,7 @@ STAGES = (
     "envlock.commands",
     "envlock.ci",
     "envlock.doctor",
+    "envlock.venv",
     "envlock.report",
     "envlock.smoke",
     "envlock.image",

@@ -133,7 +133,7 @@ def test_upload_times_are_compared_strictly_and_unknown_is_not_before() -> None:
 
 def test_uv_gets_the_instant_as_its_flag_not_a_bare_date() -> None:
     from envlock.lock.uv import uv_env
-    from envlock.target import Target
+    from envlock.lockplatform import Target
 
     cmd = compile_command(
         "r.in", "out.toml", Target.for_lock("3.11", None), "http://x/simple",

@@ -17,10 +17,10 @@ from packaging.version import Version
 from envlock.cli import main
 from envlock.errors import DataError, EnvironmentFailure, UsageError
 from envlock.index.pep691 import IndexFile
+from envlock.lockplatform import newest_linux
 from envlock.matrix import and_cuda, check, load_tensorflow, tested, wheel_members
 from envlock.matrix import refresh as refresh_mod
 from envlock.matrix.rangefile import TAIL, RangeFile
-from envlock.target import newest_linux
 
 BUILD_INFO_2_15 = '''"""Auto-generated module providing information about the build."""
 import collections

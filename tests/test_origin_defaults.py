@@ -23,7 +23,7 @@ from test_restore import bundle, pasted  # noqa: F401  (bundle is a fixture)
 
 from envlock.bundle import origin
 from envlock.cli import main
-from envlock.doctor.restore import find_python
+from envlock.venv.restore import find_python
 
 
 def captured_at(folder: Path, venv: Path | None, interpreter: Path, *, here: bool = True) -> None:

@@ -30,7 +30,7 @@ from fixtures.index.fakeindex import FakeIndex, FakeWheel, closed_port
 from test_bootstrap_drift import installed
 
 from envlock.cli import main
-from envlock.doctor.restore import find_python
+from envlock.venv.restore import find_python
 
 LOCAL_BASE = "envlock-test/bookworm-python:1"
 ENVLOCK = Path(sys.executable).parent / "envlock"
@@ -378,7 +378,7 @@ def test_an_install_failure_shows_no_deprecation_warning_of_uv(
     sees only the old name puts 'The UV_NATIVE_TLS environment variable is
     deprecated' into the error (uv 0.13.9 keeps quiet when both are set, so the
     environment uv gets is checked too)."""
-    import envlock.doctor.restore as restore_mod
+    import envlock.venv.restore as restore_mod
 
     seen: list[dict[str, str]] = []
     real_run = restore_mod.run_step
@@ -492,7 +492,7 @@ def test_no_python_of_the_locked_minor_says_how_to_get_one(monkeypatch: pytest.M
 
 
 def test_the_next_restore_finishes_a_switch_killed_between_its_renames(tmp_path: Path) -> None:
-    from envlock.doctor.restore import recover
+    from envlock.venv.restore import recover
 
     venv = tmp_path / "venv"
     (tmp_path / "venv.envlock-0").mkdir()
@@ -588,7 +588,7 @@ def _seeded(venv: Path) -> tuple[dict[str, str], list[str]]:
 def test_the_new_venv_is_seeded_as_python_m_venv_seeds_one(tmp_path: Path) -> None:
     """restore's venv: the same pip (and setuptools before 3.12) as `python -m venv`,
     from the interpreter's own ensurepip wheels, the same bin/ folder."""
-    from envlock.doctor.restore import create_venv
+    from envlock.venv.restore import create_venv
 
     plain = tmp_path / "plain"
     subprocess.run([sys.executable, "-m", "venv", str(plain)], check=True, timeout=600)
@@ -610,7 +610,7 @@ def test_without_uv_the_new_venv_is_made_by_python_m_venv(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import envlock.lock.uv as uv_mod
-    from envlock.doctor.restore import create_venv
+    from envlock.venv.restore import create_venv
 
     monkeypatch.setattr(uv_mod, "uv_bin", lambda: str(tmp_path / "no-uv"))
     create_venv(sys.executable, tmp_path / "venv")

@@ -23,7 +23,7 @@ from test_bootstrap_drift import installed
 from test_restore import ENVLOCK, LOCAL_BASE, STUB, hint_command, pasted
 
 from envlock.cli import main
-from envlock.doctor import inplace
+from envlock.venv import inplace
 
 
 @pytest.fixture()

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from test_smoke_harness import BUILD_INFO_2_22, fake_tensorflow_tree, h
 
-from envlock.doctor import probe
 from envlock.matrix import headers, refresh
 from envlock.matrix.build_info import parse_build_info
+from envlock.venv import probe
 
 CONFIG = "include/third_party/gpus/cuda/cuda_config.h"
 CUDNN = "include/external/cuda_cudnn/include/cudnn_version.h"

@@ -36,7 +36,7 @@ from test_restore_inplace import bundle, drift, files_of, in_place, made_venv  #
 
 from envlock import userstate
 from envlock.cli import main
-from envlock.doctor import inplace
+from envlock.venv import inplace
 
 SECRET = b"-----BEGIN OPENSSH PRIVATE KEY-----\nnot a real key\n"
 

@@ -2,7 +2,7 @@
 test pip, and venvs holding a tool (pipenv, tox, pipx, PDM, a newer pip).
 
 Each is seeded as ``python -m venv`` seeds one (the interpreter's own pip, and
-setuptools before 3.12) by envlock.doctor.restore.create_venv, which takes
+setuptools before 3.12) by envlock.venv.restore.create_venv, which takes
 ~0.6 s where ensurepip takes ~5 s; what goes in after is installed by uv from
 the index of the user's configuration (envlock.index.config.index_url), not by
 pip (~10x the CPU here), unless pip is what a test checks."""
@@ -41,7 +41,7 @@ def make_tf215_venv(venv: Path, uv_cache: Path, *also: str) -> Path:
 
 def seeded_venv(venv: Path, python: str = sys.executable) -> Path:
     """``python -m venv VENV``, the same pip in it (envlock restore's way)."""
-    from envlock.doctor.restore import create_venv
+    from envlock.venv.restore import create_venv
 
     create_venv(python, venv)
     return venv

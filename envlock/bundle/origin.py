@@ -101,7 +101,7 @@ class Origin:
 
 def from_probe(doc: Mapping[str, object], interpreter: str, venv: str | None) -> Origin:
     """The origin of a capture, from doctor's probe document of its interpreter
-    (``envlock.doctor.probe.ProbeDoc``; read here as plain JSON, this layer stands
+    (``envlock.venv.probe.ProbeDoc``; read here as plain JSON, this layer stands
     below doctor)."""
     markers = _object(doc.get("markers"))
     python = _object(doc.get("python"))

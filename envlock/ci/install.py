@@ -152,7 +152,7 @@ def closure_text(
     """requirements.txt: envlock's wheel, then its dependencies locked for the runner."""
     from envlock.index.config import index_url as configured
     from envlock.lock.uv import ResolverFailed, compile_lock
-    from envlock.target import Target
+    from envlock.lockplatform import Target
 
     target = Target.for_lock(RUNNER_PYTHON, None)
     try:

@@ -1,7 +1,7 @@
 """envlock capture: lock a working environment that was never locked.
 
 ``envlock capture --venv PATH -o DIR`` probes the interpreter PATH names (a
-venv folder or any interpreter file; envlock.doctor.capture), then locks
+venv folder or any interpreter file; envlock.venv.capture), then locks
 ``tensorflow==<installed>`` with every other installed distribution pinned at
 its installed version, for that interpreter's Python minor: the same path as
 ``envlock lock``, so DIR is a normal bundle with hashes from the index. Then
@@ -23,8 +23,8 @@ from envlock.errors import EnvironmentFailure, NoResolution, UsageError
 if TYPE_CHECKING:
     from envlock.bundle.folder import LockedFolder
     from envlock.bundle.origin import OriginDict
-    from envlock.doctor.capture import Captured
     from envlock.model import Resolution
+    from envlock.venv.capture import Captured
 
 
 def register(sub: Any) -> None:
@@ -99,7 +99,7 @@ def _build_notes(captured: Captured, resolution: Resolution) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from envlock.bundle.guard import check_output_folder
-    from envlock.doctor.capture import capture_freeze, capture_interpreter
+    from envlock.venv.capture import capture_freeze, capture_interpreter
 
     out = Path(args.output)
     check_output_folder(out, "-o")
@@ -190,9 +190,9 @@ def _explained(
     """The resolver's failure, with the captured pins the index cannot serve named."""
     if args.offline:
         return error
-    from envlock.doctor.capture import unavailable
     from envlock.index.config import index_url
-    from envlock.target import Target
+    from envlock.lockplatform import Target
+    from envlock.venv.capture import unavailable
 
     target = Target.for_lock(resolution.python, resolution.os)
     missing = unavailable(captured.pins, target, index_url(args.index_url))

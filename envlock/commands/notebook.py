@@ -81,7 +81,7 @@ def data_home(environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
 
 
 def _interpreter(venv: str) -> str:
-    from envlock.doctor.target import choose
+    from envlock.venv.interpreter import choose
 
     return choose(venv, None, {}).python
 

@@ -99,8 +99,8 @@ def _conflicts(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envlock.doctor.install import RestoreRequest, default_venv
-    from envlock.doctor.restore import restore
+    from envlock.venv.install import RestoreRequest, default_venv
+    from envlock.venv.restore import restore
 
     _conflicts(args)
     bundle = Path(args.dir)
@@ -206,8 +206,8 @@ def _restart(python: str) -> str:
 
 
 def _in_place(args: argparse.Namespace, req: Any) -> int:
-    from envlock.doctor.inplace import undo_command
-    from envlock.doctor.restore import restore_in_place
+    from envlock.venv.inplace import undo_command
+    from envlock.venv.restore import restore_in_place
 
     def progress(line: str) -> None:
         sys.stderr.write(f"envlock restore: {line}\n")
@@ -261,13 +261,13 @@ def _in_place(args: argparse.Namespace, req: Any) -> int:
 def restore_command_of(req: Any, **changes: Any) -> str:
     from dataclasses import replace
 
-    from envlock.doctor.install import restore_command
+    from envlock.venv.install import restore_command
 
     return restore_command(replace(req, **changes))
 
 
 def _undo(args: argparse.Namespace, req: Any) -> int:
-    from envlock.doctor.restore import restore_undo
+    from envlock.venv.restore import restore_undo
 
     r = restore_undo(req)
     if args.json:

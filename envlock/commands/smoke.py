@@ -84,10 +84,10 @@ def register(sub: Any) -> None:
 
 
 def host_python(given: str) -> str:
-    """The interpreter --venv names, chosen as doctor chooses it (envlock.doctor.target):
+    """The interpreter --venv names, chosen as doctor chooses it (envlock.venv.interpreter):
     an interpreter file, or a venv folder's bin/python; a dangling venv interpreter
     is named as such."""
-    from envlock.doctor.target import choose
+    from envlock.venv.interpreter import choose
 
     path = Path(given)
     if not path.is_dir() and not path.is_file():

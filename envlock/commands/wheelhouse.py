@@ -26,7 +26,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envlock.doctor.wheelhouse import build_wheelhouse
+    from envlock.venv.wheelhouse import build_wheelhouse
 
     def progress(line: str) -> None:
         if not args.json:
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         # restore's default venv spelled out: the hint names the venv it will act on
-        from envlock.doctor.install import RestoreRequest, default_venv, restore_command
+        from envlock.venv.install import RestoreRequest, default_venv, restore_command
 
         bundle = Path(args.dir)
         venv, why = default_venv(bundle)

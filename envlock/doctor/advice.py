@@ -19,9 +19,9 @@ from envlock.driver import HostInfo
 from envlock.model import Lock, Resolution
 
 if TYPE_CHECKING:
-    from envlock.doctor.probe import PythonInfo
     from envlock.resolve.floors import HostFloor
     from envlock.resolve.paths import GpuPaths
+    from envlock.venv.probe import PythonInfo
 
 
 class _FindingHead(TypedDict):
@@ -121,11 +121,11 @@ def restore_command(ctx: Context) -> str:
     """``envlock restore DIR --venv VENV``: the bundle checked against and the
     environment inspected (restore's own default may be another one); an
     interpreter outside a venv is synced ``--in-place`` (a new venv cannot replace
-    it). The one builder restore itself uses (``envlock.doctor.install``)."""
+    it). The one builder restore itself uses (``envlock.venv.install``)."""
     from pathlib import Path
 
-    from envlock.doctor.install import RestoreRequest
-    from envlock.doctor.install import restore_command as command
+    from envlock.venv.install import RestoreRequest
+    from envlock.venv.install import restore_command as command
 
     bundle = Path(ctx.lock_dir or "DIR")
     if ctx.venv or not ctx.python:

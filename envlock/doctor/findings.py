@@ -17,7 +17,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 if TYPE_CHECKING:
-    from envlock.doctor.probe import Dist, ErrorText, ProbeDoc
+    from envlock.venv.probe import Dist, ErrorText, ProbeDoc
 
 from envlock.doctor.advice import (
     Context,

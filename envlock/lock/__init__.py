@@ -13,7 +13,7 @@ from __future__ import annotations
 from envlock.lock.core import RESOLVERS, check_requirements, lock, top_requirements
 from envlock.lock.pylock import PYLOCK, parse_pylock, pylock_text, read_lock
 from envlock.lock.requirements import REQUIREMENTS, requirements_text
-from envlock.target import Target
+from envlock.lockplatform import Target
 
 __all__ = [
     "PYLOCK",

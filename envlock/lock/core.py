@@ -15,8 +15,8 @@ from envlock.errors import NoResolution, PinsNeedPython, UsageError
 from envlock.index.config import index_url as configured_index
 from envlock.lock.conflicts import explain
 from envlock.lock.uv import ResolverFailed
+from envlock.lockplatform import Target
 from envlock.model import CUDA_SOURCES, Lock, LockInput, Resolution
-from envlock.target import Target
 
 if TYPE_CHECKING:
     from envlock.matrix import TFRelease, libraries

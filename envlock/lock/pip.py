@@ -27,8 +27,8 @@ from packaging.version import InvalidVersion, Version
 from envlock.errors import DataError, EnvironmentFailure, UsageError
 from envlock.lock.pip_files import fetch_files, wheels_for
 from envlock.lock.uv import ResolverFailed
+from envlock.lockplatform import Target
 from envlock.model import LockedPackage, LockedWheel
-from envlock.target import Target
 
 _NETWORK_HINTS = (
     "newconnectionerror",

@@ -21,8 +21,8 @@ import tomli_w
 
 from envlock.door import bad_character, carries_secret, redact, shown
 from envlock.errors import DataError
+from envlock.lockplatform import Target
 from envlock.model import InputError, Lock, LockedPackage, LockedWheel, LockInput, Resolution
-from envlock.target import Target
 
 PYLOCK = "pylock.toml"
 

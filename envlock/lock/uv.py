@@ -26,8 +26,8 @@ from urllib.parse import unquote, urlsplit
 from packaging.utils import canonicalize_name
 
 from envlock.errors import DataError, EnvironmentFailure, UsageError
+from envlock.lockplatform import Target
 from envlock.model import LockedPackage, LockedWheel
-from envlock.target import Target
 
 if sys.version_info >= (3, 11):
     import tomllib

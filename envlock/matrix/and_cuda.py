@@ -4,7 +4,7 @@ A minor of the release's ``python`` stays when every requirement of the extra
 that applies to it (markers evaluated for CPython on Linux x86_64) has an
 allowed version with a Linux x86_64 wheel for it; the note says which
 requirement removed which minor. Wheel tags are read through
-``envlock.target`` (``packaging.tags``).
+``envlock.lockplatform`` (``packaging.tags``).
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from envlock.index.pep691 import IndexFile
-from envlock.target import newest_linux
+from envlock.lockplatform import newest_linux
 
 
 def wheel_python(filename: str, minors: Iterable[str]) -> set[str]:
     """The minors among ``minors`` ("3.X") a wheel installs on, on Linux x86_64.
 
     The tags each minor's interpreter accepts (``packaging.tags``, through
-    ``envlock.target``): ``cp3X-cp3X`` / ``cp3X-none`` serve 3.X alone,
+    ``envlock.lockplatform``): ``cp3X-cp3X`` / ``cp3X-none`` serve 3.X alone,
     ``cp3X-abi3`` every minor from 3.X on, ``py3`` every minor, ``py3X`` every
     minor from 3.X on; free-threaded ABIs (``cp313t``), other interpreters and
     other platforms serve none. Not a wheel (an sdist): none.

@@ -56,6 +56,7 @@ from packaging.version import InvalidVersion, Version
 
 from envlock.errors import DataError, EnvironmentFailure, UsageError
 from envlock.index.pep691 import IndexFile
+from envlock.lockplatform import newest_linux
 from envlock.matrix import headers as headers_mod
 from envlock.matrix.and_cuda import and_cuda_python, and_cuda_requirements
 from envlock.matrix.build_info import parse_build_info
@@ -68,7 +69,6 @@ from envlock.matrix.tensorflow import (
 )
 from envlock.matrix.tested import TestedConfig, TestedConfigs
 from envlock.matrix.wheel_members import read_members
-from envlock.target import newest_linux
 
 if TYPE_CHECKING:
     import requests

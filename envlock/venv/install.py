@@ -1,8 +1,8 @@
 """What both restore modes share: the request, and the hashed install into an
 interpreter (a new venv's, or the one ``--in-place`` syncs).
 
-Below ``envlock.doctor.restore`` (the new-venv switch) and
-``envlock.doctor.inplace``/``envlock.doctor.kernel``, which all import it.
+Below ``envlock.venv.restore`` (the new-venv switch) and
+``envlock.venv.inplace``/``envlock.venv.kernel``, which all import it.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class RestoreRequest:
     offline: bool = False
     allow_cpu: bool = False
     index_url: str | None = None
-    in_place: bool = False  # sync the lock into --venv's interpreter (envlock.doctor.inplace)
+    in_place: bool = False  # sync the lock into --venv's interpreter (envlock.venv.inplace)
     exact: bool = False  # in place: also remove what the lock does not name
     undo: bool = False  # put back what the newest in-place sync replaced
     undo_id: str | None = None

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, TypedDict
 from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
 
 if TYPE_CHECKING:
-    from envlock.doctor.install import RestoreRequest
+    from envlock.venv.install import RestoreRequest
     from envlock.model import Lock
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -107,7 +107,7 @@ class KernelSpec(TypedDict):
 
 def install_kernel(req: RestoreRequest, venv: Path, display_name: str) -> KernelSpec:
     """Register ``venv`` as kernel ``req.kernel`` with its own ipykernel; the spec."""
-    from envlock.doctor.install import run_step
+    from envlock.venv.install import run_step
 
     assert req.kernel is not None
     python = venv / "bin" / "python"

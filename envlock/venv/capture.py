@@ -1,8 +1,8 @@
 """Capture a working environment that was never locked.
 
-``capture_interpreter(given)`` runs envlock doctor's probe (``envlock.doctor.probe``,
+``capture_interpreter(given)`` runs envlock doctor's probe (``envlock.venv.probe``,
 standard library only) in the interpreter ``--venv`` names, as doctor takes it
-(``envlock.doctor.target.choose``): a venv folder, or any interpreter file (a
+(``envlock.venv.interpreter.choose``): a venv folder, or any interpreter file (a
 venv's bin/python, a system python3, one with a ``--user`` site, a Jupyter
 kernel's ``sys.executable``). The probe lists every distribution that
 interpreter's ``importlib.metadata`` lists, its version and how it was
@@ -58,7 +58,7 @@ from envlock.lock.freeze import (
 )
 
 if TYPE_CHECKING:
-    from envlock.doctor.probe import Dist, ErrorText, ProbeDoc
+    from envlock.venv.probe import Dist, ErrorText, ProbeDoc
 
 FRAMEWORK = "tensorflow"
 
@@ -124,7 +124,7 @@ def interpreter_of(given: str) -> tuple[str, str | None]:
     """(the interpreter ``--venv given`` names, absolute with its links kept; its
     venv folder or None), as envlock doctor --venv takes it. A venv whose
     interpreter is a dangling link is doctor's finding, InterpreterGone (exit 1)."""
-    from envlock.doctor.target import InterpreterGone, choose, venv_of
+    from envlock.venv.interpreter import InterpreterGone, choose, venv_of
 
     path = Path(given)
     if path.is_symlink() and not path.exists():  # --venv VENV/bin/python, its Python gone
@@ -153,7 +153,7 @@ def interpreter_of(given: str) -> tuple[str, str | None]:
 def _probe(python: str, tensorflow: str, timeout: float) -> ProbeDoc:
     """envlock doctor's probe, run in ``python`` (PYTHONPATH and PYTHONHOME left
     out: capture reads what the interpreter holds, not what this shell adds)."""
-    from envlock.doctor.target import Target, run_probe
+    from envlock.venv.interpreter import Target, run_probe
 
     where = Target(python, "--venv", f"--venv {python}")
     return run_probe(where, tensorflow=tensorflow, deep=False, timeout=timeout, isolated=True)
@@ -376,7 +376,7 @@ class Unavailable:
 
 def unavailable(pins: Sequence[str], target: Any, index: str) -> list[Unavailable]:
     """The pins whose version the index has no wheel of for ``target`` (an
-    ``envlock.target.Target``), with the nearest versions it has."""
+    ``envlock.lockplatform.Target``), with the nearest versions it has."""
     from envlock.index import http, pep691
 
     sess = http.session()

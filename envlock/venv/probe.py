@@ -94,7 +94,7 @@ if TYPE_CHECKING:  # the document's shapes, for the checker and for envlock's re
         tensorflow: TfProbe
         library_folders: list[str]
         libraries: list[Library]
-        stderr_tail: str  # added by envlock.doctor.target.run_probe
+        stderr_tail: str  # added by envlock.venv.interpreter.run_probe
 
 
 SCHEMA = "envlock.probe/v1"

@@ -56,7 +56,7 @@ from envlock.errors import EnvironmentFailure, UsageError
 from envlock.readers import shown
 
 if TYPE_CHECKING:
-    from envlock.doctor.install import RestoreRequest
+    from envlock.venv.install import RestoreRequest
     from envlock.model import Lock
 
 OLD_UNDO_DIR = ".envlock-undo"  # inside the bundle, before envlock.undo/v2: never read
@@ -496,7 +496,7 @@ def _put_back(here: Installed, entry: Path, f: SavedFile) -> None:
 
 
 def _uv(argv: list[str], doing: str, offline: bool = False) -> None:
-    from envlock.doctor.install import INSTALL_TIMEOUT, run_step
+    from envlock.venv.install import INSTALL_TIMEOUT, run_step
     from envlock.lock.uv import uv_env
 
     env = uv_env()
@@ -541,7 +541,7 @@ def _fix(req: RestoreRequest) -> str:
 def sync(req: RestoreRequest, lock: Lock, python: str, say: Callable[[str], None]) -> InPlaceResult:
     """Install what the lock has and ``python`` lacks (or has at another version);
     with ``req.exact`` remove what the lock does not name; undo saved first."""
-    from envlock.doctor.install import install_argv
+    from envlock.venv.install import install_argv
 
     before = probe(python)
     if before.minor != lock.resolution.python:

@@ -22,7 +22,7 @@ from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
 
 if TYPE_CHECKING:
     from envlock.bundle.origin import Origin
-    from envlock.doctor.probe import ProbeDoc
+    from envlock.venv.probe import ProbeDoc
 
 PROBE_TIMEOUT = 300.0
 
@@ -140,7 +140,7 @@ def _captured(lock_dir: Path, found: Origin | None) -> Target | None:
 def probe_source() -> str:
     from importlib import resources
 
-    return (resources.files("envlock.doctor") / "probe.py").read_text(encoding="utf-8")
+    return (resources.files("envlock.venv") / "probe.py").read_text(encoding="utf-8")
 
 
 def run_probe(
@@ -157,7 +157,7 @@ def run_probe(
     or "no". ``isolated``: without PYTHONPATH and PYTHONHOME (what the venv holds,
     not what this shell adds; doctor keeps them, they are part of what it inspects).
     A probe that cannot run (a broken interpreter) is an EnvironmentFailure, exit 3."""
-    from envlock.doctor.probe import MARK
+    from envlock.venv.probe import MARK
 
     args = [target.python, "-c", probe_source()]
     if deep:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from envlock.doctor.install import (
+from envlock.venv.install import (
     INSTALL_TIMEOUT,
     RestoreRequest,
     install_argv,
@@ -41,7 +41,7 @@ from envlock.doctor.install import (
     run_step,
     wheelhouse_command,
 )
-from envlock.doctor.venvlink import (
+from envlock.venv.venvlink import (
     SUFFIX,
     clean_old,
     current_folder,
@@ -54,8 +54,8 @@ from envlock.doctor.venvlink import (
 from envlock.errors import CheckFailed, EnvironmentFailure, UsageError
 
 if TYPE_CHECKING:
-    from envlock.doctor.inplace import InPlaceResult, UndoResult
-    from envlock.doctor.kernel import KernelSpec
+    from envlock.venv.inplace import InPlaceResult, UndoResult
+    from envlock.venv.kernel import KernelSpec
     from envlock.model import Lock
 
 SMOKE_TIMEOUT = 1800
@@ -178,7 +178,7 @@ def distributions(python: Path) -> dict[str, str] | None:
     PYTHONPATH); None when it does not run."""
     from packaging.utils import canonicalize_name
 
-    from envlock.doctor.target import Target, run_probe
+    from envlock.venv.interpreter import Target, run_probe
 
     try:
         doc = run_probe(
@@ -276,7 +276,7 @@ def check_wheelhouse_matches(req: RestoreRequest, lock: Lock) -> None:
     a UsageError (exit 2: the folder given does not match the lock, which is bad
     input, not a failed download) naming every missing or damaged wheel at once,
     before anything is built."""
-    from envlock.doctor.wheelhouse import check_wheelhouse
+    from envlock.venv.wheelhouse import check_wheelhouse
 
     if req.wheelhouse is None:
         return
@@ -402,7 +402,7 @@ def new_venv_path(req: RestoreRequest) -> Path:
     """The venv path a new-venv restore switches: --venv as given, or the venv
     folder of an interpreter given there; an interpreter outside a venv cannot be
     switched (exit 2, the in-place sync as the fix)."""
-    from envlock.doctor.target import venv_of
+    from envlock.venv.interpreter import venv_of
 
     given = Path(req.venv)
     if given.is_file():
@@ -420,7 +420,7 @@ def new_venv_path(req: RestoreRequest) -> Path:
 
 def in_place_target(req: RestoreRequest) -> str:
     """The interpreter an in-place sync or undo acts on: --venv's (doctor's choice)."""
-    from envlock.doctor.target import choose
+    from envlock.venv.interpreter import choose
 
     return choose(str(req.venv), None, {}).python
 
@@ -429,7 +429,7 @@ def restore_in_place(
     req: RestoreRequest, progress: Callable[[str], None] | None = None
 ) -> InPlaceResult:
     """``--in-place``: the lock synced into --venv's interpreter, undo saved first."""
-    from envlock.doctor.inplace import sync
+    from envlock.venv.inplace import sync
 
     say = progress or (lambda _line: None)
     lock = _check_bundle(req)
@@ -441,7 +441,7 @@ def restore_in_place(
 
 def restore_undo(req: RestoreRequest) -> UndoResult:
     """``--undo``: what the newest in-place sync of --venv replaced, put back offline."""
-    from envlock.doctor.inplace import undo
+    from envlock.venv.inplace import undo
 
     return undo(req, in_place_target(req), req.undo_id)
 
@@ -450,13 +450,13 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
     say = progress or (lambda _line: None)
     lock = _check_bundle(req)
     if req.kernel is not None:
-        from envlock.doctor.kernel import check_name
+        from envlock.venv.kernel import check_name
 
         check_name(req.kernel)
     minor = lock.resolution.python
     venv = new_venv_path(req)
     if req.kernel is not None and not any(p.name == "ipykernel" for p in lock.packages):
-        from envlock.doctor.kernel import require_ipykernel
+        from envlock.venv.kernel import require_ipykernel
 
         old = distributions(venv / "bin" / "python") if os.path.lexists(venv) else None
         require_ipykernel(req, lock, old, restore_command(req))
@@ -522,7 +522,7 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
             os.replace(link, venv)
     kernel = None
     if req.kernel is not None:
-        from envlock.doctor.kernel import install_kernel
+        from envlock.venv.kernel import install_kernel
 
         say(f"registering {venv} as the Jupyter kernel {req.kernel}")
         kernel = install_kernel(req, venv, f"{venv.name} from {req.bundle.name} (envlock)")

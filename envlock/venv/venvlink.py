@@ -1,6 +1,6 @@
 """The venv path as a link to versioned folders (``PATH -> PATH.envlock-N``):
 finding them, the switch journal, the lock against a second restore, and the
-recovery of what a killed restore left (``envlock.doctor.restore`` explains
+recovery of what a killed restore left (``envlock.venv.restore`` explains
 the switch)."""
 
 from __future__ import annotations

@@ -1,0 +1,317 @@
+"""The doctor's pipeline: which interpreter to inspect, the probe run in it, the
+lock and the host it is judged against, resolve's answers the findings quote (the
+release that fits a driver or a Python, the driver floor, the execution paths),
+and a training log explained through the known errors. One call,
+``diagnose(DoctorRequest) -> DoctorReport``; ``envlock doctor`` prints the report.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from envlock.errors import EnvlockError, UsageError
+
+if TYPE_CHECKING:
+    from envlock.doctor.advice import DoctorReport, Finding
+    from envlock.venv.probe import ProbeDoc
+
+
+@dataclass(frozen=True)
+class DoctorRequest:
+    """What ``envlock doctor`` was asked (its flags)."""
+
+    lock: str | None = None  # --lock DIR: the bundle to compare against
+    venv: str | None = None  # --venv PATH: the venv or interpreter to inspect
+    log: str | None = None  # --log FILE: a training log to explain ("-": stdin)
+    allow_cpu: bool = False  # no GPU is a warning, not a failure
+    deep: bool = False  # also hash every installed file against its RECORD
+
+
+def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) -> DoctorReport:
+    """The doctor's report on the interpreter ``req`` names (its probe judged against
+    the lock, the host and itself) and on the log it names, status and findings
+    filled in. ``progress`` is told which interpreter is inspected, and why.
+    Bad input raises UsageError (exit 2); a probe that cannot run, EnvironmentFailure
+    (exit 3)."""
+    from envlock.doctor import findings as F
+    from envlock.doctor import knownerrors
+    from envlock.doctor.advice import Context
+    from envlock.venv import interpreter
+    from envlock.venv.probe import sonames
+
+    lock = _read_lock(req.lock) if req.lock else None
+    lock_dir = req.lock
+    doc: DoctorReport = {"schema": "envlock.doctor/v1", "lock": lock_dir}
+    found: list[Finding] = []
+    expected = lock.resolution if lock is not None else None
+    log_only = req.log is not None and req.lock is None and req.venv is None
+    if not log_only:
+        try:
+            chosen = interpreter.choose(
+                req.venv, Path(req.lock) if req.lock else None, dict(os.environ)
+            )
+        except interpreter.InterpreterGone as gone:
+            bare = Context(
+                lock, lock_dir, expected, None, "", allow_cpu=req.allow_cpu, venv=gone.venv
+            )
+            found.append(F.interpreter_gone(bare, gone.link, gone.points_to))
+            return _report(doc, found)
+        doc["interpreter"] = chosen.to_dict()
+        if progress is not None:
+            progress(f"inspecting {chosen.python}: {chosen.reason}")
+        libraries: tuple[str, ...] = ()
+        mode = "if-installed"  # TensorFlow's import (~4 s) only where the venv has it
+        if expected is not None:
+            libraries = tuple(sonames(expected.cuda, expected.cudnn))
+            if expected.framework == "tensorflow":
+                mode = "yes"
+        probe = interpreter.run_probe(chosen, tensorflow=mode, deep=req.deep, libraries=libraries)
+        tf_version = F.tensorflow_installed(probe)
+        if expected is None and tf_version is not None:
+            expected = _expected_for(tf_version)
+        host, problem = _host()
+        ctx = Context(
+            lock=lock,
+            lock_dir=lock_dir,
+            expected=expected,
+            host=host,
+            host_problem=problem,
+            allow_cpu=req.allow_cpu,
+            fits=_fits(lock.resolution.python if lock else None, host),
+            floor=_floor(expected, host, dict(os.environ)),
+            paths=_paths(expected, host, probe, chosen.python),
+            venv=interpreter.venv_of(chosen.python),
+            python=chosen.python,
+            python_fits=_python_fits,
+        )
+        found += F.judge(probe, ctx)
+        doc["python"] = probe.get("python")
+        doc["host"] = (
+            {
+                "driver": host.driver,
+                "source": host.source,
+                "gpus": [
+                    {"name": g.name, "compute_capability": g.compute_capability} for g in host.gpus
+                ],
+            }
+            if host
+            else None
+        )
+        tf = probe.get("tensorflow") or {}
+        if tf.get("imported") is False:  # the import error is a log too
+            error = tf.get("error")
+            text = str(error.get("message", "")) if error else ""
+            found += knownerrors.explain(
+                knownerrors.match_log(text.splitlines(), knownerrors.load()), expected, lock_dir
+            )
+    if req.log is not None:
+        found += _explain_log(req.log, expected, lock_dir)
+        doc["log"] = req.log
+    return _report(doc, found)
+
+
+def _report(doc: DoctorReport, found: list[Finding]) -> DoctorReport:
+    from envlock.doctor import findings as F
+
+    doc["status"] = F.overall(found)
+    doc["findings"] = [f.to_dict() for f in found]
+    return doc
+
+
+def _read_lock(folder: str) -> Any:
+    from envlock.lock import read_lock
+
+    path = Path(folder)
+    if not (path / "pylock.toml").is_file():
+        raise UsageError(
+            f"--lock {folder}: no pylock.toml there",
+            hint="give the folder envlock lock -o wrote",
+        )
+    return read_lock(path)
+
+
+def _expected_for(version: str) -> Any:
+    """The resolution of an installed TensorFlow (no lock): its CUDA, driver floor..."""
+    from envlock.resolve import Constraints, resolve
+
+    try:
+        return resolve(Constraints(spec=f"tensorflow=={version}"))
+    except EnvlockError:
+        return None
+
+
+def _fits(python: str | None, host: Any) -> Any:
+    """driver -> the newest release that runs on it for this host's GPUs (resolve's
+    answer, PTX JIT floors included)."""
+
+    def fits(driver: str) -> Any:
+        from envlock.resolve import Constraints, resolve
+        from envlock.resolve.floors import host_gpus
+
+        gpus = host_gpus(host) if host is not None else ()
+        for py in (python, None) if python else (None,):
+            try:
+                r = resolve(Constraints(spec="tensorflow", driver=driver, python=py, gpus=gpus))
+            except EnvlockError:
+                continue
+            return r
+        return None
+
+    return fits
+
+
+def _floor(expected: Any, host: Any, environ: dict[str, str]) -> Any:
+    """The driver floor of the expected release for this host's GPUs: the function
+    resolve's why lines come from (envlock.resolve.floors.host_floor), or inside a
+    container of an NVIDIA CUDA image (its NVIDIA_REQUIRE_CUDA in the environment)
+    the one resolve's container verdicts use (container_floor: forward-compatibility
+    libraries serve the PTX JIT on excepted driver branches)."""
+    if expected is None or expected.framework != "tensorflow":
+        return None
+    from envlock.resolve import load_matrix
+    from envlock.resolve.floors import container_floor, host_floor, host_gpus
+
+    matrix = load_matrix()
+    release = matrix.tensorflow.get(expected.version)
+    if release is None:
+        return None
+    gpus = host_gpus(host) if host is not None else ()
+    require = environ.get("NVIDIA_REQUIRE_CUDA", "").strip()
+    driver = _driver_version(host)
+    if require and driver is not None:
+        from envlock.matrix.require import RequireError, parse_require
+
+        try:
+            return container_floor(release, matrix.cuda, gpus, parse_require(require), driver)
+        except RequireError:
+            pass  # not a value the runtime reads either: judged as a host venv
+    return host_floor(release, matrix.cuda, gpus)
+
+
+def _paths(expected: Any, host: Any, probe: ProbeDoc, python: str) -> tuple[Any, ...]:
+    """The verdict per execution path for each host GPU, for the expected release
+    with what the inspected environment has: the ptxas of its nvidia-cuda-nvcc-cu12
+    wheel and the cuDNN of its nvidia-cudnn-cu12 wheel, when installed (resolve's
+    function, envlock.resolve.paths)."""
+    if expected is None or host is None or expected.framework != "tensorflow":
+        return ()
+    import shlex
+
+    from envlock.doctor.findings import installed
+    from envlock.matrix import libraries
+    from envlock.matrix import paths as paths_mod
+    from envlock.resolve import load_matrix
+    from envlock.resolve.floors import host_gpus
+    from envlock.resolve.paths import CUDNN, NVCC, Build, Tools, execution_paths
+
+    dists = installed(probe)
+    nvcc_dist, cudnn_dist = dists.get(NVCC), dists.get(CUDNN)
+    nvcc = nvcc_dist.get("version") if nvcc_dist else None
+    cudnn = cudnn_dist.get("version") if cudnn_dist else None
+    tools = Tools(
+        cuda_source=expected.cuda_source,
+        ptxas=str(nvcc) if nvcc else None,
+        ptxas_where=f"{NVCC}=={nvcc}" if nvcc else "",
+        no_ptxas=expected.cuda_source == "pip" and not nvcc,
+        cudnn=str(cudnn) if cudnn else _loaded_cudnn(probe),
+        driver=host.driver,
+        install=f"{shlex.quote(python)} -m pip install",
+    )
+    build = Build(
+        "tensorflow", expected.version, expected.cuda, tuple(expected.compute_capabilities)
+    )
+    matrix = load_matrix()
+    table, libs = paths_mod.load(), libraries.load()
+    return tuple(
+        execution_paths(build, gpu, tools, matrix.cuda, table, libs)
+        for gpu in host_gpus(host)
+        if gpu.compute_capability
+    )
+
+
+def _loaded_cudnn(probe: ProbeDoc) -> str | None:
+    """The version of the libcudnn the probe loaded from the system path, if any."""
+    for lib in probe.get("libraries") or []:
+        if str(lib.get("soname", "")).startswith("libcudnn.so") and lib.get("version"):
+            return str(lib["version"])
+    return None
+
+
+def _driver_version(host: Any) -> Any:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(host.driver) if host is not None else None
+    except InvalidVersion:
+        return None
+
+
+def _log_lines(name: str) -> AbstractContextManager[Any]:
+    """The log as a readable stream (bytes; stdin may be text in a test)."""
+    if name == "-":
+        return nullcontext(getattr(sys.stdin, "buffer", sys.stdin))
+    try:
+        return open(name, "rb")
+    except OSError as e:
+        raise UsageError(
+            f"--log {name}: cannot read it ({e.strerror or e})",
+            hint="give a log file, or - for stdin",
+        ) from None
+
+
+def _explain_log(name: str, expected: Any, lock_dir: str | None) -> list[Any]:
+    """The findings of the log ``name``, read within knownerrors' bounds; one WARN
+    finding more when reading stopped at a bound."""
+    from envlock.doctor import knownerrors
+    from envlock.doctor.advice import Finding
+
+    known = knownerrors.load()
+    with _log_lines(name) as stream:
+        log = knownerrors.BoundedLog(stream.readline)
+        try:
+            found = knownerrors.explain(knownerrors.match_log(log, known), expected, lock_dir)
+        except OSError as e:
+            raise UsageError(
+                f"--log {name}: cannot read it ({e.strerror or e})",
+                hint="give a log file, or - for stdin",
+            ) from None
+    if log.cut:
+        import shlex
+
+        source = "FILE" if name == "-" else shlex.quote(name)
+        found.append(
+            Finding(
+                "log",
+                "WARN",
+                f"only the start of the log was searched: {log.cut} "
+                f"(lines are cut at {knownerrors.MAX_LINE_BYTES // 1024} KiB)",
+                f"give the part that matters, e.g. tail -n 100000 {source} | "
+                "envlock doctor --log -",
+            )
+        )
+    return found
+
+
+def _python_fits(minor: str) -> Any:
+    """The newest TensorFlow release with wheels for Python ``minor`` (resolve's answer)."""
+    from envlock.resolve import Constraints, resolve
+
+    try:
+        return resolve(Constraints(spec="tensorflow", python=minor))
+    except EnvlockError:
+        return None
+
+
+def _host() -> tuple[Any, str]:
+    from envlock import driver
+
+    try:
+        return driver.detect(), ""
+    except EnvlockError as e:
+        return None, e.message.removeprefix("--driver auto: ")
