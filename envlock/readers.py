@@ -353,6 +353,31 @@ def read_json(
     )
 
 
+def json_from_output(
+    text: str,
+    label: str,
+    *,
+    limit: int = MAX_JSON_BYTES,
+    hint: str | None = None,
+    error: ErrorClass = UsageError,
+) -> Any:
+    """The JSON document a program printed as its last JSON line: lines before it
+    (an interpreter's start-up banner, a sitecustomize's greeting) and after it
+    that are not a JSON object or array are skipped. Bounded: only the last
+    ``limit`` characters are looked at. None printed is one ``error`` naming
+    ``label`` and the last line it printed."""
+    lines = text[-limit:].splitlines()
+    for line in reversed(lines):
+        line = line.strip()
+        if line[:1] in ("{", "["):
+            try:
+                return decode_json(line)
+            except JSONDefect:
+                continue
+    last = next((line for line in reversed(lines) if line.strip()), "no output")
+    raise error(f"{label}: printed no JSON document (its last line: {shown(last)})", hint=hint)
+
+
 def exists(path: str | os.PathLike[str]) -> bool:
     """Whether something is at ``path`` (False for a path that cannot be one)."""
     try:

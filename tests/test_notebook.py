@@ -21,6 +21,7 @@ import pytest
 
 from envlock import notebook
 from envlock.cli import main
+from envlock.commands import notebook as notebook_cmd
 from envlock.notebook import Magic, with_target
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -475,3 +476,47 @@ def test_install_refuses_what_is_no_interpreter(
     assert main(["notebook", "install", "--venv", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"envlock: error: --venv {tmp_path / 'nothing'}: ") and "hint:" in err
+
+
+def test_install_survives_a_banner_and_never_writes_through_a_planted_pth_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38, break 10: an interpreter whose start-up prints a banner gave a
+    JSONDecodeError traceback; a .pth planted as a link in a shared kernel
+    environment was written through (the file it named was overwritten)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    kernel = _bare_venv(tmp_path / "kernel")
+    banner = tmp_path / "kernel" / "bin" / "python-banner"
+    banner.write_text(f'#!/bin/sh\necho "Welcome to the platform image!"\nexec {kernel} "$@"\n')
+    banner.chmod(0o755)
+    site = next((tmp_path / "kernel" / "lib").glob("python3.*/site-packages"))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    (site / "envlock-notebook.pth").symlink_to(victim)
+    assert main(["notebook", "install", "--venv", str(banner), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    pth = site / "envlock-notebook.pth"
+    assert doc["pth"] == str(pth) and not pth.is_symlink()
+    assert pth.read_text() == f"{Path(doc['folder']).parent}\n"
+    assert victim.read_text() == "mine\n"
+    # an interpreter that prints no JSON at all: exit 3 naming it, no traceback
+    mute = tmp_path / "mute"
+    mute.write_text("#!/bin/sh\necho 'only a banner'\n")
+    mute.chmod(0o755)
+    assert main(["notebook", "install", "--venv", str(mute)]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"envlock: error: {mute}: reading its site-packages: printed no JSON document "
+        "(its last line: only a banner)\n"
+    ), err
+    assert "Traceback" not in err
+
+
+def test_a_relative_xdg_data_home_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The XDG Base Directory spec: a relative path is invalid and ignored. A .pth
+    naming a relative folder names another one in every process started elsewhere."""
+    monkeypatch.setenv("HOME", "/home/u")
+    environ = {"XDG_DATA_HOME": "rel/data"}
+    assert notebook_cmd.data_home(environ) == Path("/home/u/.local/share/envlock/notebook")
+    environ = {"XDG_DATA_HOME": "/srv/data"}
+    assert notebook_cmd.data_home(environ) == Path("/srv/data/envlock/notebook")

@@ -75,8 +75,12 @@ def register(sub: Any) -> None:
 
 def data_home(environ: dict[str, str] | os._Environ[str] = os.environ) -> Path:
     """Where the extension's copies live: $XDG_DATA_HOME/envlock/notebook, default
-    ~/.local/share/envlock/notebook."""
-    base = environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    ~/.local/share/envlock/notebook. A relative XDG_DATA_HOME is ignored, as the
+    XDG Base Directory specification says (a .pth naming a relative folder would
+    name another folder in every process that starts elsewhere)."""
+    base = environ.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".local", "share")
     return Path(base) / "envlock" / "notebook"
 
 
@@ -118,7 +122,15 @@ def _ask(python: str, code: str, what: str) -> object:
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["no message"])[-1]
         raise EnvironmentFailure(f"{python}: {what} failed (exit {done.returncode}): {tail}")
-    return json.loads(done.stdout)
+    from envlock.readers import json_from_output
+
+    # a banner its start-up prints (a sitecustomize, a conda activation) comes first
+    return json_from_output(
+        done.stdout,
+        f"{python}: {what}",
+        hint=f"check what it prints when it starts: {shlex.quote(python)} -c pass",
+        error=EnvironmentFailure,
+    )
 
 
 def _site_dirs(python: str) -> tuple[SiteFacts, list[Path]]:
@@ -159,7 +171,7 @@ def shim_folder(site: Path, environ: dict[str, str] | os._Environ[str] = os.envi
 
 def install(args: argparse.Namespace) -> int:
     import envlock
-    from envlock.fsutil import atomic_write
+    from envlock.fsutil import atomic_write, write_files
 
     python = _interpreter(args.venv)
     facts, dirs = _site_dirs(python)
@@ -188,7 +200,9 @@ def install(args: argparse.Namespace) -> int:
         record["written_by"] = f"envlock {envlock.__version__}"
         atomic_write(package / "notebook.json", json.dumps(record, indent=2) + "\n")
         site.mkdir(parents=True, exist_ok=True)
-        atomic_write(site / PTH, f"{folder}\n")
+        # replaced by a rename, never written through: a link planted at the name in a
+        # shared kernel environment is replaced, the file it points to left alone
+        write_files(site, {PTH: f"{folder}\n"})
     except OSError as e:
         raise EnvironmentFailure(f"cannot write the extension: {e}") from None
     check = cast("ExtensionCheck", _ask(python, _CHECK, "importing the extension"))  # _CHECK's
