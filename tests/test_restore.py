@@ -513,6 +513,31 @@ def test_the_next_restore_finishes_a_switch_killed_between_its_renames(tmp_path:
     assert recover(venv) == []
 
 
+@pytest.mark.main_python  # a restore (see tests/pythons.sh)
+def test_a_restore_that_fails_its_wheelhouse_check_first_finishes_a_killed_switch(
+    bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 38, break 14 (a round-3 case that broke when the fail-fast checks came):
+    a restore killed between its two renames leaves the venv path missing and a
+    journal; the next restore, whose wheelhouse is not the lock's (exit 2), still
+    finishes that switch first, so the venv path works again."""
+    folder, _ = bundle
+    wh = wheelhouse(folder, capsys)
+    (wh / "dep_a-1.5-py3-none-any.whl").unlink()
+    venv = tmp_path / "venv"
+    (tmp_path / "venv.envlock-0").mkdir()
+    new = tmp_path / "venv.envlock-1"
+    (new / "bin").mkdir(parents=True)
+    (new / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tmp_path / "venv.envlock-switch").write_text('{"to": "venv.envlock-1"}', encoding="utf-8")
+    assert not os.path.lexists(venv)
+    assert main(offline_args(folder, wh, venv)) == 2
+    err = capsys.readouterr().err
+    assert f"--wheelhouse {wh} does not match the lock" in err and "Traceback" not in err
+    assert os.readlink(venv) == "venv.envlock-1"
+    assert not (tmp_path / "venv.envlock-switch").exists()
+
+
 # ------------------------------------------------------------------ kill -9
 
 

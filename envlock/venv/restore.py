@@ -446,15 +446,26 @@ def restore_undo(req: RestoreRequest) -> UndoResult:
     return undo(req, in_place_target(req), req.undo_id)
 
 
+def _finish_switch(venv: Path) -> list[str]:
+    """A switch that a killed restore left half done (its journal beside the venv),
+    finished first, under the venv's lock: before any check can end this run, so
+    the venv path is never left missing (issue #38, break 14)."""
+    if not journal_path(venv).exists():
+        return []
+    with locked(venv):
+        return recover(venv)
+
+
 def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) -> RestoreResult:
     say = progress or (lambda _line: None)
+    venv = new_venv_path(req)
+    finished = _finish_switch(venv)
     lock = _check_bundle(req)
     if req.kernel is not None:
         from envlock.venv.kernel import check_name
 
         check_name(req.kernel)
     minor = lock.resolution.python
-    venv = new_venv_path(req)
     if req.kernel is not None and not any(p.name == "ipykernel" for p in lock.packages):
         from envlock.venv.kernel import require_ipykernel
 
@@ -477,7 +488,7 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
     check_wheelhouse_matches(req, lock)
     venv.parent.mkdir(parents=True, exist_ok=True)
     with locked(venv):
-        cleaned = recover(venv)
+        cleaned = finished + recover(venv)
         current = current_folder(venv)
         converted = os.path.lexists(venv) and not venv.is_symlink()
         cleaned += [f"removed {n}" for n in clean_old(venv, {current} if current else set())]
