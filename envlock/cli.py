@@ -14,7 +14,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from envlock.errors import EnvlockError
+from envlock.errors import EXIT_ENVIRONMENT, EnvlockError
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -31,6 +31,17 @@ def print_error(err: EnvlockError) -> None:
     sys.stderr.write(f"envlock: error: {escaped(err.message)}\n")
     if err.hint:
         sys.stderr.write(f"  hint: {escaped(err.hint)}\n")
+
+
+def _os_failure(e: OSError) -> EnvlockError:
+    from envlock.errors import EnvironmentFailure
+
+    what = e.strerror or type(e).__name__
+    paths = " -> ".join(str(p) for p in (e.filename, e.filename2) if p is not None)
+    return EnvironmentFailure(
+        f"{what}: {paths}" if paths else f"{what} ({e})",
+        hint="check the disk space and the permissions of that path, then run again",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -58,6 +69,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as e:
+        # a broken environment (a full disk, a folder that vanished, permissions
+        # changed under the run) that no stage turned into its own message: exit 3
+        # naming the operation and the path, never a traceback (issue #38)
+        print_error(_os_failure(e))
+        return EXIT_ENVIRONMENT
     finally:
         sys.stdout = stdout
         if isinstance(writer, output.HtmlWriter):

@@ -379,3 +379,24 @@ def test_fake_index_faults_are_what_they_say(dep_index: FakeIndex) -> None:
     with pytest.raises(requests.exceptions.ConnectionError):
         requests.get(base + path, timeout=5)
     assert json.loads(requests.get(base + PAGE, timeout=5, headers={"Accept": pep691.ACCEPT}).text)
+
+
+def test_an_os_error_no_stage_named_is_exit_3_naming_the_path(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38 ("every OSError that reaches cli.main is exit 3 with the path"):
+    the disk-full traceback of the undo save (break 9) was one of a class; what a
+    stage does not turn into its own message still never shows a traceback."""
+    import errno
+
+    import envlock.commands.resolve as resolve_command
+
+    def full(args: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device", "/srv/env/pylock.toml")
+
+    monkeypatch.setattr(resolve_command, "run", full)
+    assert main(["resolve", "tensorflow==2.15"]) == 3
+    assert capsys.readouterr().err == (
+        "envlock: error: No space left on device: /srv/env/pylock.toml\n"
+        "  hint: check the disk space and the permissions of that path, then run again\n"
+    )

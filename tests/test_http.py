@@ -70,3 +70,58 @@ def test_errors_become_environment_failures(
         http.get(http.session(), idx.url + "/nothing/", index=idx.url)
     assert idx.hits["/simple/nothing/"] == 3  # 429 twice, retried, then the real 404
     assert idx.faults["/simple/nothing/"] == []  # both were served
+
+
+def test_a_range_answer_that_does_not_end_is_cut_off_at_the_range(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 38, break 5: an endless answer to one range read grew to 833 MB (the
+    body was joined whole before its length was checked). A 206 that names 100
+    bytes and then streams without end (no Content-Length, close-delimited) is now
+    cut off after the first chunk past the range: exit 3 naming the server. The
+    server here stops by itself after 64 MiB."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    sent: list[int] = []
+
+    class Endless(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"  # the body ends when the connection does
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            self.send_response(206)
+            self.send_header("Content-Range", "bytes 0-99/1000")
+            self.end_headers()
+            total, chunk = 0, b"\0" * 65536
+            try:
+                while total < 64 << 20:
+                    self.wfile.write(chunk)
+                    total += len(chunk)
+            except OSError:  # the client hung up
+                pass
+            sent.append(total)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Endless)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("ENVLOCK_HTTP_RETRIES", "0")
+    url = f"http://127.0.0.1:{server.server_address[1]}/w.whl"
+    try:
+        with (
+            http.session(http.HttpSettings.from_env()) as sess,
+            pytest.raises(EnvironmentFailure) as e,
+        ):
+            http.get_range(sess, url, 0, 99, index="the index")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+    assert e.value.message == (
+        f"the file server of the index sent more than the 100 bytes of the range it "
+        f"answered for {url} (bytes=0-99)"
+    )
+    assert e.value.exit_code == 3
+    assert sent and sent[0] < 64 << 20  # the client hung up long before the end

@@ -354,19 +354,30 @@ def get_range(
                     f"(asked for {rng}, got {resp.headers.get('Content-Range', 'none')!r})",
                     hint="a proxy may be rewriting range requests",
                 )
+            want = last - first + 1
+            buf = bytearray()
             try:
-                data = b"".join(resp.iter_content(1 << 20))
+                # bounded: an answer longer than the range it names is cut off at once
+                # (an endless body was joined whole before: 833 MB, issue #38)
+                for chunk in resp.iter_content(min(want + 1, 1 << 20)):
+                    buf += chunk
+                    if len(buf) > want:
+                        raise EnvironmentFailure(
+                            f"the file server of {index} sent more than the {want} bytes of "
+                            f"the range it answered for {url} ({rng})",
+                            hint="a proxy may be rewriting range requests",
+                        )
             except requests.exceptions.RequestException as e:
                 if attempt >= settings.retries:
                     raise unreachable(index, _body_failed(sess, url, e)) from None
                 _pause(settings, attempt)
                 continue
-            if len(data) != last - first + 1:  # no Content-Length check held it
+            data = bytes(buf)
+            if len(data) != want:  # no Content-Length check held it
                 if attempt >= settings.retries:
                     raise unreachable(
                         index,
-                        f"the answer for {url} broke off: {len(data)} of "
-                        f"{last - first + 1} bytes ({rng})",
+                        f"the answer for {url} broke off: {len(data)} of {want} bytes ({rng})",
                     )
                 _pause(settings, attempt)
                 continue
