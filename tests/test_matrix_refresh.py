@@ -870,3 +870,27 @@ def test_matrix_writer_escapes_control_characters() -> None:
     text = dumps(tf)
     assert "\x7f" not in text
     assert tomllib.loads(text)["releases"][0]["note"] == f"note {control}"
+
+
+def test_a_refresh_its_own_check_would_reject_is_never_written(
+    make_index: Callable[..., FakeIndex],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 38, break 5: a hostile build_info.py value (a cuda_version of five
+    parts) was written into the matrix, which every later command then refused.
+    The output is read back by the matrix reader first; the old file stays."""
+    hostile = BUILD_INFO_2_15.replace("('cuda_version', '12.2')", "('cuda_version', '12.2.3.4.5')")
+    monkeypatch.setitem(globals(), "BUILD_INFO_2_15", hostile)  # build_index reads it
+    idx = build_index(make_index())
+    out = tmp_path / "tf.toml"
+    out.write_text("# the matrix in use\n")
+    assert main(["matrix", "refresh", "--index-url", idx.url, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"envlock: error: the refreshed matrix does not pass envlock's own check, so {out} was "
+        f"not written: {out}: releases["
+    ), err
+    assert '.cuda_full: expected "X[.Y[.Z]]", got "12.2.3.4.5"' in err
+    assert out.read_text() == "# the matrix in use\n"

@@ -143,6 +143,7 @@ def run_refresh(args: argparse.Namespace) -> int:
         current = load_tensorflow(out_path)
         updated = check.apply_notes(current, table, notes)
         text = dumps(updated)
+        _read_back(text, out_path)
         fsutil.atomic_write(out_path, text)
         summary: dict[str, Any] = {
             "output": str(out_path),
@@ -158,6 +159,7 @@ def run_refresh(args: argparse.Namespace) -> int:
                 index, tested=table, notes=notes, jobs=jobs, progress=progress
             )
         text = dumps(result.matrix)
+        _read_back(text, out_path)
         fsutil.atomic_write(out_path, text)
         summary = dict(refresh_mod.summary(result, str(out_path)))
 
@@ -167,6 +169,27 @@ def run_refresh(args: argparse.Namespace) -> int:
         rows = [[k.replace("_", " "), str(v)] for k, v in summary.items()]
         sys.stdout.write(output.table(["refresh", "value"], rows))
     return EXIT_OK
+
+
+def _read_back(text: str, out_path: Path) -> None:
+    """The refreshed matrix, read by the reader every later command uses
+    (``decode_toml`` and ``tensorflow.parse``, what ``load_tensorflow`` and ``matrix
+    check`` do) before it replaces ``out_path``: values from a wheel that the
+    refresh took but the matrix schema refuses (a build_info.py with
+    ``cuda_version = '12.2.3.4.5'``) are a DataError (exit 2) and the file stays as
+    it was, instead of a matrix that breaks every later resolve (issue #38)."""
+    from envlock.errors import DataError
+    from envlock.matrix import decode_toml, tensorflow
+
+    try:
+        tensorflow.parse(decode_toml(text.encode("utf-8"), str(out_path)), str(out_path))
+    except DataError as e:
+        raise DataError(
+            f"the refreshed matrix does not pass envlock's own check, so {out_path} was "
+            f"not written: {e.message}",
+            hint="a wheel on the index carries values the matrix schema refuses; "
+            "the matrix you have stays in use: report the wheel to the index's owners",
+        ) from None
 
 
 def _check_refresh(
