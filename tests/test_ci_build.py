@@ -822,3 +822,26 @@ def test_heartbeat_speaks_for_a_silent_cell_and_only_for_it(tmp_path: Path) -> N
         x.startswith("[quiet] ... push: 1.0 MB sent of 4.0 MB, 0/1 layers done") for x in lines
     ), lines
     assert 1 <= len(lines) <= 5, lines  # one per interval (0.2 s), not one per tick (0.05 s)
+
+
+def test_a_second_ci_build_of_the_same_cells_is_exit_3_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38, break 7: ci build had no writer lock on its cells folder, so two
+    runs wrote the cells' results and summary.json at once. The second one now
+    stops before the engine is asked, and nothing of the first is touched."""
+    import fcntl
+
+    monkeypatch.setenv("DOCKER_HOST", DEAD_SOCKET)  # never reached
+    root = _cells(tmp_path)
+    with open(root / ".envlock-ci-build.lock", "a") as held:  # the first run's lock
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert main(["ci", "build", str(root)]) == 3
+    err = capsys.readouterr().err
+    assert err == (
+        f"envlock: error: another envlock ci build is working on {root}\n"
+        "  hint: wait for it to finish, then run ci build again\n"
+    )
+    # once it is released, the next run gets as far as the engine
+    assert main(["ci", "build", str(root)]) == 3
+    assert f"cannot reach the Docker Engine at {DEAD_SOCKET}" in capsys.readouterr().err

@@ -26,11 +26,13 @@ lines, heartbeat and short error reasons in envlock.ci.progress.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,7 +51,7 @@ from envlock.ci.options import CiBuildOptions
 from envlock.ci.progress import LogWatch, PlainProgress, Progress, heartbeat, short_reason
 from envlock.ci.reuse import cell_inputs, keyid, previous_cells, reuse
 from envlock.ci.summary import CellOutcome, CiBuildSummary, write_ci_page, write_summary
-from envlock.errors import EnvlockError, UsageError
+from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
 from envlock.image.ref import ImageRef
 
 if TYPE_CHECKING:
@@ -385,7 +387,50 @@ def build_cells(
         from envlock.report.keys import load_private
 
         load_private(options.sign)  # a bad key is exit 2 before the first build
-    engine.connect(timeout=30).close()  # exit 3 now if the engine is not there
+    with _building(directory):
+        engine.connect(timeout=30).close()  # exit 3 now if the engine is not there
+        return _build_locked(directory, options, cells, repository, progress, outcomes)
+
+
+LOCK_NAME = ".envlock-ci-build.lock"
+
+
+@contextlib.contextmanager
+def _building(directory: Path) -> Iterator[None]:
+    """The cells folder's writer lock (``DIR/.envlock-ci-build.lock``, an
+    exclusive ``flock``): a second ``ci build`` of the same folder is exit 3 at
+    once instead of two runs writing the cells' results and DIR/summary.json at
+    the same time (issue #38). The file stays (removing a lock file races)."""
+    import fcntl
+
+    path = directory / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    except OSError as e:
+        raise EnvironmentFailure(
+            f"cannot open {path}: {e.strerror or e}", hint="check the folder's permissions"
+        ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise EnvironmentFailure(
+                f"another envlock ci build is working on {directory}",
+                hint="wait for it to finish, then run ci build again",
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _build_locked(
+    directory: Path,
+    options: CiBuildOptions,
+    cells: list[tuple[str, Path]],
+    repository: ImageRef | None,
+    progress: Progress | None,
+    outcomes: list[CellOutcome] | None,
+) -> CiBuildSummary:
     sink: Progress = progress or PlainProgress()
     refs = [(cell, folder, cell_ref(repository, cell)) for cell, folder in cells]
     made = [CellOutcome(cell, folder, str(ref), image=ref) for cell, folder, ref in refs]
