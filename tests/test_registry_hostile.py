@@ -391,11 +391,17 @@ def test_the_referrers_api_path_is_used_where_the_registry_has_it(
     code, out, err = cli(
         capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
     )
-    assert code == 1, out
+    # bytes that do not match their digest are the registry's fault, not the report's:
+    # exit 3, so a CI gate can tell an outage from a report that fails (issue 38, break 15)
+    assert code == 3, out
     assert f"layer {sbom_layer} (referrers API) [" in out
     assert "not read: the registry sent" in out and "sha256" in out
     assert f"the SBOM it names (sha256:{digest}) is not among the verified attachments" in out
-    assert "none of the 1 report(s)" in err and "(with the SBOM it names)" in err
+    assert err.startswith(
+        f"envlock: error: no report attached to {registry.image} verified, and 1 "
+        "attachment(s) could not be read because the registry broke off or sent bytes that "
+        "do not match their digest: an outage, not a verdict on the reports\n"
+    ), err
 
 
 def test_a_paged_referrers_list_is_followed_by_its_link_header(
@@ -531,3 +537,36 @@ def test_a_bundle_longer_than_its_descriptor_or_about_another_image_is_not_taken
     )
     assert code == 1, out
     assert f"not read: its subject is {elsewhere}, not {DIGEST}" in out
+
+
+def test_a_blob_that_breaks_off_is_an_outage_exit_3_and_a_bad_report_stays_exit_1(
+    registry: HostileRegistry, tmp_path: Path, capsys: Any
+) -> None:
+    """Issue 38, break 15: a registry that broke off mid-blob gave exit 1, the exit
+    of a report that fails its check. Now the break is exit 3; a report that is
+    read whole and does not verify (another key) is still exit 1."""
+    key, pub = _keys(tmp_path)
+    real = _bundle(_report(tmp_path, key, registry.image, "real"))
+    registry.bundles([real])
+    bdigest = "sha256:" + hashlib.sha256(real).hexdigest()
+    # the stated length, then half the body and the connection closed
+    registry.route(
+        "GET",
+        registry.blob_path(bdigest),
+        Answer(200, {}, [real[: len(real) // 2]], length=len(real)),
+    )
+    code, out, err = cli(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
+    )
+    assert code == 3, out
+    assert "not read: the registry sent" in out and "broke off" in out
+    assert "could not be read because the registry broke off" in err and "Traceback" not in err
+    # the whole blob again, checked with a key that did not sign it: a verdict, exit 1
+    registry.route("GET", registry.blob_path(bdigest), Answer(200, {}, [real]))
+    (tmp_path / "other").mkdir()
+    _, other = _keys(tmp_path / "other")
+    code, out, err = cli(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(other)
+    )
+    assert code == 1, out
+    assert "none of the 1 report(s)" in err

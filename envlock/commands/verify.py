@@ -241,6 +241,16 @@ def _run_registry(args: argparse.Namespace, public_key: Any, lock_dir: Path | No
             f"no report is attached to {args.image} (no referrers, no {where} in the registry)",
             hint="attach one: envlock report attach REPORT --image " + args.image,
         )
+    unread = [a for a in atts if a.outage]
+    if not any_ok and unread:
+        from envlock.errors import EnvironmentFailure
+
+        raise EnvironmentFailure(
+            f"no report attached to {args.image} verified, and {len(unread)} attachment(s) "
+            "could not be read because the registry broke off or sent bytes that do not "
+            "match their digest: an outage, not a verdict on the reports",
+            hint="run the same verify again; if it persists, check the registry",
+        )
     if not any_ok:
         reports = sum(1 for a in atts if a.verification is not None)
         what = f"{reports} report(s)" if reports else f"{len(atts)} layer(s)"

@@ -192,7 +192,7 @@ def iter_attestations(
                 data = http.read_body(resp, "blob", size=size, sha256=digest.partition(":")[2])
             except http.BodyError as e:
                 yield Attestation(
-                    i, len(layers), digest, problem=f"not read: the registry sent {e}"
+                    i, len(layers), digest, problem=f"not read: the registry sent {e}", outage=True
                 )
                 continue
             yield Attestation(i, len(layers), digest, data)

@@ -229,8 +229,12 @@ def iter_bundles(
         n = len(entries)
         for i, (mdigest, msize) in enumerate(entries.items(), 1):
 
-            def skipped(problem: str, layer: str = "", i: int = i, m: str = mdigest) -> Attestation:
-                return Attestation(i, n, layer, problem=problem, layout=layout, manifest=m)
+            def skipped(
+                problem: str, layer: str = "", i: int = i, m: str = mdigest, outage: bool = False
+            ) -> Attestation:
+                return Attestation(
+                    i, n, layer, problem=problem, layout=layout, manifest=m, outage=outage
+                )
 
             if i > MAX_REFERRERS:
                 yield skipped(
@@ -287,7 +291,7 @@ def iter_bundles(
             try:
                 data = http.read_body(resp, "blob", size=lsize, sha256=ldigest.partition(":")[2])
             except http.BodyError as e:
-                yield skipped(f"not read: the registry sent {e}", shown)
+                yield skipped(f"not read: the registry sent {e}", shown, outage=True)
                 continue
             yield Attestation(i, n, ldigest, data, layout=layout, manifest=mdigest)
             del data

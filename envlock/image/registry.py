@@ -104,6 +104,9 @@ class Attestation:
     problem: str = ""  # why ``data`` is None ("not read: ...")
     layout: str = "legacy"  # legacy (.att) | referrers API | referrers tag
     manifest: str = ""  # the bundle manifest's digest (referrers layouts)
+    # not read because the registry failed (broke off, bytes not matching the
+    # digest): an outage, not a verdict on the evidence
+    outage: bool = False
 
 
 def pinned(pinned_ref: str | imageref.ImageRef, what: str = "--image") -> imageref.ImageRef:

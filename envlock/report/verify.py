@@ -403,6 +403,7 @@ class AttachedReport:
     not_envelope: bool = False  # read, but not a DSSE envelope (or Sigstore bundle)
     layout: str = "legacy"  # legacy | referrers API | referrers tag
     sbom: SbomCheck | None = None  # an SBOM statement, checked
+    outage: bool = False  # not read: the registry broke off or sent other bytes
 
     @property
     def kind(self) -> str:
@@ -473,7 +474,9 @@ def check_attached(
             f"({att.layout}) [{att.index}/{att.of}]"
         )
         if att.data is None:
-            yield AttachedReport(name, att.of, problem=att.problem, layout=att.layout)
+            yield AttachedReport(
+                name, att.of, problem=att.problem, layout=att.layout, outage=att.outage
+            )
             continue
         try:
             env, _hint = sigstore.parse_bundle(att.data)
@@ -487,7 +490,7 @@ def check_attached(
     for att in attestations.iter_attestations(image, insecure=insecure):
         name = f"{where} layer {att.digest} [{att.index}/{att.of}]"
         if att.data is None:
-            yield AttachedReport(name, att.of, problem=att.problem)
+            yield AttachedReport(name, att.of, problem=att.problem, outage=att.outage)
             continue
         try:
             env = dsse.parse_envelope(att.data)
