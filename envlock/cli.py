@@ -54,6 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EnvlockError as err:
         print_error(err)
         return err.exit_code
+    from envlock import deadline
+
+    deadline.start()  # the network's budget for this command (ENVLOCK_HTTP_DEADLINE)
     stdout = sys.stdout
     sys.stdout = writer = output.stdout_writer(stdout, fmt)
     try:
@@ -76,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_error(_os_failure(e))
         return EXIT_ENVIRONMENT
     finally:
+        deadline.stop()
         sys.stdout = stdout
         if isinstance(writer, output.HtmlWriter):
             writer.close()

@@ -32,6 +32,7 @@ GROUND = (
     "envlock.readers",
     "envlock.fsutil",
     "envlock.userstate",
+    "envlock.deadline",
     "envlock.door",
     "envlock.driver",
     "envlock.lockplatform",

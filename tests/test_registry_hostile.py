@@ -570,3 +570,37 @@ def test_a_blob_that_breaks_off_is_an_outage_exit_3_and_a_bad_report_stays_exit_
     )
     assert code == 1, out
     assert "none of the 1 report(s)" in err
+
+
+def test_a_registry_that_sends_one_byte_at_a_time_meets_the_commands_deadline(
+    registry: HostileRegistry, tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38, break 4: one byte every 0.2 s never trips a 3 s read timeout, so a
+    slow registry held verify for as long as it liked (past 60 s). The command's
+    network deadline (ENVLOCK_HTTP_DEADLINE) cuts the read off: exit 3, naming it.
+    The server stops by itself once the client is gone."""
+    import time
+
+    key, pub = _keys(tmp_path)
+    real = _bundle(_report(tmp_path, key, registry.image, "real"))
+    registry.bundles([real])
+    bdigest = "sha256:" + hashlib.sha256(real).hexdigest()
+
+    def dribble() -> Iterator[bytes]:
+        for i in range(len(real)):
+            yield real[i : i + 1]
+            time.sleep(0.2)
+
+    registry.route("GET", registry.blob_path(bdigest), Answer(200, {}, dribble(), length=len(real)))
+    monkeypatch.setenv("ENVLOCK_HTTP_TIMEOUT", "3")
+    monkeypatch.setenv("ENVLOCK_HTTP_DEADLINE", "2")
+    started = time.monotonic()
+    code, out, err = cli(
+        capsys, "verify", "--from-registry", "--image", registry.image, "--key", str(pub)
+    )
+    assert code == 3, (out, err)
+    assert time.monotonic() - started < 30  # the whole blob would take minutes
+    assert err.startswith(
+        "envlock: error: the command's network deadline of 2 s ran out while reading "
+    ), err
+    assert "ENVLOCK_HTTP_DEADLINE=SECONDS" in err and "Traceback" not in err

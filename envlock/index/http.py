@@ -27,8 +27,11 @@ requests is imported only inside these functions.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -242,6 +245,57 @@ def longest_wait(settings: HttpSettings) -> float:
     return min(BACKOFF_MAX, settings.timeout[1])
 
 
+def past_deadline(what: str) -> EnvironmentFailure:
+    """The command's network deadline ran out (``envlock.deadline``): exit 3."""
+    from envlock import deadline
+
+    return EnvironmentFailure(
+        f"the command's network deadline of {deadline.limit() or 0:g} s ran out {what}",
+        hint="on a slow link, allow more: ENVLOCK_HTTP_DEADLINE=SECONDS (0 for none), "
+        "then run the same command again",
+    )
+
+
+@contextlib.contextmanager
+def watched(resp: requests.Response, what: str) -> Iterator[None]:
+    """Read ``resp``'s body inside this block: when the command's deadline runs out
+    first, its socket is shut down (a read that never stalls, one byte a second,
+    ends at once) and the block ends in ``past_deadline`` instead of whatever the
+    read raised or returned. No deadline running: nothing is watched."""
+    import threading
+
+    from envlock import deadline
+
+    left = deadline.remaining()
+    if left is None:
+        yield
+        return
+    fired = threading.Event()
+
+    def cut() -> None:
+        fired.set()
+        sock = getattr(getattr(resp.raw, "connection", None), "sock", None)
+        with contextlib.suppress(OSError, AttributeError):
+            sock.shutdown(socket.SHUT_RDWR)  # type: ignore[union-attr]
+
+    if left <= 0:
+        resp.close()
+        raise past_deadline(what)
+    timer = threading.Timer(left, cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except Exception:
+        if fired.is_set():
+            raise past_deadline(what) from None
+        raise
+    finally:
+        timer.cancel()
+    if fired.is_set():
+        raise past_deadline(what)
+
+
 def _pause(settings: HttpSettings, attempt: int) -> None:
     """The backoff before asking again (as urllib3's: backoff * 2**attempt, capped)."""
     time.sleep(min(longest_wait(settings), settings.backoff * (2**attempt)))
@@ -257,6 +311,12 @@ def _send(
 ) -> requests.Response:
     """One request through urllib3's retries; the body not read yet."""
     import requests
+
+    from envlock import deadline
+
+    left = deadline.remaining()
+    if left is not None and left <= 0:
+        raise past_deadline(f"before asking {url}")
 
     try:
         resp = sess.get(url, headers=headers, stream=True)
@@ -313,7 +373,8 @@ def get(
         if stream:
             return resp
         try:
-            _ = resp.content
+            with watched(resp, f"while reading {url}"):
+                _ = resp.content
         except requests.exceptions.RequestException as e:
             resp.close()
             if attempt >= settings.retries:
@@ -359,14 +420,15 @@ def get_range(
             try:
                 # bounded: an answer longer than the range it names is cut off at once
                 # (an endless body was joined whole before: 833 MB, issue #38)
-                for chunk in resp.iter_content(min(want + 1, 1 << 20)):
-                    buf += chunk
-                    if len(buf) > want:
-                        raise EnvironmentFailure(
-                            f"the file server of {index} sent more than the {want} bytes of "
-                            f"the range it answered for {url} ({rng})",
-                            hint="a proxy may be rewriting range requests",
-                        )
+                with watched(resp, f"while reading {url} ({rng})"):
+                    for chunk in resp.iter_content(min(want + 1, 1 << 20)):
+                        buf += chunk
+                        if len(buf) > want:
+                            raise EnvironmentFailure(
+                                f"the file server of {index} sent more than the {want} bytes "
+                                f"of the range it answered for {url} ({rng})",
+                                hint="a proxy may be rewriting range requests",
+                            )
             except requests.exceptions.RequestException as e:
                 if attempt >= settings.retries:
                     raise unreachable(index, _body_failed(sess, url, e)) from None
@@ -433,15 +495,16 @@ def read_body(
         digest = hashlib.sha256()
         data = bytearray()
         try:
-            for chunk in resp.iter_content(65536):
-                room = limit - len(data)
-                if len(chunk) > room:
-                    if cut:
-                        data += chunk[:room]
-                        break
-                    raise BodyError(_over(kind, limit, size))
-                data += chunk
-                digest.update(chunk)
+            with watched(resp, f"while reading {getattr(resp, 'url', '') or 'an answer'}"):
+                for chunk in resp.iter_content(65536):
+                    room = limit - len(data)
+                    if len(chunk) > room:
+                        if cut:
+                            data += chunk[:room]
+                            break
+                        raise BodyError(_over(kind, limit, size))
+                    data += chunk
+                    digest.update(chunk)
         except requests.RequestException as e:
             if cut:
                 return bytes(data)
