@@ -604,3 +604,32 @@ def test_a_registry_that_sends_one_byte_at_a_time_meets_the_commands_deadline(
         "envlock: error: the command's network deadline of 2 s ran out while reading "
     ), err
     assert "ENVLOCK_HTTP_DEADLINE=SECONDS" in err and "Traceback" not in err
+
+
+def test_attaches_at_the_same_time_keep_every_entry_of_the_tag_index(
+    registry: HostileRegistry,
+) -> None:
+    """Issue 38, break 7: the tag schema's index is read, added to and written back;
+    two attaches at once each wrote an index without the other's entry (16 at once
+    lost 5, all exiting 0). Each attach now reads the index back and adds its entry
+    again when another writer replaced it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from envlock.image import referrers
+
+    store = registry.store(referrers_api=False)
+    bundles = [json.dumps({"n": i, "pad": "x" * 64}).encode() for i in range(12)]
+
+    def attach(bundle: bytes) -> str:
+        done = referrers.attach_bundle(
+            registry.image,
+            bundle,
+            "https://in-toto.io/attestation/test-result/v0.1",
+            created="2026-12-05T00:00:00Z",
+        )
+        return done.manifest.partition("@")[2]
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        attached = list(pool.map(attach, bundles))
+    index = json.loads(store.manifests[store.tags["sha256-" + DIGEST[7:]]][1])
+    assert sorted(m["digest"] for m in index["manifests"]) == sorted(attached)

@@ -134,29 +134,59 @@ def attach_bundle(
         if answered == ref.digest:
             return Attached(at, "referrers API")
         tag = referrers_tag(ref.digest)
-        index = reg.get_manifest(tag, f"{INDEX_MEDIA_TYPE}, {MANIFEST_MEDIA_TYPE}")
-        listed = index.get("manifests") if index is not None else None
-        if index is not None and index.get("mediaType") not in (None, INDEX_MEDIA_TYPE):
-            listed = None  # not an index: replaced, as the spec allows for a tag it owns
-        entries: list[Mapping[str, object]] = [
-            m
-            for m in (listed if isinstance(listed, list) else [])
-            if isinstance(m, dict) and m.get("digest") != digest
-        ]
-        entries.append(
-            {
-                "mediaType": MANIFEST_MEDIA_TYPE,
-                "digest": digest,
-                "size": len(body),
-                "artifactType": BUNDLE_MEDIA_TYPE,
-                "annotations": manifest["annotations"],
-            }
-        )
-        doc: ImageIndex = {"schemaVersion": 2, "mediaType": INDEX_MEDIA_TYPE, "manifests": entries}
-        reg.put_manifest(tag, json.dumps(doc, separators=(",", ":")).encode(), INDEX_MEDIA_TYPE)
+        entry: Mapping[str, object] = {
+            "mediaType": MANIFEST_MEDIA_TYPE,
+            "digest": digest,
+            "size": len(body),
+            "artifactType": BUNDLE_MEDIA_TYPE,
+            "annotations": manifest["annotations"],
+        }
+        _add_to_tag_index(reg, tag, entry)
         return Attached(at, "referrers tag", str(imageref.ImageRef(ref.repository, tag)))
     finally:
         reg.close()
+
+
+TAG_INDEX_TRIES = 6
+
+
+def _listed(index: Mapping[str, object] | None) -> list[Mapping[str, object]]:
+    listed = index.get("manifests") if index is not None else None
+    if index is not None and index.get("mediaType") not in (None, INDEX_MEDIA_TYPE):
+        listed = None  # not an index: replaced, as the spec allows for a tag it owns
+    return [m for m in (listed if isinstance(listed, list) else []) if isinstance(m, dict)]
+
+
+def _add_to_tag_index(reg: _Registry, tag: str, entry: Mapping[str, object]) -> None:
+    """Add ``entry`` to the referrers tag schema's index ``tag`` (one already listed
+    with the same digest is replaced): read, add, put, then read back.
+
+    The distribution spec has no conditional PUT, and Debian's registry takes
+    the last PUT whole, so two attaches at once each wrote an index without the
+    other's entry (issue #38: 16 at once lost 5). The index is read back after a
+    short random pause; an entry missing there (another writer replaced the
+    index) is added again, up to ``TAG_INDEX_TRIES`` times; still missing is an
+    EnvironmentFailure (exit 3), never a success that lost the report."""
+    import random
+    import time
+
+    accept = f"{INDEX_MEDIA_TYPE}, {MANIFEST_MEDIA_TYPE}"
+    digest = entry["digest"]
+    for attempt in range(TAG_INDEX_TRIES):
+        entries = [m for m in _listed(reg.get_manifest(tag, accept)) if m.get("digest") != digest]
+        entries.append(entry)
+        doc: ImageIndex = {"schemaVersion": 2, "mediaType": INDEX_MEDIA_TYPE, "manifests": entries}
+        reg.put_manifest(tag, json.dumps(doc, separators=(",", ":")).encode(), INDEX_MEDIA_TYPE)
+        # let a writer that read the index before our PUT land its own, then look
+        time.sleep(random.uniform(0.05, 0.25) * (attempt + 1))
+        if any(m.get("digest") == digest for m in _listed(reg.get_manifest(tag, accept))):
+            return
+    raise EnvironmentFailure(
+        f"the referrers tag index {reg.ref.repository}:{tag} lost the entry {digest} "
+        f"{TAG_INDEX_TRIES} times (other writers replaced the index each time)",
+        hint="run the same report attach again once the other attaches have ended "
+        "(the bundle itself is in the registry already)",
+    )
 
 
 def _bundle_entries(listing: Mapping[str, object], entries: dict[str, object]) -> None:
