@@ -297,7 +297,7 @@ def test_values_that_could_break_out_of_the_yaml_are_refused(
 @pytest.mark.parametrize(
     ("wheel", "needle"),
     [
-        ("dist/missing.whl", "No such file"),
+        ("dist/missing.whl", "dist/missing.whl: no such file"),
         ("dist/envlock-0.1.0-py3-none-any.whl", "a wheel of envlock, not of envlock-gpu"),
         ("https://example.invalid/envlock_gpu-0.1.0-py3-none-any.whl", "#sha256="),
         ("http://example.invalid/envlock_gpu-0.1.0-py3-none-any.whl#sha256=" + "0" * 64, "https"),
@@ -449,4 +449,20 @@ def test_a_wheel_whose_metadata_is_huge_is_refused_without_inflating_it(
         f"envlock: error: --envlock-wheel dist/{name}: envlock_gpu-0.2.0.dist-info/METADATA "
         f"is {len(head) + repeats * len(line)} bytes, more than the 4194304 allowed\n"
     ), err
+    assert not (project / ".github").exists()
+
+
+def test_actions_from_a_device_or_a_fifo_is_exit_2_without_reading_it(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--actions-from went through a plain read: /dev/zero filled memory, a FIFO
+    hung. It is read through envlock.readers now (tests/test_bounded_reads.py)."""
+    import os
+
+    os.mkfifo(project / "actions.fifo")
+    for path in ("/dev/zero", str(project / "actions.fifo")):
+        argv = ["--spec", SPEC, "--envlock-wheel", f"dist/{WHEEL}", "--actions-from", path]
+        code, out, err = _init(capsys, *argv)
+        assert code == 2 and f"--actions-from {path}: not a regular file" in err, err
+        assert "Traceback" not in err
     assert not (project / ".github").exists()

@@ -110,13 +110,13 @@ def load_actions(path: Path | None = None) -> ActionTable:
 
         return parse_actions(tomllib.loads(read_bytes("matrices", TABLE).decode()), TABLE)
     source = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise UsageError(
-            f"--actions-from {path}: {e.strerror or e}",
-            hint="give a TOML file laid out as envlock's matrices/actions.toml",
-        ) from e
+    from envlock.readers import read_text
+
+    text = read_text(  # bounded, a regular file: a FIFO or /dev/zero is exit 2
+        path,
+        "--actions-from",
+        hint="give a TOML file laid out as envlock's matrices/actions.toml",
+    )
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

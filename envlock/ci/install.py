@@ -92,10 +92,9 @@ def _metadata(filename: str, data: bytes, what: str) -> tuple[str, tuple[str, ..
 
 
 def wheel_from_path(path: Path) -> EnvlockWheel:
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise UsageError(f"--envlock-wheel {path}: {e.strerror or e}", hint=HINT) from e
+    from envlock.readers import read_bytes
+
+    data = read_bytes(path, "--envlock-wheel", hint=HINT)  # bounded, a regular file
     version, requires = _metadata(path.name, data, str(path))
     return EnvlockWheel(path.name, data, hashlib.sha256(data).hexdigest(), version, requires)
 

@@ -303,7 +303,11 @@ def read_index(folder: Path) -> tuple[CellsInput, list[Mapping[str, object]]]:
 
     path = folder / CELLS_JSON
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        from envlock.readers import MAX_JSON_BYTES, read_bytes
+
+        if not path.exists():
+            raise FileNotFoundError(path)
+        data = json.loads(read_bytes(path, limit=MAX_JSON_BYTES, error=DataError))
     except FileNotFoundError as e:
         raise UsageError(
             f"{path}: no such file; {folder} is not a folder `envlock ci lock` wrote",

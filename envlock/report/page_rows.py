@@ -326,11 +326,11 @@ def _base_image(smoke: Mapping[str, object]) -> str | None:
 def _cuda_source(smoke: Mapping[str, object], lock_dir: Path | None) -> str:
     """ "pip"/"system" from the checked lock; else inferred from the recorded environment."""
     if lock_dir is not None:
-        from envlock.readers import parse_toml
+        from envlock.readers import parse_toml, read_text
 
         try:
             path = lock_dir / "pylock.toml"
-            doc = parse_toml(path.read_text(encoding="utf-8"), str(path))
+            doc = parse_toml(read_text(path), str(path))
             source = doc["tool"]["envlock"]["resolution"]["cuda_source"]
             if isinstance(source, str):
                 return source

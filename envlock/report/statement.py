@@ -122,10 +122,9 @@ def lock_configuration(lock_dir: Path) -> dict[str, str]:
         path = lock_dir / name
         if not path.is_file():
             continue
-        try:
-            out[name] = sha256_bytes(path.read_bytes())
-        except OSError as e:
-            raise UsageError(f"cannot read {path}: {e.strerror or e}") from e
+        from envlock.readers import read_bytes
+
+        out[name] = sha256_bytes(read_bytes(path))  # bounded, a regular file
     if "pylock.toml" not in out:
         raise DataError(
             f"{lock_dir} has no pylock.toml",

@@ -447,7 +447,9 @@ def run_init(args: argparse.Namespace) -> int:
         from envlock.report.keys import load_public
 
         load_public(Path(args.public_key))  # a bad key is exit 2 here
-        files[Path(ctx.public_key)] = Path(args.public_key).read_bytes()
+        from envlock.readers import read_bytes
+
+        files[Path(ctx.public_key)] = read_bytes(args.public_key, "--public-key")
     wheel = envlock_wheel(args.envlock_wheel)
     exclude_newer = None
     if args.exclude_newer:
