@@ -72,6 +72,8 @@ for session in plan:
             out["exit"] = found.get("data", {}).get("text/plain")
             cells.append(out)
             sys.stderr.write("cell done: %r exit %s\n" % (code[:60], out["exit"]))
+            if out["exit"] not in (None, "None", "0"):  # what it printed, for a failure
+                sys.stderr.write(("  its output: %r" % (out,))[:3000] + "\n")
             sys.stderr.flush()
     finally:
         kc.stop_channels()
