@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from envlock.errors import EnvironmentFailure, UsageError
+from envlock.readers import read_capped
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -51,7 +52,7 @@ def read_input(
     of a folder ("file", "PEM file").
     """
     if stdin and str(path) == "-":
-        data = sys.stdin.buffer.read(limit + 1)
+        data = read_capped(sys.stdin.buffer, limit)
         if len(data) > limit:
             raise UsageError(f"{what} on stdin: more than the {limit} bytes allowed", hint=hint)
         return data
@@ -78,7 +79,7 @@ def read_input(
                 f"{what} {path}: {info.st_size} bytes, more than the {limit} allowed", hint=hint
             )
         with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(limit + 1)
+            data = read_capped(f, limit)
     except OSError as e:
         raise UsageError(f"cannot read {what} {path}: {e.strerror or e}") from e
     finally:

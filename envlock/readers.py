@@ -98,7 +98,7 @@ def read_bytes(
         if info.st_size > limit:
             raise error(f"{label}: {info.st_size} bytes, more than the {limit} allowed", hint=hint)
         with open(path, "rb") as f:
-            data = f.read(limit + 1)
+            data = read_capped(f, limit)
     except FileNotFoundError:
         raise error(f"{label}: no such file", hint=hint) from None
     except PermissionError:
@@ -144,6 +144,21 @@ def read_member(
             hint=hint,
         )
     return data
+
+
+def read_capped(f: Any, limit: int) -> bytes:
+    """At most ``limit`` + 1 bytes of the binary file object ``f``, read in chunks of
+    1 MiB: ``f.read(limit + 1)`` allocates the whole ``limit`` up front (64 MiB
+    for every small file: tests/test_bounded_reads_fuzz.py found it)."""
+    chunks: list[bytes] = []
+    total = 0
+    while total <= limit:
+        chunk = f.read(min(1 << 20, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 def decode_text(
