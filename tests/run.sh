@@ -14,7 +14,9 @@
 # With --fast (anywhere among the arguments): the fast tier only (pytest --fast,
 # tests/conftest.py: no docker, gpu, network, slow, venv, other_python, root or
 # chromium test), in ./.venv (made if missing), with ENVLOCK_TEST_WORKERS
-# pytest-xdist workers (default 2); no root set-up, no lint, mypy or other Pythons.
+# pytest-xdist workers (default 2, each module on one worker as below) and a
+# quarter of each fuzz test's examples (ENVLOCK_FUZZ_SHARE, as tests/pythons.sh);
+# no root set-up, no lint, mypy or other Pythons. It runs as any user.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -33,11 +35,12 @@ if [ "$fast" = 1 ]; then
   workers="${ENVLOCK_TEST_WORKERS:-2}"
   parallel=()
   if [ "$workers" != 0 ]; then
-    parallel=(-n "$workers")
+    parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder)
   fi
   start=$SECONDS
   rc=0
-  "$venv/bin/python" -m pytest --fast "${parallel[@]}" "${args[@]}" || rc=$?
+  ENVLOCK_FUZZ_SHARE="${ENVLOCK_FUZZ_SHARE:-0.25}" \
+    "$venv/bin/python" -m pytest --fast "${parallel[@]}" "${args[@]}" || rc=$?
   echo "tests/run.sh --fast: pytest exit $rc in $((SECONDS - start)) s"
   if [ "$rc" = 5 ]; then
     echo "tests/run.sh: pytest collected no test (exit 5)" >&2
