@@ -21,6 +21,14 @@ loaded run do not show (tests/pythons_select.py reads them too), and
 PREFIX.wall.<worker>.json: when each test started and ended (tests/module_weights.py
 reads both).
 
+The fast tier (``pytest --fast``; ``tests/run.sh --fast``): every test without
+one of the markers in FAST_LEFT_OUT. Under --fast a test of the tier that starts
+what those markers stand for (a venv or an install, another Python, mount,
+Chromium; a connection to the Docker Engine or off this machine) fails at its
+teardown, naming the marker it lacks (_fast_guard: it sees what the pytest
+process itself starts or connects to, envlock's in-process commands included,
+not what a script or ``python -m envlock`` it runs starts in turn).
+
 This file is also loaded by the CPython 3.8 run of the harness tests
 (tests/run.sh): it keeps to syntax 3.8 runs and imports the index lazily.
 """
@@ -28,9 +36,13 @@ This file is also loaded by the CPython 3.8 run of the harness tests
 from __future__ import annotations
 
 import functools
+import ipaddress
 import os
+import re
 import shutil
+import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,6 +54,104 @@ if TYPE_CHECKING:
     from fixtures.index.fakeindex import FakeIndex, FakeWheel
 
 REPO = Path(__file__).resolve().parent.parent
+
+# The markers that leave a test out of the fast tier; the first four are
+# pyproject.toml's, the others registered here (pytest_configure).
+FAST_LEFT_OUT = ("docker", "gpu", "network", "slow", "venv", "other_python", "root", "chromium")
+MARKERS = {
+    "venv": "makes a real venv or installs into one (python -m venv, uv venv, uv or pip "
+    "install, an envlock restore, a bootstrap.sh that builds one); not in the fast tier",
+    "other_python": "runs a Python other than the one running pytest (pyenv's CPython 3.8, "
+    "the 3.10 a restore finds on PATH); not in the fast tier",
+    "root": "does what needs root (mounts a tmpfs; skipped elsewhere); not in the fast tier",
+    "chromium": "runs headless Chromium; not in the fast tier",
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fast",
+        action="store_true",
+        help="the fast tier only: leave out tests marked " + ", ".join(FAST_LEFT_OUT)
+        + "; a test of the tier that does what they mark fails (tests/conftest.py)",
+    )  # fmt: skip
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, meaning in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {meaning}")
+    if config.getoption("fast"):
+        sys.addaudithook(_fast_guard)
+
+
+# the test running now under --fast (node id), and what it did that the tier leaves out
+_guard: dict[str, Any] = {"test": None, "found": {}}
+_GUARDED_EVENTS = frozenset(("subprocess.Popen", "os.posix_spawn", "os.exec", "socket.connect"))
+
+
+def _fast_guard(event: str, args: tuple[Any, ...]) -> None:
+    """Audit hook (--fast only): note what the running test starts or connects to
+    that a marker in FAST_LEFT_OUT stands for; its teardown fails on it."""
+    if event not in _GUARDED_EVENTS or _guard["test"] is None:
+        return  # first: the hook sees every audited event (each open, import, ...)
+    test = _guard["test"]
+    try:
+        if event == "socket.connect":
+            marker = _left_out_connect(args[0], args[1])
+            what = f"connected to {args[1]!r}"
+        else:
+            argv = args[1] if isinstance(args[1], (list, tuple)) else [args[1]]
+            argv = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else str(a) for a in argv]
+            marker = _left_out_command(os.fsdecode(args[0]) if args[0] else argv[0], argv)
+            what = f"started {' '.join(argv)[:200]!r}"
+    except Exception as e:  # raised here, it would fail the call audited, not say why
+        marker, what = "?", f"made tests/conftest.py's _fast_guard fail on {event}: {e!r}"
+    if marker:
+        _guard["found"].setdefault(test, []).append(f"{what} (marker {marker})")
+
+
+def _left_out_command(executable: str, argv: list[str]) -> str | None:
+    """The marker of FAST_LEFT_OUT that running ``argv`` calls for, if any."""
+    name = os.path.basename(executable)
+    words = argv[1:]
+    if name in ("mount", "umount", "sudo"):
+        return "root"
+    if name.startswith("chromium") or name in ("chrome", "google-chrome"):
+        return "chromium"
+    if name == "uv":
+        if words[:1] in (["venv"], ["sync"]) or words[:2] in (
+            ["pip", "install"], ["pip", "sync"], ["pip", "uninstall"], ["python", "install"]
+        ):  # fmt: skip
+            return "venv"
+        return None
+    if re.fullmatch(r"python[0-9.]*", name):
+        path = shutil.which(executable) or executable
+        if os.path.realpath(path) != os.path.realpath(sys.executable):
+            return "other_python"
+        if words[:2] == ["-m", "venv"]:
+            return "venv"
+        if words[:1] == ["-m"]:
+            words = words[1:]  # python -m pip ...
+    if words[:1] == ["pip"] or re.fullmatch(r"pip[0-9.]*", name):
+        rest = words[1:] if words[:1] == ["pip"] else words
+        if rest[:1] in (["install"], ["uninstall"]) and "--dry-run" not in rest:
+            return "venv"
+    return None
+
+
+def _left_out_connect(sock: socket.socket, address: Any) -> str | None:
+    """``docker`` for the Engine's own socket (tests that point DOCKER_HOST at a
+    socket no engine serves are in the tier), ``network`` for a host not this one."""
+    if sock.family == socket.AF_UNIX:
+        path = os.fsdecode(address)
+        return "docker" if re.search(r"(^|/)run/(user/[0-9]+/)?docker\.sock$", path) else None
+    if sock.family not in (socket.AF_INET, socket.AF_INET6) or not isinstance(address, tuple):
+        return None
+    host = str(address[0])
+    try:
+        return None if ipaddress.ip_address(host.split("%")[0]).is_loopback else "network"
+    except ValueError:
+        return None if host == "localhost" else "network"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -168,10 +278,27 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     result = yield
     if item.get_closest_marker("docker") and docker_problem() is None:
         _check_base_image(item, "after")
+    found = _guard["found"].pop(item.nodeid, None)
+    if found:
+        pytest.fail("in the fast tier (--fast), this test (its fixtures included) "
+                    + "; ".join(dict.fromkeys(found)) + ": give it that marker "
+                    "(tests/conftest.py, FAST_LEFT_OUT)", pytrace=False)  # fmt: skip
     return result
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under --fast, only the fast tier: the tests without a marker of FAST_LEFT_OUT
+    (the others deselected). Then the order: _longest_modules_first."""
+    if config.getoption("fast"):
+        out = [item for item in items if any(item.get_closest_marker(m) for m in FAST_LEFT_OUT)]
+        if out:
+            config.hook.pytest_deselected(items=out)
+            left_out = set(out)
+            items[:] = [item for item in items if item not in left_out]
+    _longest_modules_first(items)
+
+
+def _longest_modules_first(items: list[pytest.Item]) -> None:
     """Long modules first (longest-processing-time-first scheduling): by the wall
     seconds tests/module-times.json records for each module in a full run
     (tests/module_weights.py makes it), a module it lacks after the measured ones, or
@@ -218,6 +345,14 @@ def _cpu_seconds() -> float:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    _guard["test"] = item.nodeid  # for _fast_guard (--fast)
+    try:
+        yield from _timed(item)
+    finally:
+        _guard["test"] = None
+
+
+def _timed(item: pytest.Item) -> Iterator[None]:
     if not os.environ.get("ENVLOCK_TEST_CPU"):
         yield
         return

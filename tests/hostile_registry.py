@@ -127,7 +127,11 @@ class HostileRegistry:
             f"/v2/{REPO}/manifests/{DIGEST}",
             Answer(200, {"Content-Type": IMAGE_MEDIA_TYPE}, [b" " * 529]),
         )
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # polled every 0.05 s, not serve_forever's 0.5 s: close() (each test's teardown)
+        # waits for the next poll (as tests/fixtures/index/fakeindex.py)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
 
     @property

@@ -11,9 +11,42 @@
 # Extra arguments go to pytest (both parts).
 # Any failing step fails the script, and so does a pytest run that collects no
 # test (pytest's exit 5).
+# With --fast (anywhere among the arguments): the fast tier only (pytest --fast,
+# tests/conftest.py: no docker, gpu, network, slow, venv, other_python, root or
+# chromium test), in ./.venv (made if missing), with ENVLOCK_TEST_WORKERS
+# pytest-xdist workers (default 2, each module on one worker as below) and a
+# quarter of each fuzz test's examples (ENVLOCK_FUZZ_SHARE, as tests/pythons.sh);
+# no root set-up, no lint, mypy or other Pythons. It runs as any user.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+fast=0
+args=()
+for arg in "$@"; do
+  if [ "$arg" = --fast ]; then
+    fast=1
+  else
+    args+=("$arg")
+  fi
+done
+if [ "$fast" = 1 ]; then
+  bash scripts/ensure-venv.sh test
+  venv="${ENVLOCK_VENV:-$root/.venv}"
+  workers="${ENVLOCK_TEST_WORKERS:-2}"
+  parallel=()
+  if [ "$workers" != 0 ]; then
+    parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder)
+  fi
+  start=$SECONDS
+  rc=0
+  ENVLOCK_FUZZ_SHARE="${ENVLOCK_FUZZ_SHARE:-0.25}" \
+    "$venv/bin/python" -m pytest --fast "${parallel[@]}" "${args[@]}" || rc=$?
+  echo "tests/run.sh --fast: pytest exit $rc in $((SECONDS - start)) s"
+  if [ "$rc" = 5 ]; then
+    echo "tests/run.sh: pytest collected no test (exit 5)" >&2
+  fi
+  exit "$rc"
+fi
 # as root: the Debian packages the suite runs, in one apt-get (docker.io, shellcheck,
 # chromium, nodejs, ...: tests/debian-packages.sh lists them)
 bash tests/debian-packages.sh

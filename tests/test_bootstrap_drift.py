@@ -92,6 +92,7 @@ def installed(venv: Path, skip: tuple[str, ...] = ("pip", "setuptools")) -> dict
     return found
 
 
+@pytest.mark.venv  # bootstrap.sh builds the venv
 def test_a_rerun_repairs_a_missing_and_a_moved_package(
     locked: Lock, index: FakeIndex, tmp_path: Path
 ) -> None:
@@ -161,6 +162,7 @@ def test_a_host_glibc_older_than_the_wheels_need_is_exit_3(locked: Lock, tmp_pat
     assert not venv.exists()
 
 
+@pytest.mark.venv  # bootstrap.sh builds the venv
 def test_a_repair_that_leaves_a_failed_check_is_exit_1(
     locked: Lock, index: FakeIndex, tmp_path: Path
 ) -> None:

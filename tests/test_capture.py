@@ -65,6 +65,7 @@ def venv(full: FakeIndex, tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
 
 
+@pytest.mark.venv
 def test_capture_of_a_venv_locks_the_installed_versions(
     venv: Path, full: FakeIndex, tmp_path: Path
 ) -> None:
@@ -93,6 +94,7 @@ def test_capture_of_a_venv_locks_the_installed_versions(
     )
 
 
+@pytest.mark.venv
 def test_capture_of_a_venv_given_by_a_relative_path(
     venv: Path, full: FakeIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -108,6 +110,7 @@ def test_capture_of_a_venv_given_by_a_relative_path(
     assert (out / "pylock.toml").is_file()
 
 
+@pytest.mark.venv
 def test_a_version_the_index_no_longer_has_is_named_with_the_nearest(
     venv: Path, gone: FakeIndex, tmp_path: Path
 ) -> None:
@@ -137,6 +140,7 @@ def test_capture_of_a_freeze(full: FakeIndex, tmp_path: Path) -> None:
     ]  # fmt: skip
 
 
+@pytest.mark.venv
 def test_a_venv_without_tensorflow_is_exit_2(full: FakeIndex, tmp_path: Path) -> None:
     bare = make_venv(tmp_path / "bare", full, "dep-c==1.0")
     code, _, err = run_cli("capture", "--venv", str(bare), "-o", str(tmp_path / "env"))
@@ -173,6 +177,7 @@ def test_what_capture_leaves_out() -> None:
     )
 
 
+@pytest.mark.venv
 def test_the_probe_says_how_each_was_installed_and_a_broken_import_is_a_note(
     tmp_path: Path,
 ) -> None:

@@ -83,6 +83,7 @@ def system_python(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
     return SYSTEM, Path(site[1])
 
 
+@pytest.mark.venv
 def test_capture_of_a_system_interpreter_with_a_user_site(
     system_python: tuple[Path, Path],
     make_index: Callable[..., FakeIndex],
@@ -164,6 +165,7 @@ def venv(full: FakeIndex, tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
 
 
+@pytest.mark.venv
 def test_capture_given_a_venvs_bin_python(venv: Path, full: FakeIndex, tmp_path: Path) -> None:
     """The venv's interpreter file is the venv: same pins, and captured.json keeps
     the link as given (not resolved to the base Python) with the venv beside it."""
@@ -204,6 +206,7 @@ def test_capture_given_a_venvs_bin_python(venv: Path, full: FakeIndex, tmp_path:
     }, err
 
 
+@pytest.mark.venv
 def test_a_dangling_interpreter_is_doctors_finding(full: FakeIndex, tmp_path: Path) -> None:
     """The Python a venv was made from is gone (bin/python -> python3.11 -> it):
     given as the folder or as its bin/python, the same finding doctor gives, exit 1."""
@@ -226,6 +229,7 @@ def test_a_dangling_interpreter_is_doctors_finding(full: FakeIndex, tmp_path: Pa
     assert f"--venv {stray} is a link to {tmp_path / 'nowhere'}, which no longer exists" in err
 
 
+@pytest.mark.venv
 def test_a_failed_capture_leaves_the_earlier_captured_json(
     venv: Path, gone: FakeIndex, tmp_path: Path
 ) -> None:

@@ -394,7 +394,7 @@ def https_wheel(project: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(tls / "cert.pem", tls / "key.pem")
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)  # quick stop
     thread.start()
     try:
         yield f"https://127.0.0.1:{server.server_address[1]}"

@@ -18,92 +18,17 @@ from envlock.cli import main
 from envlock.doctor import knownerrors
 from envlock.errors import DataError
 from envlock.lock import read_lock
+from envlock.readers import parse_toml
 
 LOCK_DIR = Path(__file__).parent / "golden" / "render" / "tf2.15-system"
 
-# One log per known error id: a few ordinary lines around the message as TensorFlow
-# (or the shell, or Python) prints it.
-CORPUS = {
-    "cuda-driver-insufficient": "2024-03-01 10:00:01.5: I external/local_xla/xla/stream_executor/"
-    "cuda/cuda_diagnostics.cc:135] retrieving CUDA diagnostic information for host: gpu-1\n"
-    "tensorflow.python.framework.errors_impl.InternalError: cudaGetDevice() failed. Status: "
-    "CUDA driver version is insufficient for CUDA runtime version",
-    "dlopen-failed": "2021-06-01 12:00:00.1: W tensorflow/stream_executor/platform/default/"
-    "dso_loader.cc:64] Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: "
-    "cannot open shared object file: No such file or directory",
-    "cannot-dlopen-gpu-libraries": "2021-06-01 12:00:00.2: W tensorflow/core/common_runtime/gpu/"
-    "gpu_device.cc:1850] Cannot dlopen some GPU libraries. Please make sure the missing libraries "
-    "mentioned above are installed properly if you would like to use GPU.",
-    "cudnn-version-mismatch": "E tensorflow/stream_executor/cuda/cuda_dnn.cc:361] Loaded runtime "
-    "CuDNN library: 8.0.5 but source was compiled with: 8.1.0.  CuDNN library needs to have "
-    "matching major version and equal or higher minor version.",
-    "cudnn-handle": "E tensorflow/stream_executor/cuda/cuda_dnn.cc:329] Could not create cudnn "
-    "handle: CUDNN_STATUS_INTERNAL_ERROR",
-    "gpu-out-of-memory": "tensorflow.python.framework.errors_impl.ResourceExhaustedError: "
-    "OOM when allocating tensor with shape[256,1024,1024] and type float on "
-    "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc",
-    "no-cuda-device": "E tensorflow/stream_executor/cuda/cuda_driver.cc:271] failed call to "
-    "cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected",
-    "ptx-jit": "W tensorflow/core/common_runtime/gpu/gpu_device.cc:2211] TensorFlow was not "
-    "built with CUDA kernel binaries compatible with compute capability 9.0. CUDA kernels "
-    "will be jit-compiled from PTX, which could take 30 minutes or longer.",
-    "keras-import": 'Traceback (most recent call last):\n  File "train.py", line 3, in '
-    "<module>\n    from tensorflow.keras.layers.experimental import preprocessing\n"
-    "ModuleNotFoundError: No module named 'tensorflow.keras.layers.experimental'",
-    "host-memory-killed": "Epoch 3/10\n 812/1563 [==============>...............] - ETA: 41s"
-    " - loss: 0.5121\nKilled",
-    "tensorrt-missing": "2024-03-01 10:00:03.1: W tensorflow/compiler/tf2tensorrt/utils/"
-    "py_utils.cc:38] TF-TRT Warning: Could not find TensorRT",
-    "factory-registration": "E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:9261] "
-    "Unable to register cuDNN factory: Attempting to register factory for plugin cuDNN when one "
-    "has already been registered",
-    "numa-node": "I external/local_xla/xla/stream_executor/cuda/cuda_executor.cc:901] "
-    "successful NUMA node read from SysFS had negative value (-1), but there must be at least "
-    "one NUMA node, so returning NUMA node zero.",
-    "cpu-instructions": "I tensorflow/core/platform/cpu_feature_guard.cc:182] This TensorFlow "
-    "binary is optimized to use available CPU instructions in performance-critical operations.",
-    # the lines below as users posted them (the sources in known_errors.toml)
-    "dnn-library-not-found": "W tensorflow/core/framework/op_kernel.cc:1830] OP_REQUIRES failed "
-    "at conv_ops_fused_impl.h:625 : UNIMPLEMENTED: DNN library is not found.",
-    "no-cuda-drivers": "2024-06-28 00:03:52.493638: I tensorflow/tsl/cuda/cudart_stub.cc:28] "
-    "Could not find cuda drivers on your machine, GPU will not be used.",
-    "ptx-unsupported-version": "W tensorflow/compiler/mlir/tools/kernel_gen/tf_gpu_runtime_"
-    "wrappers.cc:40] 'cuModuleLoadData(&module, data)' failed with "
-    "'CUDA_ERROR_UNSUPPORTED_PTX_VERSION'",
-    "ptx-target-unsupported": "E external/local_xla/xla/service/gpu/nvptx_compiler.cc] ptxas "
-    "error: PTX version 8.5 does not support target 'sm_120'",
-    "ptxas-unknown-gpu": "ptxas fatal   : Value 'sm_120' is not defined for option 'gpu-name'",
-    "invalid-ptx": "E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc] failed to load "
-    "PTX text as a module: CUDA_ERROR_INVALID_PTX: a PTX JIT compilation failed",
-    "libdevice-not-found": "W tensorflow/core/framework/op_kernel.cc:1830] OP_REQUIRES failed at "
-    "xla_ops.cc:362 : INTERNAL: libdevice not found at ./libdevice.10.bc",
-    "ptxas-not-found": "(0) Not found: ./bin/ptxas not found",
-    "conv-algorithm": "UnknownError: Failed to get convolution algorithm. This is probably "
-    "because cuDNN failed to initialize, so try looking to see if a warning log message was "
-    "printed above.",
-    "cublas-handle": "E tensorflow/stream_executor/cuda/cuda_blas.cc:366] failed to create "
-    "cublas handle: CUBLAS_STATUS_NOT_INITIALIZED",
-    "driver-mismatch": "E tensorflow/stream_executor/cuda/cuda_driver.cc:313] failed call to "
-    "cuInit: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: system has unsupported display driver / cuda "
-    "driver combination",
-    "kernel-dso-mismatch": "E tensorflow/stream_executor/cuda/cuda_diagnostics.cc:313] kernel "
-    "version 440.64.0 does not match DSO version 418.87.1 -- cannot find working devices in this "
-    "configuration",
-    "compat-not-supported": "E external/local_xla/xla/stream_executor/cuda/cuda_driver.cc] "
-    "failed call to cuInit: CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE: forward compatibility "
-    "was attempted on non supported HW",
-    "cudnn-sublibrary": "Could not load library libcudnn_cnn_infer.so.8. Error: libnvrtc.so: "
-    "cannot open shared object file: No such file or directory",
-    "no-kernel-image": "tensorflow.python.framework.errors_impl.InternalError: CUDA runtime "
-    "implicit initialization on GPU:0 failed. Status: no kernel image is available for "
-    "execution on the device",
-    "illegal-memory-access": "E external/local_xla/xla/stream_executor/cuda/cuda_event.cc] "
-    "Error polling for event status: failed to query event: CUDA_ERROR_ILLEGAL_ADDRESS: an "
-    "illegal memory access was encountered",
-    "cpu-lacks-avx": "2018-12-24 10:00:00.0: F tensorflow/core/platform/cpu_feature_guard.cc:37]"
-    " The TensorFlow library was compiled to use AVX instructions, but these aren't available "
-    "on your machine.",
-}
+# One case per known error id (tests/cases/known-errors.toml): the message as
+# TensorFlow (or the shell, or Python) prints it, and the severity doctor gives it.
+CASES: dict[str, dict[str, str]] = parse_toml(
+    (Path(__file__).parent / "cases" / "known-errors.toml").read_text(encoding="utf-8"),
+    "tests/cases/known-errors.toml",
+)
+CORPUS = {ident: case["log"] for ident, case in CASES.items()}
 AROUND = "Epoch 1/2\n1563/1563 [==============================] - 6s 3ms/step - loss: 1.52\n"
 
 CLEAN = {
@@ -125,9 +50,10 @@ def known() -> tuple[knownerrors.KnownError, ...]:
 
 
 def test_shipped_file_covers_every_corpus_log(known: tuple[knownerrors.KnownError, ...]) -> None:
-    assert sorted(e.id for e in known) == sorted(CORPUS)
-    info = {e.id for e in known if e.severity == "INFO"}
-    assert info == {"tensorrt-missing", "factory-registration", "numa-node", "cpu-instructions"}
+    """Each known error has its case and each case its known error, with the
+    severity the case states (INFO: healthy runs print it too, never a failure)."""
+    assert sorted(e.id for e in known) == sorted(CASES)
+    assert {e.id: e.severity for e in known} == {i: c["severity"] for i, c in CASES.items()}
 
 
 @pytest.mark.parametrize("ident", sorted(CORPUS))
@@ -197,7 +123,8 @@ def test_cli_log_healthy_noise_is_info_and_passes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log = tmp_path / "healthy.log"
-    noise = ["tensorrt-missing", "factory-registration", "numa-node", "cpu-instructions"]
+    noise = [ident for ident, case in CASES.items() if case["severity"] == "INFO"]
+    assert "cpu-instructions" in noise and "tensorrt-missing" in noise
     log.write_text(AROUND + "\n".join(CORPUS[i] for i in noise) + "\n" + CLEAN["keras-training"])
     code, doc = run_cli(["doctor", "--log", str(log), "--json"], capsys)
     assert code == 0 and doc["status"] == "PASSED"

@@ -23,6 +23,7 @@ from test_matrix_refresh import build_index
 from envlock.cli import main
 
 SIZE = "256k"
+pytestmark = pytest.mark.root  # mount
 
 
 @pytest.fixture

@@ -23,9 +23,37 @@ def gm(doc: dict[str, Any]) -> gpus.GpuMatrix:
     return gpus.parse(doc, FILE)
 
 
-def test_load_gives_the_parsed_gpu_matrix(gm: gpus.GpuMatrix) -> None:
+def test_load_gives_the_parsed_gpu_matrix(gm: gpus.GpuMatrix, doc: dict[str, Any]) -> None:
     assert load().gpus == gm
-    assert len(gm.gpus) == 11
+    # each [[gpus]] row of the file is one model, in the file's order, as written
+    # (what is true of every row, not how many there are: a new row is a data change)
+    assert [g.name for g in gm.gpus] == [row["name"] for row in doc["gpus"]]
+    for gpu, row in zip(gm.gpus, doc["gpus"], strict=True):
+        written = {k: row.get(k) for k in gpu.to_dict() if k != "source"}
+        assert gpu.to_dict() == written | {"source": row["from"]}
+        assert gpu.source in dict(gm.sources), gpu.name
+
+
+def test_every_gpu_row_agrees_with_its_name_and_has_the_peaks_a_benchmark_needs(
+    gm: gpus.GpuMatrix,
+) -> None:
+    for gpu in gm.gpus:
+        # the names table knows the model, with the same compute capability, and a
+        # driver that reports the row's name gets that row
+        entry = gm.lookup(gpu.name)
+        assert entry is not None, gpu.name
+        assert entry.compute_capability == gpu.compute_capability, gpu.name
+        assert gm.find(gpu.name) == gpu
+        # dense datasheet peaks: tensor cores (FP16) above plain FP32; TF32 and BF16
+        # from Ampere (sm_80) on only, TF32 between the two, BF16 at FP16's rate
+        assert gpu.fp32_tflops > 0 and gpu.memory_bandwidth_tbs > 0, gpu.name
+        assert gpu.fp16_tflops is not None and gpu.fp16_tflops > gpu.fp32_tflops, gpu.name
+        ampere_on = gpu.sm >= 80
+        assert (gpu.tf32_tflops is not None) == ampere_on, gpu.name
+        assert (gpu.bf16_tflops is not None) == ampere_on, gpu.name
+        if ampere_on:
+            assert gpu.fp32_tflops < gpu.tf32_tflops < gpu.fp16_tflops, gpu.name
+            assert gpu.bf16_tflops == gpu.fp16_tflops, gpu.name
 
 
 def test_datasheet_values(gm: gpus.GpuMatrix) -> None:
@@ -42,6 +70,32 @@ def test_datasheet_values(gm: gpus.GpuMatrix) -> None:
         None,
     )
     assert t4.to_dict()["source"] == "datasheets"
+
+
+@pytest.mark.parametrize(
+    ("name", "capability"),
+    [
+        ("NVIDIA H200", "9.0"),
+        ("NVIDIA H100 80GB HBM3", "9.0"),
+        ("NVIDIA H100 PCIe", "9.0"),
+        ("NVIDIA A100-SXM4-80GB", "8.0"),
+        ("NVIDIA A100-PCIE-40GB", "8.0"),
+        ("NVIDIA L4", "8.9"),
+        ("NVIDIA A10", "8.6"),
+        ("Tesla V100-SXM2", "7.0"),
+        ("Tesla T4", "7.5"),
+        ("NVIDIA B200", "10.0"),
+        ("NVIDIA GB200", "10.0"),
+    ],
+)
+def test_a_named_row_has_its_compute_capability(
+    gm: gpus.GpuMatrix, name: str, capability: str
+) -> None:
+    """The rows smoke benchmarks are measured against stay, each with its compute
+    capability (a row removed fails here; a row added needs no test edit)."""
+    row = gm.find(name)
+    assert row is not None and row.name == name
+    assert row.compute_capability == capability
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from packaging.version import Version
 
 from envlock.cli import main
 from envlock.errors import DataError
-from envlock.matrix import check, load, load_tensorflow, tensorflow, tested
+from envlock.matrix import check, load, load_tensorflow, read_toml, tensorflow, tested
 from envlock.matrix.and_cuda import _strip_extra, and_cuda_requirements
 from envlock.matrix.build_info import parse_build_info
 
@@ -48,18 +48,30 @@ def test_committed_matrix_loads_with_every_2x_release() -> None:
     assert load() is m  # cached per process
     tf = m.tensorflow
     versions = [str(r.version) for r in tf.releases]
-    finals = [str(r.version) for r in tf.releases if not r.prerelease]
-    assert len(finals) == 71
-    assert finals[0] == "2.0.0" and finals[-1] == "2.21.0"
-    assert "2.15.0.post1" in versions
+    finals = [r.version for r in tf.releases if not r.prerelease]
+    # what is true of the rows, not how many there are (a new release is a data change)
     assert [r.version for r in tf.releases] == sorted(r.version for r in tf.releases)
-    # release candidates are rows, flagged; 2.22.0rc0 is the newest row (September 2026)
-    assert versions[-1] == "2.22.0rc0"
+    assert len(set(versions)) == len(versions)  # each release once
+    assert str(finals[0]) == "2.0.0" and "2.21.0" in versions and "2.15.0.post1" in versions
+    # release candidates are rows, flagged (2.22.0rc0, September 2026, among them)
     assert all(r.prerelease == r.version.is_prerelease for r in tf.releases)
+    newest_rc = tf.get("2.22.0rc0")
+    assert newest_rc is not None and newest_rc.prerelease
     assert m.digest == hashlib.sha256(COMMITTED.read_bytes()).hexdigest()
     assert m.data_version == tf.data_version == committed_doc()["data_version"]
-    # every series 2.0 .. 2.21 is there, and 2.22 as a release candidate
-    assert {r.version.minor for r in tf.releases} == set(range(23))
+    # every series from 2.0 to the newest is there (the newest may have release
+    # candidates only), each series up to the newest final with a final release, and
+    # the final patches of a series without a gap (2.16 starts at 2.16.1: no 2.16.0)
+    minors = {r.version.minor for r in tf.releases}
+    assert minors == set(range(max(minors) + 1)) and {r.version.major for r in tf.releases} == {2}
+    final_minors = {v.minor for v in finals}
+    assert final_minors == set(range(max(final_minors) + 1))
+    for minor in final_minors:
+        micros = sorted({v.micro for v in finals if v.minor == minor})
+        assert micros == list(range(micros[0], micros[-1] + 1)), (minor, micros)
+    # and each release TensorFlow's tested-build table names is a final row here
+    configs = read_toml("tf-tested-configs.toml")[0]["configs"]
+    assert {Version(c["version"]) for c in configs} <= set(finals)
 
 
 def test_committed_rows_record_their_sources() -> None:
@@ -210,14 +222,16 @@ def test_show(capsys: pytest.CaptureFixture[str]) -> None:
         "build_info",
         "-",
     ]
-    # 71 releases and 37 release candidates (2.6.0rc0 .. 2.22.0rc0), flagged
-    assert len(lines) == 2 + 108 + 4
+    # a line for each row of the matrix, releases and release candidates (flagged)
+    releases = [str(r.version) for r in load().tensorflow.releases]
+    assert len(lines) == 2 + len(releases) + 4
+    assert [line.split()[0] for line in lines[2:-4]] == releases
     assert shown["2.22.0rc0"][-2:] == ["cuda_config.h", "pre-release"]
     assert shown["2.21.0"][-1] == "-"
     assert max(len(line) for line in lines) <= 120
     assert main(["matrix", "show", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert len(rows) == 108
+    assert [r["version"] for r in rows] == releases
     assert [r["version"] for r in rows if r.get("prerelease")][-1] == "2.22.0rc0"
     row = next(r for r in rows if r["version"] == "2.21.0")
     assert row["python"] == ["3.10", "3.11", "3.12", "3.13"]

@@ -228,6 +228,7 @@ def test_an_envlock_that_does_not_run_is_one_message(
     )
 
 
+@pytest.mark.venv
 def test_no_envlock_anywhere_is_one_message_whose_command_installs_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -373,6 +374,7 @@ print(json.dumps({"file": envlock.__file__, "registered": shell.registered, "out
 """
 
 
+@pytest.mark.venv
 def test_install_makes_the_extension_importable_without_a_distribution_and_uninstall_removes_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -439,6 +441,8 @@ print("exits", shell.user_ns["_envlock_exit"], shell.user_ns["_envlock"].argv[1:
 """
 
 
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_the_installed_extension_runs_under_python_38(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

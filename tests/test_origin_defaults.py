@@ -47,6 +47,8 @@ def project_venv(tmp_path: Path) -> Path:
     return venv
 
 
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_doctor_inspects_the_captured_venv_and_its_fix_names_it(
     bundle: tuple[Path, FakeIndex],  # noqa: F811
     capsys: pytest.CaptureFixture[str],
@@ -69,6 +71,8 @@ def test_doctor_inspects_the_captured_venv_and_its_fix_names_it(
 
 
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_restore_and_the_wheelhouse_hint_act_on_the_captured_venv(
     bundle: tuple[Path, FakeIndex],  # noqa: F811
     capsys: pytest.CaptureFixture[str],
@@ -97,6 +101,8 @@ def test_restore_and_the_wheelhouse_hint_act_on_the_captured_venv(
     assert os.readlink(venv) == ".venv.envlock-2"
 
 
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_a_bundle_captured_elsewhere_keeps_the_bundles_own_venv(
     bundle: tuple[Path, FakeIndex],  # noqa: F811
     capsys: pytest.CaptureFixture[str],
@@ -116,6 +122,8 @@ def test_a_bundle_captured_elsewhere_keeps_the_bundles_own_venv(
 
 
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_an_interpreter_outside_a_venv_is_restored_in_place(
     bundle: tuple[Path, FakeIndex],  # noqa: F811
     capsys: pytest.CaptureFixture[str],
@@ -160,6 +168,8 @@ def test_the_dangling_interpreter_of_a_captured_venv_is_the_finding(
     assert "interpreter" not in doc  # nothing else (envlock's own Python) was inspected
 
 
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_a_kernel_restore_never_defaults_to_the_captured_venv(
     bundle: tuple[Path, FakeIndex],  # noqa: F811
     capsys: pytest.CaptureFixture[str],

@@ -26,7 +26,8 @@ def test_each_left_out_test_is_a_collected_unit_test_named_once_in_order(
     assert tests, "the list is empty: tests/pythons_select.py writes one node id a line"
     assert tests == sorted(set(tests))
     config = request.config
-    if config.getoption("markexpr") or config.getoption("keyword") or config.getoption("deselect"):
+    selects = ("markexpr", "keyword", "deselect", "fast")  # fast: tests/conftest.py's tier
+    if any(config.getoption(name) for name in selects):
         pytest.skip("a run that selects tests cannot tell a stale node id from a deselected one")
     collected = {item.nodeid: item for item in request.session.items}
     here = {nodeid.split("::", 1)[0] for nodeid in collected}

@@ -365,6 +365,7 @@ class _Dom(html.parser.HTMLParser):
 
 
 @needs_chromium
+@pytest.mark.chromium
 def test_chromium_renders_the_page(capsys: Any, matrix: dict[str, Any], tmp_path: Path) -> None:
     _page(capsys, matrix, tmp_path / "page")
     url = (tmp_path / "page" / "index.html").as_uri()
@@ -449,6 +450,7 @@ def _pushed_result(version: str, python: str, *, cpu: bool = False) -> dict[str,
 
 
 @needs_chromium
+@pytest.mark.chromium
 def test_at_1400_px_the_pushed_reference_signer_and_lock_are_in_view(
     capsys: Any, tmp_path: Path
 ) -> None:

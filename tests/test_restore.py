@@ -193,6 +193,8 @@ def test_wheelhouse_stops_a_body_larger_than_the_locked_size(
 # ------------------------------------------------------------------ restore
 
 
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_offline_restore_from_a_wheelhouse_with_the_index_unreachable(
     bundle: tuple[Path, FakeIndex],
     capsys: pytest.CaptureFixture[str],
@@ -215,6 +217,8 @@ def test_offline_restore_from_a_wheelhouse_with_the_index_unreachable(
 
 
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_restore_repairs_drift_prints_it_and_cleans_the_previous_folder(
     bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -243,6 +247,8 @@ def test_restore_repairs_drift_prints_it_and_cleans_the_previous_folder(
 
 
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_a_failing_smoke_test_switches_nothing(
     bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -268,6 +274,8 @@ def made(tmp_path: Path) -> list[str]:
 
 
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_restore_without_a_gpu_stops_in_seconds_having_made_nothing(
     bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -304,6 +312,8 @@ def test_restore_without_a_gpu_stops_in_seconds_having_made_nothing(
 
 
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_a_wheelhouse_with_a_missing_and_a_truncated_wheel_names_both_before_building(
     bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -336,6 +346,8 @@ def test_a_wheelhouse_with_a_missing_and_a_truncated_wheel_names_both_before_bui
 
 
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_offline_with_an_empty_cache_and_no_wheelhouse_says_what_to_run(
     bundle: tuple[Path, FakeIndex],
     capsys: pytest.CaptureFixture[str],
@@ -368,6 +380,8 @@ def test_offline_with_an_empty_cache_and_no_wheelhouse_says_what_to_run(
 
 
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_an_install_failure_shows_no_deprecation_warning_of_uv(
     bundle: tuple[Path, FakeIndex],
     capsys: pytest.CaptureFixture[str],
@@ -406,6 +420,8 @@ def test_an_install_failure_shows_no_deprecation_warning_of_uv(
 
 
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_the_wheelhouse_hint_names_the_venv_and_works_when_pasted(
     bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -429,6 +445,8 @@ def test_the_wheelhouse_hint_names_the_venv_and_works_when_pasted(
 
 
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_a_plain_venv_folder_becomes_a_link_and_is_kept(
     bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -445,6 +463,7 @@ def test_a_plain_venv_folder_becomes_a_link_and_is_kept(
 
 
 @pytest.mark.parametrize("planted", ["link-to-folder", "dangling-link", "file"])
+@pytest.mark.other_python
 def test_a_link_or_file_at_the_envlock_0_name_is_refused_before_anything_is_built(
     bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path, planted: str
 ) -> None:
@@ -546,6 +565,8 @@ def test_a_restore_that_fails_its_wheelhouse_check_first_finishes_a_killed_switc
 # in a loaded suite run (slow: its module is scheduled among the first)
 @pytest.mark.slow
 @pytest.mark.parametrize("point", ["venv", "install", "smoke", "early"])
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_kill_9_during_restore_leaves_the_old_venv_working(
     bundle: tuple[Path, FakeIndex],
     capsys: pytest.CaptureFixture[str],
@@ -610,6 +631,7 @@ def _seeded(venv: Path) -> tuple[dict[str, str], list[str]]:
     return dists, sorted(p.name for p in (venv / "bin").iterdir())
 
 
+@pytest.mark.venv
 def test_the_new_venv_is_seeded_as_python_m_venv_seeds_one(tmp_path: Path) -> None:
     """restore's venv: the same pip (and setuptools before 3.12) as `python -m venv`,
     from the interpreter's own ensurepip wheels, the same bin/ folder."""
@@ -631,6 +653,7 @@ def test_the_new_venv_is_seeded_as_python_m_venv_seeds_one(tmp_path: Path) -> No
     assert not list((tmp_path / "fast").glob("lib/python3*/site-packages/*/direct_url.json"))
 
 
+@pytest.mark.venv
 def test_without_uv_the_new_venv_is_made_by_python_m_venv(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -101,6 +101,8 @@ def in_place(folder: Path, venv: Path, idx: FakeIndex, *more: str) -> list[str]:
 
 
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_in_place_sync_exact_and_undo_offline_give_back_each_state(
     bundle: tuple[Path, FakeIndex],
     capsys: pytest.CaptureFixture[str],
@@ -172,6 +174,8 @@ def test_in_place_sync_exact_and_undo_offline_give_back_each_state(
 
 
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_an_unchanged_environment_installs_nothing(
     bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -1259,7 +1259,9 @@ def _python(which: str) -> str:
     return oldest
 
 
-PYTHONS = pytest.mark.parametrize("python", ["this", "3.8"])
+PYTHONS = pytest.mark.parametrize(
+    "python", ["this", pytest.param("3.8", marks=pytest.mark.other_python)]
+)
 
 
 def run_file(

@@ -25,6 +25,7 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(
     ("flag", "form"), [("--venv", "folder"), ("--venv", "bin/python"), ("--python", "folder")]
 )
+@pytest.mark.venv
 def test_a_venv_without_the_framework_is_a_clear_failure(
     bare_venv: Path, flag: str, form: str
 ) -> None:
@@ -48,6 +49,7 @@ def test_a_venv_without_the_framework_is_a_clear_failure(
 
 
 @pytest.mark.skipif(not PY38.is_file(), reason="no pyenv 3.8.18 on this machine")
+@pytest.mark.other_python
 def test_the_harness_runs_in_an_older_interpreter() -> None:
     code, out, err = run_cli(
         "smoke", "--host", "--venv", str(PY38), "--framework", "tensorflow",
@@ -78,6 +80,7 @@ def test_a_venv_whose_interpreter_is_gone_is_named_as_such(tmp_path: Path) -> No
     assert "Traceback" not in err
 
 
+@pytest.mark.venv
 def test_venv_without_host_is_refused(bare_venv: Path) -> None:
     code, _, err = run_cli("smoke", "some-image", "--venv", str(bare_venv))
     assert code == 2 and "--venv is for --host runs" in err
