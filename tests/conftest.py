@@ -78,6 +78,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _own_state_dir(config)
     for name, meaning in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {meaning}")
     if config.getoption("fast"):
@@ -154,7 +155,7 @@ def _left_out_connect(sock: socket.socket, address: Any) -> str | None:
         return None if host == "localhost" else "network"
 
 
-def pytest_configure(config: pytest.Config) -> None:
+def _own_state_dir(config: pytest.Config) -> None:
     """envlock's own state (the undo store, the key its records are signed with:
     envlock.userstate) goes to a folder of this pytest process, not the home of
     whoever runs the tests; envlock commands the tests start inherit it."""
