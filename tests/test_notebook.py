@@ -482,6 +482,7 @@ def test_install_refuses_what_is_no_interpreter(
     assert err.startswith(f"envlock: error: --venv {tmp_path / 'nothing'}: ") and "hint:" in err
 
 
+@pytest.mark.venv
 def test_install_survives_a_banner_and_never_writes_through_a_planted_pth_link(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

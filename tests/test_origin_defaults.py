@@ -191,6 +191,8 @@ def test_a_kernel_restore_never_defaults_to_the_captured_venv(
     assert not venv.is_symlink() and (venv / "pyvenv.cfg").is_file()
 
 
+@pytest.mark.venv
+@pytest.mark.other_python
 def test_a_forged_captured_json_is_shown_never_acted_on(
     bundle: tuple[Path, FakeIndex],  # noqa: F811
     capsys: pytest.CaptureFixture[str],

@@ -533,6 +533,7 @@ def test_the_next_restore_finishes_a_switch_killed_between_its_renames(tmp_path:
 
 
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)
+@pytest.mark.other_python
 def test_a_restore_that_fails_its_wheelhouse_check_first_finishes_a_killed_switch(
     bundle: tuple[Path, FakeIndex], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

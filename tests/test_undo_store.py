@@ -38,6 +38,8 @@ from envlock import userstate
 from envlock.cli import main
 from envlock.venv import inplace
 
+pytestmark = pytest.mark.venv  # each test makes a real venv
+
 SECRET = b"-----BEGIN OPENSSH PRIVATE KEY-----\nnot a real key\n"
 
 
@@ -138,6 +140,7 @@ def test_a_link_inside_is_saved_as_a_link_and_a_folder_link_cannot_lead_out(
 
 
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)
+@pytest.mark.other_python
 def test_in_place_with_a_record_naming_a_private_key_changes_and_copies_nothing(
     bundle: tuple[Path, FakeIndex],  # noqa: F811
     capsys: pytest.CaptureFixture[str],
@@ -326,6 +329,8 @@ def test_a_relative_xdg_state_home_is_ignored(monkeypatch: pytest.MonkeyPatch) -
 
 
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)
+@pytest.mark.other_python
+@pytest.mark.root
 def test_a_full_disk_during_the_save_is_exit_3_with_nothing_changed(
     bundle: tuple[Path, FakeIndex],  # noqa: F811
     capsys: pytest.CaptureFixture[str],
