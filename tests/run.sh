@@ -14,9 +14,11 @@
 # With --fast (anywhere among the arguments): the fast tier only (pytest --fast,
 # tests/conftest.py: no docker, gpu, network, slow, venv, other_python, root or
 # chromium test), in ./.venv (made if missing), with ENVLOCK_TEST_WORKERS
-# pytest-xdist workers (default 2, each module on one worker as below) and a
-# quarter of each fuzz test's examples (ENVLOCK_FUZZ_SHARE, as tests/pythons.sh);
-# no root set-up, no lint, mypy or other Pythons. It runs as any user.
+# pytest-xdist workers (default 4: many of its tests wait on sockets, timeouts
+# and subprocesses, so 4 beat 2 on these 2 cores, BENCHMARKS.md; each module on
+# one worker) and a quarter of each fuzz test's examples (ENVLOCK_FUZZ_SHARE, as
+# tests/pythons.sh); no root set-up, no lint, mypy or other Pythons. It runs as
+# any user.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -32,7 +34,7 @@ done
 if [ "$fast" = 1 ]; then
   bash scripts/ensure-venv.sh test
   venv="${ENVLOCK_VENV:-$root/.venv}"
-  workers="${ENVLOCK_TEST_WORKERS:-2}"
+  workers="${ENVLOCK_TEST_WORKERS:-4}"
   parallel=()
   if [ "$workers" != 0 ]; then
     parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder)
