@@ -465,9 +465,10 @@ def _put_back(here: Installed, entry: Path, f: SavedFile) -> None:
     """Write one saved file (or link) back at its path, never through a link."""
     path = f["path"]
     parent = os.path.dirname(path)
-    os.makedirs(parent, exist_ok=True)
-    if not here.inside(path):  # the folders just made, resolved, must still be inside
-        raise OSError(f"{parent} leads outside the environment")
+    for _ in range(2):  # before the folders are made (through no link leading out), and after
+        if not here.inside(path):
+            raise OSError(f"{parent} leads outside the environment")
+        os.makedirs(parent, exist_ok=True)
     if os.path.lexists(path):
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
