@@ -171,12 +171,18 @@ class _Registry:
             if self.authorization and same_host:
                 headers["Authorization"] = self.authorization
             resp = self._send(method, url, doing, headers=headers, **kwargs)
-            done = (
-                resp.status_code != 401
-                or not same_host
-                or answered == _MAX_CHALLENGES
-                or not self._authenticate(resp)
-            )
+            try:
+                done = (
+                    resp.status_code != 401
+                    or not same_host
+                    or answered == _MAX_CHALLENGES
+                    or not self._authenticate(resp)
+                )
+            except BaseException:
+                # a token service that fails: the 401 is closed, not left to the
+                # garbage collector (an unclosed socket's ResourceWarning)
+                resp.close()
+                raise
             if done:
                 return resp
             answered += 1
