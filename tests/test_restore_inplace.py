@@ -23,7 +23,7 @@ from test_bootstrap_drift import installed
 from test_restore import ENVLOCK, LOCAL_BASE, STUB, hint_command, pasted
 
 from envlock.cli import main
-from envlock.venv import inplace
+from envlock.venv import undostore
 
 
 @pytest.fixture()
@@ -124,9 +124,9 @@ def test_in_place_sync_exact_and_undo_offline_give_back_each_state(
     assert ["extra-pkg", "0.3"] in doc["kept_extras"]
     first = doc["undo_id"]
     # the user's own store (envlock.userstate), not the bundle folder others may write
-    assert Path(doc["undo_path"]) == inplace.store(str(venv)) / first
+    assert Path(doc["undo_path"]) == undostore.store(str(venv)) / first
     assert Path(doc["undo_path"]).is_relative_to(os.environ["ENVLOCK_STATE_DIR"])
-    assert stat.S_IMODE(inplace.store(str(venv)).stat().st_mode) == 0o700
+    assert stat.S_IMODE(undostore.store(str(venv)).stat().st_mode) == 0o700
     assert not (folder / ".envlock-undo").exists()
     assert doc["undo"] == f"envlock restore {folder} --venv {venv} --undo --undo-id {first}"
     assert "restart the Jupyter kernel" in doc["restart"]
@@ -189,7 +189,7 @@ def test_an_unchanged_environment_installs_nothing(
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"{(venv / 'bin' / 'python')}: nothing to install, all 2 ")
     assert files_of(venv) == before
-    assert not inplace.store(str(venv)).exists()  # nothing to save, nothing saved
+    assert not undostore.store(str(venv)).exists()  # nothing to save, nothing saved
 
 
 def test_kernel_without_ipykernel_in_the_lock_is_refused_with_a_lock_command_that_works(

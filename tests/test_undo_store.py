@@ -36,7 +36,9 @@ from test_restore_inplace import bundle, drift, files_of, in_place, made_venv  #
 
 from envlock import userstate
 from envlock.cli import main
-from envlock.venv import inplace
+from envlock.errors import EnvironmentFailure, UsageError
+from envlock.venv import undostore
+from envlock.venv.installed import probe
 
 pytestmark = pytest.mark.venv  # each test makes a real venv
 
@@ -71,8 +73,8 @@ def everything_under(folder: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
 
 
-def doc_for(venv: Path) -> inplace.UndoEntry:
-    return {"schema": inplace.UNDO_SCHEMA, "bundle": "/b", "installed": [], "removed": []}
+def doc_for(venv: Path) -> undostore.UndoEntry:
+    return {"schema": undostore.UNDO_SCHEMA, "bundle": "/b", "installed": [], "removed": []}
 
 
 # ------------------------------------------------------------------ break 3: RECORD
@@ -97,14 +99,14 @@ def test_a_record_naming_a_file_outside_or_a_special_file_saves_nothing(
     if kind == "fifo":
         (sp / "evil").mkdir()
         os.mkfifo(sp / "evil" / "pipe")
-    inst = inplace.probe(str(venv / "bin" / "python"), {"evil"})
-    with pytest.raises(inplace.UsageError) as e:
-        inplace.save(inst, [("evil", "1.0")], doc_for(venv), "the fix")
+    inst = probe(str(venv / "bin" / "python"), {"evil"})
+    with pytest.raises(UsageError) as e:
+        undostore.save(inst, [("evil", "1.0")], doc_for(venv), "the fix")
     named = {"outside": str(secret), "device": "/dev/zero", "fifo": str(sp / "evil" / "pipe")}
     assert named[kind] in e.value.message and "nothing was changed" in e.value.message
     assert ("outside the environment" in e.value.message) == (kind != "fifo")
     assert e.value.hint == "the fix"
-    store = inplace.store(inst.prefix)
+    store = undostore.store(inst.prefix)
     assert not store.exists() or not any(store.iterdir())  # no entry, not even a temp one
     state = Path(os.environ["ENVLOCK_STATE_DIR"])
     assert SECRET not in everything_under(state)
@@ -123,14 +125,14 @@ def test_a_link_inside_is_saved_as_a_link_and_a_folder_link_cannot_lead_out(
     sp = evil_dist(venv, ["sneaky/id,,", "evil_link,,"])
     (sp / "sneaky").symlink_to(outside)
     (sp / "evil_link").symlink_to(outside / "id")
-    inst = inplace.probe(str(venv / "bin" / "python"), {"evil"})
-    with pytest.raises(inplace.UsageError) as e:
-        inplace.save(inst, [("evil", "1.0")], doc_for(venv), "the fix")
+    inst = probe(str(venv / "bin" / "python"), {"evil"})
+    with pytest.raises(UsageError) as e:
+        undostore.save(inst, [("evil", "1.0")], doc_for(venv), "the fix")
     assert str(sp / "sneaky" / "id") in e.value.message
     (sp / "sneaky").unlink()
     (sp / "evil-1.0.dist-info" / "RECORD").write_text("evil.py,,\nevil_link,,\n")
-    inst = inplace.probe(str(venv / "bin" / "python"), {"evil"})
-    uid, entry = inplace.save(inst, [("evil", "1.0")], doc_for(venv), "the fix")
+    inst = probe(str(venv / "bin" / "python"), {"evil"})
+    uid, entry = undostore.save(inst, [("evil", "1.0")], doc_for(venv), "the fix")
     manifest = json.loads((entry / "manifest.json").read_text())
     (saved,) = manifest["saved"]
     link = next(f for f in saved["files"] if f["path"].endswith("evil_link"))
@@ -212,16 +214,16 @@ def test_an_undo_entry_inside_the_bundle_is_never_applied(
 def entry_in_store(venv: Path, folder: Path, path: Path, content: bytes) -> Path:
     """A well-formed undo entry for ``venv`` in the user's store, with the user's
     MAC (as envlock writes it), saving ``path`` with ``content``."""
-    inst = inplace.probe(str(venv / "bin" / "python"))
-    top = inplace._private_store(inst.prefix)
+    inst = probe(str(venv / "bin" / "python"))
+    top = undostore.private_store(inst.prefix)
     uid = "20260101T000000.000000Z"
     entry = top / uid
     (entry / "files").mkdir(parents=True)
     (entry / "files" / "0").write_bytes(content)
     import hashlib
 
-    doc: inplace.UndoEntry = {
-        "schema": inplace.UNDO_SCHEMA,
+    doc: undostore.UndoEntry = {
+        "schema": undostore.UNDO_SCHEMA,
         "executable": inst.executable,
         "prefix": inst.prefix,
         "bundle": str(folder.absolute()),
@@ -247,7 +249,7 @@ def entry_in_store(venv: Path, folder: Path, path: Path, content: bytes) -> Path
             }
         ],
     }
-    inplace._write_json(entry / "manifest.json", doc)
+    undostore.write_json(entry / "manifest.json", doc)
     return entry
 
 
@@ -303,13 +305,13 @@ def test_a_state_folder_others_may_write_is_refused(tmp_path: Path) -> None:
     shared = tmp_path / "shared"
     shared.mkdir(mode=0o777)
     shared.chmod(0o777)
-    with pytest.raises(inplace.EnvironmentFailure) as e:
+    with pytest.raises(EnvironmentFailure) as e:
         userstate.private_dir(str(shared))
     assert e.value.message.startswith(f"envlock's state folder {shared} is writable by others")
     link = tmp_path / "link"
     link.symlink_to(tmp_path / "mine")
     (tmp_path / "mine").mkdir()
-    with pytest.raises(inplace.EnvironmentFailure) as e:
+    with pytest.raises(EnvironmentFailure) as e:
         userstate.private_dir(str(link))
     assert "is a link" in e.value.message
 
@@ -351,5 +353,5 @@ def test_a_full_disk_during_the_save_is_exit_3_with_nothing_changed(
     assert "envlock: error: cannot save " in err
     assert "No space left on device; nothing was changed" in err and "Traceback" not in err
     assert files_of(venv) == before
-    store = inplace.store(str(venv))
+    store = undostore.store(str(venv))
     assert [p.name for p in store.iterdir()] == []  # no half entry left

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, TypedDict
 from envlock.errors import EnvironmentFailure, EnvlockError, UsageError
 
 if TYPE_CHECKING:
-    from envlock.venv.install import RestoreRequest
     from envlock.model import Lock
+    from envlock.venv.install import RestoreRequest
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _INSTALLED = re.compile(r"Installed kernelspec (\S+) in (.+)$", re.MULTILINE)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from envlock.errors import CheckFailed, EnvironmentFailure, UsageError
 from envlock.venv.install import (
     INSTALL_TIMEOUT,
     RestoreRequest,
@@ -51,12 +52,11 @@ from envlock.venv.venvlink import (
     temp_link,
     versioned,
 )
-from envlock.errors import CheckFailed, EnvironmentFailure, UsageError
 
 if TYPE_CHECKING:
+    from envlock.model import Lock
     from envlock.venv.inplace import InPlaceResult, UndoResult
     from envlock.venv.kernel import KernelSpec
-    from envlock.model import Lock
 
 SMOKE_TIMEOUT = 1800
 
