@@ -180,7 +180,11 @@ def _add_to_tag_index(reg: _Registry, tag: str, entry: Mapping[str, object]) -> 
         # let a writer that read the index before our PUT land its own, then look
         time.sleep(random.uniform(0.05, 0.25) * (attempt + 1))
         if any(m.get("digest") == digest for m in _listed(reg.get_manifest(tag, accept))):
-            return
+            # and once more, later: a writer that read before our PUT may land after
+            # the first look (a run of 12 at once lost one entry to that)
+            time.sleep(random.uniform(0.3, 0.6))
+            if any(m.get("digest") == digest for m in _listed(reg.get_manifest(tag, accept))):
+                return
     raise EnvironmentFailure(
         f"the referrers tag index {reg.ref.repository}:{tag} lost the entry {digest} "
         f"{TAG_INDEX_TRIES} times (other writers replaced the index each time)",
