@@ -311,6 +311,54 @@ class LockInput:
 
 
 @dataclass(frozen=True)
+class PackageCuda:
+    """The CUDA one locked distribution brings or needs (envlock.lock.gpufacts)."""
+
+    name: str  # normalized
+    version: str
+    family: str  # the matrices/cuda-wheels.toml family, "torch"
+    cuda: str | None  # "13.2", or only the major "13"; None: not known
+    cuda_from: str  # how it is known: "torch/version.py", "+cu128", "the name", ...
+    cudnn: str | None = None  # the cuDNN release it is, for nvidia-cudnn-cuNN
+    driver_min: str | None = None  # the oldest driver that runs its CUDA at all
+    toolkit_driver: str | None = None  # the oldest that JIT-compiles its CUDA's PTX
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    """What the whole closure needs of the GPU machine: one driver floor, named with
+    the packages that set it, and the CUDA facts of every CUDA-carrying package."""
+
+    packages: tuple[PackageCuda, ...]  # sorted by name
+    driver_min: str  # the highest floor any package needs
+    set_by: str  # "torch 2.15.0 (CUDA 13.2, cuda-toolkit 13.2.2)"
+    framework_driver_min: str  # the framework's own floor (its matrix row)
+    toolkit_driver: str | None  # the highest PTX JIT floor known, if any
+    toolkit_set_by: str  # "" when toolkit_driver is None
+    files_read: bool  # the wheels' file lists were read (not --offline)
+    problems: tuple[str, ...] = ()  # each names a package
+    rules_version: str = ""  # matrices/cuda-wheels.toml data_version
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "driver_min": self.driver_min,
+            "set_by": self.set_by,
+            "framework_driver_min": self.framework_driver_min,
+        }
+        if self.toolkit_driver is not None:
+            out["toolkit_driver"] = self.toolkit_driver
+            out["toolkit_set_by"] = self.toolkit_set_by
+        out["files_read"] = self.files_read
+        out["problems"] = list(self.problems)
+        out["rules_version"] = self.rules_version
+        out["packages"] = [p.to_dict() for p in self.packages]
+        return out
+
+
+@dataclass(frozen=True)
 class Lock:
     """A whole locked closure for one target, plus how it was made."""
 
@@ -320,3 +368,5 @@ class Lock:
     resolver: str  # "uv" | "pip"
     resolver_version: str
     top_requirements: tuple[str, ...] = field(default=())  # what was given to the resolver
+    # the CUDA facts of the closure; None in a lock made before envlock read them
+    gpu: GpuFacts | None = None

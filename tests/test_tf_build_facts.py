@@ -101,7 +101,7 @@ def _remote_members(project: str, filename: str) -> Any:
         if filename not in files:
             pytest.skip(f"{filename} is not on the index")
         f = files[filename]
-        return read_members(refresh._range_fetcher(sess, f.url, index, f.size), filename)
+        return read_members(refresh.range_fetcher(sess, f.url, index, f.size), filename)
     finally:
         sess.close()
 

@@ -19,6 +19,7 @@ from envlock.lockplatform import Target
 from envlock.model import CUDA_SOURCES, Lock, LockInput, Resolution
 
 if TYPE_CHECKING:
+    from envlock.lock import gpufacts
     from envlock.matrix import TFRelease, libraries
 
 RESOLVERS = ("uv", "pip")
@@ -256,7 +257,7 @@ def _lock(
             hint="check the index: it may not carry that release's wheels",
         )
     resolution = with_cap_notes(resolution, lock_input, applied, got)
-    return Lock(
+    locked = Lock(
         resolution=resolution,
         input=lock_input,
         packages=packages,
@@ -264,6 +265,53 @@ def _lock(
         resolver_version=version,
         top_requirements=reqs,
     )
+    return with_gpu_facts(locked, index, offline=offline)
+
+
+def with_gpu_facts(locked: Lock, index: str, *, offline: bool) -> Lock:
+    """``locked`` with the CUDA facts of its closure (envlock.lock.gpufacts): the
+    wheels' file lists are read unless ``offline``; files two wheels would both
+    install are a NoResolution (exit 2) naming them and the ways out."""
+    from envlock.lock import gpufacts
+    from envlock.matrix import cudawheels, load_cuda
+
+    rules = cudawheels.load()
+    listings = None if offline else gpufacts.read_listings(locked, rules, index)
+    if listings:
+        clash = gpufacts.collisions(locked, listings)
+        if clash:
+            raise _collide(locked, clash)
+    return replace(locked, gpu=gpufacts.derive(locked, rules, load_cuda(), listings))
+
+
+def _collide(locked: Lock, clash: Sequence[gpufacts.Collision]) -> NoResolution:
+    """The error of a closure whose wheels overwrite each other's files."""
+    from envlock.lock.pylock import regenerate_command
+
+    lines = [
+        "the locked wheels install the same files with different contents: whichever "
+        "installs last wins, and one package loads the other's library:",
+        *(f"  {c.describe()}" for c in clash),
+        "ways out:",
+    ]
+    res = locked.resolution
+    if res.cuda_source == "pip":
+        c = locked.input.constraints
+        spec = c.spec.replace("[and-cuda]", "")
+        system = replace(
+            locked,
+            input=replace(locked.input, constraints=replace(c, spec=spec, cuda_source="system")),
+        )
+        lines.append(
+            f"  - {res.framework} on the base image's CUDA (no nvidia-* wheels of its own): "
+            + regenerate_command(system, "DIR")
+        )
+    lines += [
+        "  - a build of one framework for the other's CUDA major (pin it with --with, "
+        "from an index that serves it)",
+        "  - two environments: lock each framework in its own bundle",
+    ]
+    return NoResolution("\n".join(lines), hint="choose one of the ways out above")
 
 
 def _gpu_labels(lock_input: LockInput) -> tuple[tuple[str, str], ...]:

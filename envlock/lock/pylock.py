@@ -22,7 +22,16 @@ import tomli_w
 from envlock.door import bad_character, carries_secret, redact, shown
 from envlock.errors import DataError
 from envlock.lockplatform import Target
-from envlock.model import InputError, Lock, LockedPackage, LockedWheel, LockInput, Resolution
+from envlock.model import (
+    GpuFacts,
+    InputError,
+    Lock,
+    LockedPackage,
+    LockedWheel,
+    LockInput,
+    PackageCuda,
+    Resolution,
+)
 
 PYLOCK = "pylock.toml"
 
@@ -144,6 +153,8 @@ def pylock_document(lock: Lock) -> dict[str, Any]:
         "resolution": _without_none(lock.resolution.to_dict()),
         "input": lock.input.to_dict(),
     }
+    if lock.gpu is not None:
+        tool["gpu"] = lock.gpu.to_dict()
     return {
         "lock-version": "1.0",
         "environments": [target.environment],
@@ -258,6 +269,102 @@ def _check_value(value: object, field: str, shape: str, where: str, hint: str = 
         raise DataError(f"{where}: {field}: {text} {problem}", hint=hint)
 
 
+_GPU_KEYS = (
+    "driver_min",
+    "set_by",
+    "framework_driver_min",
+    "toolkit_driver",
+    "toolkit_set_by",
+    "files_read",
+    "problems",
+    "rules_version",
+    "packages",
+)
+_PACKAGE_KEYS = tuple(f.name for f in fields(PackageCuda))
+_MAX_GPU_PACKAGES = 4096
+
+
+def gpu_facts(data: object, where: str) -> GpuFacts:
+    """``[tool.envlock.gpu]`` read back: every key known, every value of its kind
+    (the strings are checked for their shape by ``check_lock``)."""
+    name = "tool.envlock.gpu"
+
+    def bad(key: str, problem: str) -> DataError:
+        return DataError(f"{where}: {name}{key}: {problem}", hint=_DAMAGED)
+
+    if not isinstance(data, dict):
+        raise bad("", "not a table")
+    unknown = sorted(set(data) - set(_GPU_KEYS))
+    if unknown:
+        raise bad(f".{unknown[0]}", "unknown key")
+    for key in ("driver_min", "set_by", "framework_driver_min", "rules_version"):
+        if not isinstance(data.get(key), str):
+            raise bad(f".{key}", "missing or not a string")
+    if not isinstance(data.get("files_read"), bool):
+        raise bad(".files_read", "missing or not true/false")
+    toolkit = data.get("toolkit_driver")
+    if toolkit is not None and not isinstance(toolkit, str):
+        raise bad(".toolkit_driver", "not a string")
+    if not isinstance(data.get("toolkit_set_by", ""), str):
+        raise bad(".toolkit_set_by", "not a string")
+    problems = data.get("problems", [])
+    if not isinstance(problems, list) or not all(isinstance(p, str) for p in problems):
+        raise bad(".problems", "not a list of strings")
+    rows = data.get("packages", [])
+    if not isinstance(rows, list) or len(rows) > _MAX_GPU_PACKAGES:
+        raise bad(".packages", f"not a list of at most {_MAX_GPU_PACKAGES} tables")
+    packages = []
+    for i, row in enumerate(rows):
+        at = f".packages[{i}]"
+        if not isinstance(row, dict):
+            raise bad(at, "not a table")
+        extra = sorted(set(row) - set(_PACKAGE_KEYS))
+        if extra:
+            raise bad(f"{at}.{extra[0]}", "unknown key")
+        for key in _PACKAGE_KEYS:
+            value = row.get(key)
+            required = key in ("name", "version", "family", "cuda_from")
+            if (required and not isinstance(value, str)) or (
+                value is not None and not isinstance(value, str)
+            ):
+                raise bad(f"{at}.{key}", "missing or not a string" if required else "not a string")
+        values: dict[str, Any] = {k: row.get(k) for k in _PACKAGE_KEYS}
+        packages.append(PackageCuda(**values))
+    return GpuFacts(
+        packages=tuple(packages),
+        driver_min=data["driver_min"],
+        set_by=data["set_by"],
+        framework_driver_min=data["framework_driver_min"],
+        toolkit_driver=toolkit,
+        toolkit_set_by=data.get("toolkit_set_by", ""),
+        files_read=data["files_read"],
+        problems=tuple(problems),
+        rules_version=data["rules_version"],
+    )
+
+
+def _check_gpu(gpu: GpuFacts, where: str, hint: str) -> None:
+    base = "tool.envlock.gpu"
+    for key in ("driver_min", "framework_driver_min", "toolkit_driver"):
+        value = getattr(gpu, key)
+        if value is not None:
+            _check_value(value, f"{base}.{key}", "resolution.driver_min", where, hint=hint)
+    for key in ("set_by", "toolkit_set_by", "rules_version"):
+        _check_value(getattr(gpu, key), f"{base}.{key}", "", where, hint=hint)
+    for i, problem in enumerate(gpu.problems):
+        _check_value(problem, f"{base}.problems[{i}]", "", where, hint=hint)
+    for i, pkg in enumerate(gpu.packages):
+        at = f"{base}.packages[{i}]"
+        _check_value(pkg.name, f"{at}.name", "package.name", where, hint=hint)
+        _check_value(pkg.version, f"{at}.version", "resolution.version", where, hint=hint)
+        _check_value(pkg.family, f"{at}.family", "resolution.framework", where, hint=hint)
+        _check_value(pkg.cuda_from, f"{at}.cuda_from", "", where, hint=hint)
+        for key in ("cuda", "cudnn", "driver_min", "toolkit_driver"):
+            value = getattr(pkg, key)
+            if value is not None:
+                _check_value(value, f"{at}.{key}", "resolution.version", where, hint=hint)
+
+
 def check_lock(lock: Lock, where: str, hint: str = _DAMAGED) -> None:
     """Every string of ``lock`` checked for its kind: the lock is read, not trusted,
     and envlock never writes a lock its own reader would refuse."""
@@ -288,6 +395,8 @@ def check_lock(lock: Lock, where: str, hint: str = _DAMAGED) -> None:
         )
     for i, req in enumerate(lock.top_requirements):
         _check_value(req, f"tool.envlock.top_requirements[{i}]", "", where, hint=hint)
+    if lock.gpu is not None:
+        _check_gpu(lock.gpu, where, hint)
     for i, pkg in enumerate(lock.packages):
         _check_value(pkg.name, f"packages[{i}].name", "package.name", where, hint=hint)
         for k, dep in enumerate(pkg.dependencies):
@@ -361,6 +470,7 @@ def parse_pylock(text: str, where: str) -> Lock:
     top = tool.get("top_requirements") or ()
     if not isinstance(top, (list, tuple)):
         raise DataError(f"{where}: tool.envlock.top_requirements: not a list", hint=_DAMAGED)
+    gpu = tool.get("gpu")
     locked = Lock(
         resolution=resolution,
         input=lock_input,
@@ -368,6 +478,7 @@ def parse_pylock(text: str, where: str) -> Lock:
         resolver=tool.get("resolver", ""),
         resolver_version=tool.get("resolver_version", ""),
         top_requirements=tuple(top),
+        gpu=None if gpu is None else gpu_facts(gpu, where),
     )
     check_lock(locked, where)
     return locked

@@ -242,6 +242,10 @@ def check_all(tensorflow_path: Path | None = None) -> CheckReport:
 
     libraries.load_file()
     files.append(display_name(libraries.FILENAME))
+    from envlock.matrix import cudawheels
+
+    cudawheels.load_file()
+    files.append(display_name(cudawheels.FILENAME))
     from envlock.matrix import paths as paths_mod
 
     paths_mod.load_file()

@@ -1,7 +1,7 @@
 """A read-only, seekable file over HTTP range requests, for the standard ``zipfile``.
 
 ``zipfile.ZipFile(RangeFile(fetch, name))`` reads a remote wheel's members
-without downloading it. ``fetch`` has the shape of ``refresh._range_fetcher``'s
+without downloading it. ``fetch`` has the shape of ``refresh.range_fetcher``'s
 function: ``fetch(start, end_inclusive) -> (bytes, total_size)`` and
 ``fetch(-n, None)`` for the last n bytes.
 

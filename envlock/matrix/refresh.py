@@ -188,7 +188,7 @@ def candidates(files: Iterable[IndexFile]) -> list[Candidate]:
 # -- reading one wheel -----------------------------------------------------
 
 
-def _range_fetcher(
+def range_fetcher(
     sess: requests.Session, url: str, index: str, size: int | None = None
 ) -> Callable[[int, int | None], tuple[bytes, int]]:
     """Range reads of one wheel through ``envlock.index.http.get_range`` (its retries
@@ -210,7 +210,7 @@ def _range_fetcher(
 
 def read_wheel(sess: requests.Session, index: str, f: IndexFile) -> WheelFacts:
     """METADATA and build_info.py of one remote wheel, by range requests."""
-    members = read_members(_range_fetcher(sess, f.url, index, f.size), f.filename)
+    members = read_members(range_fetcher(sess, f.url, index, f.size), f.filename)
     build_info: dict[str, Any] = {}
     if members.build_info is not None:
         text = members.build_info.decode("utf-8", errors="replace")

@@ -87,18 +87,85 @@ def _member(zf: zipfile.ZipFile, name: str, filename: str) -> bytes:
     )
 
 
+@dataclass(frozen=True)
+class WheelListing:
+    """What ``read_listing`` read of a remote wheel: every member's name with its
+    CRC-32 and size (the central directory), and the small members asked for."""
+
+    files: dict[str, tuple[int, int]]  # name -> (CRC-32, size); folders left out
+    members: dict[str, bytes]  # the asked-for members the wheel has
+    requests: int
+    bytes_read: int
+
+
+MAX_NAMES = 200_000  # a wheel listing more members is refused (TensorFlow: about 24k)
+
+
+def _open(file: RangeFile) -> zipfile.ZipFile:
+    # a wheel's names are UTF-8 (the wheel spec); the utf-8 codec also decodes
+    # TensorFlow's 15-24k names about a quarter faster than zipfile's default cp437
+    if sys.version_info >= (3, 11):
+        return zipfile.ZipFile(file, metadata_encoding="utf-8")
+    return zipfile.ZipFile(file)
+
+
+def _damaged(file: RangeFile, member: str, e: BaseException) -> EnvlockError:
+    """The error of bytes that are not a readable wheel, naming the member being read."""
+    if isinstance(e, zlib.error):  # compressed data that does not inflate
+        return file.damaged(f"{member} does not inflate: {e}")
+    if isinstance(e, zipfile.BadZipFile) and str(e).startswith("Bad CRC-32"):
+        return file.damaged(f"{member} fails its CRC check (the bytes served are not the file's)")
+    where = f"{member}: " if member else ""
+    return file.damaged(f"{where}{e or type(e).__name__}")
+
+
+_ZIP_ERRORS = (
+    zlib.error,
+    zipfile.BadZipFile,  # a broken directory or header, a CRC mismatch
+    zipfile.LargeZipFile,
+    EOFError,  # compressed data cut short
+    NotImplementedError,  # a compression method or zip version zipfile lacks
+    RuntimeError,  # an encrypted member
+    ValueError,  # a name that is not UTF-8, a bad date, ...
+    OSError,  # a seek before the start
+    struct.error,
+)
+
+
+def read_listing(fetch: Fetch, filename: str, wanted: tuple[str, ...] = ()) -> WheelListing:
+    """The member list of one remote wheel (its central directory, read by range
+    requests), and the members of ``wanted`` it has, each bounded
+    (``readers.read_member``). A wheel that is not a readable zip is an
+    ``EnvironmentFailure`` naming it, as in ``read_members``."""
+    file = RangeFile(fetch, filename)
+    member = ""
+    try:
+        with _open(file) as zf:
+            infos = zf.infolist()
+            if len(infos) > MAX_NAMES:
+                raise DataError(
+                    f"{filename}: lists {len(infos)} members, more than the {MAX_NAMES} allowed",
+                    hint="the wheel is not one envlock can read",
+                )
+            files = {i.filename: (i.CRC, i.file_size) for i in infos if not i.is_dir()}
+            members: dict[str, bytes] = {}
+            for name in wanted:
+                if name in files:
+                    member = name
+                    members[name] = _member(zf, name, filename)
+    except EnvlockError:
+        raise
+    except _ZIP_ERRORS as e:
+        raise _damaged(file, member, e) from None
+    return WheelListing(files, members, file.requests, file.bytes_read)
+
+
 def read_members(fetch: Fetch, filename: str) -> WheelMembers:
     """METADATA and build_info.py (see ``pick``) of one remote wheel."""
     file = RangeFile(fetch, filename)
     member = ""  # the member being read, for the message
     try:
-        # a wheel's names are UTF-8 (the wheel spec); the utf-8 codec also decodes
-        # TensorFlow's 15-24k names about a quarter faster than zipfile's default cp437
-        if sys.version_info >= (3, 11):
-            zf = zipfile.ZipFile(file, metadata_encoding="utf-8")
-        else:
-            zf = zipfile.ZipFile(file)
-        with zf:
+        with _open(file) as zf:
             names = zf.namelist()
             metadata, info = pick(names)
             if metadata is None:
@@ -113,24 +180,8 @@ def read_members(fetch: Fetch, filename: str) -> WheelMembers:
             metadata_bytes = _member(zf, metadata, filename)
     except EnvlockError:
         raise
-    except zlib.error as e:  # compressed data that does not inflate
-        raise file.damaged(f"{member} does not inflate: {e}") from None
-    except (
-        zipfile.BadZipFile,  # a broken directory or header, a CRC mismatch
-        zipfile.LargeZipFile,
-        EOFError,  # compressed data cut short
-        NotImplementedError,  # a compression method or zip version zipfile lacks
-        RuntimeError,  # an encrypted member
-        ValueError,  # a name that is not UTF-8, a bad date, ...
-        OSError,  # a seek before the start
-        struct.error,
-    ) as e:
-        if isinstance(e, zipfile.BadZipFile) and str(e).startswith("Bad CRC-32"):
-            raise file.damaged(
-                f"{member} fails its CRC check (the bytes served are not the file's)"
-            ) from None
-        where = f"{member}: " if member else ""
-        raise file.damaged(f"{where}{e or type(e).__name__}") from None
+    except _ZIP_ERRORS as e:
+        raise _damaged(file, member, e) from None
     return WheelMembers(
         metadata=metadata_bytes,
         build_info=info_bytes,
