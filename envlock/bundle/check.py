@@ -18,7 +18,7 @@ from envlock.bundle.folder import Progress, bundle_files, recorded_options
 from envlock.bundle.manifest import recover_bundle
 from envlock.errors import UsageError
 from envlock.lock.core import lock
-from envlock.lock.pylock import PYLOCK, read_lock, regenerate_command
+from envlock.lock.pylock import PYLOCK, driver_line, read_lock, regenerate_command
 from envlock.lock.requirements import REQUIREMENTS
 from envlock.model import Lock
 from envlock.render import EXECUTABLE, RenderOptions
@@ -107,6 +107,14 @@ def diff_locks(old: Lock, new: Lock) -> list[str]:
         )
     if old.resolver != new.resolver:
         changes.append(f"~ resolver: {old.resolver} -> {new.resolver}")
+    if old.gpu is not None and new.gpu is not None and old.gpu != new.gpu:
+        if old.gpu.driver_min != new.gpu.driver_min or old.gpu.set_by != new.gpu.set_by:
+            changes.append(
+                f"~ driver floor: >= {old.gpu.driver_min} ({old.gpu.set_by}) -> "
+                f">= {new.gpu.driver_min} ({new.gpu.set_by})"
+            )
+        else:
+            changes.append("~ the CUDA facts of the locked packages (tool.envlock.gpu)")
     return changes
 
 
@@ -193,14 +201,19 @@ def check_folder(request: CheckRequest, progress: Progress | None = None) -> Che
             f"{new.resolver} is {new.resolver_version} here, the lock was made with "
             f"{old.resolver_version}; the comparison ignores that"
         )
-        new = Lock(
-            resolution=new.resolution,
-            input=new.input,
-            packages=new.packages,
-            resolver=new.resolver,
-            resolver_version=old.resolver_version,
-            top_requirements=new.top_requirements,
+        new = replace(new, resolver_version=old.resolver_version)
+    if old.gpu is None and new.gpu is not None:
+        # a lock made before envlock read the closure's CUDA: its packages decide
+        notes.append(
+            "the lock predates the CUDA facts of the whole closure; a new lock would "
+            f"say: {driver_line(new)}"
         )
+        new = replace(new, gpu=None)
+    elif request.offline and old.gpu is not None and new.gpu is not None:
+        notes.append(
+            "the wheels' file lists were not read again (--offline): the lock's CUDA facts stand"
+        )
+        new = replace(new, gpu=old.gpu)
     changes = diff_locks(old, new)
     rows = compare_files(folder, bundle_files(new, options))
     changes += [_STATE_LINES[r["state"]].format(**r) for r in rows if r["state"] != "same"]

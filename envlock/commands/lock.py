@@ -138,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
     for warning in written.lock.resolution.warnings:
         if warning not in resolution.warnings:  # the lock's own: library caps (#26)
             sys.stderr.write(f"envlock: warning: {warning}\n")
+    for problem in written.lock.gpu.problems if written.lock.gpu else ():
+        sys.stderr.write(f"envlock: warning: {problem}\n")
     _print_lock(args, written)
     return 0
 
@@ -147,6 +149,7 @@ def _mb(size: int) -> str:
 
 
 def _print_lock(args: argparse.Namespace, written: LockedFolder) -> None:
+    from envlock.lock.pylock import driver_line
     from envlock.output import emit_json, table
 
     locked, out, files, digest = written.lock, written.folder, written.files, written.digest
@@ -161,6 +164,7 @@ def _print_lock(args: argparse.Namespace, written: LockedFolder) -> None:
                 "top_requirements": list(locked.top_requirements),
                 "resolution": r.to_dict(),
                 "input": locked.input.to_dict(),
+                "gpu": locked.gpu.to_dict() if locked.gpu else None,
                 "packages": [_package_json(p) for p in locked.packages],
                 "files": list(files),
             }
@@ -176,6 +180,7 @@ def _print_lock(args: argparse.Namespace, written: LockedFolder) -> None:
         f"\nlocked {len(locked.packages)} packages ({_mb(total)}) for {r.framework} {r.version}, "
         f"Python {r.python}, CUDA {r.cuda}, cuDNN {r.cudnn}, CUDA source {r.cuda_source}, "
         f"with {locked.resolver} {locked.resolver_version}\n"
+        f"driver: {driver_line(locked).removeprefix('Needs an NVIDIA driver ')}\n"
         f"wrote {', '.join(files)} to {out}\n"
         f"install: pip install --require-hashes --no-deps -r {out / 'requirements.txt'}\n"
     )

@@ -114,6 +114,19 @@ def describe(lock: Lock) -> str:
     )
 
 
+def driver_line(lock: Lock) -> str:
+    """The driver the whole lock needs, and what sets it (a lock made before envlock
+    read the closure's CUDA: its framework's floor alone)."""
+    gpu = lock.gpu
+    if gpu is None:
+        return f"Needs an NVIDIA driver >= {lock.resolution.driver_min}."
+    line = f"Needs an NVIDIA driver >= {gpu.driver_min}: {gpu.set_by}"
+    if gpu.driver_min != gpu.framework_driver_min:
+        r = lock.resolution
+        line += f" ({r.framework} {r.version} alone: >= {gpu.framework_driver_min})"
+    return line + "."
+
+
 def _without_none(data: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None}
 
@@ -169,6 +182,7 @@ def pylock_text(lock: Lock) -> str:
     """pylock.toml: a header saying how to use and remake it, then the document (tomli-w)."""
     header = [
         f"PEP 751 lock made by envlock: {describe(lock)}.",
+        driver_line(lock),
         f"Resolved with {lock.resolver} {lock.resolver_version} from: "
         + " ".join(lock.top_requirements),
         *(

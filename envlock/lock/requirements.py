@@ -13,7 +13,7 @@ from __future__ import annotations
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from envlock.lock.pylock import comment, describe, regenerate_command
+from envlock.lock.pylock import comment, describe, driver_line, regenerate_command
 from envlock.model import Lock
 
 REQUIREMENTS = "requirements.txt"
@@ -49,6 +49,7 @@ def _via_lines(sources: list[str]) -> list[str]:
 def requirements_text(lock: Lock) -> str:
     header = [
         f"Made by envlock: {describe(lock)}.",
+        driver_line(lock),
         f"Resolved with {lock.resolver} {lock.resolver_version} from: "
         + " ".join(lock.top_requirements),
     ]

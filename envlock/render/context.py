@@ -78,7 +78,11 @@ class BundleContext:
     cuda: Checked
     cudnn: Checked
     cuda_source: Checked
-    driver_min: Checked
+    driver_min: Checked  # the whole lock's floor (its framework's, in a lock made before 0.x)
+    driver_set_by: Checked  # "torch 2.15.0 (CUDA 13.2, cuda-toolkit 13.2.2)"; "" when unknown
+    framework_driver_min: Checked  # the framework's own floor
+    # (name, version, CUDA, how it is known, driver floor) of each CUDA-carrying package
+    cuda_packages: tuple[tuple[Checked, Checked, Checked, Checked, Checked], ...]
     compute_capabilities: tuple[Checked, ...]
     lock_digest: Checked  # sha256:<hex of pylock.toml>
     requirements_digest: Checked  # sha256:<hex of requirements.txt>
@@ -240,6 +244,8 @@ def bundle_context(
     if options.python_from is not None:
         text(options.python_from, "--python-from", UsageError)
     warnings = [" ".join(w.split()) for w in res.warnings]  # one line each in comments
+    gpu = lock.gpu
+    warnings += [" ".join(w.split()) for w in (gpu.problems if gpu else ())]
 
     resolved = res.base_image
     if res.base_image_digest and "@" not in resolved:
@@ -360,7 +366,24 @@ def bundle_context(
         cuda=version(res.cuda, "the CUDA version"),
         cudnn=version(res.cudnn, "the cuDNN version"),
         cuda_source=word(res.cuda_source, "the CUDA source"),
-        driver_min=version(res.driver_min, "the minimum driver"),
+        driver_min=version(gpu.driver_min if gpu else res.driver_min, "the minimum driver"),
+        driver_set_by=(
+            text(gpu.set_by, "pylock.toml: tool.envlock.gpu.set_by") if gpu else Checked("")
+        ),
+        framework_driver_min=version(res.driver_min, "the framework's minimum driver"),
+        cuda_packages=tuple(
+            (
+                word(p.name, "pylock.toml: tool.envlock.gpu.packages: a name"),
+                version(p.version, "pylock.toml: tool.envlock.gpu.packages: a version"),
+                text(p.cuda or "unknown", "pylock.toml: tool.envlock.gpu.packages: a CUDA"),
+                text(p.cuda_from, "pylock.toml: tool.envlock.gpu.packages: how"),
+                text(
+                    f">= {p.driver_min}" if p.driver_min else "unknown",
+                    "pylock.toml: tool.envlock.gpu.packages: a driver",
+                ),
+            )
+            for p in (gpu.packages if gpu else ())
+        ),
         compute_capabilities=tuple(
             word(c, "a compute capability") for c in res.compute_capabilities
         ),
