@@ -32,7 +32,7 @@ def test_load_gives_the_parsed_cuda_matrix(cm: cuda.CudaMatrix) -> None:
     assert isinstance(loaded, cuda.CudaMatrix)
     assert loaded == cm
     assert cm.schema_version == 1
-    assert cm.data_version == "2026-11-30"
+    assert cm.data_version == "2026-12-05"
 
 
 @pytest.mark.parametrize(
@@ -58,6 +58,49 @@ def test_minimum_drivers_from_the_compatibility_table(
     assert row is not None
     assert row.driver_min == driver
     assert row.driver_min_from == "compat"
+
+
+@pytest.mark.parametrize("minor", ["13.0", "13.1", "13.2"])
+def test_cuda_13_minimum_driver_from_the_release_notes(cm: cuda.CudaMatrix, minor: str) -> None:
+    """Table 2 of the CUDA 13.2 Update 2 release notes: 13.x runs on a >= 580 driver."""
+    row = cm.release(minor)
+    assert row is not None
+    assert row.driver_min == "580"
+    assert row.driver_min_from == "toolkit-driver-table-13"
+    assert ">= 580" in cm.source("toolkit-driver-table-13")
+
+
+@pytest.mark.parametrize(
+    ("version", "cudnn", "source"),
+    [
+        ("12.6.0", "9.3.0.75", "nvidia-dockerfile-mirrors"),
+        ("12.8.0", "9.7.0.66", "nvidia-dockerfile-mirrors"),
+        ("12.9.0", "9.9.0.52", "nvidia-dockerfile-mirrors"),
+        ("12.9.1", "9.10.2.21", "nvidia-dockerfile-mirrors"),
+        ("13.0.0", "9.12.0.46", "nvidia-dockerfile-mirrors"),
+        ("13.0.1", "9.13.0.50", "cudnn-13-0-1"),
+        ("13.1.1", "9.17.1.4", "cudnn-13-1-1"),
+    ],
+)
+def test_exact_cudnn_read_in_nvidia_dockerfiles_or_their_copies(
+    cm: cuda.CudaMatrix, version: str, cudnn: str, source: str
+) -> None:
+    image = next(im for im in cm.images if im.version == version)
+    assert image.cudnn == cudnn
+    assert image.cudnn_from == source
+    assert cudnn in cm.source(source)
+
+
+def test_cuda_13_images(cm: cuda.CudaMatrix) -> None:
+    """replicate/cog's list of 2026-05-05: 13.x cudnn tags on Ubuntu 22.04 and 24.04 only,
+    no 13.1.0; the releases whose cuDNN no copy of NVIDIA's file gave are left out."""
+    thirteen = {im.version: im for im in cm.images if im.cuda.startswith("13.")}
+    assert list(thirteen) == ["13.0.0", "13.0.1", "13.1.1"]
+    for image in thirteen.values():
+        assert image.os == ("22.04", "24.04")
+        assert (image.cudnn_flavour, image.cudnn_major, image.source) == ("cudnn", 9, "cog")
+        assert image.version in cm.source("cog")
+    assert [v for v, im in thirteen.items() if im.cudnn is None] == []
 
 
 @pytest.mark.parametrize(
@@ -137,6 +180,15 @@ def test_end_of_life_and_branches(cm: cuda.CudaMatrix) -> None:
     assert r122 is not None and r122.driver_branch == "R535"
     branch = cm.branch("R535")
     assert branch is not None and branch.ends == "2026-06"
+    # NVIDIA's data-center drivers page (v620 edition): R580 ends June 2028 (an
+    # earlier edition said August 2028), R595 March 2027, R620 September 2029
+    assert {b.branch: b.ends for b in cm.driver_branches} == {
+        "R535": "2026-06", "R570": "2026-02", "R580": "2028-06", "R595": "2027-03",
+        "R620": "2029-09",
+    }  # fmt: skip
+    assert {r.version: r.driver_branch for r in cm.cuda if r.driver_branch} == {
+        "12.2": "R535", "12.8": "R570", "13.0": "R580", "13.2": "R595"
+    }  # fmt: skip
 
 
 def _damaged(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
@@ -218,7 +270,7 @@ TOOLKIT_DRIVERS = {
     "11.5": "495.29.05", "11.6": "510.39.01", "11.7": "515.43.04", "11.8": "520.61.05",
     "12.0": "525.60.13", "12.1": "530.30.02", "12.2": "535.54.03", "12.3": "545.23.06",
     "12.4": "550.54.14", "12.5": "555.42.02", "12.6": "560.28.03", "12.8": "570.26",
-    "12.9": "575.51.03", "13.0": "580.65.06",
+    "12.9": "575.51.03", "13.0": "580.65.06", "13.1": "590.44.01", "13.2": "595.45.04",
 }  # fmt: skip
 
 # NVIDIA_REQUIRE_CUDA exactly as the cited copies of NVIDIA's Dockerfiles carry it
@@ -237,7 +289,10 @@ def test_toolkit_drivers_match_the_release_notes_and_each_other(cm: cuda.CudaMat
     assert {r.version: r.toolkit_driver for r in cm.cuda} == TOOLKIT_DRIVERS
     rows = list(cm.cuda)
     for row in rows:
-        assert row.toolkit_driver_from == "toolkit-driver-table"
+        table = "toolkit-driver-table" + ("-13" if row.version.startswith("13.") else "")
+        assert row.toolkit_driver_from == table
+        if table != "toolkit-driver-table":
+            assert row.toolkit_driver in cm.source(table)
         # minor-version compatibility asks no more than the toolkit's own driver, except
         # for 11.0, whose GA driver (450.36.06) predates the 11.x floor (450.80.02)
         if row.version != "11.0":
@@ -259,7 +314,10 @@ def test_images_require_cuda_against_their_sources_and_the_toolkit_table(
     from envlock.matrix.require import MARKET_BRANDS, parse_require
 
     recorded = {im.version: im for im in cm.images if im.require_cuda}
-    assert set(recorded) == {"11.8.0", "12.0.0", "12.2.2", "12.3.2", "12.6.3", "12.8.0"}
+    assert set(recorded) == {
+        "11.8.0", "12.0.0", "12.2.2", "12.3.2", "12.6.3", "12.8.0", "12.9.1",
+        "13.0.0", "13.0.1", "13.1.1",
+    }  # fmt: skip
     assert recorded["12.6.3"].require_cuda == REQUIRE_12_6_3
     assert recorded["12.2.2"].require_cuda == REQUIRE_12_2_2
     sources = dict(cm.sources)
@@ -281,6 +339,19 @@ def test_images_require_cuda_against_their_sources_and_the_toolkit_table(
     # the images from 12.6 on dropped GeForce from the exceptions
     assert recorded["12.6.3"].require_cuda.count("geforce") == 0
     assert recorded["12.2.2"].require_cuda.count("brand=geforce,") == 2
+    # the branches each image excepts, as NVIDIA's files (or copies) carry them
+    excepted = {
+        "12.9.1": (535, 550, 560, 565, 570),
+        "13.0.0": (535, 550, 565, 570, 575),
+        "13.0.1": (535, 550, 565, 570, 575),
+        "13.1.1": (535, 550, 570, 575, 580),
+    }
+    for version, numbers in excepted.items():
+        alternatives = (
+            f"brand={b},driver>={n},driver<{n + 1}" for n in numbers for b in _DC.split()
+        )
+        want = f"cuda>={recorded[version].cuda} " + " ".join(alternatives)
+        assert recorded[version].require_cuda == want
 
 
 def test_require_cuda_is_validated(doc: dict[str, Any]) -> None:
