@@ -38,6 +38,7 @@ KNOWN: dict[str, tuple[int, str]] = {
     "doctor/runner.py": (1, "--log, opened to be read line by line (a log is long by nature)"),
     "fsutil.py": (1, "sha256_file: streamed in chunks, nothing kept"),
     "image/build.py": (1, "the Dockerfile of the build context envlock rendered; to move"),
+    "lock/gpufacts.py": (1, "a range of a file:// wheel, no longer than the range asked for"),
     "lock/pip.py": (1, "the --report the run's own pip wrote in a temp folder"),
     "lock/uv.py": (2, "files the run's own uv wrote in a temp folder"),
     "matrix/cache.py": (1, "the matrix and parser files hashed for the cache's stamp"),

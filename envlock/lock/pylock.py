@@ -182,7 +182,8 @@ def pylock_text(lock: Lock) -> str:
     """pylock.toml: a header saying how to use and remake it, then the document (tomli-w)."""
     header = [
         f"PEP 751 lock made by envlock: {describe(lock)}.",
-        driver_line(lock),
+        # a lock made before envlock read the closure's CUDA is written as it was
+        *([driver_line(lock)] if lock.gpu else []),
         f"Resolved with {lock.resolver} {lock.resolver_version} from: "
         + " ".join(lock.top_requirements),
         *(

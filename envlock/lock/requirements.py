@@ -49,7 +49,7 @@ def _via_lines(sources: list[str]) -> list[str]:
 def requirements_text(lock: Lock) -> str:
     header = [
         f"Made by envlock: {describe(lock)}.",
-        driver_line(lock),
+        *([driver_line(lock)] if lock.gpu else []),
         f"Resolved with {lock.resolver} {lock.resolver_version} from: "
         + " ".join(lock.top_requirements),
     ]
