@@ -565,7 +565,7 @@ def test_a_pushed_signed_cell_has_its_sbom_attached_and_named_by_the_report(
     tmp_path: Path, base_image: str, docker_client: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """#28: beside the image the registry holds the signed report and the signed
-    SBOM (the lock's closure and the image's dpkg packages), and the report names
+    SBOM (the image's lock's closure and its dpkg packages), and the report names
     the SBOM's digest; a rerun with nothing changed keeps both and attaches nothing."""
     from envlock.lock.pylock import read_lock
     from envlock.report import dsse
@@ -577,6 +577,11 @@ def test_a_pushed_signed_cell_has_its_sbom_attached_and_named_by_the_report(
     root = tmp_path / "cells"
     folder = make_cell(root, name, base_image)
     (folder / "pylock.toml").write_bytes((FIXTURE_LOCK / "pylock.toml").read_bytes())
+    # the lock where envlock's Dockerfile puts it: the SBOM's Python part is the image's
+    dockerfile = (folder / "Dockerfile").read_text()
+    (folder / "Dockerfile").write_text(
+        dockerfile.replace("LABEL ", f"COPY pylock.toml {sbommod.IMAGE_LOCK}\nLABEL ", 1)
+    )
     priv, pub = make_keys(tmp_path)
     argv = ["ci", "build", str(root), "--push", repo, "--sign", str(priv), "--allow-cpu"]
     argv += ["--network", "none"]

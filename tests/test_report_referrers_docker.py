@@ -2,10 +2,11 @@
 
 Debian's docker-registry 2.8 (tests/docker/setup.sh: 127.0.0.1:5000) has no
 referrers API, so envlock's bundles land in the referrers tag schema's index.
-A small image (the local base plus one label) is pushed, its SBOM made
-(``envlock report sbom``: the lock of tests/fixtures/old-bundles/v1-lock and
-the image's dpkg database) and signed, a smoke report signed with ``--lock``
-(so it names the SBOM by digest), and both attached. Then clients that are not
+A small image (the local base, the pylock.toml of tests/fixtures/old-bundles/v1-lock
+where envlock's Dockerfile puts it, one label) is pushed, its SBOM made
+(``envlock report sbom``: that lock and the image's dpkg database) and signed, a
+smoke report signed with ``--lock`` (so it names the SBOM by digest), and both
+attached. Then clients that are not
 envlock read them: oras-py (the tag index, each manifest, each blob), Debian's
 skopeo (``inspect --raw`` of every manifest), @sigstore/verify from npm (each
 bundle, with only the public key) and cyclonedx-python-lib (the SBOM against
@@ -25,6 +26,7 @@ import json
 import os
 import shutil
 import subprocess
+import tarfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -94,10 +96,22 @@ def client() -> Iterator[Any]:
 
 def _push(client: Any, base_image: str) -> str:
     tag = f"{REPO}:{uuid.uuid4().hex[:12]}"
-    dockerfile = f"FROM {base_image}\nLABEL io.envlock.test.referrers={tag}\n"
-    client.images.build(
-        fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True, network_mode="none"
+    # the lock where envlock's Dockerfile puts it: report sbom reads it from the image
+    dockerfile = (
+        f"FROM {base_image}\nCOPY pylock.toml {sbommod.IMAGE_LOCK}\n"
+        f"LABEL io.envlock.test.referrers={tag}\n"
     )
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        for name, data in (
+            ("Dockerfile", dockerfile.encode()),
+            ("pylock.toml", (FIXTURE_LOCK / "pylock.toml").read_bytes()),
+        ):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    context.seek(0)
+    client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True, network_mode="none")
     repo, _, name = tag.rpartition(":")
     digest = None
     for line in client.api.push(repo, tag=name, stream=True, decode=True):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from report_support import cli, make_keys, smoke_result
 
+from envlock.errors import CheckFailed
 from envlock.image.ref import ImageRef
 from envlock.lock.pylock import read_lock
 from envlock.report import dsse, sbom, sigstore
@@ -205,3 +206,95 @@ def test_verify_and_show_read_a_bundle_file_as_its_envelope(
     path.write_text(json.dumps(doc))
     code, out, err = cli(capsys, "verify", str(path), "--key", str(pub))
     assert code == 2 and "names no publicKey hint" in err, err
+
+
+class _Response:
+    """A streamed archive response: what was read of it, and whether it was closed."""
+
+    def __init__(self, status: int, stat: dict[str, object] | None, body: bytes) -> None:
+        import base64
+        import io
+
+        self.status_code = status
+        self.headers = {}
+        if stat is not None:
+            header = base64.b64encode(json.dumps(stat).encode()).decode()
+            self.headers["X-Docker-Container-Path-Stat"] = header
+        self.raw = io.BytesIO(body)
+        self.closed = False
+
+    def raise_for_status(self) -> None:
+        assert self.status_code == 200
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _tar_of(name: str, data: bytes) -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def test_a_file_copied_out_is_read_only_when_regular_and_small_and_always_closed() -> None:
+    """Break 8 (a, c) without an engine: the stat decides before a byte is read, and
+    the response is closed on every way out (tests/test_report_sbom_docker.py runs
+    the same against real images)."""
+    from types import SimpleNamespace
+
+    responses: list[_Response] = []
+
+    def client_answering(status: int, stat: dict[str, object] | None, body: bytes) -> object:
+        def get(url: str, **kwargs: object) -> _Response:
+            assert url.endswith("/containers/c1/archive") and kwargs["stream"] is True
+            responses.append(_Response(status, stat, body))
+            return responses[-1]
+
+        api = SimpleNamespace(base_url="http+docker://localhost", api_version="1.41", timeout=9)
+        api.get = get
+        return SimpleNamespace(api=api)
+
+    copy = sbom._copy_out
+    huge = {"name": "status", "size": 40 << 20, "mode": 0o644, "linkTarget": ""}
+    got = copy(client_answering(200, huge, b"x" * 4096), "c1", sbom.DPKG_STATUS, 1 << 20)
+    assert got == sbom._Copied(problem=f"{40 << 20} bytes, more than the {1 << 20} allowed")
+    assert responses[-1].closed and responses[-1].raw.tell() == 0
+    link = {"name": "status", "size": 9, "mode": 0o777 | 1 << 27, "linkTarget": "/dev/zero"}
+    got = copy(client_answering(200, link, b""), "c1", sbom.DPKG_STATUS, 1 << 20)
+    assert got.problem == "a symbolic link (to /dev/zero)" and responses[-1].closed
+    fifo = {"name": "status", "size": 0, "mode": 0o644 | 1 << 25, "linkTarget": ""}
+    assert copy(client_answering(200, fifo, b""), "c1", "/x", 1 << 20).problem == "a FIFO"
+    assert copy(client_answering(404, None, b""), "c1", "/x", 1 << 20) == sbom._Copied()
+    assert responses[-1].closed
+    small = {"name": "status", "size": 6, "mode": 0o644, "linkTarget": ""}
+    body = _tar_of("status", STATUS.encode())
+    got = copy(client_answering(200, small, body), "c1", sbom.DPKG_STATUS, 1 << 20)
+    assert got == sbom._Copied(STATUS.encode()) and responses[-1].closed
+    # a stat that understates: the tar's own header is held to the cap too
+    got = copy(client_answering(200, None, _tar_of("status", b"y" * 3000)), "c1", "/x", 1000)
+    assert got.problem == "3000 bytes, more than the 1000 allowed"
+
+
+def test_the_images_lock_must_list_what_the_bundles_lists() -> None:
+    from envlock.render.context import BUNDLE_IN_IMAGE
+
+    assert f"{BUNDLE_IN_IMAGE}/pylock.toml" == sbom.IMAGE_LOCK  # the Dockerfile's COPY
+    locked = read_lock(FIXTURE_LOCK)
+    text = (FIXTURE_LOCK / "pylock.toml").read_text()
+    found = sbom.ImagePackages("debian", lock_text=text)
+    assert sbom.image_lock(found, "img", locked, "DIR/pylock.toml") == locked
+    other = text.replace('"dep-a"\nversion = "1.0"', '"dep-a"\nversion = "1.1"')
+    other = other.replace("dep_a-1.0-py3", "dep_a-1.1-py3")
+    inside = sbom.ImagePackages("debian", lock_text=other)
+    with pytest.raises(CheckFailed) as failed:
+        sbom.image_lock(inside, "img", locked, "DIR/pylock.toml")
+    assert "dep-a: 1.1 in the image, 1.0 in DIR/pylock.toml" in failed.value.message
+    assert (failed.value.hint or "").startswith("img was built from a lock of tensorflow 2.14.1")
+    with pytest.raises(CheckFailed, match="img has no /opt/envlock/pylock.toml"):
+        sbom.image_lock(sbom.ImagePackages("debian"), "img", locked, "DIR/pylock.toml")

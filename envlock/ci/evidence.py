@@ -91,8 +91,11 @@ def make_cell_sbom(
 
     assert outcome.pinned is not None and outcome.image_id is not None
     try:
-        locked = read_lock(folder)
         packages = sbom.image_packages(outcome.image_id)  # the image that ran
+        # the Python components are the image's own pylock.toml, the cell's lock checked
+        locked = sbom.image_lock(
+            packages, outcome.image_id, read_lock(folder), f"{outcome.cell}/pylock.toml"
+        )
         doc = sbom.make_sbom(
             locked,
             packages,

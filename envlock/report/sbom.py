@@ -20,17 +20,19 @@ library.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import hashlib
 import io
 import json
 import tarfile
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import quote
 
-from envlock.errors import DataError, UsageError
+from envlock.errors import CheckFailed, DataError, EnvironmentFailure, UsageError
+from envlock.readers import decode_text, read_capped, shown
 
 if TYPE_CHECKING:
     from envlock.image.ref import ImageRef
@@ -44,6 +46,8 @@ SCHEMA = "http://cyclonedx.org/schema/bom-1.6.schema.json"
 DPKG_STATUS = "/var/lib/dpkg/status"
 OS_RELEASE = ("/usr/lib/os-release", "/etc/os-release")
 MAX_STATUS_BYTES = 32 * 1024 * 1024  # a dpkg status file (a full desktop's is ~3 MiB)
+IMAGE_LOCK = "/opt/envlock/pylock.toml"  # where the bundle's Dockerfile copies it
+MAX_LOCK_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -87,36 +91,50 @@ def os_release_id(text: str) -> str:
 
 @dataclass(frozen=True)
 class ImagePackages:
-    """What an image's package database says: its distribution and installed packages."""
+    """What an image says about itself: its distribution, the packages its dpkg
+    database lists, and the pylock.toml its bundle copied in."""
 
     distro: str  # os-release ID ("debian"); "" when the image names none
     packages: tuple[OsPackage, ...] = field(default_factory=tuple)
+    os_database: str = "dpkg"  # "absent": the image has no DPKG_STATUS (distroless, Alpine)
+    lock_text: str | None = None  # IMAGE_LOCK's text; None when the image has none
 
 
-def _file_from_archive(stream: Iterable[bytes], limit: int) -> bytes | None:
-    """The one regular file of a tar stream (``get_archive``), at most ``limit`` bytes."""
-    buf = io.BytesIO()
-    for chunk in stream:
-        buf.write(chunk)
-        if buf.tell() > limit + 64 * 1024:
-            raise DataError(f"the image's file is larger than {limit} bytes")
-    buf.seek(0)
-    with tarfile.open(fileobj=buf) as tar:
-        for member in tar:
-            if member.isfile():
-                f = tar.extractfile(member)
-                return f.read() if f is not None else None
-    return None
+@dataclass(frozen=True)
+class _Copied:
+    """A file copied out of a container: its bytes, or why it was not read
+    (``problem``), or neither when nothing is at the path."""
+
+    data: bytes | None = None
+    problem: str = ""
+
+
+# Go's os.FileMode type bits, as the engine's X-Docker-Container-Path-Stat states them
+_SYMLINK = 1 << 27
+_FILE_TYPES = (
+    (1 << 31, "a folder"),
+    (_SYMLINK, "a symbolic link"),
+    (1 << 26, "a device"),
+    (1 << 25, "a FIFO"),
+    (1 << 24, "a socket"),
+    (1 << 21, "a character device"),
+    (1 << 19, "an irregular file"),
+)
+_TAR_SLACK = 64 * 1024  # a tar of one file: its headers (PAX too) and the end blocks
 
 
 def image_packages(image: str) -> ImagePackages:
-    """The dpkg packages installed in ``image`` (a local name, id or REPO@sha256).
+    """The dpkg packages installed in ``image`` (a local name, id or REPO@sha256)
+    and the pylock.toml its bundle copied to IMAGE_LOCK.
 
-    A container is created from the image (never started, no network) and the
-    status file copied out of it through the Docker Engine API; the container
-    is removed. An image without a dpkg database has no OS packages here
-    (ImagePackages with none). An image that is not there is UsageError (exit
-    2); the engine failing is EnvironmentFailure (exit 3).
+    A container is created from the image (never started, no network), the files
+    are copied out of it through the Docker Engine API, each archive response
+    closed whether it was read or not, and the container is removed. An image
+    without a dpkg database has no OS packages here (``os_database`` "absent").
+    A status file that is there but cannot be read (a link, a FIFO, over
+    MAX_STATUS_BYTES) is EnvironmentFailure (exit 3): an SBOM without the OS
+    packages would claim the image has none. An image that is not there is
+    UsageError (exit 2); the engine failing is EnvironmentFailure (exit 3).
     """
     import docker.errors
 
@@ -133,28 +151,161 @@ def image_packages(image: str) -> ImagePackages:
                 hint=f"pull or build it first: docker pull {image}",
             ) from e
         try:
-            status = _copy_out(container, DPKG_STATUS, MAX_STATUS_BYTES)
+            status = _copy_out(client, container.id, DPKG_STATUS, MAX_STATUS_BYTES)
+            lock = _copy_out(client, container.id, IMAGE_LOCK, MAX_LOCK_BYTES)
             release = b""
             for path in OS_RELEASE:
-                release = _copy_out(container, path, 1024 * 1024) or b""
+                release = _copy_out(client, container.id, path, 1024 * 1024).data or b""
                 if release:
                     break
         finally:
             container.remove(force=True)
+    if status.problem:
+        raise EnvironmentFailure(
+            f"{image}: {DPKG_STATUS} is {status.problem}: the image's OS packages cannot be "
+            "listed, and an SBOM without them would say it has none",
+            hint="dpkg keeps its database as a regular file of a few MiB; this image's is "
+            "damaged or was made by hand: build it again from an intact base image",
+        )
+    if lock.problem:
+        raise EnvironmentFailure(
+            f"{image}: {IMAGE_LOCK} is {lock.problem}",
+            hint="envlock's Dockerfile copies the bundle's pylock.toml there as a regular "
+            "file: build the image again from its bundle (envlock build DIR)",
+        )
+    lock_text = None
+    if lock.data is not None:
+        lock_text = decode_text(
+            lock.data, f"{image}:{IMAGE_LOCK}", hint="build the image again", error=DataError
+        )
     distro = os_release_id(release.decode("utf-8", "replace"))
-    if status is None:
-        return ImagePackages(distro)
-    return ImagePackages(distro, tuple(parse_dpkg_status(status.decode("utf-8", "replace"))))
+    if status.data is None:
+        return ImagePackages(distro, os_database="absent", lock_text=lock_text)
+    listed = parse_dpkg_status(status.data.decode("utf-8", "replace"))
+    return ImagePackages(distro, tuple(listed), lock_text=lock_text)
 
 
-def _copy_out(container: Any, path: str, limit: int) -> bytes | None:
-    import docker.errors
-
+def _copy_out(client: Any, container: str, path: str, limit: int) -> _Copied:
+    """``path`` of the container, copied out through the engine's archive endpoint
+    (GET /containers/ID/archive, as ``docker cp`` does): read only when the
+    engine's stat of it names a regular file of at most ``limit`` bytes, at most
+    ``limit`` and a tar's headers read in any case, and the response closed on
+    every way out. An archive left open holds the container: the engine's
+    removal of it waited on the stream for ever (issue #38, break 8)."""
+    api = client.api
+    url = f"{api.base_url}/v{api.api_version}/containers/{quote(container, safe='')}/archive"
+    response = api.get(
+        url,
+        params={"path": path},
+        headers={"Accept-Encoding": "identity"},
+        stream=True,
+        timeout=api.timeout,
+    )
+    with contextlib.closing(response):
+        if response.status_code == 404:
+            return _Copied()
+        response.raise_for_status()
+        problem = _stat_problem(response.headers.get("X-Docker-Container-Path-Stat"), limit)
+        if problem:
+            return _Copied(problem=problem)
+        data = read_capped(response.raw, limit + _TAR_SLACK)
+    if len(data) > limit + _TAR_SLACK:
+        return _Copied(problem=f"more than the {limit} bytes allowed")
     try:
-        stream, _ = container.get_archive(path)
-    except docker.errors.NotFound:
-        return None
-    return _file_from_archive(stream, limit)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            member = tar.next()
+            if member is None:
+                return _Copied(problem="missing from the engine's archive of it")
+            if not member.isfile():
+                return _Copied(problem=_tar_type(member))
+            if member.size > limit:
+                return _Copied(problem=f"{member.size} bytes, more than the {limit} allowed")
+            f = tar.extractfile(member)
+            return _Copied(f.read() if f is not None else b"")
+    except tarfile.TarError as e:
+        return _Copied(problem=f"unreadable (the engine's archive of it: {e})")
+
+
+def _stat_problem(header: str | None, limit: int) -> str:
+    """Why the file the engine's stat header describes is not read ("" when it is
+    a regular file of at most ``limit`` bytes, or the header says nothing)."""
+    if not header:
+        return ""
+    try:
+        stat = json.loads(base64.b64decode(header))
+        mode, size = int(stat.get("mode", 0)), int(stat.get("size", 0))
+    except (ValueError, TypeError, AttributeError):
+        return ""  # the tar's own header decides
+    for bit, what in _FILE_TYPES:
+        if mode & bit:
+            target = stat.get("linkTarget")
+            return f"{what} (to {shown(target)})" if target and bit == _SYMLINK else what
+    if size > limit:
+        return f"{size} bytes, more than the {limit} allowed"
+    return ""
+
+
+def _tar_type(member: tarfile.TarInfo) -> str:
+    if member.issym() or member.islnk():
+        return f"a symbolic link (to {shown(member.linkname)})"
+    if member.isfifo():
+        return "a FIFO"
+    if member.isdir():
+        return "a folder"
+    if member.isdev():
+        return "a device"
+    return "not a regular file"
+
+
+def image_lock(found: ImagePackages, image: str, expected: Lock, where: str) -> Lock:
+    """The lock ``image`` was built from (its own IMAGE_LOCK), which must list the
+    same packages, versions and wheel hashes as ``expected`` (the lock of the
+    bundle folder given, read from ``where``). No lock in the image, or another
+    one, is CheckFailed (exit 1): the bundle folder does not describe the image."""
+    from envlock.lock.pylock import describe, parse_pylock
+
+    if found.lock_text is None:
+        raise CheckFailed(
+            f"{image} has no {IMAGE_LOCK}: nothing in it says which lock it was built "
+            "from, so its Python packages are unknown",
+            hint="report sbom describes an image built from an envlock bundle (its "
+            f"Dockerfile copies pylock.toml to {IMAGE_LOCK}): build it from the bundle "
+            "folder with envlock build DIR -t IMAGE, then give that image",
+        )
+    inside = parse_pylock(found.lock_text, f"{image}:{IMAGE_LOCK}")
+    differences = lock_differences(inside, expected, where)
+    if differences:
+        shown_ones = "; ".join(differences[:3])
+        more = f"; and {len(differences) - 3} more" if len(differences) > 3 else ""
+        digest = hashlib.sha256(found.lock_text.encode()).hexdigest()
+        raise CheckFailed(
+            f"{image} was not built from {where}: its {IMAGE_LOCK} differs from it: "
+            f"{shown_ones}{more}",
+            hint=f"{image} was built from a lock of {describe(inside)} (pylock.toml "
+            f"sha256:{digest[:16]}...): give --lock the bundle folder it was built from, "
+            "or build the image again from this one (envlock build DIR)",
+        )
+    return inside
+
+
+def lock_differences(inside: Lock, expected: Lock, where: str) -> list[str]:
+    """Each package whose version or wheel hashes differ between the image's lock
+    and ``expected``, by name: "NAME: V1 in the image, V2 in WHERE"."""
+    mine = {p.name: p for p in inside.packages}
+    theirs = {p.name: p for p in expected.packages}
+    out: list[str] = []
+    for name in sorted(set(mine) | set(theirs)):
+        a, b = mine.get(name), theirs.get(name)
+        if a is None:
+            assert b is not None
+            out.append(f"{name}: not in the image, {b.version} in {where}")
+        elif b is None:
+            out.append(f"{name}: {a.version} in the image, not in {where}")
+        elif a.version != b.version:
+            out.append(f"{name}: {a.version} in the image, {b.version} in {where}")
+        elif sorted(w.sha256 for w in a.wheels) != sorted(w.sha256 for w in b.wheels):
+            out.append(f"{name} {a.version}: other wheel hashes in the image than in {where}")
+    return out
 
 
 def _pypi_ref(name: str, version: str) -> str:

@@ -16,6 +16,7 @@ class _SummaryBody(TypedDict):
     digest: str
     python_components: int
     os_components: int
+    os_database: str  # "dpkg" (read), "absent" (the image has no dpkg database)
     distro: str
 
 
@@ -30,8 +31,9 @@ def register(rsub: Any) -> None:
         "sbom",
         help="write a CycloneDX SBOM of an image into its bundle (and sign it)",
         description="Write DIR/sbom.cdx.json: a CycloneDX 1.6 SBOM of IMAGE, the locked "
-        "closure of DIR/pylock.toml (names, versions, wheel hashes) and the OS packages "
-        "the image's dpkg database lists (read from a container that is never started). "
+        "closure of the image's own pylock.toml (names, versions, wheel hashes; it must "
+        "list what DIR/pylock.toml lists) and the OS packages the image's dpkg database "
+        "lists (both read from a container that is never started). "
         "A report signed afterwards with --lock DIR names it by digest. With --sign KEY "
         "-o FILE also write the SBOM as a signed in-toto statement (predicate type "
         "https://cyclonedx.org/bom) about IMAGE, to attach with 'envlock report attach'.",
@@ -88,8 +90,13 @@ def run_sbom(args: argparse.Namespace) -> int:
     locked = read_lock(lock_dir)
     key = keymod.load_private(Path(args.sign)) if args.sign else None
     packages = sbom.image_packages(args.image)
+    inside = sbom.image_lock(packages, args.image, locked, str(lock_dir / "pylock.toml"))
+    if packages.os_database == "absent":
+        sys.stderr.write(
+            f"note: {args.image} has no {sbom.DPKG_STATUS}: the SBOM lists no OS packages\n"
+        )
     doc = sbom.make_sbom(
-        locked,
+        inside,
         packages,
         image=str(pinned) if pinned is not None else args.image,
         envlock_version=envlock.__version__,
@@ -100,8 +107,9 @@ def run_sbom(args: argparse.Namespace) -> int:
     summary: SbomSummary = {
         "sbom": str(lock_dir / sbom.FILE),
         "digest": f"sha256:{sbom.sbom_digest(doc)}",
-        "python_components": len(locked.packages),
+        "python_components": len(inside.packages),
         "os_components": len(packages.packages),
+        "os_database": packages.os_database,
         "distro": packages.distro,
     }
     if key is not None and pinned is not None:
