@@ -164,14 +164,19 @@ def _rows(cuda_matrix: CudaMatrix, cuda: str) -> tuple[str | None, str | None]:
 
 
 def _closure_major(lock: Lock, rules: CudaWheels) -> tuple[str | None, str]:
-    """The CUDA major cuda-toolkit or nvidia-cuda-runtime state in the lock, and which."""
-    found = {}
-    for pkg in lock.packages:
-        family = rules.family_of(pkg.name)
-        if family is not None and family.cuda == "version":
-            mm = _major_minor(pkg.version)
-            if mm:
-                found[_major(mm)] = f"{pkg.name} {pkg.version}"
+    """The CUDA major cuda-toolkit (else nvidia-cuda-runtime) states in the lock, and
+    which package says so; (None, "") when none does or they disagree."""
+    found: dict[str, str] = {}
+    stated = [
+        (family.id != "cuda-toolkit", pkg.name, pkg.version)
+        for pkg in lock.packages
+        for family in [rules.family_of(pkg.name)]
+        if family is not None and family.cuda == "version"
+    ]
+    for _, name, version in sorted(stated):
+        mm = _major_minor(version)
+        if mm:
+            found.setdefault(_major(mm), f"{name} {version}")
     if len(found) == 1:
         major, which = next(iter(found.items()))
         return major, which
