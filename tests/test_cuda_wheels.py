@@ -768,3 +768,35 @@ def test_cuda_12_and_13_wheels_that_collide_are_refused_with_ways_out_that_run(
     fixed = tmp_path / "DIR"
     assert main([*argv[1:-1], str(fixed)]) == 0, capsys.readouterr().err
     assert parse_pylock((fixed / "pylock.toml").read_text(), "pylock.toml").gpu is not None
+
+
+@pytest.mark.network
+def test_the_cuda_part_of_a_colab_image_locks_with_every_frameworks_facts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CUDA-carrying lines of a real Colab image's pip freeze (TensorFlow, JAX's
+    CUDA 12 plugin, CuPy, RAPIDS, cuda-toolkit; tests/fixtures/platforms/ says what
+    was left out and why): each package's CUDA is listed, and the floor follows
+    from all of them."""
+    freeze = REPO / "tests" / "fixtures" / "platforms" / "colab-2026-04-24-cuda.txt"
+    out = tmp_path / "colab"
+    code = main(["capture", "-r", str(freeze), "-o", str(out), "--python", "3.12", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0
+    gpu = data["gpu"]
+    facts = {p["name"]: p for p in gpu["packages"]}
+    assert facts["tensorflow"]["cuda"] == "12.5"
+    assert (facts["jax-cuda12-plugin"]["cuda"], facts["jax-cuda12-plugin"]["cuda_from"]) == (
+        "12",
+        "its name",
+    )
+    assert facts["cupy-cuda12x"]["cuda"] == "12" and facts["cudf-cu12"]["cuda"] == "12"
+    assert facts["cuda-toolkit"]["cuda"] == "12.8"
+    assert facts["nvidia-cudnn-cu12"]["cudnn"] == facts["nvidia-cudnn-cu12"]["version"]
+    # every CUDA-carrying distribution of the lock has its CUDA known, none above 12
+    locked = {p["name"] for p in data["packages"]}
+    rules = cudawheels.load()
+    assert {n for n in locked if rules.family_of(n)} == set(facts)
+    assert {p["cuda"].split(".")[0] for p in facts.values()} == {"12"}
+    assert gpu["driver_min"] == "525.60.13" and gpu["problems"] == []
+    assert gpu["set_by"].startswith("tensorflow 2.20.0 (CUDA 12.5")

@@ -241,6 +241,7 @@ def _print(
                 "origin": origin,
                 "dir": str(written.folder),
                 "lock_digest": f"sha256:{written.digest}",
+                "gpu": written.lock.gpu.to_dict() if written.lock.gpu else None,
                 "packages": [{"name": n, "version": v} for n, v in sorted(locked.items())],
                 "differs": differs,
                 "notes": notes,
@@ -250,6 +251,8 @@ def _print(
         return
     for note in notes:
         sys.stderr.write(f"envlock: note: {note}\n")
+    for problem in written.lock.gpu.problems if written.lock.gpu else ():
+        sys.stderr.write(f"envlock: warning: {problem}\n")
     _print_lock(argparse.Namespace(json=False), written)
     where = f"Python {captured.python}" if captured.python else "a pip freeze"
     if captured.left_out:

@@ -37,6 +37,7 @@ _CU_FOLDER = re.compile(r"nvidia/cu([0-9]+)/")
 _VERSION_PY = re.compile(r"^cuda\s*(?::[^=\n]*)?=\s*['\"]([0-9]+\.[0-9]+)['\"]", re.MULTILINE)
 _LOCAL = re.compile(r"cu([0-9]+)([0-9])")  # +cu128 -> 12.8, +cu92 -> 9.2
 WORKERS = 8
+SHOWN = 3  # top requirements named as setting the floor; more are counted
 
 
 @dataclass(frozen=True)
@@ -369,7 +370,11 @@ def _set_by(lock: Lock, facts: Sequence[PackageCuda], at: Iterable[PackageCuda])
         if exact:
             e = exact[0]
             details.append(f"{e.name} {e.version}" + ("" if own else f": CUDA {e.cuda}"))
-        parts.append(f"{top} {versions.get(top, '')}".strip() + (f" ({', '.join(details)})"))
+        text = f"{top} {versions.get(top, '')}".strip()
+        parts.append(text + (f" ({', '.join(details)})" if details else ""))
+    if len(parts) > SHOWN:  # the framework's part first, as the top requirements are
+        rest = len(parts) - SHOWN
+        parts = [*parts[:SHOWN], f"{rest} more of the requirements"]
     return "; ".join(parts)
 
 
