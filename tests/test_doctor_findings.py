@@ -394,3 +394,39 @@ def test_a_keras_major_jump_is_flagged_with_the_way_out() -> None:
     assert "TF_USE_LEGACY_KERAS=1" in keras.fix
     probe["tensorflow"]["version"] = "2.15.0"  # same Keras: no finding
     assert "keras" not in {f.check for f in F.judge(probe, context())}
+
+
+def test_doctor_holds_the_driver_to_the_floor_the_locks_other_packages_set() -> None:
+    """A lock whose torch brings CUDA 13 wheels needs driver >= 580 whatever its
+    TensorFlow needs: doctor states that floor with the package that sets it, and
+    offers no other TensorFlow release (it would not lower the floor)."""
+    from dataclasses import replace
+
+    from envlock.model import GpuFacts
+
+    gpu = GpuFacts(
+        packages=(),
+        driver_min="580",
+        set_by="torch 2.15.0 (CUDA 13.2, cuda-toolkit 13.2.2)",
+        framework_driver_min="525.60.13",
+        toolkit_driver=None,
+        toolkit_set_by="",
+        files_read=True,
+    )
+    lock = replace(LOCK, gpu=gpu)
+    old = HostInfo("570.86.15", None, (GPUS[0],), "nvidia-smi")
+    found = F.check_driver(context(lock=lock, host=old, floor=_floor(LOCK.resolution, old, {})))[0]
+    assert (found.status, found.cause, found.fix, found.alternatives) == (
+        "FAIL",
+        "driver 570.86.15 (nvidia-smi) is older than 580: the lock's packages need it: "
+        "torch 2.15.0 (CUDA 13.2, cuda-toolkit 13.2.2)",
+        "upgrade the NVIDIA driver to 580 or newer (the host's, outside this environment)",
+        (),
+    )
+    new = HostInfo("580.95.05", None, (GPUS[0],), "nvidia-smi")
+    found = F.check_driver(context(lock=lock, host=new, floor=_floor(LOCK.resolution, new, {})))[0]
+    assert (found.status, found.cause) == (
+        "PASS",
+        "driver 580.95.05 (nvidia-smi) >= 580, the lock's packages need it: "
+        "torch 2.15.0 (CUDA 13.2, cuda-toolkit 13.2.2)",
+    )

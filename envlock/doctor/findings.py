@@ -351,6 +351,13 @@ def check_driver(ctx: Context) -> list[Finding]:
     exp = ctx.expected
     needed = ctx.floor.driver if ctx.floor else exp.driver_min if exp else None
     why = ctx.floor.why if ctx.floor else f"the floor of CUDA {exp.cuda}" if exp else ""
+    # the lock's whole closure may need more than its framework (torch's CUDA 13 wheels)
+    gpu = ctx.lock.gpu if ctx.lock is not None else None
+    lock_floor = _version(gpu.driver_min) if gpu is not None else None
+    own_floor = _version(needed)
+    others = lock_floor is not None and (own_floor is None or lock_floor > own_floor)
+    if others and gpu is not None:
+        needed, why = gpu.driver_min, f"the lock's packages need it: {gpu.set_by}"
     floor = _version(needed)
     have = _version(host.driver)
     if floor is None or have is None or exp is None:
@@ -359,8 +366,11 @@ def check_driver(ctx: Context) -> list[Finding]:
         return [
             Finding("driver", "PASS", f"driver {host.driver} ({host.source}) >= {needed}, {why}")
         ]
-    fits = ctx.fits(host.driver) if ctx.fits else None
     fix = f"upgrade the NVIDIA driver to {needed} or newer (the host's, outside this environment)"
+    if others:
+        cause = f"driver {host.driver} ({host.source}) is older than {needed}: {why}"
+        return [Finding("driver", "FAIL", cause, fix, manual=True)]
+    fits = ctx.fits(host.driver) if ctx.fits else None
     cause = (
         f"driver {host.driver} ({host.source}) is older than {needed}, which tensorflow "
         f"{exp.version} (CUDA {exp.cuda}) needs here: {why}"
