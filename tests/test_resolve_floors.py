@@ -153,8 +153,10 @@ def _verdict(res: Resolution) -> str:
 
 
 def test_tf218_on_535_depends_on_the_gpu(matrix: Matrix) -> None:
-    """The issue's case: one consistent answer per GPU, no 'new enough' then a warning."""
-    base = Constraints(spec="tensorflow==2.18", driver="535.104.05")
+    """The issue's case: one consistent answer per GPU, no 'new enough' then a warning.
+    (The base image's CUDA, asked for: with GPUs named and no source asked, resolve
+    takes the placement on which every path works, test_gpu_paths.py.)"""
+    base = Constraints(spec="tensorflow==2.18", driver="535.104.05", cuda_source="system")
     dc = resolve(replace(base, gpus=_gpus("A100")), matrix)
     gf = resolve(replace(base, gpus=_gpus("RTX 4090")), matrix)
     assert dc.base_image == gf.base_image == "nvidia/cuda:12.6.3-cudnn-runtime-ubuntu24.04"
@@ -183,7 +185,10 @@ def test_tf218_on_535_depends_on_the_gpu(matrix: Matrix) -> None:
 
 def test_hopper_on_535_runs_in_the_container_only(matrix: Matrix) -> None:
     res = resolve(
-        Constraints(spec="tensorflow==2.18", driver="535.104.05", gpus=_gpus("H100")), matrix
+        Constraints(
+            spec="tensorflow==2.18", driver="535.104.05", gpus=_gpus("H100"), cuda_source="system"
+        ),
+        matrix,
     )
     verdict = _verdict(res)
     assert "host venv: too old for the PTX JIT of H100 (9.0) (needs >= 555.42.02)" in verdict
@@ -218,10 +223,19 @@ def test_an_image_that_starts_is_preferred(matrix: Matrix) -> None:
         for im in matrix.cuda.images
     )
     m = replace(matrix, cuda=replace(matrix.cuda, images=images))
-    plain = resolve(Constraints(spec="tensorflow==2.18", gpus=_gpus("RTX 4090")), m)
+    system = "system"  # the base image's CUDA, where the image's own check applies
+    plain = resolve(
+        Constraints(spec="tensorflow==2.18", gpus=_gpus("RTX 4090"), cuda_source=system), m
+    )
     assert plain.cuda_image_version == "12.6.3"
     there = resolve(
-        Constraints(spec="tensorflow==2.18", driver="535.104.05", gpus=_gpus("RTX 4090")), m
+        Constraints(
+            spec="tensorflow==2.18",
+            driver="535.104.05",
+            gpus=_gpus("RTX 4090"),
+            cuda_source=system,
+        ),
+        m,
     )
     assert there.cuda_image_version == "12.6.2"
     assert "GeForce: starts (branch 535 is excepted)" in _verdict(there)

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from envlock.commands.options import add_resolve_arguments, constraints_from_args
-from envlock.model import Resolution
+from envlock.errors import CheckFailed
+from envlock.model import Constraints, Resolution
 from envlock.output import bullets, emit_json, table
 from envlock.resolve import load_matrix, resolve
 
@@ -39,13 +40,58 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.set_defaults(func=run)
 
 
-def summary(res: Resolution, paths: Sequence[GpuPaths] = ()) -> str:
+def image_floor(res: Resolution, constraints: Constraints, matrix: Any) -> str:
+    """The driver the base image itself asks of the named GPUs, when above the host
+    venv's floor ("" otherwise): the container runtime refuses a driver that does
+    not support the image's CUDA unless NVIDIA_REQUIRE_CUDA excepts the GPU's brand
+    on its branch (the images from 12.6 on except no GeForce branch)."""
+    from packaging.version import Version
+
+    from envlock.matrix.require import MARKET_BRANDS
+    from envlock.resolve.constraints import check
+    from envlock.resolve.floors import image_require, toolkit_driver_for
+
+    if matrix is None or matrix.cuda is None or not constraints.gpus:
+        return ""
+    image = next((i for i in matrix.cuda.images if i.version == res.cuda_image_version), None)
+    if image is None:
+        return ""
+    require, recorded = image_require(image)
+    need = toolkit_driver_for(matrix.cuda, require.cuda)
+    if need is None or Version(need) <= Version(res.driver_min):
+        return ""
+    checked = check(constraints, matrix.cuda, gpu_matrix=matrix.gpus)
+    bare = [  # GPUs no excepted branch lets start on an older driver
+        g
+        for g in checked.gpus
+        if not (g.market in MARKET_BRANDS and require.branches(MARKET_BRANDS[g.market]))
+    ]
+    if not bare:
+        return ""  # an excepted branch may start it: the why lines say which
+    names = ", ".join(g.name or f"compute capability {g.compute_capability}" for g in bare)
+    kinds = sorted({MARKETS.get(g.market or "", "this kind of GPU") for g in bare})
+    said = "" if recorded else ", not recorded in matrices/cuda.toml: assumed alone"
+    return (
+        f">= {need} in the image for {names} (its NVIDIA_REQUIRE_CUDA asks for CUDA "
+        f"{require.cuda}{said}; no exception for {' or '.join(kinds)})"
+    )
+
+
+MARKETS = {
+    "geforce": "GeForce",
+    "datacenter": "data-center GPUs",
+    "workstation": "workstation GPUs",
+}
+
+
+def summary(res: Resolution, paths: Sequence[GpuPaths] = (), in_image: str = "") -> str:
     """The readable form: one fact per line, then why, then warnings."""
+    driver = f">= {res.driver_min}" + (f" on a host venv; {in_image}" if in_image else "")
     rows = [
         ("release", f"{res.framework} {res.version}"),
         ("python", f"{res.python}  (wheels for {', '.join(res.python_supported)})"),
         ("cuda", f"{res.cuda}  (cuDNN {res.cudnn})"),
-        ("driver", f">= {res.driver_min}"),
+        ("driver", driver),
         ("cuda source", res.cuda_source),
         (
             "base image",
@@ -85,11 +131,62 @@ def run(args: argparse.Namespace) -> int:
         from envlock.resolve.paths import for_resolution
 
         paths = list(for_resolution(res, constraints, matrix))
+    in_image = image_floor(res, constraints, matrix)
     if args.json:
         doc = res.to_dict()
         if constraints.gpus:
             doc["paths"] = [p.to_dict() for p in paths]
+            doc["driver_in_image"] = in_image or None
         emit_json(doc)
     else:
-        sys.stdout.write(summary(res, paths))
+        sys.stdout.write(summary(res, paths, in_image))
+    from envlock.resolve.chooser import runs
+
+    stuck = [g for g in paths if not runs(g)]
+    if stuck and matrix is not None:
+        raise _runs_nowhere(res, constraints, stuck, matrix)
     return 0
+
+
+def _runs_nowhere(
+    res: Resolution, constraints: Constraints, stuck: Sequence[GpuPaths], matrix: Any
+) -> CheckFailed:
+    """Exit 1: a named GPU runs none of the release's code on any placement; the hint
+    is the newest release that runs on every named GPU, if the matrix has one."""
+    import shlex
+    from dataclasses import replace
+
+    from envlock.errors import EnvlockError
+    from envlock.resolve.chooser import runs
+    from envlock.resolve.paths import for_resolution
+
+    names = ", ".join(
+        g.gpu if "compute capability" in g.gpu else f"{g.gpu} ({g.compute_capability})"
+        for g in stuck
+    )
+    message = (
+        f"{res.framework} {res.version} runs on no placement on {names}: neither compiled "
+        "kernels nor the PTX JIT can serve it (the paths above)"
+    )
+    releases = sorted(matrix.tensorflow.releases, key=lambda r: r.version, reverse=True)
+    pre = constraints.prereleases  # pre-releases are suggested as pip offers them: with --pre
+    for release in releases:
+        if str(release.version) == res.version or (release.prerelease and not pre):
+            continue
+        asked = replace(constraints, spec=f"{res.framework}=={release.version}")
+        try:
+            other = resolve(asked, matrix)
+        except EnvlockError:
+            continue
+        if all(runs(g) for g in for_resolution(other, asked, matrix)):
+            gpus = [
+                a for g in constraints.gpus for a in ("--gpu", g.name or str(g.compute_capability))
+            ]
+            command = shlex.join(["envlock", "resolve", asked.spec, *gpus])
+            return CheckFailed(
+                message, hint=f"{res.framework} {release.version} runs there: {command}"
+            )
+    return CheckFailed(
+        message + f"; no {res.framework} release in matrices/tensorflow.toml does",
+        hint="envlock matrix refresh --check says whether the index has releases the matrix lacks",
+    )

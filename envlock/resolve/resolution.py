@@ -35,9 +35,26 @@ def resolve(
     """The newest release (and Python, image, ...) satisfying every constraint.
     ``python_said``: why the given Python is the one, per release, in the words after
     "Python 3.X" of the reasons (None: as asked; ``envlock.lock.core`` chose it for
-    the pins and says so)."""
+    the pins and says so).
+
+    With GPUs named and no CUDA source asked for, the placement is the one on which
+    every execution path works for every named GPU (``envlock.resolve.chooser``):
+    the base image's CUDA where it does, else the nvidia-* wheels where they do."""
     if matrix is None:
         matrix = load_matrix()
+    first = _resolve(constraints, matrix, python_said)
+    if not constraints.gpus:
+        return first
+    from envlock.resolve.chooser import choose
+
+    return choose(first, constraints, matrix, lambda c: _resolve(c, matrix, python_said))
+
+
+def _resolve(
+    constraints: Constraints,
+    matrix: Matrix,
+    python_said: Callable[[TFRelease], str] | None,
+) -> Resolution:
     cuda_matrix: CudaMatrix | None = matrix.cuda
     if cuda_matrix is None:
         raise DataError("matrices/cuda.toml: not available", hint="reinstall envlock")
