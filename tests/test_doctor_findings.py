@@ -430,3 +430,67 @@ def test_doctor_holds_the_driver_to_the_floor_the_locks_other_packages_set() -> 
         "driver 580.95.05 (nvidia-smi) >= 580, the lock's packages need it: "
         "torch 2.15.0 (CUDA 13.2, cuda-toolkit 13.2.2)",
     )
+
+
+def test_every_cuda_carrying_package_installed_is_rated_against_the_driver() -> None:
+    """torch 2.15.0 from the default index brings CUDA 13 wheels: on driver 570 doctor
+    names them and the floor; JAX's CUDA 12 plugin and CuPy beside them are fine."""
+    probe = healthy_probe()
+    probe["distributions"] += [
+        {**dist("torch", "2.15.0"), "cuda": "13.2"},  # the probe read torch/version.py
+        dist("cuda-toolkit", "13.2.2"),
+        dist("nvidia-cublas", "13.4.1.3"),
+        dist("nvidia-cudnn-cu13", "9.26.0.51"),
+        dist("jax-cuda12-plugin", "0.7.2"),
+        dist("cupy-cuda12x", "14.0.1"),
+    ]
+    old = HostInfo("570.86.15", None, (GPUS[0],), "nvidia-smi")
+    found = F.check_cuda_packages(probe, context(host=old))
+    assert [(f.check, f.status, f.cause, f.fix) for f in found] == [
+        (
+            "cuda packages >= 580",
+            "FAIL",
+            "driver 570.86.15 (nvidia-smi) is older than 580, which cuda-toolkit 13.2.2, "
+            "nvidia-cublas 13.4.1.3, nvidia-cudnn-cu13 9.26.0.51, torch 2.15.0 need (the CUDA "
+            "they bring: CUDA 13, CUDA 13.2)",
+            "upgrade the NVIDIA driver to 580 or newer (the host's, outside this environment)",
+        )
+    ]
+    new = HostInfo("580.95.05", None, (GPUS[0],), "nvidia-smi")
+    (ok,) = F.check_cuda_packages(probe, context(host=new))
+    assert (ok.status, ok.cause) == (
+        "PASS",
+        "6 CUDA-carrying packages installed; the highest floor, >= 580 (cuda-toolkit 13.2.2, "
+        "...), is met by driver 580.95.05",
+    )
+
+
+def test_the_probe_reads_the_cuda_an_installed_torch_and_cuda13_wheel_state(
+    tmp_path: Path,
+) -> None:
+    """torch/version.py (read, never imported) and the nvidia/cuNN/ folder of the CUDA
+    13 wheels without a suffix (their RECORD): what doctor rates them by."""
+    from envlock.venv import probe
+
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "version.py").write_text(
+        "__version__ = '2.15.0+cu132'\ncuda: Optional[str] = '13.2'\n"
+    )
+
+    class Installed:
+        def __init__(self, files: list[str]) -> None:
+            self.files = files
+
+        def locate_file(self, path: str) -> Path:
+            return tmp_path / path
+
+    assert probe.cuda_stated(Installed([]), "torch") == "13.2"
+    cufft = Installed(["nvidia/cu13/lib/libcufft.so.12", "nvidia_cufft-12.2.0.57.dist-info/RECORD"])
+    assert probe.cuda_stated(cufft, "nvidia-cufft") == "13"
+    assert (
+        probe.cuda_stated(Installed(["nvidia/cudnn/lib/libcudnn.so.9"]), "nvidia-cudnn-cu12")
+        is None
+    )
+    assert probe.cuda_stated(Installed(["pynvml.py"]), "nvidia-ml-py") is None
+    (tmp_path / "torch" / "version.py").write_text("cuda = None\n")  # a CPU build
+    assert probe.cuda_stated(Installed([]), "torch") is None

@@ -17,6 +17,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 if TYPE_CHECKING:
+    from envlock.model import PackageCuda
     from envlock.venv.probe import Dist, ErrorText, ProbeDoc
 
 from envlock.doctor.advice import (
@@ -386,6 +387,71 @@ def check_driver(ctx: Context) -> list[Finding]:
     return [Finding("driver", "FAIL", cause, fix, manual=True, alternatives=alternatives)]
 
 
+def check_cuda_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
+    """Every CUDA-carrying distribution installed (matrices/cuda-wheels.toml names the
+    families; the framework is check_tensorflow's and check_driver's) against the
+    host's driver: one finding per CUDA major whose floor the driver is below, naming
+    its packages; else one PASS with the highest floor and who sets it."""
+    host = ctx.host
+    have = _version(host.driver) if host is not None else None
+    if host is None or have is None:
+        return []
+    from envlock.lock.gpufacts import installed_facts
+    from envlock.matrix import cudawheels, load_cuda
+
+    dists = [
+        (str(d.get("name", "")), str(d.get("version", "")), _stated(d.get("cuda")))
+        for d in installed(probe).values()
+    ]
+    facts = [f for f in installed_facts(dists, cudawheels.load(), load_cuda()) if f.driver_min]
+    if not facts:
+        return []
+    by_floor: dict[str, list[str]] = {}
+    for f in facts:
+        by_floor.setdefault(f.driver_min or "", []).append(f"{f.name} {f.version}")
+    out = []
+    for floor, names in sorted(by_floor.items(), key=lambda kv: Version(kv[0])):
+        if have >= Version(floor):
+            continue
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        out.append(
+            Finding(
+                f"cuda packages >= {floor}",
+                "FAIL",
+                f"driver {host.driver} ({host.source}) is older than {floor}, which {shown} "
+                f"need (the CUDA they bring: {_cudas(facts, floor)})",
+                f"upgrade the NVIDIA driver to {floor} or newer (the host's, outside this "
+                "environment)",
+                manual=True,
+            )
+        )
+    if out:
+        return out
+    top = max(by_floor, key=Version)
+    return [
+        Finding(
+            "cuda packages",
+            "PASS",
+            f"{len(facts)} CUDA-carrying packages installed; the highest floor, >= {top} "
+            f"({by_floor[top][0]}{', ...' if len(by_floor[top]) > 1 else ''}), is met by driver "
+            f"{host.driver}",
+        )
+    ]
+
+
+def _stated(value: object) -> str | None:
+    """The probe's ``cuda`` of a distribution, when it has the shape of one ("13.2")."""
+    text = str(value) if isinstance(value, str) else ""
+    parts = text.split(".")
+    return (
+        text if 1 <= len(parts) <= 2 and all(p.isdigit() and len(p) <= 3 for p in parts) else None
+    )
+
+
+def _cudas(facts: Sequence[PackageCuda], floor: str) -> str:
+    return ", ".join(sorted({f"CUDA {f.cuda}" for f in facts if f.driver_min == floor and f.cuda}))
+
+
 def check_gpus(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     from envlock.smoke.harness import capability_verdict
 
@@ -559,6 +625,7 @@ def judge(probe: ProbeDoc, ctx: Context) -> list[Finding]:
         findings += check_records(probe, ctx)
     findings += check_tensorflow(probe, ctx)
     findings += check_driver(ctx)
+    findings += check_cuda_packages(probe, ctx)
     findings += check_gpus(probe, ctx)
     findings += check_paths(ctx)
     findings += check_libraries(probe, ctx)

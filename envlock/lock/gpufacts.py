@@ -164,13 +164,13 @@ def _rows(cuda_matrix: CudaMatrix, cuda: str) -> tuple[str | None, str | None]:
     return floor, (exact.toolkit_driver or None) if exact else None
 
 
-def _closure_major(lock: Lock, rules: CudaWheels) -> tuple[str | None, str]:
+def _closure_major(packages: Sequence[LockedPackage], rules: CudaWheels) -> tuple[str | None, str]:
     """The CUDA major cuda-toolkit (else nvidia-cuda-runtime) states in the lock, and
     which package says so; (None, "") when none does or they disagree."""
     found: dict[str, str] = {}
     stated = [
         (family.id != "cuda-toolkit", pkg.name, pkg.version)
-        for pkg in lock.packages
+        for pkg in packages
         for family in [rules.family_of(pkg.name)]
         if family is not None and family.cuda == "version"
     ]
@@ -187,7 +187,7 @@ def _closure_major(lock: Lock, rules: CudaWheels) -> tuple[str | None, str]:
 def _one(
     pkg: LockedPackage,
     family: Family,
-    lock: Lock,
+    lock: Lock | None,
     listing: WheelListing | None,
     closure: tuple[str | None, str],
     problems: list[str],
@@ -197,9 +197,9 @@ def _one(
     how = family.cuda
     cudnn = pkg.version if family.cudnn_from_version else None
     if how == "matrix":
-        res = lock.resolution
-        if canonicalize_name(res.framework) != pkg.name:
+        if lock is None or canonicalize_name(lock.resolution.framework) != pkg.name:
             return None, "not the locked framework", cudnn
+        res = lock.resolution
         return res.cuda, "matrices/tensorflow.toml", res.cudnn
     if how == "version":
         mm = _major_minor(pkg.version)
@@ -267,7 +267,7 @@ def derive(
     torch's CUDA is known only from a +cuXYZ local version.
     """
     problems: list[str] = []
-    closure = _closure_major(lock, rules)
+    closure = _closure_major(lock.packages, rules)
     facts: list[PackageCuda] = []
     for pkg, family in cuda_packages(lock, rules):
         listing = listings.get(pkg.name) if listings is not None else None
@@ -437,3 +437,48 @@ def collisions(lock: Lock, listings: Mapping[str, WheelListing]) -> list[Collisi
             Collision((f"{a} {versions.get(a, '')}", f"{b} {versions.get(b, '')}"), tuple(ordered))
         )
     return out
+
+
+# -- an installed environment (doctor) ------------------------------------------------
+
+
+def installed_facts(
+    dists: Sequence[tuple[str, str, str | None]], rules: CudaWheels, cuda_matrix: CudaMatrix
+) -> list[PackageCuda]:
+    """The CUDA of each installed distribution (name, version, the CUDA its installed
+    files state: the probe reads torch/version.py and the nvidia/cuNN/ folder) that
+    a family names, else as ``derive`` gives it without the wheels' file lists. The
+    framework whose facts come from its matrix is left out: doctor checks it against
+    the lock or its matrix row."""
+    stated = {str(canonicalize_name(n)): c for n, _v, c in dists if c}
+    packages = [
+        LockedPackage(str(canonicalize_name(name)), version, ())
+        for name, version, _cuda in dists
+        if _valid(version)
+    ]
+    closure = _closure_major(packages, rules)
+    out = []
+    for pkg in packages:
+        family = rules.family_of(pkg.name)
+        if family is None or family.cuda == "matrix":
+            continue
+        said = stated.get(pkg.name)
+        cuda: str | None
+        if said and family.cuda in ("local", "files"):
+            where = (family.member or "") if family.cuda == "local" else f"nvidia/cu{said}/"
+            cuda, how, cudnn = said, f"{where} (installed)", None
+        else:
+            cuda, how, cudnn = _one(pkg, family, None, None, closure, [])
+        driver_min, toolkit = _rows(cuda_matrix, cuda) if cuda else (None, None)
+        out.append(
+            PackageCuda(pkg.name, pkg.version, family.id, cuda, how, cudnn, driver_min, toolkit)
+        )
+    return sorted(out, key=lambda f: f.name)
+
+
+def _valid(version: str) -> bool:
+    try:
+        Version(version)
+    except InvalidVersion:
+        return False
+    return True

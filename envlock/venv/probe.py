@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # the document's shapes, for the checker and for envlock's re
         direct_url: str | None
         changed_files: list[dict[str, str]]  # --deep: {"path", "problem"}
         changed_count: int
+        cuda: str  # the CUDA the distribution's own files state (cuda_stated), when they do
 
     # "from" is a keyword: the functional form
     Tried = TypedDict("Tried", {"from": str, "error": str})
@@ -180,6 +182,33 @@ def direct_url(dist: Any) -> str | None:
     return url
 
 
+_CU_FOLDER = re.compile(r"nvidia/cu([0-9]+)/")
+_VERSION_PY = re.compile(r"^cuda\s*(?::[^=\n]*)?=\s*['\"]([0-9]+\.[0-9]+)['\"]", re.MULTILINE)
+
+
+def cuda_stated(dist: Any, name: str) -> str | None:
+    """The CUDA a distribution's installed files state: torch's torch/version.py
+    (``cuda = '13.2'``; the first 4 KiB, never imported), or the nvidia/cuNN/ folder
+    the CUDA 13 wheels without a -cuNN suffix install into (their RECORD)."""
+    if name == "torch":
+        path = os.path.join(str(dist.locate_file("")), "torch", "version.py")
+        try:
+            with open(path, "rb") as f:
+                text = f.read(4096).decode("utf-8", "replace")
+        except OSError:
+            return None
+        found = _VERSION_PY.search(text)
+        return found.group(1) if found else None
+    if name.startswith("nvidia-") and not re.search(r"-cu[0-9]+$", name):
+        majors = set()
+        for file in (dist.files or [])[:10000]:
+            m = _CU_FOLDER.match(str(file).replace(os.sep, "/"))
+            if m:
+                majors.add(m.group(1))
+        return majors.pop() if len(majors) == 1 else None
+    return None
+
+
 def distributions(deep: bool) -> list[Dist]:
     from importlib import metadata
 
@@ -197,6 +226,9 @@ def distributions(deep: bool) -> list[Dist]:
         }
         if item["direct"] is not None:  # where it came from, for the fixes that name it
             item["direct_url"] = direct_url(dist)
+        cuda = cuda_stated(dist, name.lower().replace("_", "-").replace(".", "-"))
+        if cuda is not None:
+            item["cuda"] = cuda
         if deep:
             changed = _record_changes(dist)
             item["changed_files"] = changed[:MAX_CHANGED]
