@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -102,3 +103,18 @@ def test_the_geforce_floor_of_the_image_is_on_the_first_screen(
         first.split()
     )
     assert "no exception for GeForce" in " ".join(first.split())
+
+
+def test_lock_for_a_gpu_no_placement_runs_on_is_exit_1_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "env"
+    code = main(["lock", "tensorflow==2.21", "--gpu", "RTX 5090", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1 and not out.exists()
+    assert err.splitlines() == [
+        "envlock: error: tensorflow 2.21.0 runs on no placement on RTX 5090 (12.0): neither "
+        "compiled kernels nor the PTX JIT can serve it (the paths: envlock resolve "
+        "tensorflow==2.21 --gpu 'RTX 5090')",
+        "  hint: tensorflow 2.15.1 runs there: envlock resolve tensorflow==2.15.1 --gpu 'RTX 5090'",
+    ]

@@ -120,6 +120,25 @@ def run(args: argparse.Namespace) -> int:
 
     constraints = constraints_from_args(args)
     resolution = resolve(constraints)
+    if constraints.gpus:  # a lock for a GPU its own verdicts say cannot run it: exit 1
+        import shlex
+
+        from envlock.resolve import load_matrix
+        from envlock.resolve.chooser import runs_nowhere
+        from envlock.resolve.paths import for_resolution
+
+        matrix = load_matrix()
+        gpus = [a for g in constraints.gpus for a in ("--gpu", g.name or str(g.compute_capability))]
+        said = shlex.join(["envlock", "resolve", constraints.spec, *gpus])
+        failure = runs_nowhere(
+            resolution,
+            constraints,
+            for_resolution(resolution, constraints, matrix),
+            matrix,
+            where=f"the paths: {said}",
+        )
+        if failure is not None:
+            raise failure
     request = LockRequest(
         constraints=constraints,
         output=Path(args.output),

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from envlock.commands.options import add_resolve_arguments, constraints_from_args
-from envlock.errors import CheckFailed
 from envlock.model import Constraints, Resolution
 from envlock.output import bullets, emit_json, table
 from envlock.resolve import load_matrix, resolve
@@ -140,53 +139,9 @@ def run(args: argparse.Namespace) -> int:
         emit_json(doc)
     else:
         sys.stdout.write(summary(res, paths, in_image))
-    from envlock.resolve.chooser import runs
+    from envlock.resolve.chooser import runs_nowhere
 
-    stuck = [g for g in paths if not runs(g)]
-    if stuck and matrix is not None:
-        raise _runs_nowhere(res, constraints, stuck, matrix)
+    failure = runs_nowhere(res, constraints, paths, matrix) if matrix is not None else None
+    if failure is not None:
+        raise failure
     return 0
-
-
-def _runs_nowhere(
-    res: Resolution, constraints: Constraints, stuck: Sequence[GpuPaths], matrix: Any
-) -> CheckFailed:
-    """Exit 1: a named GPU runs none of the release's code on any placement; the hint
-    is the newest release that runs on every named GPU, if the matrix has one."""
-    import shlex
-    from dataclasses import replace
-
-    from envlock.errors import EnvlockError
-    from envlock.resolve.chooser import runs
-    from envlock.resolve.paths import for_resolution
-
-    names = ", ".join(
-        g.gpu if "compute capability" in g.gpu else f"{g.gpu} ({g.compute_capability})"
-        for g in stuck
-    )
-    message = (
-        f"{res.framework} {res.version} runs on no placement on {names}: neither compiled "
-        "kernels nor the PTX JIT can serve it (the paths above)"
-    )
-    releases = sorted(matrix.tensorflow.releases, key=lambda r: r.version, reverse=True)
-    pre = constraints.prereleases  # pre-releases are suggested as pip offers them: with --pre
-    for release in releases:
-        if str(release.version) == res.version or (release.prerelease and not pre):
-            continue
-        asked = replace(constraints, spec=f"{res.framework}=={release.version}")
-        try:
-            other = resolve(asked, matrix)
-        except EnvlockError:
-            continue
-        if all(runs(g) for g in for_resolution(other, asked, matrix)):
-            gpus = [
-                a for g in constraints.gpus for a in ("--gpu", g.name or str(g.compute_capability))
-            ]
-            command = shlex.join(["envlock", "resolve", asked.spec, *gpus])
-            return CheckFailed(
-                message, hint=f"{res.framework} {release.version} runs there: {command}"
-            )
-    return CheckFailed(
-        message + f"; no {res.framework} release in matrices/tensorflow.toml does",
-        hint="envlock matrix refresh --check says whether the index has releases the matrix lacks",
-    )

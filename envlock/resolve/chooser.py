@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from envlock.errors import NoResolution
+from envlock.errors import CheckFailed, NoResolution
 from envlock.matrix import Matrix
 from envlock.model import Constraints, Resolution
 from envlock.resolve.paths import GpuPaths, for_resolution
@@ -105,3 +105,55 @@ def choose(
         f"{_losses(theirs)} do not work either" if score(theirs) != (0, 0) else "no more works"
     )
     return replace(first, reasons=(*first.reasons, why))
+
+
+def runs_nowhere(
+    res: Resolution,
+    constraints: Constraints,
+    paths: Sequence[GpuPaths],
+    matrix: Matrix,
+    where: str = "the paths above",
+) -> CheckFailed | None:
+    """Exit 1 for ``resolve`` and ``lock``: a named GPU runs none of the release's code
+    on any placement (``choose`` has already taken the better one). The hint is the
+    newest release that runs on every named GPU (pre-releases with --pre, as pip
+    offers them), as a command that runs as printed; else how to look for newer."""
+    import shlex
+
+    from envlock.errors import EnvlockError
+    from envlock.resolve.resolution import resolve
+
+    stuck = [g for g in paths if not runs(g)]
+    if not stuck:
+        return None
+    names = ", ".join(
+        g.gpu if "compute capability" in g.gpu else f"{g.gpu} ({g.compute_capability})"
+        for g in stuck
+    )
+    message = (
+        f"{res.framework} {res.version} runs on no placement on {names}: neither compiled "
+        f"kernels nor the PTX JIT can serve it ({where})"
+    )
+    releases = sorted(matrix.tensorflow.releases, key=lambda r: r.version, reverse=True)
+    for release in releases:
+        if str(release.version) == res.version or (
+            release.prerelease and not constraints.prereleases
+        ):
+            continue
+        asked = replace(constraints, spec=f"{res.framework}=={release.version}")
+        try:
+            other = resolve(asked, matrix)
+        except EnvlockError:
+            continue
+        if all(runs(g) for g in for_resolution(other, asked, matrix)):
+            gpus = [
+                a for g in constraints.gpus for a in ("--gpu", g.name or str(g.compute_capability))
+            ]
+            command = shlex.join(["envlock", "resolve", asked.spec, *gpus])
+            return CheckFailed(
+                message, hint=f"{res.framework} {release.version} runs there: {command}"
+            )
+    return CheckFailed(
+        message + f"; no {res.framework} release in matrices/tensorflow.toml does",
+        hint="envlock matrix refresh --check says whether the index has releases the matrix lacks",
+    )
