@@ -369,7 +369,8 @@ def _set_by(lock: Lock, facts: Sequence[PackageCuda], at: Iterable[PackageCuda])
         )
         if exact:
             e = exact[0]
-            details.append(f"{e.name} {e.version}" + ("" if own else f": CUDA {e.cuda}"))
+            shown = "" if own is not None and own.cuda else f": CUDA {e.cuda}"
+            details.append(f"{e.name} {e.version}{shown}")
         text = f"{top} {versions.get(top, '')}".strip()
         parts.append(text + (f" ({', '.join(details)})" if details else ""))
     if len(parts) > SHOWN:  # the framework's part first, as the top requirements are
