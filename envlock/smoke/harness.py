@@ -3014,7 +3014,13 @@ def run_child(options: Options, name: str) -> SmokeDocument:
     cmd = [sys.executable, os.path.abspath(__file__), *child_args(options, name)]
     lines: list[str] = []
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - this process starts no threads
+        )
         assert proc.stderr is not None
         with proc.stderr:
             for raw in proc.stderr:
@@ -3032,6 +3038,18 @@ def run_child(options: Options, name: str) -> SmokeDocument:
     if isinstance(doc, dict) and doc.get("schema") == SCHEMA and doc.get("framework") == name:
         return cast(SmokeDocument, doc)
     return died_document(name, "".join(lines), code)
+
+
+def _die_with_parent() -> None:
+    """In the child, before it runs: Linux kills it when this process dies (a runner
+    that stops the harness at its timeout stops the framework being tested too)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the child may outlive a killed parent
+        pass
 
 
 def _exit_text(code: int) -> str:
