@@ -38,7 +38,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--framework",
         choices=("tensorflow", "torch", "jax"),
-        help="default: the lock's (expect.json or the image label), else the first importable",
+        help="test this framework alone; default: the lock's (expect.json or the image "
+        "label), else every importable framework, each in a process of its own",
     )
     p.add_argument(
         "--venv",
