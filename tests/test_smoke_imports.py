@@ -41,10 +41,12 @@ def test_smoke_host_imports_neither_docker_cryptography_nor_uv() -> None:
 BLOCK = """\
 import sys
 
+ABSENT = ABSENT_NAMES
+
 
 class Absent:
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("docker", "cryptography", "uv"):
+        if name.split(".")[0] in ABSENT:
             raise ModuleNotFoundError(f"No module named {name!r} (absent on this host)")
         return None
 
@@ -53,12 +55,17 @@ sys.meta_path.insert(0, Absent())
 """
 
 
-def _host_run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+HEAVY = ("docker", "cryptography", "uv")
+
+
+def _host_run(
+    tmp_path: Path, *args: str, absent: tuple[str, ...] = HEAVY
+) -> subprocess.CompletedProcess[str]:
     from test_smoke_harness_frameworks import fake_frameworks
 
     site = tmp_path / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(BLOCK)
+    (site / "sitecustomize.py").write_text(BLOCK.replace("ABSENT_NAMES", repr(absent)))
     fakes = fake_frameworks(tmp_path)
     env = {
         **os.environ,
@@ -106,3 +113,16 @@ def test_smoke_host_prints_each_frameworks_verdict(tmp_path: Path) -> None:
     assert any(re.match(r"FAIL\s+gpu_visible\s+no GPU visible: JAX", x) for x in jax_part)
     assert any(re.match(r"FAIL\s+xla\s+xla crashed: AttributeError", x) for x in jax_part)
     assert not any("framework_jax" in x for x in lines)  # shown as jax's own section
+
+
+def test_smoke_host_needs_only_the_standard_library(tmp_path: Path) -> None:
+    """Without packaging (and envlock's other dependencies) the run is whole; only
+    the verdicts per execution path, which need the matrices, are left out."""
+    absent = (*HEAVY, "packaging", "jinja2", "requests", "rich", "tomli_w")
+    proc = _host_run(tmp_path, "--json", "--allow-cpu", absent=absent)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "envlock: no verdicts per execution path (No module named 'packaging'" in proc.stderr
+    result = json.loads(proc.stdout)
+    assert [r["framework"] for r in result["frameworks"]] == ["torch", "jax"]
+    assert "paths" not in result
