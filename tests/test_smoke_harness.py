@@ -734,8 +734,10 @@ def test_context_without_a_framework_says_so() -> None:
         "host",
         "environment",
         "duration_s",
+        "frameworks",
     ]
     assert (doc["status"], doc["framework"], doc["duration_s"]) == ("PASSED", None, 0.5)
+    assert doc["frameworks"] == []  # none was chosen
 
 
 def test_cudnn_not_loaded_warns_when_the_library_loads_by_name(monkeypatch: Any) -> None:

@@ -38,7 +38,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--framework",
         choices=("tensorflow", "torch", "jax"),
-        help="default: the lock's (expect.json or the image label), else the first importable",
+        help="test this framework alone; default: the lock's (expect.json or the image "
+        "label), else every importable framework, each in a process of its own",
     )
     p.add_argument(
         "--venv",
@@ -147,9 +148,16 @@ def _paths(result: SmokeRun) -> list[GpuPathsDict]:
     """The verdict per execution path for what the harness saw (its facts: the
     build's CUDA and sm targets, each GPU and driver, the cuDNN that loaded, the
     ptxas XLA found), judged by the function resolve and doctor use."""
-    from envlock.matrix import libraries, load_cuda
-    from envlock.matrix import paths as paths_mod
-    from envlock.resolve.paths import for_smoke
+    try:
+        from envlock.matrix import libraries, load_cuda
+        from envlock.matrix import paths as paths_mod
+        from envlock.resolve.paths import for_smoke
+    except ImportError as e:  # a GPU host with the standard library and little else
+        sys.stderr.write(
+            f"envlock: no verdicts per execution path ({e}); the smoke result is whole "
+            "without them\n"
+        )
+        return []
 
     found = for_smoke(result, load_cuda(), paths_mod.load(), libraries.load())
     return [p.to_dict() for p in found]
@@ -283,13 +291,16 @@ def _sign(
 
 def describe(result: SmokeRun) -> str:
     """The readable report: a header, the checks table (short reasons: the whole
-    text is in --json and -o), the benchmark table."""
+    text is in --json and -o), the benchmark table; for a run of several
+    frameworks, these tables for each framework under its own verdict line."""
     from envlock.output import short, table
 
+    runs = [r for r in result.get("frameworks") or [] if isinstance(r, Mapping)]
     lines = []
-    head = f"{result.get('status')}: {result.get('framework') or '?'}"
-    if result.get("version"):
-        head += f" {result['version']}"
+    if len(runs) > 1:
+        head = f"{result.get('status')}: " + ", ".join(_named(r) for r in runs)
+    else:
+        head = f"{result.get('status')}: {_named(result)}"
     image = result.get("image")
     if image:
         head += f" in {image.get('ref')}"
@@ -299,12 +310,56 @@ def describe(result: SmokeRun) -> str:
             f"GPU: {gpu.get('name')} (compute capability {gpu.get('compute_capability')}, "
             f"{gpu.get('memory_total_mb')} MB, driver {gpu.get('driver')})"
         )
-    lines.append("")
-    rows = [
-        [c.get("status", ""), c.get("name", ""), short(c.get("reason", ""))]
-        for c in result.get("checks", [])
-    ]
-    lines.append(table(["status", "check", "reason"], rows).rstrip())
+    if len(runs) > 1:
+        names = {f"framework_{r.get('framework')}" for r in runs}
+        own = {c.get("name") for r in runs for c in r.get("checks") or []}
+        # the run's own checks (a container's, a harness crash), not a framework's
+        rest = [
+            c
+            for c in result.get("checks", [])
+            if c.get("name") not in names and c.get("name") not in own
+        ]
+        if rest:
+            lines += ["", *_checks_table(rest)]
+        for run in runs:
+            lines += ["", f"{_named(run)}: {run.get('status')}"]
+            lines += _framework_lines(run)
+    else:
+        lines += ["", *_framework_lines(result)]
+    for gpu_paths in result.get("paths") or []:
+        lines.append("")
+        lines.append(
+            f"paths on {gpu_paths.get('gpu')} (compute capability "
+            f"{gpu_paths.get('compute_capability')}):"
+        )
+        prow = [
+            [p.get("path", ""), p.get("status", ""), short(p.get("why", ""))]
+            + ([short(p["fix"])] if p.get("fix") else [""])
+            for p in gpu_paths.get("paths") or []
+        ]
+        lines.append(table(["path", "verdict", "why", "fix"], prow).rstrip())
+    if result.get("duration_s") is not None:
+        lines.append(f"\n({result['duration_s']} s)")
+    return "\n".join(lines) + "\n"
+
+
+def _named(run: Mapping[str, Any]) -> str:
+    """'torch 2.5.1+cu124' (or '?' before a framework was chosen)."""
+    return f"{run.get('framework') or '?'} {run.get('version') or ''}".rstrip()
+
+
+def _checks_table(checks: list[Any]) -> list[str]:
+    from envlock.output import short, table
+
+    rows = [[c.get("status", ""), c.get("name", ""), short(c.get("reason", ""))] for c in checks]
+    return [table(["status", "check", "reason"], rows).rstrip()]
+
+
+def _framework_lines(result: Mapping[str, Any]) -> list[str]:
+    """One framework's checks, matmul benchmark and training tables."""
+    from envlock.output import table
+
+    lines = _checks_table(result.get("checks") or [])
     bench = (result.get("benchmark") or {}).get("results") or []
     if bench:
         lines.append("")
@@ -347,18 +402,4 @@ def describe(result: SmokeRun) -> str:
         lines.append(
             table(["train", "ms per step", "first step s", "loss", "vs plain"], trows).rstrip()
         )
-    for gpu_paths in result.get("paths") or []:
-        lines.append("")
-        lines.append(
-            f"paths on {gpu_paths.get('gpu')} (compute capability "
-            f"{gpu_paths.get('compute_capability')}):"
-        )
-        prow = [
-            [p.get("path", ""), p.get("status", ""), short(p.get("why", ""))]
-            + ([short(p["fix"])] if p.get("fix") else [""])
-            for p in gpu_paths.get("paths") or []
-        ]
-        lines.append(table(["path", "verdict", "why", "fix"], prow).rstrip())
-    if result.get("duration_s") is not None:
-        lines.append(f"\n({result['duration_s']} s)")
-    return "\n".join(lines) + "\n"
+    return lines

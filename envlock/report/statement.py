@@ -225,14 +225,89 @@ def check_result(result: Any, where: str = "result") -> tuple[str, dict[str, lis
         )
     _field_types(result, where)
     lists = _tests(result, where)
-    worst = "FAILED" if lists["failedTests"] else "WARNED" if lists["warnedTests"] else "PASSED"
+    _status_holds(status, lists, where)
+    _frameworks(result, status, where)
+    return status, lists
+
+
+def _worst(lists: Mapping[str, list[str]]) -> str:
+    return "FAILED" if lists["failedTests"] else "WARNED" if lists["warnedTests"] else "PASSED"
+
+
+def _status_holds(status: str, lists: Mapping[str, list[str]], where: str) -> None:
+    """A status no better than its checks say (an edited result says better)."""
+    worst = _worst(lists)
     if RESULTS.index(worst) > RESULTS.index(status):
         raise DataError(
             f"{where}: status is {status} but the checks say {worst} "
             f"({', '.join(lists['failedTests'] or lists['warnedTests'])})",
             hint="the result was edited or is corrupt; run the smoke test again",
         )
-    return status, lists
+
+
+# a run tests the frameworks the harness knows (tensorflow, torch, jax), each once
+MAX_FRAMEWORKS = 8
+_FRAMEWORK_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
+_FRAMEWORK_TYPES: dict[str, tuple[type, ...]] = {
+    "version": (str,),
+    "build_info": (dict,),
+    "gpus": (list,),
+    "benchmark": (dict,),
+    "settings": (dict,),
+}
+
+
+def _frameworks(result: Mapping[str, Any], status: str, where: str) -> None:
+    """``frameworks`` (issue 40), when present: at most MAX_FRAMEWORKS objects, each
+    a known-shaped framework name (each once), a status no better than its own checks
+    and no better than the run's, its fields of the harness's types; the first is
+    the framework the top level names."""
+    runs = result.get("frameworks")
+    if runs is None:
+        return  # a result written before issue 40
+    if not isinstance(runs, list):
+        raise DataError(f"{where}: frameworks: not a list", hint=_RESULT_HINT)
+    if len(runs) > MAX_FRAMEWORKS:
+        raise DataError(
+            f"{where}: frameworks: {len(runs)} entries, at most {MAX_FRAMEWORKS}",
+            hint=_RESULT_HINT,
+        )
+    seen: set[str] = set()
+    for i, run in enumerate(runs):
+        at = f"{where}: frameworks[{i}]"
+        if not isinstance(run, dict):
+            raise DataError(f"{at}: not an object", hint=_RESULT_HINT)
+        name = run.get("framework")
+        if not isinstance(name, str) or not _FRAMEWORK_NAME.fullmatch(name):
+            raise DataError(f"{at}.framework: {name!r} is not a framework name", hint=_RESULT_HINT)
+        if name in seen:
+            raise DataError(f"{at}.framework: {name} is listed twice", hint=_RESULT_HINT)
+        seen.add(name)
+        if i == 0 and name != result.get("framework"):
+            raise DataError(
+                f"{at}.framework: {name}, but the result's framework is "
+                f"{result.get('framework')!r} (the first entry is the top level's)",
+                hint=_RESULT_HINT,
+            )
+        for key, types in _FRAMEWORK_TYPES.items():
+            value = run.get(key)
+            if value is not None and not isinstance(value, types):
+                raise DataError(
+                    f"{at}.{key}: {type(value).__name__} where {_TYPE_NAMES[types[0]]} belongs",
+                    hint=_RESULT_HINT,
+                )
+        run_status = run.get("status")
+        if run_status not in RESULTS:
+            raise DataError(
+                f"{at}.status: {run_status!r}, expected one of {', '.join(RESULTS)}",
+                hint=_RESULT_HINT,
+            )
+        _status_holds(run_status, _tests(run, at), at)
+        if RESULTS.index(run_status) > RESULTS.index(status):
+            raise DataError(
+                f"{where}: status is {status} but frameworks[{i}] ({name}) is {run_status}",
+                hint="the result was edited or is corrupt; run the smoke test again",
+            )
 
 
 def _expected_lock_digest(result: Mapping[str, Any]) -> str | None:

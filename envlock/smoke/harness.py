@@ -10,6 +10,15 @@ It imports the framework under test (tensorflow, torch or jax), compares what
 it finds with the lock's expectations, checks that the GPU is visible and
 really used, and measures matmul throughput against the GPU's datasheet peak.
 
+Which frameworks: ``--framework NAME`` tests that one; else expect.json's
+``frameworks`` list, else its ``framework``; else every framework the
+environment can import. Several are each tested in a process of their own
+(this file again, with ``--framework NAME``): one framework's CUDA libraries,
+GPU memory or crash cannot touch another's verdict. Each is judged on its own
+(the lock's version, CUDA and cuDNN only for the framework expect.json names)
+and the result lists each under ``frameworks``; its top-level keys are the
+first framework's, and one check per other framework carries that one's status.
+
 How it is built: an ``Adapter`` per framework answers the questions (version,
 build info, GPUs, a small op on GPU 0, a timed matmul); one ``Context`` holds
 the options, the expectations, the adapter and everything found so far; each
@@ -134,7 +143,8 @@ class Peak(TypedDict, total=False):
 class Expect(TypedDict, total=False):
     """expect.json: what the lock promises."""
 
-    framework: str
+    framework: str  # the framework its version, cuda, cudnn and compute_capabilities are of
+    frameworks: list[str]  # the frameworks to test (default: framework alone)
     version: str
     python: str
     cuda: str | None
@@ -314,8 +324,27 @@ class CheckEntry(_CheckHead, CheckExtra):
     """One check of the document's ``checks``."""
 
 
+class FrameworkRun(TypedDict, total=False):
+    """One framework's part of the document (``frameworks``): what a document of
+    that framework alone would hold at its top level under the same keys."""
+
+    framework: str
+    version: str | None
+    status: str  # PASSED | WARNED | FAILED, of this framework's checks
+    build_info: BuildInfo
+    gpus: list[GpuRow]
+    checks: list[CheckEntry]
+    benchmark: Benchmark  # with "training" when the training checks ran
+    settings: Settings
+
+
 class SmokeDocument(TypedDict, total=False):
-    """The harness's one JSON document (schema envlock.smoke/v1)."""
+    """The harness's one JSON document (schema envlock.smoke/v1).
+
+    ``framework`` .. ``settings`` are the first (or only) framework's; ``status``
+    is the whole run's; ``frameworks`` has one entry per framework tested (none
+    when none could be chosen), the first holding the same facts as the top level.
+    """
 
     schema: str
     status: str  # PASSED | WARNED | FAILED
@@ -330,6 +359,7 @@ class SmokeDocument(TypedDict, total=False):
     host: HostInfo
     environment: Environment | Failed | None
     duration_s: float | None
+    frameworks: list[FrameworkRun]
 
 
 def log(message: str) -> None:
@@ -1942,13 +1972,24 @@ ADAPTERS: dict[str, Callable[[], Adapter]] = {
 }
 
 
-def detect_framework() -> str | None:
+def detect_frameworks() -> list[str]:
+    """The frameworks this interpreter can import (found, not imported), in FRAMEWORKS order."""
     import importlib.util
 
+    found = []
     for name in FRAMEWORKS:
-        if importlib.util.find_spec(name) is not None:
-            return name
-    return None
+        try:
+            if importlib.util.find_spec(name) is not None:
+                found.append(name)
+        except (ImportError, ValueError):  # a broken package: its import check says why
+            found.append(name)
+    return found
+
+
+def detect_framework() -> str | None:
+    """The first importable framework (what a run of one framework picked before)."""
+    found = detect_frameworks()
+    return found[0] if found else None
 
 
 # ---------------------------------------------------------------- peaks
@@ -2017,7 +2058,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--expect", metavar="FILE", help="expect.json from the bundle")
     p.add_argument(
-        "--framework", choices=FRAMEWORKS, help="default: expect.json's, else the first importable"
+        "--framework",
+        choices=FRAMEWORKS,
+        help="test this framework alone; default: expect.json's frameworks (or framework), "
+        "else every importable one, each in a process of its own",
     )
     p.add_argument("--allow-cpu", action="store_true", help="no GPU is a warning, not a failure")
     p.add_argument(
@@ -2105,7 +2149,8 @@ class Context:
     checks: list[CheckEntry] = field(default_factory=list)
     failed: set[str] = field(default_factory=set)  # checks that crashed
     host: HostInfo = field(default_factory=HostInfo)
-    expect: Expect = field(default_factory=Expect)
+    expect_file: Expect = field(default_factory=Expect)  # expect.json as read
+    expect: Expect = field(default_factory=Expect)  # what this framework is judged against
     peaks: object = None  # gpu_peaks: expect.json's, or the --peaks file's
     framework: str = ""
     loaded: Adapter | None = None  # the framework's adapter, once it imported
@@ -2143,13 +2188,13 @@ class Context:
         return entry
 
     def document(self, duration_s: float | None) -> SmokeDocument:
-        """The JSON result (schema envlock.smoke/v1)."""
-        return SmokeDocument(
+        """The JSON result (schema envlock.smoke/v1) of one framework's run."""
+        doc = SmokeDocument(
             schema=SCHEMA,
             status=overall(self.checks),
             framework=self.framework or None,
             version=self.version,
-            expected=self.expect,
+            expected=self.expect_file,
             build_info=self.build,
             gpus=self.gpus,
             checks=self.checks,
@@ -2159,6 +2204,8 @@ class Context:
             environment=_safe(installed_environment),
             duration_s=duration_s,
         )
+        doc["frameworks"] = [framework_run(doc)] if self.framework else []
+        return doc
 
 
 def overall(checks: Sequence[CheckEntry]) -> str:
@@ -2216,7 +2263,7 @@ def read_expect(ctx: Context) -> None:
     data = _load_json(ctx.options.expect, "expect file")
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object like the bundle's expect.json")
-    ctx.expect = cast(Expect, data)  # read as JSON: the checks compare what it holds
+    ctx.expect = ctx.expect_file = cast(Expect, data)  # as read: the checks compare it
     ctx.peaks = data.get("gpu_peaks")
 
 
@@ -2228,20 +2275,51 @@ def read_peaks(ctx: Context) -> None:
     ctx.peaks = data.get("gpu_peaks", data) if isinstance(data, dict) else data
 
 
-def choose_framework(ctx: Context) -> bool:
-    """--framework, else expect.json's, else the first importable; FAIL when none."""
-    name = ctx.options.framework or ctx.expect.get("framework") or detect_framework()
-    if name not in ADAPTERS:
+# expect.json's facts of one framework's build: compared only with the framework it names
+FRAMEWORK_FACTS = ("version", "cuda", "cudnn", "compute_capabilities")
+
+
+def expect_for(expect: Expect, name: str) -> Expect:
+    """What ``name`` is judged against: expect.json whole when it names no framework
+    or this one; else without the other framework's version, CUDA, cuDNN and targets
+    (the GPU peaks, the Python and the lock digest are the environment's)."""
+    named = expect.get("framework")
+    if not named or named == name:
+        return expect
+    kept = {k: v for k, v in expect.items() if k not in FRAMEWORK_FACTS}
+    return cast(Expect, kept)
+
+
+def choose_frameworks(ctx: Context) -> list[str]:
+    """--framework, else expect.json's frameworks (or framework), else every importable
+    one; a FAIL and [] when there is none or one is unknown."""
+    names: list[str] = []
+    listed = ctx.expect.get("frameworks")
+    if ctx.options.framework:
+        names = [ctx.options.framework]
+    elif isinstance(listed, list) and listed:
+        names = [str(n) for n in listed]
+    elif ctx.expect.get("framework"):
+        names = [str(ctx.expect.get("framework"))]
+    else:
+        names = detect_frameworks()
+    unknown = [n for n in names if n not in ADAPTERS]
+    if not names or unknown:
         ctx.add(
             "framework",
             FAIL,
             "no framework to test: pass --framework (tensorflow, torch, jax) or install one"
-            if name is None
-            else "unknown framework {!r} (known: {})".format(name, ", ".join(FRAMEWORKS)),
+            if not names
+            else "unknown framework {!r} (known: {})".format(unknown[0], ", ".join(FRAMEWORKS)),
         )
-        return False
+        return []
+    return list(dict.fromkeys(names))  # each once, in order
+
+
+def choose_framework(ctx: Context, name: str) -> None:
+    """Test ``name`` in this process, judged by what expect.json says of it."""
     ctx.framework = name
-    return True
+    ctx.expect = expect_for(ctx.expect_file, name)
 
 
 def read_runtime_config(ctx: Context) -> None:
@@ -2767,16 +2845,21 @@ def run_benchmark(ctx: Context) -> None:
 # ---------------------------------------------------------------- the run
 
 
-def run_checks(ctx: Context) -> None:
-    """Every check in order; returns early where nothing after could be meaningful."""
+def read_inputs(ctx: Context) -> list[str]:
+    """The host, expect.json, the peaks and the frameworks to test ([] when none can be)."""
     opts = ctx.options
     ctx.host = host_info()
     run_check(ctx, "expect", read_expect, failing=f"cannot read {opts.expect}")
     if "expect" in ctx.failed:
-        return
+        return []
     run_check(ctx, "peaks", read_peaks, failing=f"cannot read {opts.peaks}")
-    if not choose_framework(ctx):
-        return
+    return choose_frameworks(ctx)
+
+
+def run_checks(ctx: Context) -> None:
+    """Every check of one framework in order (``ctx.framework``, chosen); returns early
+    where nothing after could be meaningful."""
+    opts = ctx.options
     run_check(ctx, "runtime_config", read_runtime_config, failing="cannot read runtime.json")
     apply_runtime_config(ctx)
     run_check(ctx, "import", check_import, failing=f"cannot import {ctx.framework}")
@@ -2810,9 +2893,18 @@ def run_checks(ctx: Context) -> None:
 
 
 def smoke(options: Options, started: float) -> SmokeDocument:
+    """The run: one framework in this process, several each in a process of its own."""
     ctx = Context(options)
+    runs: list[SmokeDocument] = []
     try:
-        run_checks(ctx)
+        names = read_inputs(ctx)
+        if len(names) == 1:
+            choose_framework(ctx, names[0])
+            run_checks(ctx)
+        elif names:
+            for name in names:
+                log(f"testing {name} in a process of its own ({len(names)} frameworks)")
+                runs.append(run_child(options, name))
     except Exception as exc:  # noqa: BLE001 - last safety net: report, never dump
         ctx.add(
             "harness",
@@ -2820,7 +2912,190 @@ def smoke(options: Options, started: float) -> SmokeDocument:
             f"the harness crashed: {_error_text(exc)}",
             CheckExtra(error=ErrorInfo(where=_where(exc))),
         )
-    return ctx.document(round(time.perf_counter() - started, 3))
+    duration = round(time.perf_counter() - started, 3)
+    if not runs:
+        return ctx.document(duration)
+    return combined_document(ctx, runs, duration)
+
+
+# ---------------------------------------------------------------- several frameworks
+
+
+def framework_run(doc: SmokeDocument) -> FrameworkRun:
+    """One framework's entry of ``frameworks``, from a document of that framework alone."""
+    return FrameworkRun(
+        framework=doc.get("framework") or "",
+        version=doc.get("version"),
+        status=overall(doc.get("checks") or []),
+        build_info=doc.get("build_info") or BuildInfo(),
+        gpus=doc.get("gpus") or [],
+        checks=doc.get("checks") or [],
+        benchmark=doc.get("benchmark") or Benchmark(),
+        settings=doc.get("settings") or Settings(),
+    )
+
+
+SUMMARY_STATUS = {"PASSED": PASS, "WARNED": WARN, "FAILED": FAIL}
+
+
+def framework_summary(run: FrameworkRun) -> CheckEntry:
+    """The top-level check that carries another framework's status ("framework_jax"):
+    the checks it failed (else those it warned on) by name; its entry has them whole."""
+    name = run.get("framework") or "?"
+    status = run.get("status") or "FAILED"
+    what = " ".join(x for x in (PRETTY.get(name, name), run.get("version") or "") if x)
+    worst = FAIL if status == "FAILED" else WARN
+    named = [c["name"] for c in run.get("checks") or [] if c.get("status") == worst]
+    reason = f"{what} {status}" + (": " + ", ".join(named) if named else "")
+    return CheckEntry(
+        name=f"framework_{name}", status=SUMMARY_STATUS.get(status, FAIL), reason=reason
+    )
+
+
+def combined_document(ctx: Context, docs: list[SmokeDocument], duration_s: float) -> SmokeDocument:
+    """The run of several frameworks: the first one's facts and checks at the top level
+    (a reader of one framework's document reads them as before), one check per other
+    framework with its status, the whole run's status, and each framework's entry."""
+    runs = [framework_run(d) for d in docs]
+    first = docs[0]
+    checks = [*ctx.checks, *(first.get("checks") or []), *map(framework_summary, runs[1:])]
+    return SmokeDocument(
+        schema=SCHEMA,
+        status=overall(checks),
+        framework=first.get("framework"),
+        version=first.get("version"),
+        expected=ctx.expect_file,
+        build_info=first.get("build_info") or BuildInfo(),
+        gpus=first.get("gpus") or [],
+        checks=checks,
+        benchmark=first.get("benchmark") or Benchmark(),
+        settings=first.get("settings") or Settings(),
+        host=ctx.host,
+        environment=_safe(installed_environment),
+        duration_s=duration_s,
+        frameworks=runs,
+    )
+
+
+def child_args(options: Options, name: str) -> list[str]:
+    """The command line that tests ``name`` alone with ``options``: parse_args of it
+    gives ``options`` with framework ``name`` (tests hold the two together)."""
+    args = ["--framework", name]
+    if options.expect:
+        args += ["--expect", options.expect]
+    if options.peaks:
+        args += ["--peaks", options.peaks]
+    if options.allow_cpu:
+        args.append("--allow-cpu")
+    for flag, value in (
+        ("--size", options.size),
+        ("--repeats", options.repeats),
+        ("--per-repeat", options.per_repeat),
+        ("--warmup", options.warmup),
+        ("--warmup-seconds", options.warmup_seconds),
+        ("--min-fraction", options.min_fraction),
+        ("--training-steps", options.training_steps),
+    ):
+        if value is not None:
+            args += [flag, repr(value)]
+    if not options.benchmark:
+        args.append("--no-benchmark")
+    if not options.training:
+        args.append("--no-training")
+    return args
+
+
+def run_child(options: Options, name: str) -> SmokeDocument:
+    """Test ``name`` in a process of its own (this file, this interpreter); its log
+    goes on to ours as it comes; a process that dies answers with a FAILED document
+    naming the check it died in."""
+    import tempfile
+
+    cmd = [sys.executable, os.path.abspath(__file__), *child_args(options, name)]
+    lines: list[str] = []
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.PIPE,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - this process starts no threads
+        )
+        assert proc.stderr is not None
+        with proc.stderr:
+            for raw in proc.stderr:
+                line = raw.decode("utf-8", "replace")
+                lines.append(line)
+                sys.stderr.write(line)
+                sys.stderr.flush()
+        code = proc.wait()
+        out.seek(0)
+        text = out.read().decode("utf-8", "replace").strip()
+    try:
+        doc = json.loads(text) if text else None
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and doc.get("schema") == SCHEMA and doc.get("framework") == name:
+        return cast(SmokeDocument, doc)
+    return died_document(name, "".join(lines), code)
+
+
+def _die_with_parent() -> None:
+    """In the child, before it runs: Linux kills it when this process dies (a runner
+    that stops the harness at its timeout stops the framework being tested too)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the child may outlive a killed parent
+        pass
+
+
+def _exit_text(code: int) -> str:
+    import signal
+
+    if code >= 0 and code <= 128:
+        return f"exit status {code}"
+    number = -code if code < 0 else code - 128
+    try:
+        return f"killed by {signal.Signals(number).name}"
+    except ValueError:
+        return f"killed by signal {number}"
+
+
+def died_document(name: str, log_text: str, code: int) -> SmokeDocument:
+    """The FAILED document of a framework whose process died before it answered:
+    the verdicts it logged, then why it has no document."""
+    check, path = died_in(log_text)
+    tail = "\n".join(log_text.rstrip().splitlines()[-15:])
+    last = " | ".join(log_text.rstrip().splitlines()[-3:]) or "(none)"
+    where = f" in the check {check}" if check else ""
+    broke = f": {path} broke" if path else ""
+    entry = CheckEntry(
+        name="harness",
+        status=FAIL,
+        reason=f"the {PRETTY[name]} process died before reporting ({_exit_text(code)})"
+        f"{where}{broke}; last lines: {last}",
+        stderr_tail=tail,
+        exit_code=code,
+    )
+    if check:
+        entry["died_in"] = check
+    if path:
+        entry["broken_path"] = path
+    checks = [c for c in logged_checks(log_text) if c["name"] != "harness"] + [entry]
+    return SmokeDocument(
+        schema=SCHEMA,
+        status="FAILED",
+        framework=name,
+        version=None,
+        build_info=BuildInfo(),
+        gpus=[],
+        checks=checks,
+        benchmark=Benchmark(),
+        settings=Settings(),
+    )
 
 
 T = TypeVar("T")

@@ -3,8 +3,9 @@
 The harness prints one JSON object (schema ``envlock.smoke/v1``); the runners
 return it as a dict and that dict is what is written (``smoke.json``) and
 signed, unchanged. ``SmokeResult.from_dict`` reads it once into the fields the
-next stages decide on (status, checks, the image it ran in); ``to_dict``
-gives the document back as it came, so the JSON shape never changes.
+next stages decide on (status, checks, the image it ran in, each framework's
+verdict); ``to_dict`` gives the document back as it came, so the JSON shape
+never changes.
 """
 
 from __future__ import annotations
@@ -52,6 +53,24 @@ class SmokeCheck:
 
 
 @dataclass(frozen=True)
+class SmokeFramework:
+    """One entry of ``frameworks``: a framework the run tested and its own verdict."""
+
+    name: str
+    status: str | None  # PASSED | WARNED | FAILED
+    version: str | None = None
+    checks: tuple[SmokeCheck, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.status in PASSING
+
+
+# the harness tests at most its three frameworks; a longer list is read no further
+MAX_FRAMEWORKS = 8
+
+
+@dataclass(frozen=True)
 class SmokeImage:
     """``result["image"]`` of a run in a container: the reference, the image id and,
     when run by digest, REPO@sha256:<manifest digest>."""
@@ -66,20 +85,24 @@ class SmokeResult:
     status: str | None  # PASSED | WARNED | FAILED; anything else is not a passing run
     checks: tuple[SmokeCheck, ...] = ()
     image: SmokeImage | None = None
+    frameworks: tuple[SmokeFramework, ...] = ()  # empty in a result written before issue 40
     document: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> SmokeResult:
         """Read a runner's result; never raises (a field of the wrong type reads as absent:
         ``envlock.report.statement.check_result`` is the validation before signing)."""
-        checks = []
-        for item in doc.get("checks") or []:
-            if isinstance(item, Mapping):
-                checks.append(
-                    SmokeCheck(
-                        name=str(item.get("name")),
-                        status=str(item.get("status")),
-                        reason=str(item.get("reason", "")),
+        checks = _checks(doc.get("checks"))
+        frameworks = []
+        runs = doc.get("frameworks")
+        for run in runs[:MAX_FRAMEWORKS] if isinstance(runs, list) else []:
+            if isinstance(run, Mapping) and isinstance(run.get("framework"), str):
+                frameworks.append(
+                    SmokeFramework(
+                        name=run["framework"],
+                        status=_text(run.get("status")),
+                        version=_text(run.get("version")),
+                        checks=_checks(run.get("checks")),
                     )
                 )
         image = doc.get("image")
@@ -93,8 +116,9 @@ class SmokeResult:
         status = doc.get("status")
         return cls(
             status=None if status is None else str(status),
-            checks=tuple(checks),
+            checks=checks,
             image=seen,
+            frameworks=tuple(frameworks),
             document=doc,
         )
 
@@ -110,6 +134,20 @@ class SmokeResult:
     @property
     def failed_checks(self) -> tuple[SmokeCheck, ...]:
         return tuple(c for c in self.checks if c.status == "FAIL")
+
+
+def _checks(items: Any) -> tuple[SmokeCheck, ...]:
+    checks = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, Mapping):
+            checks.append(
+                SmokeCheck(
+                    name=str(item.get("name")),
+                    status=str(item.get("status")),
+                    reason=str(item.get("reason", "")),
+                )
+            )
+    return tuple(checks)
 
 
 def _text(value: Any) -> str | None:
