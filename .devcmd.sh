@@ -1,20 +1,21 @@
 mkdir -p $OUT
-{ nvidia-smi; python3 -V; python3 -m pip list 2>/dev/null | grep -iE "torch|jax|cupy|nvidia|cuda|triton"; } > $OUT/env.txt 2>&1
-python3 - > $OUT/dists.txt 2>&1 <<'PY'
+{ date -u; nvidia-smi; python3 -V; python3 -m pip list 2>/dev/null | grep -iE "torch|jax|cupy|nvidia|cuda|triton"; } > $OUT/env.txt 2>&1
+python3 - >> $OUT/env.txt 2>&1 <<'PY'
 import importlib.metadata as md
-names = sorted({d.metadata["Name"] for d in md.distributions() if any(k in d.metadata["Name"].lower() for k in ("torch","jax","cupy","nvidia","cuda","triton"))})
+names = sorted({d.metadata["Name"] for d in md.distributions() if any(k in (d.metadata["Name"] or "").lower() for k in ("torch","jax","cupy","nvidia","cuda","triton"))})
 for name in names:
     d = md.distribution(name)
     print("##", name, d.version)
     for r in d.requires or []:
         print("   Requires-Dist:", r)
-    files = [str(f) for f in (d.files or []) if ".so" in str(f)][:6]
+    files = [str(f) for f in (d.files or []) if ".so" in str(f)][:4]
     print("   files:", files)
 import torch
 print("torch.version.cuda", torch.version.cuda, torch.__version__)
 print(open(torch.__file__.replace("__init__.py", "version.py")).read())
 PY
-PYTHONPATH=. timeout 240 python3 -m envlock smoke --host > $OUT/smoke-host.txt 2>&1; echo "rc=$?" >> $OUT/smoke-host.txt
-PYTHONPATH=. timeout 60 python3 -m envlock resolve tensorflow==2.21 --gpu auto --driver auto > $OUT/resolve.txt 2>&1; echo "rc=$?" >> $OUT/resolve.txt
-PYTHONPATH=. timeout 120 python3 -m envlock doctor > $OUT/doctor.txt 2>&1; echo "rc=$?" >> $OUT/doctor.txt
-tail -3 $OUT/*.txt
+{ time PYTHONPATH=. timeout 300 python3 -m envlock smoke --host --json > $OUT/both.json; echo "exit $?"; } > $OUT/both.txt 2>&1
+{ time PYTHONPATH=. timeout 240 python3 -m envlock smoke --host; echo "exit $?"; } >> $OUT/both.txt 2>&1
+{ CUDA_VISIBLE_DEVICES= PYTHONPATH=. timeout 150 python3 -m envlock smoke --host --no-benchmark; echo "exit $?"; } > $OUT/hidden.txt 2>&1
+{ for a in "resolve tensorflow==2.21 --gpu auto --driver auto" "resolve tensorflow==2.21 --gpu H100" "doctor" "doctor --json"; do echo "\$ envlock $a"; PYTHONPATH=. timeout 120 python3 -m envlock $a; echo "exit $?"; done; } > $OUT/resolve-doctor.txt 2>&1
+tail -3 $OUT/*.txt; python3 -c "import json;d=json.load(open('$OUT/both.json'));print(d['status'],[(f['framework'],f['status']) for f in d.get('frameworks',[])])"

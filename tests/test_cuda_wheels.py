@@ -800,3 +800,31 @@ def test_the_cuda_part_of_a_colab_image_locks_with_every_frameworks_facts(
     assert {p["cuda"].split(".")[0] for p in facts.values()} == {"12"}
     assert gpu["driver_min"] == "525.60.13" and gpu["problems"] == []
     assert gpu["set_by"].startswith("tensorflow 2.20.0 (CUDA 12.5")
+
+
+def test_only_the_wheels_a_fact_or_a_collision_needs_are_read(
+    rules: cudawheels.CudaWheels,
+) -> None:
+    cu12 = [
+        ("tensorflow", "2.21.0", ()),
+        ("nvidia-cudnn-cu12", "9.10.2.21", ()),
+        ("nvidia-nccl-cu12", "2.27.5", ()),
+        ("nvidia-cuda-runtime-cu12", "12.5.82", ()),
+    ]
+    one_major = lock_of(cu12, ("tensorflow[and-cuda]==2.21.0",))
+    assert gpufacts.to_read(one_major, rules) == []  # NVIDIA's own set: nothing to read
+    lock, _ = tf_torch_lock()  # CUDA 13 only beside a system-CUDA tensorflow
+    assert [p.name for p, _f in gpufacts.to_read(lock, rules)] == ["torch"]  # version.py
+    mixed = lock_of(
+        [*cu12, ("torch", "2.15.0", ()), ("nvidia-cudnn-cu13", "9.26.0.51", ())],
+        ("tensorflow[and-cuda]==2.21.0", "torch==2.15.0"),
+    )
+    assert [p.name for p, _f in gpufacts.to_read(mixed, rules)] == [
+        "nvidia-cuda-runtime-cu12",
+        "nvidia-cudnn-cu12",
+        "nvidia-cudnn-cu13",
+        "nvidia-nccl-cu12",
+        "torch",
+    ]
+    no_toolkit = lock_of([("nvidia-cufft", "12.2.0.57", ())], ("nvidia-cufft==12.2.0.57",))
+    assert [p.name for p, _f in gpufacts.to_read(no_toolkit, rules)] == ["nvidia-cufft"]

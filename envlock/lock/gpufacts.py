@@ -69,9 +69,8 @@ def read_listings(
     index: str,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, WheelListing]:
-    """The listing of one wheel of each CUDA-carrying package (the framework whose
-    facts come from its matrix is left out: its files are not CUDA's), read in
-    parallel. Errors are the range reader's: exit 3 for an index that fails or a
+    """The listing of one wheel of each CUDA-carrying package ``to_read`` names, read
+    in parallel. Errors are the range reader's: exit 3 for an index that fails or a
     wheel that is not a readable zip, naming the wheel."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
@@ -80,7 +79,7 @@ def read_listings(
     from envlock.matrix.refresh import range_fetcher
     from envlock.matrix.wheel_members import read_listing
 
-    todo = [(p, f) for p, f in cuda_packages(lock, rules) if f.cuda != "matrix"]
+    todo = to_read(lock, rules)
     if not todo:
         return {}
     if progress is not None:
@@ -103,6 +102,48 @@ def read_listings(
 
     with ThreadPoolExecutor(max_workers=min(WORKERS, len(todo))) as pool:
         return dict(pool.map(one, todo))
+
+
+def to_read(lock: Lock, rules: CudaWheels) -> list[tuple[LockedPackage, Family]]:
+    """The CUDA-carrying wheels whose file lists a fact or a collision needs (the
+    framework whose facts come from its matrix is never read: its files are not
+    CUDA's):
+
+    - every one, when the names and versions already span two CUDA majors: that is
+      where wheels collide (nvidia-cudnn-cu12 and -cu13 both install
+      nvidia/cudnn/lib/libcudnn.so.9); the wheels of one major are NVIDIA's own
+      set, made to be installed together, and are not read for collisions;
+    - else only those whose CUDA the name and version do not state: torch without
+      a +cuXYZ (its torch/version.py), and the CUDA 13 wheels without a suffix
+      when no cuda-toolkit or nvidia-cuda-runtime in the lock states the major
+      (their nvidia/cuNN/ folder).
+
+    Measured (BENCHMARKS.md, Lock): reading every CUDA wheel of a
+    tensorflow[and-cuda] lock cost about 0.4 s, 1.7x raw uv's whole lock."""
+    todo = [(p, f) for p, f in cuda_packages(lock, rules) if f.cuda != "matrix"]
+    majors = {m for p, f in todo for m in [_stated_major(p, f)] if m is not None}
+    if len(majors) > 1:
+        return todo
+    closure = _closure_major(lock.packages, rules)[0]
+    return [
+        (p, f)
+        for p, f in todo
+        if (f.cuda == "local" and f.member and _stated_major(p, f) is None)
+        or (f.cuda == "files" and closure is None)
+    ]
+
+
+def _stated_major(pkg: LockedPackage, family: Family) -> str | None:
+    """The CUDA major a package's name or version states, without its wheel."""
+    if family.cuda == "name":
+        return family.name_major(pkg.name)
+    if family.cuda in ("version", "version-major"):
+        mm = _major_minor(pkg.version)
+        return _major(mm) if mm else None
+    if family.cuda == "local":
+        m = _LOCAL.fullmatch(Version(pkg.version).local or "")
+        return m.group(1) if m else None
+    return None
 
 
 def local_fetcher(url: str, size: int) -> Fetch:
