@@ -101,11 +101,14 @@ def render_template(name: str, ctx: BundleContext, **extra: Any) -> str:
         raise DataError(f"templates/{name}: {e.message}", hint="report this envlock bug") from e
 
 
-class ExpectDocument(TypedDict):
+class ExpectDocument(TypedDict, total=False):
     """expect.json: what the lock promises the smoke harness will find (the harness
-    reads it as its ``Expect``; tests/test_smoke_parity.py holds the keys together)."""
+    reads it as its ``Expect``; tests/test_smoke_parity.py holds the keys together).
+    ``frameworks`` only when the lock holds more than its own framework (torch, jax
+    beside tensorflow): the harness then tests each."""
 
     framework: str
+    frameworks: list[str]
     version: str
     python: str
     cuda: str
@@ -115,7 +118,7 @@ class ExpectDocument(TypedDict):
 
 
 def expect_document(ctx: BundleContext) -> ExpectDocument:
-    return {
+    doc: ExpectDocument = {
         "framework": ctx.framework,
         "version": ctx.version,
         "python": ctx.python,
@@ -124,6 +127,9 @@ def expect_document(ctx: BundleContext) -> ExpectDocument:
         "compute_capabilities": list(ctx.compute_capabilities),
         "lock_digest": ctx.lock_digest,
     }
+    if len(ctx.frameworks) > 1:
+        doc["frameworks"] = list(ctx.frameworks)
+    return doc
 
 
 def render_bundle(

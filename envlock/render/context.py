@@ -58,6 +58,8 @@ UID = 10001
 UV_IMAGE = "ghcr.io/astral-sh/uv:0.13.9"
 FRAMEWORK_TITLES: Mapping[str, str] = {"tensorflow": "TensorFlow", "torch": "PyTorch", "jax": "JAX"}
 
+# the frameworks the smoke harness has an adapter for (envlock/smoke/harness.py)
+SMOKED = ("tensorflow", "torch", "jax")
 _NVIDIA_WHEEL_RE = re.compile(r"^nvidia-(.+)-cu\d+$")
 
 
@@ -83,6 +85,8 @@ class BundleContext:
     framework_driver_min: Checked  # the framework's own floor
     # (name, version, CUDA, how it is known, driver floor) of each CUDA-carrying package
     cuda_packages: tuple[tuple[Checked, Checked, Checked, Checked, Checked], ...]
+    # the frameworks the lock holds, the resolved one first (the smoke harness tests each)
+    frameworks: tuple[Checked, ...]
     compute_capabilities: tuple[Checked, ...]
     lock_digest: Checked  # sha256:<hex of pylock.toml>
     requirements_digest: Checked  # sha256:<hex of requirements.txt>
@@ -371,6 +375,12 @@ def bundle_context(
             text(gpu.set_by, "pylock.toml: tool.envlock.gpu.set_by") if gpu else Checked("")
         ),
         framework_driver_min=version(res.driver_min, "the framework's minimum driver"),
+        frameworks=tuple(
+            word(name, "a framework of the lock")
+            for name in dict.fromkeys(
+                [res.framework, *(p.name for p in lock.packages if p.name in SMOKED)]
+            )
+        ),
         cuda_packages=tuple(
             (
                 word(p.name, "pylock.toml: tool.envlock.gpu.packages: a name"),
