@@ -1486,3 +1486,44 @@ def test_a_cpu_builds_empty_header_gives_no_facts(tmp_path: Path) -> None:
     )
     (pkg / "include" / "external" / "cuda_cudnn" / "include" / "cudnn_version.h").unlink()
     assert h.header_build_facts(str(pkg)) == {}
+
+
+@pytest.mark.parametrize(
+    ("driver", "status", "reason"),
+    [
+        (
+            "580.95.05",
+            "PASS",
+            "driver 580.95.05 >= 580, the lock's floor: torch 2.15.0 (CUDA 13.2, cuda-toolkit "
+            "13.2.2)",
+        ),
+        (
+            "570.86.15",
+            "FAIL",
+            "driver 570.86.15 is older than 580, the lock's floor: torch 2.15.0 (CUDA 13.2, "
+            "cuda-toolkit 13.2.2)",
+        ),
+        (
+            None,
+            "SKIP",
+            "no NVIDIA driver to compare with the lock's floor 580 (torch 2.15.0 "
+            "(CUDA 13.2, cuda-toolkit 13.2.2))",
+        ),
+    ],
+)
+def test_the_driver_is_held_to_the_whole_locks_floor(
+    monkeypatch: pytest.MonkeyPatch, driver: str | None, status: str, reason: str
+) -> None:
+    """expect.json's driver_min is the floor of every package of the lock (#40): the
+    image of a tensorflow + torch lock fails early on a driver torch's CUDA 13 cannot
+    use, naming torch, whatever TensorFlow finds."""
+    ctx = h.Context(h.parse_args([]))
+    ctx.expect = {
+        "driver_min": "580",
+        "driver_set_by": "torch 2.15.0 (CUDA 13.2, cuda-toolkit 13.2.2)",
+    }
+    monkeypatch.setattr(h, "driver_version", lambda: driver)
+    verdict = h.check_driver_floor(ctx)
+    assert verdict is not None and (verdict.status, verdict.reason) == (status, reason)
+    ctx.expect = {}  # a bundle made before: no check
+    assert h.check_driver_floor(ctx) is None

@@ -109,6 +109,8 @@ class ExpectDocument(TypedDict, total=False):
 
     framework: str
     frameworks: list[str]
+    driver_min: str  # the whole lock's floor, in a lock that records it
+    driver_set_by: str
     version: str
     python: str
     cuda: str
@@ -129,6 +131,9 @@ def expect_document(ctx: BundleContext) -> ExpectDocument:
     }
     if len(ctx.frameworks) > 1:
         doc["frameworks"] = list(ctx.frameworks)
+    if ctx.driver_set_by:  # a lock made before #40 renders as it did
+        doc["driver_min"] = ctx.driver_min
+        doc["driver_set_by"] = ctx.driver_set_by
     return doc
 
 

@@ -152,6 +152,8 @@ class Expect(TypedDict, total=False):
     compute_capabilities: list[str]
     lock_digest: str
     gpu_peaks: list[Peak]
+    driver_min: str  # the whole lock's driver floor (every CUDA-carrying package's)
+    driver_set_by: str  # the packages that set it, "torch 2.15.0 (CUDA 13.2, ...)"
 
 
 # build_info's "from" is a keyword, hence the functional form (string annotations:
@@ -2401,6 +2403,22 @@ def check_build_cudnn(ctx: Context) -> Verdict:
     return _compare_build(ctx, "cudnn", "cuDNN")
 
 
+def check_driver_floor(ctx: Context) -> Verdict | None:
+    """The driver against the whole lock's floor (expect.json's driver_min, set by the
+    package driver_set_by names): below it, the package that sets it fails to load
+    its CUDA, whatever the framework under test finds."""
+    floor = ctx.expect.get("driver_min")
+    if not floor:
+        return None
+    who = ctx.expect.get("driver_set_by") or "the lock"
+    have = driver_version()
+    if have is None:
+        return Verdict(SKIP, f"no NVIDIA driver to compare with the lock's floor {floor} ({who})")
+    if _parts(have) >= _parts(floor):
+        return Verdict(PASS, f"driver {have} >= {floor}, the lock's floor: {who}")
+    return Verdict(FAIL, f"driver {have} is older than {floor}, the lock's floor: {who}")
+
+
 def check_gpu_visible(ctx: Context) -> Verdict:
     found = ctx.adapter.gpus()
     smi = nvidia_smi()
@@ -2874,6 +2892,7 @@ def run_checks(ctx: Context) -> None:
     if "build_info" not in ctx.failed:
         run_check(ctx, "build_cuda", check_build_cuda)
         run_check(ctx, "build_cudnn", check_build_cudnn)
+    run_check(ctx, "driver_floor", check_driver_floor)
     run_check(ctx, "gpu_visible", check_gpu_visible)
     if ctx.on_gpu:
         run_check(ctx, "compute_capability", check_compute_capability)
