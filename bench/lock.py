@@ -107,6 +107,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--pip-compile-runs", type=int, default=3)
     parser.add_argument("--out")
+    parser.add_argument(
+        "--cases",
+        nargs="+",
+        choices=("system", "pip", "mix"),
+        default=["system", "pip"],
+        help="mix: tensorflow 2.21.0 with torch 2.15.0 (CUDA 12 framework, CUDA 13 wheels)",
+    )
     args = parser.parse_args()
     if args.runs < 1 or args.pip_compile_runs < 0:
         parser.error("--runs must be at least 1 and --pip-compile-runs at least 0")
@@ -130,21 +137,13 @@ def main() -> int:
     envlock = str(VENV_BIN / "envlock")
     try:
         for run in range(args.runs):
-            for source in ("system", "pip"):
+            for source in args.cases:
                 cache = work / f"uv-cache-{source}-{run}"
                 out = work / f"bundle-{source}-{run}"
-                cmd = [
-                    envlock,
-                    "lock",
-                    "tensorflow==2.15",
-                    "--python",
-                    PYTHON,
-                    "--cuda-source",
-                    source,
-                    "-o",
-                    str(out),
-                    "--json",
-                ]
+                spec = ["tensorflow==2.15", "--python", PYTHON, "--cuda-source", source]
+                if source == "mix":  # issue 40: the CUDA 13 wheels of torch read too
+                    spec = ["tensorflow==2.21.0", "--with", "torch==2.15.0", "--python", "3.12"]
+                cmd = [envlock, "lock", *spec, "-o", str(out), "--json"]
                 env = dict(os.environ, UV_CACHE_DIR=str(cache))
                 took, stdout = _timed(cmd, env, str(work))
                 record(f"envlock lock ({source})", took)
@@ -208,8 +207,8 @@ def main() -> int:
 
     med = {k: statistics.median(v) for k, v in times.items()}
     ratios = {
-        "envlock/uv (system)": med["envlock lock (system)"] / med["uv pip compile (system)"],
-        "envlock/uv (pip)": med["envlock lock (pip)"] / med["uv pip compile (pip)"],
+        f"envlock/uv ({case})": med[f"envlock lock ({case})"] / med[f"uv pip compile ({case})"]
+        for case in args.cases
     }
     if "pip-compile (pip)" in med:
         ratios["pip-compile/envlock (pip)"] = med["pip-compile (pip)"] / med["envlock lock (pip)"]
