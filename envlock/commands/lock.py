@@ -135,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
             constraints,
             for_resolution(resolution, constraints, matrix),
             matrix,
+            resolve,
             where=f"the paths: {said}",
         )
         if failure is not None:

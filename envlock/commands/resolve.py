@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(summary(res, paths, in_image))
     from envlock.resolve.chooser import runs_nowhere
 
-    failure = runs_nowhere(res, constraints, paths, matrix) if matrix is not None else None
+    failure = runs_nowhere(res, constraints, paths, matrix, resolve) if matrix is not None else None
     if failure is not None:
         raise failure
     return 0

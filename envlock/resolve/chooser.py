@@ -112,6 +112,7 @@ def runs_nowhere(
     constraints: Constraints,
     paths: Sequence[GpuPaths],
     matrix: Matrix,
+    resolve: Callable[[Constraints, Matrix], Resolution],
     where: str = "the paths above",
 ) -> CheckFailed | None:
     """Exit 1 for ``resolve`` and ``lock``: a named GPU runs none of the release's code
@@ -121,7 +122,6 @@ def runs_nowhere(
     import shlex
 
     from envlock.errors import EnvlockError
-    from envlock.resolve.resolution import resolve
 
     stuck = [g for g in paths if not runs(g)]
     if not stuck:
