@@ -466,7 +466,9 @@ def run_freeze(args: argparse.Namespace, out: Path) -> int:
     )
     written = _lock_rounds(request, resolution, keep, left, lines, commands)
     locked_n = _locked_lines(rows, written.lock, left)
-    notes = [*_build_notes(captured, resolution), *written.notes]
+    said = [n for n in captured.notes if not n.startswith("left out: ")]  # listed below
+    notes = [*said, *_locked_anyway(captured, written), *written.notes]
+    _record_origin(captured, written.folder, notes)
     differs = _differs(rows, written.lock, left)
     _print_partial(args, captured, written, notes, choice, left, total, locked_n, differs)
     return 1 if args.strict and left else 0
@@ -540,6 +542,7 @@ def _print_partial(
         emit_json(
             {
                 "captured": captured.to_dict(),
+                "origin": None,
                 "python": {
                     "version": choice.python,
                     "how": choice.how,
