@@ -55,6 +55,7 @@ def _os_info(tmp_path: Path) -> Path:
     return info
 
 
+@pytest.mark.venv
 def test_a_partial_capture_locks_the_rest_and_names_every_line_left_out(
     index: FakeIndex, tmp_path: Path
 ) -> None:
