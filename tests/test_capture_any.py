@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -288,8 +289,13 @@ def test_capture_of_a_freeze_leaves_direct_installs_out_with_a_note(
         ["google-colab", "-e /content/mylib", "tools", "fromgit", "dep-c"]
     )
     notes = data["notes"]
+    left = {e["line"]: (e["reason"], e["detail"], e["command"]) for e in data["left_out"]}
+    venv_python = str(out / ".venv" / "bin" / "python")
     for line, why in lines.items():
-        assert f"left out: {line}: {why}" in notes
+        words = shlex.split(line) if line.startswith("-") else [line]
+        pip = [venv_python, "-m", "pip", "install", "--no-deps", "--index-url", full.url]
+        assert left[line] == ("direct", why, shlex.join([*pip, *words]))
+    assert len(left) == len(lines)
     assert (
         "dep-c is locked at 1.0 from the index all the same (another distribution needs it): "
         "the index's build, not the one installed"
@@ -302,9 +308,9 @@ def test_capture_of_a_freeze_leaves_direct_installs_out_with_a_note(
     code, stdout, err = run_cli(*argv)  # printed: the same notes on stderr
     assert code == 0, err
     for line, why in lines.items():
-        assert f"envlock: note: left out: {line}: {why}\n" in err
-    assert "captured tensorflow 2.15.1 and 1 other distributions from -r " in stdout
-    assert "(a pip freeze; 5 left out, see the notes)" in stdout
+        assert f"  {line}: a direct URL, file or VCS install: {why}\n" in stdout
+    assert "Python 3.11: --python\n" in stdout
+    assert stdout.endswith("locked 2 of 7; 5 left out: 5 a direct URL, file or VCS install\n")
 
 
 def test_freeze_lines_capture_still_refuses(tmp_path: Path) -> None:

@@ -63,6 +63,8 @@ class LockRequest:
     render: RenderOptions = field(default_factory=RenderOptions)  # runtime: read from DIR
     force: bool = False  # overwrite files in DIR that envlock did not write
     upgrade: tuple[str, ...] = ()  # --upgrade-package NAME: the lock in DIR is kept but for these
+    # more files of the lock, written with the bundle in the same switch (capture's left-out.json)
+    extra_files: Callable[[Lock], dict[str, bytes]] | None = None
 
     @property
     def spec(self) -> str:
@@ -240,13 +242,19 @@ def lock_folder(
         upgrade=request.upgrade,
     )
     warm.join()
-    files = bundle_files(locked, options)
+    files = {
+        **bundle_files(locked, options),
+        **(request.extra_files(locked) if request.extra_files else {}),
+    }
     refuse_foreign(out, files, force=request.force, command="envlock lock")
     with locked_bundle(out, "-o") as held:
         if held.note:
             notes.append(held.note)
         if _input_bytes(out, (RUNTIME,)) != seen:  # another run changed it meanwhile
-            files = bundle_files(locked, replace(options, runtime=read_runtime(out)))
+            files = {
+                **bundle_files(locked, replace(options, runtime=read_runtime(out))),
+                **(request.extra_files(locked) if request.extra_files else {}),
+            }
         commit(
             out,
             files,

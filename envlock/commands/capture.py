@@ -15,16 +15,20 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envlock.errors import EnvironmentFailure, NoResolution, UsageError
 
 if TYPE_CHECKING:
-    from envlock.bundle.folder import LockedFolder
+    from envlock.bundle.folder import LockedFolder, LockRequest
+    from envlock.bundle.left_out import LeftOut
     from envlock.bundle.origin import OriginDict
-    from envlock.model import Resolution
+    from envlock.lock.freeze import Installed
+    from envlock.model import Lock, Resolution
     from envlock.venv.capture import Captured
+    from envlock.venv.leftout import Commands, PythonChoice
 
 
 def register(sub: Any) -> None:
@@ -37,10 +41,16 @@ def register(sub: Any) -> None:
         "the index, requirements.txt, Dockerfile, bootstrap.sh) and DIR/captured.json names "
         "the interpreter and venv it came from. Left out, each with a note: nvidia CUDA "
         "wheels (the CUDA source decides them) and direct installs (editable, a local "
-        "folder or file, a VCS checkout, a URL: no index serves that build). Exit 2 when "
-        "the index cannot serve a captured version (the nearest ones are named), 1 when "
-        "the venv's interpreter is a dangling link, 3 when the interpreter does not run "
-        "or the index cannot be reached.",
+        "folder or file, a VCS checkout, a URL: no index serves that build). With -r a "
+        "partial capture is a result: the lock holds every line that can be locked, and "
+        "each other line is listed once, in DIR/left-out.json too, with its reason (OS "
+        "package, another index, yanked or removed, direct install, no distribution for "
+        "this Python/platform) and the command that would take it in; exit 0 with a "
+        "'locked N of M' line, 1 with --strict. Exit 2 when the index cannot serve a "
+        "captured version (--venv; the nearest ones are named), a freeze line names a "
+        "project the index does not have, a name is listed twice, or --python contradicts "
+        "the pins; 1 when the venv's interpreter is a dangling link, 3 when the "
+        "interpreter does not run or the index cannot be reached.",
     )
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument(
@@ -60,7 +70,27 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--python",
         metavar="X.Y",
-        help="with -r: the Python minor to lock for (default: as 'envlock resolve' picks)",
+        help="with -r: the Python minor to lock for (default: --os-info's, else the newest "
+        "Python every pin has a wheel or a fitting Requires-Python for)",
+    )
+    p.add_argument(
+        "--os-info",
+        metavar="FILE",
+        help="with -r: the platform's published os-info file; its 'Python 3.X.Y' line is the "
+        "Python to lock for (without it and --python, the newest Python the pins all fit)",
+    )
+    p.add_argument(
+        "--with",
+        dest="with_",
+        action="append",
+        default=[],
+        metavar="NAME==VERSION",
+        help="with -r: pin NAME at VERSION instead of the freeze's line (repeatable)",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="with -r: exit 1, writing nothing, when any line would be left out",
     )
     p.add_argument(
         "--cuda-source",
@@ -99,7 +129,7 @@ def _build_notes(captured: Captured, resolution: Resolution) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from envlock.bundle.guard import check_output_folder
-    from envlock.venv.capture import capture_freeze, capture_interpreter
+    from envlock.venv.capture import capture_interpreter
 
     out = Path(args.output)
     check_output_folder(out, "-o")
@@ -111,7 +141,14 @@ def run(args: argparse.Namespace) -> int:
                 hint="leave --python out: capture locks for the interpreter's own Python",
             )
     else:
-        captured = capture_freeze(args.freeze)
+        return run_freeze(args, out)
+    for flag, value in (
+        ("--os-info", args.os_info),
+        ("--with", args.with_),
+        ("--strict", args.strict),
+    ):
+        if value:
+            raise UsageError(f"{flag} goes with -r FREEZE", hint=f"leave {flag} out with --venv")
     from envlock.bundle.folder import LockRequest, lock_folder
     from envlock.resolve import Constraints, resolve
 
@@ -280,3 +317,351 @@ def _print(
             sys.stdout.write(f"  {line}\n")
     else:
         sys.stdout.write("every captured distribution is locked at its installed version\n")
+
+
+def _rerun(args: argparse.Namespace) -> Callable[[Sequence[str]], str]:
+    """The capture as given, as a command line that takes ``more`` arguments too."""
+    base = ["envlock", "capture", "-r", args.freeze]
+    for flag, value in (
+        ("--os-info", args.os_info),
+        ("--python", args.python),
+        ("--cuda-source", args.cuda_source),
+        ("--index-url", args.index_url),
+    ):
+        if value:
+            base += [flag, value]
+    if args.resolver != "uv":
+        base += ["--resolver", args.resolver]
+    for pin in args.with_:
+        base += ["--with", pin]
+    base += ["-o", args.output]
+
+    def rerun(more: Sequence[str]) -> str:
+        return shlex.join([*base, *more])
+
+    return rerun
+
+
+def _with_pins(args: argparse.Namespace, rows: list[Installed]) -> list[Installed]:
+    """The freeze's rows with each --with NAME==VERSION in place of NAME's line."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    from envlock.lock.freeze import Installed
+
+    given: dict[str, Installed] = {}
+    for text in args.with_:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement as e:
+            raise UsageError(
+                f"--with {text!r}: not a requirement ({e})", hint="--with NAME==VERSION"
+            ) from None
+        specs = list(req.specifier)
+        if req.url or len(specs) != 1 or specs[0].operator != "==":
+            raise UsageError(
+                f"--with {text!r}: not one pinned version", hint="--with NAME==VERSION"
+            )
+        name = canonicalize_name(req.name)
+        given[name] = Installed(name, specs[0].version, None, None, f"{name}=={specs[0].version}")
+    out = [given.pop(canonicalize_name(r.name), r) if r.name else r for r in rows]
+    return out + list(given.values())
+
+
+def run_freeze(args: argparse.Namespace, out: Path) -> int:
+    """``envlock capture -r FREEZE``: lock what can be locked, list the rest."""
+    from packaging.utils import canonicalize_name
+
+    from envlock.bundle import left_out as lofile
+    from envlock.bundle.folder import LockRequest
+    from envlock.index.config import index_url
+    from envlock.lock.freeze import framework_names, is_cuda_wheel
+    from envlock.lockplatform import Target
+    from envlock.resolve import Constraints, resolve
+    from envlock.venv import leftout
+    from envlock.venv.capture import captured_from, freeze_rows
+
+    origin = f"-r {args.freeze}"
+    rows = _with_pins(args, freeze_rows(args.freeze))
+    captured = captured_from(origin, rows)
+    lines: dict[str, str] = {canonicalize_name(r.name): r.describe() for r in rows if r.name}
+    index = index_url(args.index_url)
+    names = [leftout.pin_of(p)[0] for p in captured.pins]
+    if args.offline:
+        raise UsageError(
+            "-r with --offline: a capture of a freeze reads the index's pages to sort its lines",
+            hint="leave --offline out",
+        )
+    found = leftout.pages(names, index)
+    if args.os_info:
+        full = leftout.read_os_info(args.os_info)
+        minor = ".".join(full.split(".")[:2])
+        if args.python and args.python != minor:
+            raise UsageError(
+                f"--python {args.python}: --os-info {args.os_info} says Python {full}",
+                hint="leave --python out: the platform's own Python is the one to lock for",
+            )
+        choice = leftout.PythonChoice(
+            minor, f"Python {minor}: --os-info {args.os_info} says Python {full}"
+        )
+    elif args.python:
+        choice = leftout.PythonChoice(args.python, f"Python {args.python}: --python")
+    else:
+        choice = leftout.choose_python(captured.pins, found)
+
+    against = leftout.contradicting(captured.pins, found, choice.python)
+    if against and (args.python or args.os_info):
+        raise _contradicted(
+            args, choice.python, against, lines, leftout.choose_python(captured.pins, found)
+        )
+    spec = f"{captured.framework}=={captured.version}"
+    cuda_source = args.cuda_source or captured.cuda_source
+    constraints = Constraints(spec=spec, python=choice.python, cuda_source=cuda_source)
+    resolution = resolve(constraints)
+    target = Target.for_lock(resolution.python, resolution.os)
+    venv_python = str(out / ".venv" / "bin" / "python")
+    commands = leftout.Commands(_rerun(args), venv_python, args.index_url)
+    keep, left = leftout.triage(
+        [(p, lines.get(leftout.pin_of(p)[0], p)) for p in captured.pins],
+        found,
+        target,
+        commands,
+        index=index,
+    )
+    pinned = {leftout.pin_of(p)[0] for p in captured.pins}
+    taken = pinned | framework_names(captured.framework)
+    for r in rows:
+        name = canonicalize_name(r.name) if r.name else ""
+        if not (name in taken or (name and is_cuda_wheel(name))):
+            left.append(leftout.not_pinned(r, commands))
+    left.sort(key=lambda item: (list(lofile.REASONS).index(item.reason), item.line.lower()))
+    total = len(rows)
+    if args.strict and left:
+        listing = "\n".join(f"  {item.describe()}" for item in left)
+        sys.stderr.write(
+            f"envlock: {len(left)} of {total} line(s) of {args.freeze} would be left out "
+            f"(--strict; nothing written):\n{listing}\n"
+        )
+        return 1
+
+    def counted(locked: Lock) -> dict[str, bytes]:
+        record = lofile.LeftOutFile(
+            origin,
+            resolution.python,
+            choice.how,
+            total,
+            _locked_lines(rows, locked, left),
+            tuple(left),
+        )
+        return {lofile.FILE: record.to_bytes()}
+
+    request = LockRequest(
+        constraints=constraints,
+        output=out,
+        with_requirements=(),
+        resolver=args.resolver,
+        index_url=args.index_url,
+        force=args.force,
+        extra_files=counted,
+    )
+    written = _lock_rounds(request, resolution, keep, left, lines, commands)
+    locked_n = _locked_lines(rows, written.lock, left)
+    said = [n for n in captured.notes if not n.startswith("left out: ")]  # listed below
+    notes = [*said, *_locked_anyway(captured, written), *written.notes]
+    _record_origin(captured, written.folder, notes)
+    differs = _differs(rows, written.lock, left)
+    _print_partial(args, captured, written, notes, choice, left, total, locked_n, differs)
+    return 1 if args.strict and left else 0
+
+
+def _differs(rows: Sequence[Installed], locked: Lock, left: Sequence[LeftOut]) -> list[str]:
+    """The freeze lines the lock holds at another version (or not at all), not left out."""
+    from packaging.utils import canonicalize_name
+
+    have = {p.name: p.version for p in locked.packages}
+    out_lines = {item.line for item in left}
+    out = []
+    for r in rows:
+        if not r.name or r.version is None or r.describe() in out_lines:
+            continue
+        name = canonicalize_name(r.name)
+        got = have.get(name)
+        if got is None or not _same(got, r.version):
+            out.append(f"{r.describe()}: locked {got or 'not at all'}")
+    return out
+
+
+def _same(a: str, b: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
+
+
+def _locked_lines(rows: Sequence[Installed], locked: Lock, left: Sequence[LeftOut]) -> int:
+    """The freeze lines the lock holds at the line's own version."""
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
+    have = {p.name: p.version for p in locked.packages}
+    out_lines = {item.line for item in left}
+    n = 0
+    for r in rows:
+        if not r.name or r.version is None or r.describe() in out_lines:
+            continue
+        got = have.get(canonicalize_name(r.name))
+        try:
+            if got is not None and Version(got) == Version(r.version):
+                n += 1
+        except InvalidVersion:
+            continue
+    return n
+
+
+def _print_partial(
+    args: argparse.Namespace,
+    captured: Captured,
+    written: LockedFolder,
+    notes: list[str],
+    choice: PythonChoice,
+    left: Sequence[LeftOut],
+    total: int,
+    locked_n: int,
+    differs: Sequence[str],
+) -> None:
+    from envlock.bundle import left_out as lofile
+    from envlock.commands.lock import _print_lock
+
+    locked = {p.name: p.version for p in written.lock.packages}
+    line = lofile.summary(locked_n, total, left, other=len(differs))
+    if args.json:
+        from envlock.output import emit_json
+
+        emit_json(
+            {
+                "captured": captured.to_dict(),
+                "origin": None,
+                "python": {
+                    "version": choice.python,
+                    "how": choice.how,
+                    "deciding": list(choice.deciding),
+                },
+                "dir": str(written.folder),
+                "lock_digest": f"sha256:{written.digest}",
+                "gpu": written.lock.gpu.to_dict() if written.lock.gpu else None,
+                "packages": [{"name": n, "version": v} for n, v in sorted(locked.items())],
+                "differs": list(differs),
+                "left_out": [item.to_dict() for item in left],
+                "lines": total,
+                "locked": locked_n,
+                "summary": line,
+                "notes": notes,
+                "files": list(written.files),
+            }
+        )
+        return
+    for note in notes:
+        sys.stderr.write(f"envlock: note: {note}\n")
+    for problem in written.lock.gpu.problems if written.lock.gpu else ():
+        sys.stderr.write(f"envlock: warning: {problem}\n")
+    _print_lock(argparse.Namespace(json=False), written)
+    write = sys.stdout.write
+    write(f"{choice.how}\n")
+    for why in choice.deciding:
+        write(f"  {why}\n")
+    if differs:
+        write("locked at other versions than the freeze's:\n")
+        for text in differs:
+            write(f"  {text}\n")
+    if left:
+        write(f"left out ({len(left)}; recorded in {written.folder / lofile.FILE}):\n")
+        for item in left:
+            write(f"  {item.describe()}\n")
+            write(
+                f"    take it in: {item.command}\n"
+                if item.command
+                else "    take it in: no command yet\n"
+            )
+    write(line + "\n")
+
+
+def _contradicted(
+    args: argparse.Namespace,
+    python: str,
+    against: Sequence[tuple[str, str]],
+    lines: dict[str, str],
+    fits: PythonChoice,
+) -> UsageError:
+    """A --python (or --os-info) that the freeze's own pins exclude, each line named."""
+    from envlock.venv.leftout import pin_of
+
+    shown = "\n".join(
+        f"  {lines.get(pin_of(pin)[0], pin)}: Requires-Python {spec}" for pin, spec in against[:20]
+    )
+    if len(against) > 20:
+        shown += f"\n  ... and {len(against) - 20} more"
+    flag = f"--python {python}" if args.python else f"--os-info {args.os_info} (Python {python})"
+    again = _rerun(args)(()).replace(f" --python {python}", "")
+    return UsageError(
+        f"{flag} contradicts {len(against)} line(s) of {args.freeze}, whose Requires-Python "
+        f"excludes Python {python}:\n{shown}",
+        hint=f"capture a freeze made under Python {python}, or let the pins choose "
+        f"({fits.how.split(':', 1)[0]}): {again}",
+    )
+
+
+ROUNDS = 8  # the most resolver runs one capture makes while it leaves out dependents
+
+
+def _lock_rounds(
+    request: LockRequest,
+    resolution: Resolution,
+    keep: list[str],
+    left: list[LeftOut],
+    lines: dict[str, str],
+    commands: Commands,
+) -> LockedFolder:
+    """Lock ``keep``; where the resolver says a kept pin needs a distribution that
+    was left out (it has no wheel here), that pin is left out too, named with
+    what it needs, and the rest is locked again (at most ROUNDS runs)."""
+    import re
+    from dataclasses import replace
+
+    from envlock.bundle.folder import lock_folder
+    from envlock.bundle.left_out import LeftOut
+    from envlock.venv.leftout import pin_of
+
+    for _ in range(ROUNDS):
+        try:
+            return lock_folder(replace(request, with_requirements=tuple(keep)), resolution)
+        except NoResolution as e:
+            said = e.message
+            required = {f"{pin_of(p)[0]}=={pin_of(p)[1]}": p for p in keep}
+            culprits = [
+                required[f"{m.group(1).lower()}=={m.group(2)}"]
+                for m in re.finditer(r"you require ([A-Za-z0-9._-]+)==([^\s,;]+)", said)
+                if f"{m.group(1).lower()}=={m.group(2)}" in required
+            ]
+            gone = sorted({item.name for item in left if item.name and item.name in said})
+            needs = re.findall(r"depends on ([A-Za-z0-9._\[\]-]+[^\s,]*)", said)
+            if not culprits:
+                raise
+            for pin in dict.fromkeys(culprits):
+                keep.remove(pin)
+                what = needs[-1] if needs else ", ".join(gone) or "a distribution"
+                left.append(
+                    LeftOut(
+                        lines.get(pin_of(pin)[0], pin),
+                        pin_of(pin)[0],
+                        "no-distribution",
+                        f"it depends on {what}, which has no wheel for this Python/platform "
+                        "(left out above); pip installs its own wheel without it",
+                        commands.pip_install(pin),
+                    )
+                )
+    raise NoResolution(
+        f"the resolver still fails after {ROUNDS} runs that left out dependents of left-out lines",
+        hint="capture with --strict to see every line left out, then trim the freeze",
+    )

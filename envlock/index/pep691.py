@@ -3,8 +3,8 @@
 ``project_files(sess, index, project)`` asks for one project's page with
 ``Accept: application/vnd.pypi.simple.v1+json`` through ``envlock.index.http`` (its
 timeouts, retries and exit-3 network errors), and returns every file with
-url (made absolute against the page's own URL), sha256, size, upload time and
-yanked flag, as the index states them.
+url (made absolute against the page's own URL), sha256, size, upload time,
+yanked flag and Requires-Python, as the index states them.
 
 Every failure becomes an EnvlockError here, in one wording: the network
 (through ``envlock.index.http``, exit 3), a page that is not PEP 691 JSON (bad
@@ -37,6 +37,7 @@ class IndexFile:
     size: int | None
     upload_time: str  # "" when the index states none
     yanked: bool
+    requires_python: str = ""  # the file's Requires-Python as the index states it; "" when none
 
 
 def page_url(index: str, project: str) -> str:
@@ -98,6 +99,7 @@ def parse_files(entries: list[Any], base: str) -> list[IndexFile]:
                 size=int(size) if isinstance(size, int) else None,
                 upload_time=str(e.get("upload-time") or ""),
                 yanked=bool(e.get("yanked", False)),
+                requires_python=str(e.get("requires-python") or ""),
             )
         )
     return out

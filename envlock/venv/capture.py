@@ -354,11 +354,19 @@ capture_venv = capture_interpreter  # the name capture had when --venv took only
 def capture_freeze(path: str) -> Captured:
     """A ``pip freeze`` file -> Captured: name==version lines pinned; ``name @ URL``
     and ``-e`` lines left out, each with a note saying why."""
+    return captured_from(f"-r {path}", freeze_rows(path))
+
+
+def freeze_rows(path: str) -> list[Installed]:
+    """The lines of a ``pip freeze``, each as an Installed; a name listed twice is
+    bad input (exit 2), both lines named."""
     from envlock.bundle.folder import read_requirement_file
+    from envlock.venv.leftout import duplicates
 
     origin = f"-r {path}"
     rows = [installed_line(line, origin) for line in read_requirement_file(path, options=True)]
-    return captured_from(origin, rows)
+    duplicates([(canonicalize_name(r.name) if r.name else "", r.describe()) for r in rows], origin)
+    return rows
 
 
 @dataclass(frozen=True)
