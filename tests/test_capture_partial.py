@@ -56,6 +56,7 @@ def _os_info(tmp_path: Path) -> Path:
 
 
 @pytest.mark.venv
+@pytest.mark.slow  # five resolver rounds, a venv and a direct install run as printed: 36 s loaded
 def test_a_partial_capture_locks_the_rest_and_names_every_line_left_out(
     index: FakeIndex, tmp_path: Path
 ) -> None:
