@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envlock.errors import CheckFailed, EnvironmentFailure, UsageError
+from envlock.fsutil import write_files
 from envlock.venv.install import (
     INSTALL_TIMEOUT,
     RestoreRequest,
@@ -450,7 +451,7 @@ def _finish_switch(venv: Path) -> list[str]:
     """A switch that a killed restore left half done (its journal beside the venv),
     finished first, under the venv's lock: before any check can end this run, so
     the venv path is never left missing (issue #38, break 14)."""
-    if not journal_path(venv).exists():
+    if not os.path.lexists(journal_path(venv)):
         return []
     with locked(venv):
         return recover(venv)
@@ -525,7 +526,8 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
         if converted:
             previous = venv.parent / f"{venv.name}{SUFFIX}0"
             journal = journal_path(venv)
-            journal.write_text(json.dumps({"to": new.name}), encoding="utf-8")
+            # a rename into place: a link planted at the name is replaced, never written through
+            write_files(journal.parent, {journal.name: json.dumps({"to": new.name})})
             os.rename(venv, previous)
             os.replace(link, venv)
             journal.unlink()
