@@ -369,3 +369,19 @@ def test_a_kernel_json_that_is_a_link_is_not_read(tmp_path: Path) -> None:
         f"the kernelspec {spec / 'kernel.json'}: a symbolic link (to {secret}); envlock does "
         "not read through it"
     )
+
+
+def test_restores_smoke_test_tells_absent_runtime_settings_from_unreadable(tmp_path: Path) -> None:
+    """venv/restore.py smoke: a runtime.json that was a FIFO or a folder read as
+    absent (is_file() false), and the smoke test ran without the bundle's runtime
+    settings; now exit 2 naming it, before anything runs."""
+    from envlock.venv.install import RestoreRequest
+    from envlock.venv.restore import smoke
+
+    _fifo(tmp_path / "runtime.json")
+    req = RestoreRequest(bundle=tmp_path, venv=tmp_path / "venv")
+    error = _within(lambda: smoke(req, Path("/nonexistent/python")))
+    assert isinstance(error, UsageError) and error.exit_code == 2
+    assert error.message == (
+        f"runtime settings {tmp_path / 'runtime.json'}: not a regular file (a FIFO)"
+    )

@@ -213,7 +213,11 @@ def smoke(req: RestoreRequest, python: Path) -> dict[str, object]:
     argv += ["--no-benchmark"] + (["--allow-cpu"] if req.allow_cpu else [])
     env = dict(os.environ)
     runtime = req.bundle / "runtime.json"
-    if runtime.is_file():
+    # absent: the defaults; there but not a small regular file (a FIFO, a device, a
+    # folder): exit 2 naming it, not a smoke test that silently ran without it
+    from envlock.readers import MAX_JSON_BYTES, read_optional
+
+    if read_optional(runtime, "runtime settings", limit=MAX_JSON_BYTES) is not None:
         env["ENVLOCK_RUNTIME_CONFIG"] = str(runtime)
     env.pop("PYTHONPATH", None)
     try:
