@@ -310,11 +310,11 @@ class OciStore:
                 headers["OCI-Subject"] = subject["digest"]
             return Answer(201, headers)
         if kind == "manifests":
-            if self.interleave is not None and h.command == "GET" and not ref.startswith("sha256:"):
-                self.interleave.get(ref)
             with self.lock:
                 digest = self.tags.get(ref, ref)
                 found = self.manifests.get(digest)
+            if self.interleave is not None and h.command == "GET" and not ref.startswith("sha256:"):
+                self.interleave.get(ref)  # after the read: both answers are of the same index
             if found is None:
                 return Answer.json({"errors": [{"code": "MANIFEST_UNKNOWN"}]}, 404)
             headers = {"Content-Type": found[0], "Docker-Content-Digest": digest}
@@ -348,9 +348,10 @@ class OciStore:
 
 class Interleave:
     """Two writers of one tag, interleaved by the registry, not by timing: the first
-    two GETs of the tag are answered only when both have arrived (both writers read
-    the same index), and the second PUT to the tag is held until ``release`` is set
-    (the test sets it once the first writer's attach has returned): the lost update
+    two GETs of the tag are answered only when both have arrived, each with the index
+    as it was when it arrived (both writers read the same index), and the second PUT
+    to the tag is held until ``release`` is set (the test sets it once the first
+    writer's attach has returned): the lost update
     a read-back cannot see, as a registry without conditional PUTs allows it. Every
     wait gives up after ``timeout`` seconds, so a test never hangs on it."""
 

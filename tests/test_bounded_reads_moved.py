@@ -295,6 +295,7 @@ def _fake_venv(tmp_path: Path) -> Path:
     return venv
 
 
+@pytest.mark.other_python  # the stand-in for a venv's python
 @pytest.mark.parametrize("where", ["user", "prefix"])
 def test_a_kernelspec_is_never_installed_through_a_planted_link(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
@@ -345,6 +346,7 @@ def test_a_kernelspec_is_never_installed_through_a_planted_link(
     assert sorted(p.name for p in (victim / "tf215").iterdir()) == ["notes.txt"]
 
 
+@pytest.mark.other_python
 def test_a_kernel_json_that_is_a_link_is_not_read(tmp_path: Path) -> None:
     """The kernel.json ipykernel reports is read with O_NOFOLLOW: a link is exit 3."""
     from envlock.venv.install import RestoreRequest
