@@ -7,7 +7,11 @@ a document nested too deeply is one ``EnvlockError`` naming the file and the
 problem (exit 2 unless the caller gives another error class), never a
 traceback.
 
-- ``read_bytes(path, what)``: a regular file's bytes, bounded in size.
+- ``read_bytes(path, what)``: a regular file's bytes, bounded in size
+  (``follow=False``: a link at the path is refused, not read through).
+- ``read_optional(path, what)``: the same, or None when nothing is there; a file
+  that is there but cannot be read is an error, never None (absent is not
+  unreadable).
 - ``read_member(zf, name, label)``: a zip member's bytes, bounded by its declared
   and its actual size.
 - ``read_text(path, what)``: strict UTF-8 text.
@@ -85,24 +89,72 @@ def read_bytes(
     limit: int = MAX_BYTES,
     hint: str | None = None,
     error: ErrorClass = UsageError,
+    follow: bool = True,
 ) -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` of them."""
+    """The bytes of the regular file ``path``, at most ``limit`` of them. With
+    ``follow=False`` a symbolic link at ``path`` is refused, not followed."""
+    data = read_optional(path, what, limit=limit, hint=hint, error=error, follow=follow)
+    if data is None:
+        raise error(f"{_label(path, what)}: no such file", hint=hint or "check the path")
+    return data
+
+
+def read_optional(
+    path: str | os.PathLike[str],
+    what: str = "",
+    *,
+    limit: int = MAX_BYTES,
+    hint: str | None = None,
+    error: ErrorClass = UsageError,
+    follow: bool = True,
+) -> bytes | None:
+    """The bytes of the regular file ``path`` as ``read_bytes`` reads them, or None
+    when nothing is there. Absent and unreadable are different results: a file
+    that is there but is a folder, a FIFO, a device, a link (``follow=False``) or
+    a dangling link, over ``limit``, or not readable is ``error`` naming it, never
+    None. The file is opened without blocking and checked on its open descriptor,
+    so a FIFO put in its place between a check and the read is never read."""
     label = _label(path, what)
     hint = hint or "check the path"
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        info = os.stat(path)
-        if stat.S_ISDIR(info.st_mode):
-            raise error(f"{label}: is a folder, not a file", hint=hint)
-        if not stat.S_ISREG(info.st_mode):
-            raise error(f"{label}: not a regular file", hint=hint)
-        if info.st_size > limit:
-            raise error(f"{label}: {info.st_size} bytes, more than the {limit} allowed", hint=hint)
-        with open(path, "rb") as f:
-            data = read_capped(f, limit)
-    except FileNotFoundError:
-        raise error(f"{label}: no such file", hint=hint) from None
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            if os.path.islink(path):
+                raise error(
+                    f"{label}: a symbolic link to {shown(os.readlink(path))}, which does not exist",
+                    hint=hint,
+                ) from None
+            return None
+        except OSError:
+            if not follow and os.path.islink(path):  # ELOOP under O_NOFOLLOW
+                raise error(
+                    f"{label}: a symbolic link (to {shown(os.readlink(path))}); envlock does "
+                    "not read through it",
+                    hint=hint,
+                ) from None
+            raise
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode):
+                raise error(f"{label}: is a folder, not a file", hint=hint)
+            if not stat.S_ISREG(info.st_mode):
+                raise error(f"{label}: not a regular file ({_kind(info.st_mode)})", hint=hint)
+            if info.st_size > limit:
+                raise error(
+                    f"{label}: {info.st_size} bytes, more than the {limit} allowed", hint=hint
+                )
+            with os.fdopen(os.dup(fd), "rb") as f:
+                data = read_capped(f, limit)
+        finally:
+            os.close(fd)
     except PermissionError:
         raise error(f"{label}: permission denied", hint=hint) from None
+    except IsADirectoryError:
+        raise error(f"{label}: is a folder, not a file", hint=hint) from None
     except OSError as e:
         raise error(f"{label}: cannot read it ({e.strerror or e})", hint=hint) from None
     except ValueError:  # a NUL byte or a lone surrogate in the path
@@ -110,6 +162,16 @@ def read_bytes(
     if len(data) > limit:
         raise error(f"{label}: more than the {limit} bytes allowed", hint=hint)
     return data
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a file"
 
 
 MAX_MEMBER_BYTES = 4 * 1024 * 1024  # METADATA, build_info.py, a CUDA header: a few KB each
@@ -182,9 +244,10 @@ def read_text(
     limit: int = MAX_BYTES,
     hint: str | None = None,
     error: ErrorClass = UsageError,
+    follow: bool = True,
 ) -> str:
     """The file's text, strict UTF-8."""
-    data = read_bytes(path, what, limit=limit, hint=hint, error=error)
+    data = read_bytes(path, what, limit=limit, hint=hint, error=error, follow=follow)
     return decode_text(data, _label(path, what), hint=hint, error=error)
 
 
@@ -360,9 +423,10 @@ def read_json(
     max_depth: int = MAX_DEPTH,
     hint: str | None = None,
     error: ErrorClass = UsageError,
+    follow: bool = True,
 ) -> Any:
     """The strict JSON document in the file (see ``parse_json``)."""
-    data = read_bytes(path, what, limit=limit, hint=hint, error=error)
+    data = read_bytes(path, what, limit=limit, hint=hint, error=error, follow=follow)
     return parse_json(
         data, _label(path, what), limit=limit, max_depth=max_depth, hint=hint, error=error
     )

@@ -9,6 +9,7 @@ stops writing (broken pipe), so no loop outlives the test.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -147,9 +148,10 @@ class HostileRegistry:
             answer if callable(answer) else (lambda _h, a=answer: a)  # type: ignore[misc]
         )
 
-    def store(self, referrers_api: bool = True, page_size: int = 0) -> OciStore:
-        """Answer every request no route names from an in-memory OCI 1.1 registry."""
-        store = OciStore(referrers_api, page_size)
+    def store(self, referrers_api: bool = True, page_size: int = 0, **kw: bool) -> OciStore:
+        """Answer every request no route names from an in-memory OCI 1.1 registry
+        (``etags``, ``if_match``: see OciStore)."""
+        store = OciStore(referrers_api, page_size, **kw)
         self.server.fallback = store
         return store
 
@@ -246,13 +248,25 @@ class OciStore:
     make any one answer hostile. ``referrers_api=False`` answers the referrers path
     404, as Debian's docker-registry 2.8 does."""
 
-    def __init__(self, referrers_api: bool = True, page_size: int = 0) -> None:
+    def __init__(
+        self,
+        referrers_api: bool = True,
+        page_size: int = 0,
+        *,
+        etags: bool = False,
+        if_match: bool = False,
+    ) -> None:
         self.referrers_api = referrers_api
         self.page_size = page_size  # > 0: the referrers list in pages, a Link to the next
+        self.etags = etags  # a manifest GET answers ETag: "<digest>" (as distribution does)
+        self.if_match = if_match  # a manifest PUT honours If-Match / If-None-Match: * (412)
         self.blobs: dict[str, bytes] = {}
         self.manifests: dict[str, tuple[str, bytes]] = {}  # digest -> (media type, body)
         self.tags: dict[str, str] = {}  # tag -> digest
         self.uploads = 0
+        self.lock = threading.Lock()  # a conditional PUT checks and sets in one step
+        self.refused = 0  # PUTs answered 412
+        self.interleave: Interleave | None = None
 
     def __call__(self, h: Handler) -> Answer:
         from urllib.parse import parse_qs
@@ -276,22 +290,37 @@ class OciStore:
         if kind == "manifests" and h.command == "PUT":
             digest = "sha256:" + hashlib.sha256(h.body).hexdigest()
             media = h.headers.get("Content-Type", "")
-            self.manifests[digest] = (media, h.body)
-            if not ref.startswith("sha256:"):
-                self.tags[ref] = digest
+            if self.interleave is not None and not ref.startswith("sha256:"):
+                self.interleave.put(ref)
+            with self.lock:
+                if self.if_match and not ref.startswith("sha256:"):
+                    now = self.tags.get(ref)
+                    match, none = h.headers.get("If-Match"), h.headers.get("If-None-Match")
+                    if (match is not None and match != f'"{now}"') or (
+                        none == "*" and now is not None
+                    ):
+                        self.refused += 1
+                        return Answer.json({"errors": [{"code": "PRECONDITION_FAILED"}]}, 412)
+                self.manifests[digest] = (media, h.body)
+                if not ref.startswith("sha256:"):
+                    self.tags[ref] = digest
             headers = {"Docker-Content-Digest": digest}
             subject = json.loads(h.body).get("subject")
             if subject and self.referrers_api:
                 headers["OCI-Subject"] = subject["digest"]
             return Answer(201, headers)
         if kind == "manifests":
-            digest = self.tags.get(ref, ref)
-            found = self.manifests.get(digest)
+            with self.lock:
+                digest = self.tags.get(ref, ref)
+                found = self.manifests.get(digest)
+            if self.interleave is not None and h.command == "GET" and not ref.startswith("sha256:"):
+                self.interleave.get(ref)  # after the read: both answers are of the same index
             if found is None:
                 return Answer.json({"errors": [{"code": "MANIFEST_UNKNOWN"}]}, 404)
-            return Answer(
-                200, {"Content-Type": found[0], "Docker-Content-Digest": digest}, [found[1]]
-            )
+            headers = {"Content-Type": found[0], "Docker-Content-Digest": digest}
+            if self.etags:
+                headers["ETag"] = f'"{digest}"'
+            return Answer(200, headers, [found[1]])
         if kind == "referrers" and self.referrers_api and h.command == "GET":
             listed = []
             for digest, (media, body) in self.manifests.items():
@@ -315,6 +344,41 @@ class OciStore:
             }
             return Answer.json(index, **headers)
         return Answer.json({"errors": []}, 404)
+
+
+class Interleave:
+    """Two writers of one tag, interleaved by the registry, not by timing: the first
+    two GETs of the tag are answered only when both have arrived, each with the index
+    as it was when it arrived (both writers read the same index), and the second PUT
+    to the tag is held until ``release`` is set (the test sets it once the first
+    writer's attach has returned): the lost update
+    a read-back cannot see, as a registry without conditional PUTs allows it. Every
+    wait gives up after ``timeout`` seconds, so a test never hangs on it."""
+
+    def __init__(self, timeout: float = 20.0) -> None:
+        self.timeout = timeout
+        self.readers = threading.Barrier(2)
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+        self.gets = 0
+        self.puts = 0
+        self.held = 0  # PUTs that waited for release
+
+    def get(self, tag: str) -> None:
+        with self.lock:
+            self.gets += 1
+            first_two = self.gets <= 2
+        if first_two:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                self.readers.wait(self.timeout)
+
+    def put(self, tag: str) -> None:
+        with self.lock:
+            self.puts += 1
+            second = self.puts == 2
+        if second:
+            self.held += 1
+            self.release.wait(self.timeout)
 
 
 def peak_of(fn: Callable[[], Any]) -> tuple[Any, int]:

@@ -26,32 +26,23 @@ RAW = {"open", "read_bytes", "read_text", "load"}  # load: json.load / tomllib.l
 
 # module -> (calls, why they are not unbounded reads of user input)
 KNOWN: dict[str, tuple[int, str]] = {
-    "bundle/check.py": (1, "a bundle file whose size the manifest states; to move"),
-    "bundle/folder.py": (2, "files of the bundle being written, under its lock; to move"),
     "bundle/manifest.py": (5, "the bundle's own journal, manifest and files, under its lock"),
     "bundle/origin.py": (1, "/etc/machine-id, a system file"),
-    "ci/build.py": (1, "a cell's Dockerfile, which ci lock wrote; to move"),
-    "ci/reuse.py": (4, "files of the cells folder ci lock and ci build wrote; to move"),
-    "ci/workflow.py": (1, "the workflow file -o names, compared before it is replaced; to move"),
-    "commands/notebook.py": (2, "envlock's own package files; the .pth notebook install wrote"),
+    "commands/notebook.py": (1, "envlock's own package files (the shim notebook install copies)"),
     "doctor/knownerrors.py": (1, "envlock's own known_errors.toml (package data)"),
     "doctor/runner.py": (1, "--log, opened to be read line by line (a log is long by nature)"),
     "fsutil.py": (1, "sha256_file: streamed in chunks, nothing kept"),
-    "image/build.py": (1, "the Dockerfile of the build context envlock rendered; to move"),
     "lock/gpufacts.py": (1, "a range of a file:// wheel, no longer than the range asked for"),
     "lock/pip.py": (1, "the --report the run's own pip wrote in a temp folder"),
     "lock/uv.py": (2, "files the run's own uv wrote in a temp folder"),
     "matrix/cache.py": (1, "the matrix and parser files hashed for the cache's stamp"),
     "notebook.py": (1, "the extension's notebook.json (standard library only, runs in kernels)"),
-    "readers.py": (1, "read_bytes itself, after its regular-file and size checks"),
     "render/__init__.py": (2, "envlock's own templates and runtime module"),
     "render/envlock_runtime.py": (2, "runs in the image: its own runtime settings file"),
     "resources.py": (2, "envlock's own package data"),
     "smoke/__init__.py": (1, "envlock's own harness source"),
     "smoke/container.py": (1, "envlock's own harness source, put into the container"),
     "venv/interpreter.py": (1, "envlock's own probe source"),
-    "venv/kernel.py": (1, "a kernel.json of the user's Jupyter; to move onto readers.read_json"),
-    "venv/venvlink.py": (1, "restore's own journal, under the venv's lock; to move"),
 }
 
 

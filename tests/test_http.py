@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fixtures.index.fakeindex import FakeIndex, closed_port
@@ -125,3 +126,122 @@ def test_a_range_answer_that_does_not_end_is_cut_off_at_the_range(
     )
     assert e.value.exit_code == 3
     assert sent and sent[0] < 64 << 20  # the client hung up long before the end
+
+
+class _Trickle:
+    """A server on 127.0.0.1 that answers every request with a status line, then
+    headers one byte every 0.2 s, for up to 60 s (it stops when the client hangs up):
+    each byte resets a read timeout, so only a deadline on the whole wait ends it."""
+
+    def __init__(self) -> None:
+        import socket
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.served = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        import threading
+
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: Any) -> None:
+        import time
+
+        self.served += 1
+        with conn:
+            try:
+                conn.settimeout(5)
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+                ends = time.monotonic() + 60
+                while time.monotonic() < ends:
+                    conn.sendall(b"a")
+                    time.sleep(0.2)
+            except OSError:  # the client hung up
+                pass
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def trickle() -> Iterator[_Trickle]:
+    server = _Trickle()
+    yield server
+    server.close()
+
+
+def test_headers_that_trickle_in_meet_the_commands_deadline(
+    trickle: _Trickle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38, break 4 (the rest): the deadline watched bodies only; a server that
+    sends its headers one byte every 0.2 s never trips a 3 s read timeout, and held
+    the request for as long as it liked (60 s here). Now the socket is shut down
+    when the command's time is up: exit 3 naming the deadline, within seconds, and
+    no new try is made after it."""
+    import time
+
+    from envlock import deadline
+
+    monkeypatch.setenv("ENVLOCK_HTTP_TIMEOUT", "3")
+    url = f"http://127.0.0.1:{trickle.port}/simple/dep-a/"
+    deadline.start({"ENVLOCK_HTTP_DEADLINE": "1.5"})
+    started = time.monotonic()
+    try:
+        with http.session() as sess, pytest.raises(EnvironmentFailure) as e:
+            http.get(sess, url, index=url)
+    finally:
+        deadline.stop()
+    took = time.monotonic() - started
+    assert took < 5, took
+    assert e.value.exit_code == 3
+    assert e.value.message == (
+        f"the command's network deadline of 1.5 s ran out while waiting for the answer of {url}"
+    )
+    assert trickle.served == 1  # the retries did not ask again past the deadline
+
+
+def test_without_a_deadline_a_headers_wait_is_not_watched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Library calls outside a command: no timer, no pool hook in the way."""
+    from envlock import deadline
+
+    deadline.stop()
+    with http._headers_watched("http://x/") as taken:
+        assert taken.connections == []
+    assert getattr(http._taking, "box", None) is None
+
+
+def test_verify_from_a_registry_whose_headers_trickle_is_exit_3_within_the_deadline(
+    trickle: _Trickle,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same through a command: `verify --from-registry` against a registry that
+    trickles its headers ends in exit 3 within the deadline, no traceback."""
+    import time
+
+    from envlock.cli import main
+    from tests.report_support import make_keys
+
+    _, pub = make_keys(tmp_path, "team")
+    monkeypatch.setenv("ENVLOCK_HTTP_TIMEOUT", "3")
+    monkeypatch.setenv("ENVLOCK_HTTP_DEADLINE", "2")
+    image = f"127.0.0.1:{trickle.port}/team/tf@sha256:{'a' * 64}"
+    started = time.monotonic()
+    code = main(["verify", "--from-registry", "--image", image, "--key", str(pub)])
+    err = capsys.readouterr().err
+    assert time.monotonic() - started < 8
+    assert code == 3, err
+    assert "the command's network deadline of 2 s ran out while waiting for the answer of" in err
+    assert "Traceback" not in err

@@ -525,3 +525,37 @@ def test_a_relative_xdg_data_home_is_ignored(monkeypatch: pytest.MonkeyPatch) ->
     assert notebook_cmd.data_home(environ) == Path("/home/u/.local/share/envlock/notebook")
     environ = {"XDG_DATA_HOME": "/srv/data"}
     assert notebook_cmd.data_home(environ) == Path("/srv/data/envlock/notebook")
+
+
+@pytest.mark.venv
+def test_install_never_writes_the_extension_through_a_planted_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38: files envlock puts in shared places are not written through links.
+    The extension's own files went through atomic_write, which replaces the file a
+    link names; a link at the extension's folder was written into. Now a link at a
+    file is replaced, and one at the folder is exit 3 with nothing written."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    kernel = _bare_venv(tmp_path / "kernel")
+    assert main(["notebook", "install", "--venv", str(kernel), "--json"]) == 0
+    package = Path(json.loads(capsys.readouterr().out)["folder"])
+    victim = tmp_path / "victim.py"
+    victim.write_text("mine\n")
+    (package / "__init__.py").unlink()
+    (package / "__init__.py").symlink_to(victim)
+    assert main(["notebook", "install", "--venv", str(kernel), "--json"]) == 0
+    capsys.readouterr()
+    assert not (package / "__init__.py").is_symlink() and victim.read_text() == "mine\n"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    import shutil
+
+    shutil.rmtree(package)
+    package.symlink_to(elsewhere)
+    assert main(["notebook", "install", "--venv", str(kernel)]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"envlock: error: {package} is a symbolic link (to {elsewhere}); envlock does not "
+        "write the extension through it, nothing was written\n"
+    ), err
+    assert list(elsewhere.iterdir()) == []

@@ -17,7 +17,7 @@ import pytest
 
 from envlock import readers
 from envlock.cli import main
-from envlock.errors import DataError, UsageError
+from envlock.errors import DataError, EnvironmentFailure, UsageError
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden" / "render"
@@ -39,7 +39,7 @@ def test_read_text_refuses_each_kind_of_bad_file(tmp_path: Path) -> None:
     cases = [
         (tmp_path / "missing.txt", "no such file"),
         (tmp_path, "is a folder, not a file"),
-        (fifo, "not a regular file"),  # would block forever if opened
+        (fifo, "not a regular file (a FIFO)"),  # would block forever if opened
         (latin, "not UTF-8 text (byte 9, line 2)"),
         (surrogate, "not UTF-8 text (byte 1, line 1)"),
         (str(tmp_path / "nul\0byte"), "not a valid path"),
@@ -58,6 +58,46 @@ def test_read_bytes_bounds_the_size_and_takes_the_error_class(tmp_path: Path) ->
     with pytest.raises(DataError, match=r"big: 101 bytes, more than the 100 allowed$"):
         readers.read_bytes(big, limit=100, error=DataError)
     assert readers.read_bytes(big, limit=101) == b"x" * 101
+
+
+def test_read_optional_tells_absent_from_unreadable(tmp_path: Path) -> None:
+    """None only when nothing is there (issue #38: absent is not unreadable)."""
+    assert readers.read_optional(tmp_path / "missing") is None
+    good = tmp_path / "good"
+    good.write_bytes(b"ok")
+    assert readers.read_optional(good) == b"ok"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "gone")
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 11)
+    cases = [
+        (fifo, "not a regular file (a FIFO)"),
+        (Path("/dev/zero"), "not a regular file (a device)"),
+        (dangling, f"a symbolic link to {tmp_path / 'gone'}, which does not exist"),
+        (tmp_path, "is a folder, not a file"),
+        (big, "11 bytes, more than the 10 allowed"),
+    ]
+    for path, problem in cases:
+        with pytest.raises(EnvironmentFailure) as info:
+            readers.read_optional(path, "state", limit=10, error=EnvironmentFailure)
+        assert info.value.message == f"state {path}: {problem}"
+        assert info.value.exit_code == 3
+
+
+def test_follow_false_refuses_a_link_and_reads_a_file(tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    target.write_bytes(b"secret")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    assert readers.read_bytes(link) == b"secret"  # followed by default
+    assert readers.read_bytes(target, follow=False) == b"secret"
+    with pytest.raises(UsageError) as info:
+        readers.read_bytes(link, "kernel.json", follow=False)
+    assert info.value.message == (
+        f"kernel.json {link}: a symbolic link (to {target}); envlock does not read through it"
+    )
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
@@ -233,7 +273,7 @@ def test_matrix_file_that_is_a_fifo_is_refused_not_waited_on(
     os.mkfifo(fifo)  # opening it for reading would block until a writer comes
     code, err = run(["matrix", "show", "--matrix", str(fifo)], capsys)
     assert code == 2
-    assert err.startswith(f"envlock: error: {fifo}: not a regular file\n")
+    assert err.startswith(f"envlock: error: {fifo}: not a regular file (a FIFO)\n")
     bad = tmp_path / "big.toml"
     bad.write_text("schema_version = " + "1" * 5000 + "\n", encoding="utf-8")
     code, err = run(["matrix", "show", "--matrix", str(bad)], capsys)
@@ -271,7 +311,7 @@ def test_ca_cert_that_is_a_fifo_is_refused_not_waited_on(
     os.mkfifo(fifo)  # read_bytes() on it blocked forever
     code, err = run(["render", str(folder), "--ca-cert", str(fifo)], capsys)
     assert code == 2
-    assert err.startswith(f"envlock: error: --ca-cert {fifo}: not a regular file\n")
+    assert err.startswith(f"envlock: error: --ca-cert {fifo}: not a regular file (a FIFO)\n")
 
 
 @pytest.mark.parametrize(("text", "kind"), [("7", "int"), ('"ab"', "str"), ("[]", "list")])

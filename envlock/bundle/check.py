@@ -121,14 +121,14 @@ def diff_locks(old: Lock, new: Lock) -> list[str]:
 def compare_files(folder: Path, files: dict[str, bytes]) -> list[dict[str, str]]:
     """Each file lock would write, against DIR: same, differs, missing, or (for
     bootstrap.sh) not executable. Files in DIR that lock does not write are not
-    looked at."""
+    looked at. A file that is there but cannot be read (a FIFO, a device, over
+    64 MiB, no permission) is exit 2 naming it, not "missing"."""
+    from envlock.readers import read_optional
+
     rows: list[dict[str, str]] = []
     for name, data in files.items():
         path = folder / name
-        try:
-            current = path.read_bytes()
-        except OSError:
-            current = None
+        current = read_optional(path, hint=f"remove or replace {path}, then check again")
         row = {"path": name}
         if current is None:
             row["state"] = "missing"

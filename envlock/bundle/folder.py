@@ -32,7 +32,7 @@ from envlock.lock.freeze import split_frozen
 from envlock.lock.pylock import PYLOCK, pylock_text, read_lock
 from envlock.lock.requirements import REQUIREMENTS, requirements_text
 from envlock.model import Constraints, Lock, LockInput, Resolution
-from envlock.readers import read_text
+from envlock.readers import read_optional, read_text
 from envlock.render import (
     EXECUTABLE,
     RENDER_JSON,
@@ -194,13 +194,9 @@ def _prewarm(resolver: str, provisional: Lock, options: RenderOptions) -> None:
 
 
 def _input_bytes(folder: Path, names: tuple[str, ...]) -> dict[str, bytes | None]:
-    out: dict[str, bytes | None] = {}
-    for name in names:
-        try:
-            out[name] = (folder / name).read_bytes()
-        except OSError:
-            out[name] = None
-    return out
+    """The bytes of each file, None where it is absent; one that is there but
+    cannot be read is exit 2 naming it."""
+    return {name: read_optional(folder / name) for name in names}
 
 
 def lock_folder(
@@ -287,15 +283,13 @@ def _lock_bytes(folder: Path) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     for name in (PYLOCK, REQUIREMENTS):
         path = folder / name
-        try:
-            files[name] = path.read_bytes()
-        except FileNotFoundError:
+        data = read_optional(path)
+        if data is None:
             raise UsageError(
                 f"{path}: no such file; {folder} is not an envlock bundle",
                 hint="make one with `envlock lock SPEC -o DIR`",
-            ) from None
-        except OSError as e:
-            raise UsageError(f"{path}: cannot read it ({e.strerror or e})") from None
+            )
+        files[name] = data
     return files
 
 

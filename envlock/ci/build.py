@@ -116,10 +116,15 @@ def cell_ref(repository: ImageRef | None, cell: str) -> ImageRef:
 
 def check_cell(folder: Path, options: CiBuildOptions) -> None:
     """The checks `envlock build` makes before it contacts the engine, for one cell."""
-    from envlock.image.build import check_build_args, check_reference, declared_args
+    from envlock.image.build import (
+        check_build_args,
+        check_reference,
+        declared_args,
+        read_dockerfile,
+    )
 
     dockerfile = folder / "Dockerfile"
-    declared = declared_args(dockerfile.read_text(encoding="utf-8", errors="replace"))
+    declared = declared_args(read_dockerfile(dockerfile))
     args = dict(options.build_args)
     if options.base_image is not None:
         check_reference(options.base_image, "--base-image")

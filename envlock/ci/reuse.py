@@ -36,12 +36,17 @@ def cell_inputs(folder: Path, options: CiBuildOptions) -> str:
 
     from docker.utils.build import exclude_paths
 
-    from envlock.image.build import declared_args, final_base
+    from envlock.fsutil import sha256_file
+    from envlock.image.build import MAX_DOCKERFILE, declared_args, final_base, read_dockerfile
+    from envlock.readers import read_optional
 
     ignore = folder / ".dockerignore"
     patterns = []
-    if ignore.is_file():  # as docker-py's APIClient.build reads it
-        lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
+    # as docker-py's APIClient.build reads it; one that is there but cannot be read
+    # (a FIFO, over 1 MiB) is exit 2, not "no .dockerignore"
+    raw = read_optional(ignore, limit=MAX_DOCKERFILE, hint=f"remove or fix {ignore}")
+    if raw is not None:
+        lines = raw.decode("utf-8", errors="replace").splitlines()
         patterns = [x.strip() for x in lines if x.strip() and not x.strip().startswith("#")]
     names = sorted(set(exclude_paths(str(folder), patterns, dockerfile="Dockerfile")))
     files: dict[str, str] = {}
@@ -49,9 +54,9 @@ def cell_inputs(folder: Path, options: CiBuildOptions) -> str:
         if name in OUTPUT_NAMES:
             continue
         path = folder / name
-        if path.is_file() and not path.is_symlink():
-            files[name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    text = (folder / "Dockerfile").read_text(encoding="utf-8", errors="replace")
+        if path.is_file() and not path.is_symlink():  # streamed: nothing kept in memory
+            files[name] = sha256_file(path)
+    text = read_dockerfile(folder / "Dockerfile")
     declared = declared_args(text)
     args = {k: v for k, v in declared.items() if v is not None} | dict(options.build_args)
     if options.base_image is not None:
@@ -166,13 +171,29 @@ def _local_image(image_id: str) -> bool:
         return False
 
 
-def previous_cells(directory: Path) -> dict[str, dict[str, Any]]:
-    """The last summary.json's cells by id ({} when there is none or it cannot be read)."""
-    from envlock.ci.summary import SCHEMA, SUMMARY_NAME
+MAX_SUMMARY = 16 * 1024 * 1024  # one row per cell: a few KB each
 
+
+def previous_cells(directory: Path) -> dict[str, dict[str, Any]]:
+    """The last summary.json's cells by id: {} when there is none, or it is not
+    a summary of this schema (every cell is built again). One that is there but
+    cannot be read (a FIFO, a device, over 16 MiB, no permission) is exit 2
+    naming it: absent is not unreadable, and reuse must not guess."""
+    from envlock.ci.summary import SCHEMA, SUMMARY_NAME
+    from envlock.readers import JSONDefect, decode_json, read_optional
+
+    path = directory / SUMMARY_NAME
+    raw = read_optional(
+        path,
+        "the last run's",
+        limit=MAX_SUMMARY,
+        hint=f"remove {path} to build every cell again",
+    )
+    if raw is None:
+        return {}
     try:
-        doc = json.loads((directory / SUMMARY_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = decode_json(raw.decode("utf-8"))
+    except (UnicodeDecodeError, JSONDefect):
         return {}
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         return {}

@@ -212,13 +212,24 @@ def render_workflow(ctx: WorkflowContext) -> str:
         raise DataError(f"templates/{TEMPLATE}: {e.message}", hint="report this envlock bug") from e
 
 
+MAX_WORKFLOW = 1024 * 1024  # the workflow envlock writes is a few KB
+
+
 def write_files(files: dict[Path, bytes], *, force: bool = False) -> None:
     """Write every file atomically; existing ones only with ``force`` (checked before any
     is written, so a refusal leaves all of them as they were)."""
+    from envlock.readers import read_optional
+
     for path in files:
         if path.is_dir():
             raise UsageError(f"{path} is a folder", hint="give -o a file path")
-        if path.exists() and not force and path.read_bytes() != files[path]:
+        if force:
+            continue
+        # compared before it is replaced; one that is there but cannot be read (a
+        # FIFO, a device, over 1 MiB) is exit 2 naming it, never waited on
+        hint = "give --force to replace it, or -o another path"
+        current = read_optional(path, "-o", limit=MAX_WORKFLOW, hint=hint)
+        if current is not None and current != files[path]:
             raise UsageError(
                 f"{path} exists; envlock ci init does not overwrite it",
                 hint="give --force to replace it, or -o another path",

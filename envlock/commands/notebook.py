@@ -171,7 +171,7 @@ def shim_folder(site: Path, environ: dict[str, str] | os._Environ[str] = os.envi
 
 def install(args: argparse.Namespace) -> int:
     import envlock
-    from envlock.fsutil import atomic_write, write_files
+    from envlock.fsutil import write_files
 
     python = _interpreter(args.venv)
     facts, dirs = _site_dirs(python)
@@ -192,13 +192,21 @@ def install(args: argparse.Namespace) -> int:
     package = folder / "envlock"
     source = Path(envlock.__file__).parent
     command = _self_command()
+    for path in (folder, package):  # made by envlock: a link there is someone else's
+        if path.is_symlink():
+            raise EnvironmentFailure(
+                f"{path} is a symbolic link (to {os.readlink(path)}); envlock does not write "
+                "the extension through it, nothing was written",
+                hint=f"remove the link: rm {shlex.quote(str(path))}",
+            )
     try:
-        package.mkdir(parents=True, exist_ok=True)
-        for name in SHIM_FILES:
-            atomic_write(package / name, (source / name).read_bytes())
         record = {"envlock": command, "interpreter": python, "site": str(site)}
         record["written_by"] = f"envlock {envlock.__version__}"
-        atomic_write(package / "notebook.json", json.dumps(record, indent=2) + "\n")
+        shim: dict[str, bytes | str] = {n: (source / n).read_bytes() for n in SHIM_FILES}
+        shim["notebook.json"] = json.dumps(record, indent=2) + "\n"
+        # each file renamed into place: a link planted at one of the names is
+        # replaced, the file it points to left alone
+        write_files(package, shim)
         site.mkdir(parents=True, exist_ok=True)
         # replaced by a rename, never written through: a link planted at the name in a
         # shared kernel environment is replaced, the file it points to left alone
@@ -243,8 +251,13 @@ def install(args: argparse.Namespace) -> int:
     return 0
 
 
+MAX_PTH = 64 * 1024  # one line naming a folder
+
+
 def uninstall(args: argparse.Namespace) -> int:
     import shutil
+
+    from envlock.readers import read_text
 
     python = _interpreter(args.venv)
     _, dirs = _site_dirs(python)
@@ -255,7 +268,8 @@ def uninstall(args: argparse.Namespace) -> int:
             pth = site / PTH
             if not pth.is_file():
                 continue
-            named = Path(pth.read_text(encoding="utf-8").strip() or ".").resolve()
+            text = read_text(pth, limit=MAX_PTH, error=EnvironmentFailure)
+            named = Path(text.strip() or ".").resolve()
             pth.unlink()
             removed.append(str(pth))
             if named.parent == home and named.is_dir():  # only a folder install wrote

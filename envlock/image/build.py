@@ -10,6 +10,7 @@ docker-py is imported inside the functions that use it.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -117,12 +118,29 @@ def check_bundle(directory: Path) -> Path:
     if not directory.is_dir():
         raise UsageError(f"{directory}: not a folder", hint="pass the bundle folder, not a file")
     dockerfile = directory / "Dockerfile"
-    if not dockerfile.is_file():
+    if not os.path.lexists(dockerfile):  # one that is there but unreadable: read_dockerfile
         raise UsageError(
             f"{directory}: no Dockerfile in this folder",
             hint="render one with `envlock render DIR` or `envlock lock SPEC -o DIR`",
         )
     return dockerfile
+
+
+MAX_DOCKERFILE = 1024 * 1024  # envlock's own render is a few KB
+
+
+def read_dockerfile(dockerfile: Path) -> str:
+    """The Dockerfile's text (undecodable bytes replaced, as the engine reads it):
+    a regular file of at most 1 MiB, else exit 2 naming it (a FIFO is refused, not
+    waited on; a folder or a huge file is not read)."""
+    from envlock.readers import read_bytes
+
+    data = read_bytes(
+        dockerfile,
+        limit=MAX_DOCKERFILE,
+        hint="render it again with `envlock render DIR` or `envlock lock SPEC -o DIR`",
+    )
+    return data.decode("utf-8", errors="replace")
 
 
 def check_reference(value: str | ImageRef, what: str) -> str:
@@ -336,7 +354,7 @@ def build_image(
         raise UsageError(f"--progress {progress!r}", hint="use auto, plain, steps or quiet")
     if tag is not None:
         tag = check_reference(tag, "--tag")  # an ImageRef is not parsed again
-    text = dockerfile.read_text(encoding="utf-8", errors="replace")
+    text = read_dockerfile(dockerfile)
     declared = declared_args(text)
     buildargs: dict[str, str] = dict(build_args or {})
     if base_image is not None:

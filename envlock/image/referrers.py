@@ -147,7 +147,8 @@ def attach_bundle(
         reg.close()
 
 
-TAG_INDEX_TRIES = 6
+TAG_INDEX_TRIES = 6  # read-backs that found the entry gone (registries without If-Match)
+TAG_INDEX_REFUSALS = 64  # 412s: each one means another writer's entry landed
 
 
 def _listed(index: Mapping[str, object] | None) -> list[Mapping[str, object]]:
@@ -161,24 +162,49 @@ def _add_to_tag_index(reg: _Registry, tag: str, entry: Mapping[str, object]) -> 
     """Add ``entry`` to the referrers tag schema's index ``tag`` (one already listed
     with the same digest is replaced): read, add, put, then read back.
 
-    The distribution spec has no conditional PUT, and Debian's registry takes
-    the last PUT whole, so two attaches at once each wrote an index without the
-    other's entry (issue #38: 16 at once lost 5). The index is read back after a
-    short random pause; an entry missing there (another writer replaced the
-    index) is added again, up to ``TAG_INDEX_TRIES`` times; still missing is an
-    EnvironmentFailure (exit 3), never a success that lost the report."""
+    Two attaches at once each wrote an index without the other's entry (issue
+    #38: 16 at once lost 5). The PUT is conditional where the registry allows:
+    ``If-Match`` with the ETag the index was read with (``If-None-Match: *``
+    when there was none), so a registry that honours it answers 412 to the
+    writer that read an older index, which reads again and adds its entry to
+    the newer one (``TAG_INDEX_REFUSALS`` times at most). The distribution spec
+    defines no conditional PUT, and Debian's registry ignores the headers and
+    sends no ETag, so the index is also read back after a short random pause;
+    an entry missing there is added again, up to ``TAG_INDEX_TRIES`` times;
+    still missing is an EnvironmentFailure (exit 3), never a success that lost
+    the report. A registry that refuses a condition naming the ETag it just
+    sent (a broken If-Match) is written to without one from then on."""
     import random
     import time
 
     accept = f"{INDEX_MEDIA_TYPE}, {MANIFEST_MEDIA_TYPE}"
     digest = entry["digest"]
-    for attempt in range(TAG_INDEX_TRIES):
-        entries = [m for m in _listed(reg.get_manifest(tag, accept)) if m.get("digest") != digest]
+    conditional = True
+    refused_etag: str | None = None
+    refusals = 0
+    tries = 0
+    while tries < TAG_INDEX_TRIES:
+        current = reg.get_manifest(tag, accept)
+        etag = reg.etag
+        if refused_etag is not None and etag == refused_etag:
+            conditional = False  # 412 to the ETag the registry still sends: If-Match is broken
+        entries = [m for m in _listed(current) if m.get("digest") != digest]
         entries.append(entry)
         doc: ImageIndex = {"schemaVersion": 2, "mediaType": INDEX_MEDIA_TYPE, "manifests": entries}
-        reg.put_manifest(tag, json.dumps(doc, separators=(",", ":")).encode(), INDEX_MEDIA_TYPE)
+        body = json.dumps(doc, separators=(",", ":")).encode()
+        if conditional and (etag is not None or current is None):
+            if not reg.put_manifest_if(tag, body, INDEX_MEDIA_TYPE, etag):
+                refusals += 1
+                refused_etag = etag
+                if refusals >= TAG_INDEX_REFUSALS:
+                    break
+                time.sleep(random.uniform(0, 0.02) * min(refusals, 10))
+                continue  # another writer's index landed first: add to that one
+        else:
+            reg.put_manifest(tag, body, INDEX_MEDIA_TYPE)
+        tries += 1
         # let a writer that read the index before our PUT land its own, then look
-        time.sleep(random.uniform(0.05, 0.25) * (attempt + 1))
+        time.sleep(random.uniform(0.05, 0.25) * tries)
         if any(m.get("digest") == digest for m in _listed(reg.get_manifest(tag, accept))):
             # and once more, later: a writer that read before our PUT may land after
             # the first look (a run of 12 at once lost one entry to that)
@@ -187,7 +213,8 @@ def _add_to_tag_index(reg: _Registry, tag: str, entry: Mapping[str, object]) -> 
                 return
     raise EnvironmentFailure(
         f"the referrers tag index {reg.ref.repository}:{tag} lost the entry {digest} "
-        f"{TAG_INDEX_TRIES} times (other writers replaced the index each time)",
+        f"{tries} times and refused it {refusals} times (other writers replaced the index "
+        "each time)",
         hint="run the same report attach again once the other attaches have ended "
         "(the bundle itself is in the registry already)",
     )

@@ -153,6 +153,7 @@ class _Registry:
         self.sent_credentials = False
         self._answered: set[tuple[str, str]] = set()  # challenges already answered
         self.next_page: str | None = None  # the referrers API's next page (its Link header)
+        self.etag: str | None = None  # the ETag of the last manifest get_manifest read
 
     def close(self) -> None:
         self.sess.close()
@@ -287,6 +288,7 @@ class _Registry:
         sep = "@" if reference.startswith("sha256:") else ":"
         doing += f"{self.ref.repository}{sep}{reference}"
         self.next_page = None
+        self.etag = None
         resp = self.request(
             "GET",
             url or f"{self.url}/{path}/{reference}",
@@ -304,6 +306,8 @@ class _Registry:
             return None
         if resp.status_code != 200:
             raise self.fail(resp, doing)
+        etag = resp.headers.get("ETag")
+        self.etag = etag if etag and not etag.startswith("W/") else None  # strong ones only
         pinned_digest = path == "manifests" and _SHA256.fullmatch(reference)
         body = self.read(resp, "manifest", doing, sha256=reference[7:] if pinned_digest else None)
         try:
@@ -376,8 +380,27 @@ class _Registry:
     ) -> str:
         return self.put_manifest_answer(reference, manifest, media_type)[0]
 
+    def put_manifest_if(
+        self, reference: str, manifest: bytes, media_type: str, etag: str | None
+    ) -> bool:
+        """PUT the manifest only if ``reference`` is still the version whose ETag is
+        ``etag`` (``If-Match``), or still absent (``etag`` None: ``If-None-Match: *``).
+        False when the registry answers 412 (another writer came first). The
+        distribution spec defines no conditional PUT: a registry that ignores these
+        headers takes the PUT as it is (True), so a caller still reads back."""
+        condition = {"If-Match": etag} if etag else {"If-None-Match": "*"}
+        try:
+            self.put_manifest_answer(reference, manifest, media_type, condition)
+        except PreconditionFailed:
+            return False
+        return True
+
     def put_manifest_answer(
-        self, reference: str, manifest: bytes, media_type: str = MANIFEST_MEDIA_TYPE
+        self,
+        reference: str,
+        manifest: bytes,
+        media_type: str = MANIFEST_MEDIA_TYPE,
+        condition: dict[str, str] | None = None,
     ) -> tuple[str, str | None]:
         """(the manifest's digest, the ``OCI-Subject`` header the registry answered or None)."""
         doing = f"the manifest {self.ref.repository}:{reference}"
@@ -386,13 +409,20 @@ class _Registry:
             f"{self.url}/manifests/{reference}",
             doing,
             data=manifest,
-            headers={"Content-Type": media_type},
+            headers={"Content-Type": media_type, **(condition or {})},
         )
+        if resp.status_code == 412 and condition:
+            resp.close()
+            raise PreconditionFailed(f"{doing}: another writer changed it first")
         if resp.status_code != 201:
             raise self.fail(resp, doing)
         resp.close()
         digest = "sha256:" + hashlib.sha256(manifest).hexdigest()
         return digest, resp.headers.get("OCI-Subject")
+
+
+class PreconditionFailed(EnvironmentFailure):
+    """A conditional PUT the registry refused (412): the manifest changed meanwhile."""
 
 
 def _next_link(header: str, base: str) -> str | None:

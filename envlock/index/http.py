@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -130,12 +131,26 @@ def session(settings: HttpSettings | None = None) -> requests.Session:
     s = settings or HttpSettings.from_env()
 
     class _Adapter(HTTPAdapter):
-        """Pooled connections, retries, and a timeout on every request."""
+        """Pooled connections, retries, a timeout on every read, and the command's
+        deadline on the wait for the status line and headers (``_headers_watched``)."""
+
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = _watched_pools()
+
+        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
+            manager = super().proxy_manager_for(proxy, **kwargs)
+            if not proxy.lower().startswith("socks"):  # SOCKS pools are urllib3's own
+                manager.pool_classes_by_scheme = _watched_pools()
+            return manager
 
         def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
             if kwargs.get("timeout") is None:
                 kwargs["timeout"] = s.timeout
-            return super().send(request, *args, **kwargs)
+            with _headers_watched(str(request.url)) as taken:
+                resp = super().send(request, *args, **kwargs)
+                taken.answer = resp
+            return resp
 
     class _Retry(Retry):
         """urllib3's retries, with a server's Retry-After cut to ``longest_wait``, and
@@ -155,6 +170,13 @@ def session(settings: HttpSettings | None = None) -> requests.Session:
             _pool: Any = None,
             _stacktrace: Any = None,
         ) -> Retry:
+            from envlock import deadline
+
+            left = deadline.remaining()
+            if left is not None and left <= 0:  # no new try once the command's time is up
+                if response is not None:
+                    response.close()
+                raise past_deadline(f"while waiting for the answer of {url or 'a request'}")
             new = super().increment(method, url, response, error, _pool, _stacktrace)
             if response is not None:  # raised above when no try is left
                 response.close()  # its headers stay readable for the Retry-After
@@ -262,8 +284,6 @@ def watched(resp: requests.Response, what: str) -> Iterator[None]:
     first, its socket is shut down (a read that never stalls, one byte a second,
     ends at once) and the block ends in ``past_deadline`` instead of whatever the
     read raised or returned. No deadline running: nothing is watched."""
-    import threading
-
     from envlock import deadline
 
     left = deadline.remaining()
@@ -294,6 +314,84 @@ def watched(resp: requests.Response, what: str) -> Iterator[None]:
         timer.cancel()
     if fired.is_set():
         raise past_deadline(what)
+
+
+_taking = threading.local()  # .box: the connections the current request took (or None)
+
+
+class _Taken:
+    """The connections one request took from its pools, and its answer."""
+
+    def __init__(self) -> None:
+        self.connections: list[Any] = []
+        self.answer: Any = None
+
+
+def _watched_pools() -> dict[str, type]:
+    """urllib3's pools, noting each connection a watched request takes (``_taking``),
+    so that ``_headers_watched`` can shut its socket down."""
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    def note(conn: Any) -> Any:
+        taken = getattr(_taking, "box", None)
+        if taken is not None:
+            taken.connections.append(conn)
+        return conn
+
+    class _Pool(HTTPConnectionPool):
+        def _get_conn(self, timeout: float | None = None) -> Any:
+            return note(super()._get_conn(timeout))
+
+    class _SecurePool(HTTPSConnectionPool):
+        def _get_conn(self, timeout: float | None = None) -> Any:
+            return note(super()._get_conn(timeout))
+
+    return {"http": _Pool, "https": _SecurePool}
+
+
+@contextlib.contextmanager
+def _headers_watched(url: str) -> Iterator[_Taken]:
+    """The wait for a status line and headers, bounded by the command's deadline:
+    a server that sends its headers one byte a second never trips the read
+    timeout (each byte resets it), so when the time is up the socket of every
+    connection this request took is shut down and the request ends in
+    ``past_deadline``. No deadline running: nothing is watched."""
+    from envlock import deadline
+
+    left = deadline.remaining()
+    taken = _Taken()
+    if left is None:
+        yield taken
+        return
+    if left <= 0:
+        raise past_deadline(f"before asking {url}")
+    fired = threading.Event()
+
+    def cut() -> None:
+        fired.set()
+        for conn in list(taken.connections):
+            sock = getattr(conn, "sock", None)
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    timer = threading.Timer(left, cut)
+    timer.daemon = True
+    _taking.box = taken
+    timer.start()
+    try:
+        yield taken
+    except Exception:
+        if fired.is_set():
+            raise past_deadline(f"while waiting for the answer of {url}") from None
+        raise
+    finally:
+        _taking.box = None
+        timer.cancel()
+    if fired.is_set():
+        if taken.answer is not None:
+            taken.answer.close()
+        raise past_deadline(f"while waiting for the answer of {url}")
 
 
 def _pause(settings: HttpSettings, attempt: int) -> None:

@@ -11,7 +11,6 @@ says how to lock it, as a command rebuilt from the bundle's recorded input.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -105,12 +104,56 @@ class KernelSpec(TypedDict):
     display_name: object
 
 
+_DATA_DIR = "from jupyter_core.paths import jupyter_data_dir; print(jupyter_data_dir())"
+MAX_KERNEL_JSON = 1024 * 1024  # ipykernel writes a few hundred bytes
+
+
+def kernels_folder(req: RestoreRequest, python: Path) -> Path | None:
+    """The ``kernels`` folder ipykernel install will write into: PREFIX's with
+    --prefix, else the one the venv's own jupyter_core names (JUPYTER_DATA_DIR,
+    the XDG data home); None when the venv cannot say."""
+    import subprocess
+
+    if req.kernel_prefix is not None:
+        return Path(req.kernel_prefix) / "share" / "jupyter" / "kernels"
+    try:
+        out = subprocess.run(
+            [str(python), "-c", _DATA_DIR], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = out.stdout.strip().splitlines()
+    if out.returncode != 0 or not lines or not os.path.isabs(lines[-1]):
+        return None
+    return Path(lines[-1]) / "kernels"
+
+
+def refuse_links(kernels: Path, name: str) -> None:
+    """A kernelspec folder is created in a place others may share (a --prefix
+    environment, a data home): a symbolic link at ``kernels`` or ``kernels/NAME``
+    would have ipykernel replace (rmtree, then copy into) whatever it points to.
+    Such a link is exit 3 naming it, before anything is written."""
+    for path in (kernels.parent, kernels, kernels / name):
+        if path.is_symlink():
+            raise EnvironmentFailure(
+                f"--kernel {name}: {path} is a symbolic link (to {os.readlink(path)}); "
+                "envlock does not install a kernelspec through it, nothing was written",
+                hint=f"remove the link (rm {shlex.quote(str(path))}), or give --kernel-prefix "
+                "another folder",
+            )
+
+
 def install_kernel(req: RestoreRequest, venv: Path, display_name: str) -> KernelSpec:
-    """Register ``venv`` as kernel ``req.kernel`` with its own ipykernel; the spec."""
+    """Register ``venv`` as kernel ``req.kernel`` with its own ipykernel; the spec.
+    Neither the kernelspec folder nor its kernel.json is followed through a link."""
+    from envlock.readers import read_json
     from envlock.venv.install import run_step
 
     assert req.kernel is not None
     python = venv / "bin" / "python"
+    kernels = kernels_folder(req, python)
+    if kernels is not None:
+        refuse_links(kernels, req.kernel)
     argv = [str(python), "-m", "ipykernel", "install", "--name", req.kernel]
     argv += ["--display-name", display_name]
     argv += ["--prefix", str(req.kernel_prefix)] if req.kernel_prefix else ["--user"]
@@ -125,7 +168,17 @@ def install_kernel(req: RestoreRequest, venv: Path, display_name: str) -> Kernel
             hint=f"run it yourself: {shlex.join(argv)}",
         )
     folder = Path(m.group(2).strip())
-    spec = json.loads((folder / "kernel.json").read_text(encoding="utf-8"))
+    refuse_links(folder.parent, folder.name)
+    spec = read_json(
+        folder / "kernel.json",
+        "the kernelspec",
+        limit=MAX_KERNEL_JSON,
+        follow=False,
+        error=EnvironmentFailure,
+        hint=f"run it yourself: {shlex.join(argv)}",
+    )
+    if not isinstance(spec, dict):
+        raise EnvironmentFailure(f"{folder / 'kernel.json'}: not a JSON object")
     return {
         "name": req.kernel,
         "path": str(folder),

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envlock.errors import CheckFailed, EnvironmentFailure, UsageError
+from envlock.fsutil import write_files
 from envlock.venv.install import (
     INSTALL_TIMEOUT,
     RestoreRequest,
@@ -212,7 +213,11 @@ def smoke(req: RestoreRequest, python: Path) -> dict[str, object]:
     argv += ["--no-benchmark"] + (["--allow-cpu"] if req.allow_cpu else [])
     env = dict(os.environ)
     runtime = req.bundle / "runtime.json"
-    if runtime.is_file():
+    # absent: the defaults; there but not a small regular file (a FIFO, a device, a
+    # folder): exit 2 naming it, not a smoke test that silently ran without it
+    from envlock.readers import MAX_JSON_BYTES, read_optional
+
+    if read_optional(runtime, "runtime settings", limit=MAX_JSON_BYTES) is not None:
         env["ENVLOCK_RUNTIME_CONFIG"] = str(runtime)
     env.pop("PYTHONPATH", None)
     try:
@@ -450,7 +455,7 @@ def _finish_switch(venv: Path) -> list[str]:
     """A switch that a killed restore left half done (its journal beside the venv),
     finished first, under the venv's lock: before any check can end this run, so
     the venv path is never left missing (issue #38, break 14)."""
-    if not journal_path(venv).exists():
+    if not os.path.lexists(journal_path(venv)):
         return []
     with locked(venv):
         return recover(venv)
@@ -525,7 +530,8 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
         if converted:
             previous = venv.parent / f"{venv.name}{SUFFIX}0"
             journal = journal_path(venv)
-            journal.write_text(json.dumps({"to": new.name}), encoding="utf-8")
+            # a rename into place: a link planted at the name is replaced, never written through
+            write_files(journal.parent, {journal.name: json.dumps({"to": new.name})})
             os.rename(venv, previous)
             os.replace(link, venv)
             journal.unlink()

@@ -37,6 +37,27 @@ def journal_path(venv: Path) -> Path:
     return venv.parent / f"{venv.name}{SUFFIX}switch"
 
 
+MAX_JOURNAL = 64 * 1024  # {"to": "NAME.envlock-N"}
+
+
+def read_journal(venv: Path) -> bytes | None:
+    """The switch journal's bytes; None when there is none. One that is there but
+    cannot be read (a FIFO, a device, a link, over 64 KiB, no permission) is exit
+    3 naming it, and it is left where it is: dropping it could leave the venv
+    path missing for good (issue #38: absent is not unreadable)."""
+    from envlock.readers import read_optional
+
+    path = journal_path(venv)
+    return read_optional(
+        path,
+        "restore's switch journal",
+        limit=MAX_JOURNAL,
+        follow=False,
+        error=EnvironmentFailure,
+        hint=f"look at it; when {venv} is as it should be, remove it: rm {path}",
+    )
+
+
 def temp_link(venv: Path) -> Path:
     return venv.parent / f"{venv.name}{SUFFIX}link-{os.getpid()}"
 
@@ -70,12 +91,13 @@ def recover(venv: Path) -> list[str]:
     """Finish an interrupted switch and remove what killed restores left; what was done."""
     done: list[str] = []
     journal = journal_path(venv)
-    if journal.exists():
+    raw = read_journal(venv)
+    if raw is not None:
         try:
-            data = json.loads(journal.read_text(encoding="utf-8"))
+            data = json.loads(raw.decode("utf-8"))
             target = str(data["to"])
-        except (OSError, ValueError, KeyError, TypeError):
-            target = ""
+        except (ValueError, KeyError, TypeError):
+            target = ""  # cut short by a kill while it was written: the switch never began
         if target and not os.path.lexists(venv) and (venv.parent / target).is_dir():
             link = temp_link(venv)
             link.unlink(missing_ok=True)
