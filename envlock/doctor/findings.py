@@ -7,6 +7,7 @@ PASS, WARN, FAIL or INFO with a cause and a fix that uses what the lock knows.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -164,12 +165,13 @@ def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     return out
 
 
-def check_requirements(probe: ProbeDoc, ctx: Context, reported: set[str]) -> list[Finding]:
-    """pip check: every Requires-Dist of every installed distribution satisfied
-    (markers evaluated in the target interpreter); ``reported`` names are skipped."""
+def unmet_requirements(probe: ProbeDoc) -> dict[str, list[str]]:
+    """pip check: every Requires-Dist of every installed distribution (markers
+    evaluated in the target interpreter) that is not met, by the name it concerns:
+    ``{"numpy": ["tensorflow 2.15.1 requires numpy<2.0.0,>=1.23.5"]}``."""
     have = installed(probe)
     env = dict(probe.get("markers") or {})
-    out: list[Finding] = []
+    out: dict[str, list[str]] = {}
     for name, dist in sorted(have.items()):
         for line in dist.get("requires") or []:
             try:
@@ -179,37 +181,47 @@ def check_requirements(probe: ProbeDoc, ctx: Context, reported: set[str]) -> lis
             except (InvalidRequirement, InvalidMarker, UndefinedEnvironmentName):
                 continue
             dep = canonicalize_name(req.name)
-            if dep in reported:
-                continue
             got = have.get(dep)
-            if got is None:
-                out.append(
-                    Finding(
-                        f"requirement {dep}",
-                        "FAIL",
-                        f"{name} {dist.get('version')} requires {req}; {dep} is not installed",
-                        _repair(ctx) if ctx.lock else f"pip install '{req}'",
-                    )
-                )
-                reported.add(dep)
-                continue
-            got_version = _version(str(got.get("version")))
-            if got_version is not None and not req.specifier.contains(
-                got_version, prereleases=True
-            ):
-                out.append(
-                    Finding(
-                        f"requirement {dep}",
-                        "FAIL",
-                        f"{name} {dist.get('version')} requires {req}; "
-                        f"{dep} {got.get('version')} is installed",
-                        _repair(ctx) if ctx.lock else f"pip install '{req}'",
-                    )
-                )
-                reported.add(dep)
-    if not out:
+            if got is not None:
+                got_version = _version(str(got.get("version")))
+                if got_version is None or req.specifier.contains(got_version, prereleases=True):
+                    continue
+            req.marker = None  # evaluated: true here
+            out.setdefault(dep, []).append(f"{name} {dist.get('version')} requires {req}")
+    return out
+
+
+def _installed_as(probe: ProbeDoc, dep: str) -> str:
+    got = installed(probe).get(dep)
+    return f"{dep} {got.get('version')} is installed" if got else f"{dep} is not installed"
+
+
+def check_requirements(
+    probe: ProbeDoc, ctx: Context, unmet: dict[str, list[str]], reported: set[str]
+) -> list[Finding]:
+    """One finding per name with an unmet requirement, on the name it concerns
+    ("numpy 2.1.3 is installed; tensorflow 2.15.1 requires numpy<2.0.0,>=1.23.5");
+    a name in ``reported`` has its own row already (the package findings), which
+    says it (``judge``). The PASS row only when every requirement is met."""
+    out: list[Finding] = []
+    for dep, needs in sorted(unmet.items()):
+        if dep in reported:
+            continue
+        first = needs[0].split(" requires ", 1)[1]
         out.append(
-            Finding("requirements", "PASS", f"every Requires-Dist of {len(have)} distributions met")
+            Finding(
+                f"requirement {dep}",
+                "FAIL",
+                f"{_installed_as(probe, dep)}; {', '.join(needs)}",
+                _repair(ctx)
+                if ctx.lock
+                else f"{shlex.quote(ctx.python or 'python')} -m pip install {shlex.quote(first)}",
+            )
+        )
+    if not unmet:
+        count = len(installed(probe))
+        out.append(
+            Finding("requirements", "PASS", f"every Requires-Dist of {count} distributions met")
         )
     return out
 
@@ -593,15 +605,28 @@ def check_paths(ctx: Context) -> list[Finding]:
     return out
 
 
+def _with_requirements(finding: Finding, needs: list[str]) -> Finding:
+    """A package row with what the other installed distributions require of it."""
+    if not needs:
+        return finding
+    return dataclasses.replace(finding, cause=f"{finding.cause}; {', '.join(needs)}")
+
+
 def judge(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     """Every finding for one probe result, in a stable order, root causes first: when
     the interpreter is not the locked Python, the per-package rows it causes are
     folded under the Python finding."""
     findings: list[Finding] = []
     python = check_python(probe, ctx)
-    lock_findings = check_packages(probe, ctx)
+    unmet = unmet_requirements(probe)
+    lock_findings = [
+        _with_requirements(f, unmet.get(f.check.split(" ", 1)[1], []))
+        if f.check.startswith("package ")
+        else f
+        for f in check_packages(probe, ctx)
+    ]
     reported = {f.check.split(" ", 1)[1] for f in lock_findings if f.check.startswith("package ")}
-    requirement_findings = check_requirements(probe, ctx, reported)
+    requirement_findings = check_requirements(probe, ctx, unmet, reported)
     if python[0].status == "FAIL":
         caused = [f for f in (*lock_findings, *requirement_findings) if f.status != "PASS"]
         head = python[0]
