@@ -516,7 +516,7 @@ def check_gpus(probe: ProbeDoc, ctx: Context) -> list[Finding]:
         )
     elif visible is not None:
         out.append(Finding("CUDA_VISIBLE_DEVICES", "PASS", f"CUDA_VISIBLE_DEVICES={visible}"))
-    if tf.get("imported") and host.gpus and not tf.get("gpus"):
+    if tf.get("imported") and host.gpus and not tf.get("gpus") and not ctx.rehearsed:
         out.append(
             Finding(
                 "tensorflow gpus",
@@ -649,6 +649,17 @@ def judge(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     if any("changed_count" in d for d in probe.get("distributions") or []):
         findings += check_records(probe, ctx)
     findings += check_tensorflow(probe, ctx)
+    if ctx.rehearsed and ctx.host is not None:
+        gpus = ", ".join(f"{g.name} ({g.compute_capability})" for g in ctx.host.gpus) or "none"
+        findings.append(
+            Finding(
+                "rehearsal",
+                "INFO",
+                f"judged as if the host had driver {ctx.host.driver} and GPUs {gpus} "
+                f"({shlex.join(ctx.rehearsed)}); what TensorFlow listed at run time is this "
+                "machine's and is not judged",
+            )
+        )
     findings += check_driver(ctx)
     findings += check_cuda_packages(probe, ctx)
     findings += check_gpus(probe, ctx)
