@@ -105,16 +105,85 @@ def check_python(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     ]
 
 
+def _pyvenv(venv: str) -> dict[str, str]:
+    """pyvenv.cfg's keys (home, version or uv's version_info), read as text."""
+    from pathlib import Path
+
+    out: dict[str, str] = {}
+    try:
+        text = (Path(venv) / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return out
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key.strip().lower()] = value.strip()
+    return out
+
+
+def _top_level(venv: str) -> list[str]:
+    """The distributions in the venv's site-packages that no other one there
+    requires (pip list --not-required), as name==version, read from their
+    metadata files: the interpreter that could run pip is gone."""
+    from importlib.metadata import distributions
+    from pathlib import Path
+
+    dists: dict[str, tuple[str, list[str]]] = {}
+    for site in sorted(Path(venv).glob("lib/python3*/site-packages")):
+        for d in distributions(path=[str(site)]):
+            name = canonicalize_name(d.metadata["Name"] or "")
+            if name and name not in TOOLING:
+                dists.setdefault(name, (d.version, list(d.requires or [])))
+    required: set[str] = set()
+    for _, requires in dists.values():
+        for line in requires:
+            try:
+                required.add(canonicalize_name(Requirement(line).name))
+            except InvalidRequirement:
+                continue
+    return [f"{n}=={v}" for n, (v, _) in sorted(dists.items()) if n not in required]
+
+
 def interpreter_gone(ctx: Context, link: str, points_to: str) -> Finding:
-    """The venv's interpreter is a link to a Python that no longer exists."""
-    return Finding(
-        "python",
-        "FAIL",
+    """The venv's interpreter is a link to a Python that no longer exists: named by
+    the path pyvenv.cfg's home gives, with the command that makes the venv again
+    (restore from the bundle, else a new venv of that Python and pip's line)."""
+    import os
+
+    venv = ctx.venv or ""
+    cfg = _pyvenv(venv) if venv else {}
+    home = cfg.get("home", "")
+    version = cfg.get("version") or cfg.get("version_info") or ""
+    minor = ".".join(version.split(".")[:2]) if version else ""
+    made = ""
+    if home:
+        state = "gone too" if not os.path.isdir(home) else "still there"
+        made = f"; pyvenv.cfg says it was made from {home} (Python {version or '?'}), {state}"
+    cause = (
         f"the environment's interpreter {link} is a link to {points_to}, which no longer "
-        "exists (the platform removed or moved that Python): nothing in the venv can run",
-        restore_command(ctx) if ctx.lock_dir else f"recreate the venv {ctx.venv or ''}".strip(),
-        manual=not ctx.lock_dir,
+        f"exists{made} (the platform removed or moved that Python): nothing in the venv can run"
     )
+    if ctx.lock_dir:
+        return Finding("python", "FAIL", cause, restore_command(ctx))
+    from envlock.errors import UsageError
+    from envlock.venv.restore import find_python
+
+    python, manual = f"python{minor}" if minor else "python3", False
+    if minor:
+        try:  # as restore finds it: PATH, pyenv's versions, uv's interpreters
+            python = find_python(minor, None)
+        except UsageError as e:
+            cause += f"; {e.message}: {e.hint}"
+            manual = True
+    pins = _top_level(venv) if venv else []
+    # venv --clear refuses a link: the folder it names is made again (the link stays)
+    real = os.path.realpath(venv) if venv else venv
+    command = shlex.join([python, "-m", "venv", "--clear", real])
+    if pins:  # what was installed at the top (pip pulls what they require)
+        command += " && " + shlex.join([f"{venv}/bin/python", "-m", "pip", "install", *pins])
+    if manual:
+        command = f"install Python {minor} (see above), then run: {command}"
+    return Finding("python", "FAIL", cause, command, manual=manual)
 
 
 def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
