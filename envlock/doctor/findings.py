@@ -109,10 +109,13 @@ def _pyvenv(venv: str) -> dict[str, str]:
     """pyvenv.cfg's keys (home, version or uv's version_info), read as text."""
     from pathlib import Path
 
+    from envlock.errors import EnvlockError
+    from envlock.readers import read_text
+
     out: dict[str, str] = {}
     try:
-        text = (Path(venv) / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = read_text(Path(venv) / "pyvenv.cfg", limit=64 * 1024)
+    except EnvlockError:  # unreadable or not UTF-8: the finding says less, no more
         return out
     for line in text.splitlines():
         key, sep, value = line.partition("=")
