@@ -185,10 +185,15 @@ def test_real_tf_venv_drift_is_named(tf_venv: Path, capsys: pytest.CaptureFixtur
         code, doc = doctor(["--venv", str(tf_venv), "--lock", str(LOCK_DIR), "--allow-cpu"], capsys)
         checks = by_check(doc)
         assert code == 1
-        assert checks["package numpy"]["cause"] == "numpy 1.26.4 is locked but not installed"
-        assert checks["package protobuf"]["cause"] == (
-            "protobuf 5.26.1 is installed; the lock has 4.25.9"
+        # each row also says what the installed distributions require of it (#42)
+        numpy = checks["package numpy"]["cause"]
+        assert numpy.startswith("numpy 1.26.4 is locked but not installed; ")
+        assert "tensorflow 2.15.1 requires numpy<2.0.0,>=1.23.5" in numpy
+        assert checks["package protobuf"]["cause"].startswith(
+            "protobuf 5.26.1 is installed; the lock has 4.25.9; "
         )
+        assert "tensorflow 2.15.1 requires protobuf" in checks["package protobuf"]["cause"]
+        assert "requirements" not in checks  # no PASS over what was unmet
         assert checks["tensorflow import"]["status"] == "FAIL"  # numpy is gone
         # without the lock, the venv against itself names both too
         code, doc = doctor(["--venv", str(tf_venv), "--allow-cpu"], capsys)
@@ -219,3 +224,83 @@ def test_real_tf_venv_deep_finds_an_edited_file(
     files = by_check(doc)["files of six"]
     assert files["status"] == "FAIL" and "six.py (changed)" in files["cause"]
     assert code == 1
+
+
+@pytest.fixture
+def no_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No NVIDIA driver on this machine: neither NVML nor nvidia-smi."""
+    monkeypatch.setattr("envlock.driver.NVML_LIBRARY", "libnvidia-ml-absent.so.1")
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+
+
+def test_a_driver_change_is_rehearsed_with_driver_and_gpu(
+    no_driver: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#42: the platform will move the T4 host from driver 470 to 535; doctor answers
+    for each driver as if the host had it, with no driver here at all, and the lock
+    command it prints repeats the rehearsed driver and GPU (not --driver auto, which
+    would read this machine)."""
+    argv = ["--lock", str(LOCK_DIR), "--venv", sys.executable]
+    code, doc = doctor([*argv, "--driver", "470.57.02", "--gpu", "T4"], capsys)
+    assert code == 1
+    assert doc["host"] == {
+        "driver": "470.57.02",
+        "source": "--driver",
+        "gpus": [{"name": "T4", "compute_capability": "7.5"}],
+    }
+    checks = by_check(doc)
+    assert checks["driver"]["status"] == "FAIL"
+    assert checks["driver"]["cause"].startswith(
+        "driver 470.57.02 (--driver) is older than 525.60.13, which tensorflow 2.15.1 "
+        "(CUDA 12.2) needs here"
+    )
+    (alternative,) = checks["driver"]["alternatives"]
+    assert alternative == (
+        f"envlock lock tensorflow==2.14.1 --driver 470.57.02 --gpu T4 "
+        f"-o {LOCK_DIR}-tensorflow2.14.1"
+    )
+    assert checks["rehearsal"]["status"] == "INFO"
+    assert "tensorflow gpus" not in checks  # the probe ran on this machine, not the T4
+    # the printed lock command's flags resolve the release doctor named, as printed
+    resolve_argv = alternative.split()[2:-2]  # tensorflow==2.14.1 --driver ... --gpu T4
+    assert main(["resolve", *resolve_argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["version"] == "2.14.1"
+    # after the platform's upgrade to 535: the driver passes
+    code, doc = doctor([*argv, "--driver", "535.104.05", "--gpu", "T4"], capsys)
+    driver = by_check(doc)["driver"]
+    assert driver["status"] == "PASS"
+    assert driver["cause"].startswith("driver 535.104.05 (--driver) >= 525.60.13")
+
+
+def test_a_rehearsed_gpu_gets_its_verdict(
+    no_driver: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An H100 (9.0) against the TF 2.15 lock: no kernels compiled for it, as resolve
+    --gpu H100 says."""
+    code, doc = doctor(
+        ["--lock", str(LOCK_DIR), "--venv", sys.executable, "--driver", "550.54.15"]
+        + ["--gpu", "H100", "--allow-cpu"],
+        capsys,
+    )
+    gpu = by_check(doc)["gpu 0"]
+    assert gpu["status"] in ("WARN", "FAIL") and "9.0" in gpu["cause"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--driver", "banana"], "--driver 'banana' is not a driver version"),
+        (["--driver", "535.104.05", "--gpu", "NoSuchGPU"], "is not a GPU envlock knows"),
+        (["--gpu", "T4"], "--gpu: no NVIDIA driver on this machine"),
+        (["--driver", "535.104.05", "--gpu", "auto"], "--gpu auto: no NVIDIA driver"),
+    ],
+)
+def test_bad_rehearsal_flags_exit_2_with_a_hint(
+    no_driver: None, flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["doctor", "--lock", str(LOCK_DIR), "--venv", sys.executable, *flags])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err and "hint" in err.lower() and "Traceback" not in err

@@ -138,6 +138,61 @@ def test_without_lock_requires_dist_is_checked_with_markers() -> None:
     assert "requirement colorama" not in by  # its marker is false on Linux
 
 
+def numpy2_probe() -> dict[str, Any]:
+    """A numpy 2 upgrade under TensorFlow 2.15.1, whose metadata says numpy<2."""
+    probe = healthy_probe()
+    probe["distributions"] = [
+        dist("numpy", "2.1.3")
+        if d["name"] == "numpy"
+        else dist("tensorflow", "2.15.1", ("numpy<2.0.0,>=1.23.5", "six>=1.12.0"))
+        if d["name"] == "tensorflow"
+        else d
+        for d in probe["distributions"]
+    ]
+    return probe
+
+
+def test_an_unmet_requirement_is_said_on_the_row_of_its_package() -> None:
+    """#42: the numpy row says what tensorflow requires of it, and no PASS row claims
+    every Requires-Dist met."""
+    found = F.judge(numpy2_probe(), context())
+    by = {f.check: f for f in found}
+    locked = next(p.version for p in LOCK.packages if p.name == "numpy")
+    assert by["package numpy"].cause == (
+        f"numpy 2.1.3 is installed; the lock has {locked}; "
+        "tensorflow 2.15.1 requires numpy<2.0.0,>=1.23.5"
+    )
+    assert "requirements" not in by and "requirement numpy" not in by
+    assert not any("every Requires-Dist" in f.cause for f in found)
+
+
+def test_without_a_lock_the_unmet_requirement_is_its_own_row_and_no_pass() -> None:
+    found = F.judge(numpy2_probe(), context(lock=None, lock_dir=None))
+    by = {f.check: f for f in found}
+    numpy = by["requirement numpy"]
+    assert numpy.status == "FAIL"
+    assert numpy.cause == (
+        "numpy 2.1.3 is installed; tensorflow 2.15.1 requires numpy<2.0.0,>=1.23.5"
+    )
+    # the inspected interpreter, the requirement quoted for the shell
+    assert numpy.fix == "/work/venv/bin/python -m pip install 'numpy<2.0.0,>=1.23.5'"
+    assert not numpy.manual
+    assert "requirements" not in by
+
+
+def test_every_requirer_is_named_once_on_the_row() -> None:
+    probe = healthy_probe()
+    probe["distributions"] = [
+        dist("a", "1.0", ("numpy>=2",)),
+        dist("b", "2.0", ("numpy>=2.1; python_version >= '3'",)),
+        dist("numpy", "1.26.4"),
+    ]
+    (row,) = [f for f in F.judge(probe, context(lock=None)) if f.check == "requirement numpy"]
+    assert (
+        row.cause == "numpy 1.26.4 is installed; a 1.0 requires numpy>=2, b 2.0 requires numpy>=2.1"
+    )
+
+
 def test_old_driver_names_the_release_that_fits() -> None:
     host = HostInfo("470.57.02", None, (HostGpu("Tesla T4", "7.5"),), "nvidia-smi")
     found = F.judge(healthy_probe(), context(host=host))

@@ -150,7 +150,72 @@ def test_a_removed_interpreter_is_one_finding_whose_fix_restores_it(
     assert [f["check"] for f in doc["findings"]] == ["python"]
     finding = doc["findings"][0]
     assert f"is a link to {target}, which no longer exists" in finding["cause"]
+    assert "; pyvenv.cfg says it was made from /" in finding["cause"]  # its home, named
     assert finding["fix"] == f"envlock restore {bundle} --venv {venv} --allow-cpu"
     shell(finding["fix"], env, tmp_path)
     code, doc = doctor(bundle, venv, env)
     assert code == 0, doc
+
+
+def _remove_base_python(venv: Path, tmp_path: Path) -> tuple[Path, str]:
+    """The platform removed the Python the venv was made from: pyvenv.cfg's home
+    names a folder that is gone and bin/python dangles into it. The home, and the
+    venv's Python minor."""
+    cfg = venv / "pyvenv.cfg"
+    home = tmp_path / "platform-python" / "bin"
+    lines, minor = [], ""
+    for line in cfg.read_text(encoding="utf-8").splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home":
+            line = f"home = {home}"
+        if key.strip() in ("version", "version_info"):
+            minor = ".".join(value.strip().split(".")[:2])
+        lines.append(line)
+    cfg.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for name in ("python", "python3", f"python{minor}"):
+        link = venv / "bin" / name
+        if link.is_symlink() or link.exists():
+            link.unlink()
+            link.symlink_to(home / f"python{minor}")
+    return home, minor
+
+
+@pytest.mark.slow  # a real venv remade and pip installs: about 30 s
+def test_a_removed_interpreter_without_a_lock_is_made_again_by_the_printed_command(
+    project: tuple[Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """#42: no bundle to restore from: the finding names the gone home and its fix,
+    run as printed, makes the venv again with that Python and reinstalls what was
+    installed at the top (pip brings what it requires)."""
+    _, venv, env = project
+    home, minor = _remove_base_python(venv, tmp_path)
+    proc = subprocess.run(
+        [str(ENVLOCK), "doctor", "--venv", str(venv), "--allow-cpu", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1, proc.stderr
+    (finding,) = json.loads(proc.stdout)["findings"]
+    assert f"pyvenv.cfg says it was made from {home} (Python {minor}." in finding["cause"]
+    assert "gone too" in finding["cause"]
+    assert not finding["manual"]
+    # a Python of that minor as restore finds one (PATH, pyenv, uv), by its path
+    base, rest = finding["fix"].split(" ", 1)
+    assert rest == (  # the folder the venv's path links to: venv --clear refuses a link
+        f"-m venv --clear {venv.resolve()} && {venv}/bin/python -m pip install tensorflow==2.15.1"
+    )
+    assert Path(base).is_absolute() and Path(base).exists()
+    shell(finding["fix"], env, tmp_path)
+    assert installed(venv) == {"tensorflow": "2.15.1", "dep-a": "1.5"} | {
+        k: v for k, v in installed(venv).items() if k in ("pip", "setuptools", "wheel")
+    }
+    proc = subprocess.run(
+        [str(ENVLOCK), "doctor", "--venv", str(venv), "--allow-cpu", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout

@@ -109,8 +109,13 @@ def test_every_fix_is_filled_with_and_without_a_lock(
         matches = knownerrors.match_log(text.splitlines(), known)
         for expected, lock_dir in ((lock.resolution, "env"), (None, None)):
             for f in knownerrors.explain(matches, expected, lock_dir):
-                for text_ in (f.fix, f.cause):
-                    assert "{" not in text_ and "(the locked" not in text_, (ident, text_)
+                # the cause quotes the log line as posted; what envlock wrote follows it
+                said = f.cause.split(repr(matches[0].line) + ": ", 1)[-1]
+                for text_ in (f.fix, said):
+                    # a placeholder left ("{cuda}"); a format of the user's own
+                    # ("{epoch:02d}" in a ModelCheckpoint name) is text
+                    assert not re.search(r"\{[a-z_]+\}", text_), (ident, text_)
+                    assert "(the locked" not in text_, (ident, text_)
                     assert "?" not in text_.replace("?)", ""), (ident, text_)
 
 
@@ -482,3 +487,153 @@ def test_reading_stops_at_the_total_and_says_so(monkeypatch: pytest.MonkeyPatch)
     assert len(list(log)) == 10 and log.cut.startswith("read up to ")
     exact = knownerrors.BoundedLog(io.BytesIO(b"0123456789" * 10).readline)
     assert list(exact) == ["0123456789" * 10] and exact.cut == ""  # all of it: no cut
+
+
+# --- the seed articles' checks (#42), in the forms users post them ---
+
+# Each pit of seed 001's section 6 and seed 000's section 4, plus Keras 3's save and
+# load changes, as the lines appear in a posted log or notebook, and the known
+# errors doctor must name for it (a log with any of them never PASSES).
+SEED_POSTS: dict[str, tuple[str, list[str]]] = {
+    "001 6.1 libcudnn.so.8": (
+        "2021-06-01 12:00:00.1: W tensorflow/stream_executor/platform/default/dso_loader.cc:64]"
+        " Could not load dynamic library 'libcudnn.so.8'; dlerror: libcudnn.so.8: cannot open "
+        "shared object file: No such file or directory",
+        ["dlopen-failed"],
+    ),
+    "001 6.2 CUDNN_STATUS_ALLOC_FAILED": (
+        "E tensorflow/stream_executor/cuda/cuda_dnn.cc:336] Could not create cudnn handle: "
+        "CUDNN_STATUS_ALLOC_FAILED",
+        ["cudnn-handle"],
+    ),
+    "001 6.3 CUDA_ERROR_OUT_OF_MEMORY while loading data": (
+        "E tensorflow/stream_executor/cuda/cuda_driver.cc:806] failed to allocate 3.75G "
+        "(4026531840 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY: out of memory",
+        ["gpu-out-of-memory"],
+    ),
+    "001 6.4 list_physical_devices prints []": (
+        "$ python -c \"import tensorflow as tf; print(tf.config.list_physical_devices('GPU'))\"\n"
+        "[]",
+        ["gpu-list-empty"],
+    ),
+    "001 6.4 in a notebook": (
+        "In [3]: tf.config.list_physical_devices('GPU')\n\nOut[3]: []",
+        ["gpu-list-empty"],
+    ),
+    "001 6.4 Num GPUs Available: 0": (
+        "TensorFlow version: 2.18.0\nKeras version: 3.6.0\nNum GPUs Available:  0",
+        ["gpus-none"],
+    ),
+    "001 6.4 seed 001's own print": ("物理GPU数量: 0", ["gpus-none"]),
+    "001 6.4 Skipping registering GPU devices": (
+        "2020-03-09 14:02:19.249: W tensorflow/core/common_runtime/gpu/gpu_device.cc:1592] "
+        "Cannot dlopen some GPU libraries. Please make sure the missing libraries mentioned "
+        "above are installed properly if you would like to use GPU.\n"
+        "Skipping registering GPU devices...",
+        ["cannot-dlopen-gpu-libraries", "gpu-devices-skipped"],
+    ),
+    "001 6.5 the checkpoint is gone after the notebook was recycled": (
+        "FileNotFoundError: [Errno 2] Unable to synchronously open file (unable to open file: "
+        "name = 'weights_epoch_05.h5', errno = 2, error message = 'No such file or directory', "
+        "flags = 0, o_flags = 0)",
+        ["checkpoint-missing"],
+    ),
+    "000 4.1 the kernel restarted": (
+        "Kernel Restarting: The kernel for train.ipynb appears to have died. It will restart "
+        "automatically.",
+        ["host-memory-killed"],
+    ),
+    "000 4.1 VS Code": (
+        "The Kernel crashed while executing code in the current cell or a previous cell.",
+        ["host-memory-killed"],
+    ),
+    "000 4.2 tf.keras ImportError after a platform upgrade": (
+        "ImportError: cannot import name 'preprocessing' from "
+        "'tensorflow.keras.layers.experimental' (/usr/local/lib/python3.10/dist-packages/"
+        "keras/api/_v2/keras/layers/experimental/__init__.py)",
+        ["keras-import"],
+    ),
+    "000 4.3 determinism without seeds": (
+        "RuntimeError: Random ops require a seed to be set when determinism is enabled. "
+        "Please set a seed before running the op, e.g. by calling tf.random.set_seed(1).",
+        ["op-determinism-seed"],
+    ),
+    "keras 3 save": (
+        "ValueError: Invalid filepath extension for saving. Please add either a `.keras` "
+        "extension for the native Keras format (recommended) or a `.h5` extension. "
+        "Received: filepath=saved_model.",
+        ["keras3-save-extension"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEED_POSTS))
+def test_each_seed_pit_as_posted_is_named_and_never_passes(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text, ids = SEED_POSTS[name]
+    log = tmp_path / "posted.log"
+    log.write_text(AROUND + text + "\n" + AROUND, encoding="utf-8")
+    code, doc = run_cli(["doctor", "--log", str(log), "--json"], capsys)
+    assert (code, doc["status"]) == (1, "FAILED")
+    assert [f["check"] for f in doc["findings"]] == [f"log {i}" for i in ids]
+    assert main(["doctor", "--log", str(log)]) == 1
+    assert capsys.readouterr().out.startswith("FAILED\n")
+
+
+def test_a_bare_empty_list_is_the_fallback_only_after_the_gpu_call(
+    known: tuple[knownerrors.KnownError, ...],
+) -> None:
+    assert knownerrors.match_log(["losses = []", "[]", "print(devices)", "[]"], known) == []
+    lines = ["gpus = tf.config.list_physical_devices('GPU')", "print(gpus)", "[]"]
+    assert knownerrors.match_log(lines, known) == []  # another line between
+    (m,) = knownerrors.match_log(['>>> tf.config.list_physical_devices("GPU")', "", "[]"], known)
+    assert (m.error.id, m.line_number) == ("gpu-list-empty", 3)
+
+
+def test_a_damaged_after_names_its_path() -> None:
+    body = ENTRY + "pattern = 'a'\nafter = '(unclosed'\nfix = 'f'\n"
+    with pytest.raises(DataError, match=r"errors\[0\]\.after: not a regular expression"):
+        knownerrors.parse(parse_toml(BASE + body, "t.toml"))
+
+
+@pytest.mark.parametrize(
+    "entry", [e for e in knownerrors.load() if e.after is not None], ids=lambda e: e.id
+)
+def test_every_after_pattern_is_linear_on_a_crafted_worst_case(
+    entry: knownerrors.KnownError,
+) -> None:
+    assert entry.after is not None
+    alone = knownerrors.KnownError(entry.id, entry.after, "FAIL", "c", "f", "s")
+    test_every_pattern_is_linear_on_a_crafted_worst_case(alone)
+
+
+# a version (8.1.0) with a sentence's period or comma after it, or inside a group
+VERSION_GLUED = re.compile(r"\b[0-9]+(?:[.][0-9]+)+[.,](?:\s|$)")
+
+
+@pytest.mark.parametrize("ident", sorted(CORPUS))
+def test_no_version_is_glued_to_punctuation(
+    ident: str, known: tuple[knownerrors.KnownError, ...]
+) -> None:
+    """The fix read "install cuDNN 8.1.0." taking the log's sentence's period into the version:
+    a version a finding states ends in a digit."""
+    lock = read_lock(LOCK_DIR)
+    matches = knownerrors.match_log(CORPUS[ident].splitlines(), known)
+    for m in matches:
+        for value in (m.groups or {}).values():  # a version group ends in a digit
+            assert not re.fullmatch(r"[0-9.]*[.]", value), m.groups
+    for expected, lock_dir in ((lock.resolution, "env"), (None, None)):
+        for f in knownerrors.explain(matches, expected, lock_dir):
+            said = f.cause.split(repr(matches[0].line) + ": ", 1)[-1]
+            for text in (f.fix, said):
+                assert not VERSION_GLUED.search(text), (ident, text)
+
+
+def test_the_cudnn_fix_names_the_compiled_version_alone(
+    known: tuple[knownerrors.KnownError, ...],
+) -> None:
+    (m,) = knownerrors.match_log(CORPUS["cudnn-version-mismatch"].splitlines(), known)
+    assert m.groups == {"runtime": "8.0.5", "compiled": "8.1.0"}
+    (f,) = knownerrors.explain([m], None, None)
+    assert f.fix.startswith("install cuDNN 8.1.0 or a newer one of the same major")

@@ -34,6 +34,20 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help="a training log to explain ('-' reads stdin); with only --log, no venv is probed",
     )
+    from envlock.commands.options import add_driver_argument, add_gpu_argument
+
+    add_driver_argument(
+        p,
+        "answer as if the host had this NVIDIA driver (rehearse a driver change before the "
+        "platform makes it), as envlock resolve --driver takes it; 'auto' (default) reads "
+        "this machine",
+    )
+    add_gpu_argument(
+        p,
+        "answer as if the host had this GPU: a name (T4, A100, H100, ...) or a compute "
+        "capability (8.0, sm_80), as envlock resolve --gpu takes it; repeatable; 'auto' "
+        "adds this machine's GPUs",
+    )
     p.add_argument("--allow-cpu", action="store_true", help="no GPU is a warning, not a failure")
     p.add_argument(
         "--deep", action="store_true", help="also hash every installed file against its RECORD"
@@ -48,8 +62,18 @@ def run(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         sys.stderr.write(f"envlock doctor: {line}\n")
 
+    from envlock.commands.options import gpus_from_values
+
+    gpus, gpu_auto = gpus_from_values(args.gpu)
     req = DoctorRequest(
-        lock=args.lock, venv=args.venv, log=args.log, allow_cpu=args.allow_cpu, deep=args.deep
+        lock=args.lock,
+        venv=args.venv,
+        log=args.log,
+        allow_cpu=args.allow_cpu,
+        deep=args.deep,
+        driver=args.driver,
+        gpus=gpus,
+        gpu_auto=gpu_auto,
     )
     return _finish(args, diagnose(req, progress))
 

@@ -40,10 +40,9 @@ def add_resolve_arguments(parser: argparse.ArgumentParser, *, spec_optional: boo
     parser.add_argument("--python", metavar="X.Y", help="CPython minor (default: newest supported)")
     parser.add_argument("--cuda", metavar="X.Y", help="CUDA the release was built with")
     parser.add_argument("--cudnn", metavar="X.Y", help="cuDNN the release was built with")
-    parser.add_argument(
-        "--driver",
-        metavar="VERSION|auto",
-        help="host NVIDIA driver; releases needing a newer one are skipped "
+    add_driver_argument(
+        parser,
+        "host NVIDIA driver; releases needing a newer one are skipped "
         "('auto' reads this machine: NVML, else nvidia-smi)",
     )
     parser.add_argument("--os", metavar="ubuntuXX.YY", help="Ubuntu release of the base image")
@@ -53,12 +52,9 @@ def add_resolve_arguments(parser: argparse.ArgumentParser, *, spec_optional: boo
         help="system: CUDA/cuDNN from the nvidia/cuda cudnn image; pip: nvidia-* wheels "
         "(tensorflow[and-cuda]) on the -base image (default: system, pip when no image fits)",
     )
-    parser.add_argument(
-        "--gpu",
-        metavar="NAME|X.Y|auto",
-        action="append",
-        default=[],
-        help="a GPU to check the compiled kernels and driver floors against: a name "
+    add_gpu_argument(
+        parser,
+        "a GPU to check the compiled kernels and driver floors against: a name "
         "(T4, A10G, A100, H100, 'RTX 4090', ...), a compute capability (8.0, sm_80) or "
         "'auto' (this machine's GPUs, through NVML); repeatable; --driver auto adds the "
         "host's GPUs too",
@@ -76,6 +72,33 @@ def add_resolve_arguments(parser: argparse.ArgumentParser, *, spec_optional: boo
         "a SPEC naming one ('tensorflow==2.22.0rc0', 'tensorflow>=2.22.0rc0') admits "
         "them without it",
     )
+
+
+def add_driver_argument(parser: argparse.ArgumentParser, help: str) -> None:
+    """--driver VERSION|auto, as resolve, lock and doctor take it."""
+    parser.add_argument("--driver", metavar="VERSION|auto", help=help)
+
+
+def add_gpu_argument(parser: argparse.ArgumentParser, help: str) -> None:
+    """--gpu NAME|X.Y|auto (repeatable), as resolve, lock and doctor take it."""
+    parser.add_argument("--gpu", metavar="NAME|X.Y|auto", action="append", default=[], help=help)
+
+
+def gpus_from_values(values: list[str]) -> tuple[tuple[Gpu, ...], bool]:
+    """The GPUs --gpu names (a name, or a compute capability: "8.0", "sm_80"), and
+    whether 'auto' was among them (this machine's GPUs)."""
+    gpus: list[Gpu] = []
+    auto = False
+    for value in values:
+        value = value.strip()
+        capability = capability_of(value)
+        if value.lower() == "auto":
+            auto = True
+        elif capability is not None:
+            gpus.append(Gpu(name="", compute_capability=capability))
+        else:
+            gpus.append(Gpu(name=value))
+    return tuple(gpus), auto
 
 
 def constraints_from_args(
@@ -104,16 +127,8 @@ def constraints_from_args(
 
         return list(gpus_of(read_host()))
 
-    gpu_auto = False
-    for value in args.gpu:
-        value = value.strip()
-        capability = capability_of(value)
-        if value.lower() == "auto":
-            gpu_auto = True
-        elif capability is not None:
-            gpus.append(Gpu(name="", compute_capability=capability))
-        else:
-            gpus.append(Gpu(name=value))
+    named, gpu_auto = gpus_from_values(args.gpu)
+    gpus.extend(named)
     driver_auto = driver is not None and driver.strip().lower() == "auto"
     if gpu_auto and not driver_auto:
         from envlock.errors import EnvironmentFailure, UsageError

@@ -115,6 +115,10 @@ class Context:
     # the verdict per execution path for each host GPU (envlock.resolve.paths, the
     # function resolve and smoke use), from the installed ptxas and cuDNN
     paths: tuple[GpuPaths, ...] = ()
+    # --driver VERSION / --gpu NAME as given to doctor: the host is the one they
+    # describe (a rehearsal), and a printed lock command repeats them instead of
+    # reading this machine with --driver auto; () when nothing is rehearsed
+    rehearsed: tuple[str, ...] = ()
 
 
 def restore_command(ctx: Context) -> str:
@@ -177,7 +181,10 @@ def driver_fix(ctx: Context, fits: Resolution) -> str:
     pins = ctx.lock.input.with_requirements if ctx.lock is not None else ()
     source = ctx.lock.resolution.cuda_source if ctx.lock is not None else None
     base = (ctx.lock_dir or "env").rstrip("/") or "env"
-    argv = ["envlock", "lock", f"{fits.framework}=={fits.version}", "--driver", "auto"]
+    argv = ["envlock", "lock", f"{fits.framework}=={fits.version}"]
+    if "--driver" not in ctx.rehearsed:
+        argv += ["--driver", "auto"]
+    argv += ctx.rehearsed
     if source == "pip":
         argv += ["--cuda-source", "pip"]
     for pin in pins:

@@ -7,6 +7,7 @@ PASS, WARN, FAIL or INFO with a cause and a fix that uses what the lock knows.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -104,16 +105,88 @@ def check_python(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     ]
 
 
+def _pyvenv(venv: str) -> dict[str, str]:
+    """pyvenv.cfg's keys (home, version or uv's version_info), read as text."""
+    from pathlib import Path
+
+    from envlock.errors import EnvlockError
+    from envlock.readers import read_text
+
+    out: dict[str, str] = {}
+    try:
+        text = read_text(Path(venv) / "pyvenv.cfg", limit=64 * 1024)
+    except EnvlockError:  # unreadable or not UTF-8: the finding says less, no more
+        return out
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key.strip().lower()] = value.strip()
+    return out
+
+
+def _top_level(venv: str) -> list[str]:
+    """The distributions in the venv's site-packages that no other one there
+    requires (pip list --not-required), as name==version, read from their
+    metadata files: the interpreter that could run pip is gone."""
+    from importlib.metadata import distributions
+    from pathlib import Path
+
+    dists: dict[str, tuple[str, list[str]]] = {}
+    for site in sorted(Path(venv).glob("lib/python3*/site-packages")):
+        for d in distributions(path=[str(site)]):
+            name = canonicalize_name(d.metadata["Name"] or "")
+            if name and name not in TOOLING:
+                dists.setdefault(name, (d.version, list(d.requires or [])))
+    required: set[str] = set()
+    for _, requires in dists.values():
+        for line in requires:
+            try:
+                required.add(canonicalize_name(Requirement(line).name))
+            except InvalidRequirement:
+                continue
+    return [f"{n}=={v}" for n, (v, _) in sorted(dists.items()) if n not in required]
+
+
 def interpreter_gone(ctx: Context, link: str, points_to: str) -> Finding:
-    """The venv's interpreter is a link to a Python that no longer exists."""
-    return Finding(
-        "python",
-        "FAIL",
+    """The venv's interpreter is a link to a Python that no longer exists: named by
+    the path pyvenv.cfg's home gives, with the command that makes the venv again
+    (restore from the bundle, else a new venv of that Python and pip's line)."""
+    import os
+
+    venv = ctx.venv or ""
+    cfg = _pyvenv(venv) if venv else {}
+    home = cfg.get("home", "")
+    version = cfg.get("version") or cfg.get("version_info") or ""
+    minor = ".".join(version.split(".")[:2]) if version else ""
+    made = ""
+    if home:
+        state = "gone too" if not os.path.isdir(home) else "still there"
+        made = f"; pyvenv.cfg says it was made from {home} (Python {version or '?'}), {state}"
+    cause = (
         f"the environment's interpreter {link} is a link to {points_to}, which no longer "
-        "exists (the platform removed or moved that Python): nothing in the venv can run",
-        restore_command(ctx) if ctx.lock_dir else f"recreate the venv {ctx.venv or ''}".strip(),
-        manual=not ctx.lock_dir,
+        f"exists{made} (the platform removed or moved that Python): nothing in the venv can run"
     )
+    if ctx.lock_dir:
+        return Finding("python", "FAIL", cause, restore_command(ctx))
+    from envlock.errors import UsageError
+    from envlock.venv.restore import find_python
+
+    python, manual = f"python{minor}" if minor else "python3", False
+    if minor:
+        try:  # as restore finds it: PATH, pyenv's versions, uv's interpreters
+            python = find_python(minor, None)
+        except UsageError as e:
+            cause += f"; {e.message}: {e.hint}"
+            manual = True
+    pins = _top_level(venv) if venv else []
+    # venv --clear refuses a link: the folder it names is made again (the link stays)
+    real = os.path.realpath(venv) if venv else venv
+    command = shlex.join([python, "-m", "venv", "--clear", real])
+    if pins:  # what was installed at the top (pip pulls what they require)
+        command += " && " + shlex.join([f"{venv}/bin/python", "-m", "pip", "install", *pins])
+    if manual:
+        command = f"install Python {minor} (see above), then run: {command}"
+    return Finding("python", "FAIL", cause, command, manual=manual)
 
 
 def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
@@ -164,12 +237,13 @@ def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     return out
 
 
-def check_requirements(probe: ProbeDoc, ctx: Context, reported: set[str]) -> list[Finding]:
-    """pip check: every Requires-Dist of every installed distribution satisfied
-    (markers evaluated in the target interpreter); ``reported`` names are skipped."""
+def unmet_requirements(probe: ProbeDoc) -> dict[str, list[str]]:
+    """pip check: every Requires-Dist of every installed distribution (markers
+    evaluated in the target interpreter) that is not met, by the name it concerns:
+    ``{"numpy": ["tensorflow 2.15.1 requires numpy<2.0.0,>=1.23.5"]}``."""
     have = installed(probe)
     env = dict(probe.get("markers") or {})
-    out: list[Finding] = []
+    out: dict[str, list[str]] = {}
     for name, dist in sorted(have.items()):
         for line in dist.get("requires") or []:
             try:
@@ -179,37 +253,47 @@ def check_requirements(probe: ProbeDoc, ctx: Context, reported: set[str]) -> lis
             except (InvalidRequirement, InvalidMarker, UndefinedEnvironmentName):
                 continue
             dep = canonicalize_name(req.name)
-            if dep in reported:
-                continue
             got = have.get(dep)
-            if got is None:
-                out.append(
-                    Finding(
-                        f"requirement {dep}",
-                        "FAIL",
-                        f"{name} {dist.get('version')} requires {req}; {dep} is not installed",
-                        _repair(ctx) if ctx.lock else f"pip install '{req}'",
-                    )
-                )
-                reported.add(dep)
-                continue
-            got_version = _version(str(got.get("version")))
-            if got_version is not None and not req.specifier.contains(
-                got_version, prereleases=True
-            ):
-                out.append(
-                    Finding(
-                        f"requirement {dep}",
-                        "FAIL",
-                        f"{name} {dist.get('version')} requires {req}; "
-                        f"{dep} {got.get('version')} is installed",
-                        _repair(ctx) if ctx.lock else f"pip install '{req}'",
-                    )
-                )
-                reported.add(dep)
-    if not out:
+            if got is not None:
+                got_version = _version(str(got.get("version")))
+                if got_version is None or req.specifier.contains(got_version, prereleases=True):
+                    continue
+            req.marker = None  # evaluated: true here
+            out.setdefault(dep, []).append(f"{name} {dist.get('version')} requires {req}")
+    return out
+
+
+def _installed_as(probe: ProbeDoc, dep: str) -> str:
+    got = installed(probe).get(dep)
+    return f"{dep} {got.get('version')} is installed" if got else f"{dep} is not installed"
+
+
+def check_requirements(
+    probe: ProbeDoc, ctx: Context, unmet: dict[str, list[str]], reported: set[str]
+) -> list[Finding]:
+    """One finding per name with an unmet requirement, on the name it concerns
+    ("numpy 2.1.3 is installed; tensorflow 2.15.1 requires numpy<2.0.0,>=1.23.5");
+    a name in ``reported`` has its own row already (the package findings), which
+    says it (``judge``). The PASS row only when every requirement is met."""
+    out: list[Finding] = []
+    for dep, needs in sorted(unmet.items()):
+        if dep in reported:
+            continue
+        first = needs[0].split(" requires ", 1)[1]
         out.append(
-            Finding("requirements", "PASS", f"every Requires-Dist of {len(have)} distributions met")
+            Finding(
+                f"requirement {dep}",
+                "FAIL",
+                f"{_installed_as(probe, dep)}; {', '.join(needs)}",
+                _repair(ctx)
+                if ctx.lock
+                else f"{shlex.quote(ctx.python or 'python')} -m pip install {shlex.quote(first)}",
+            )
+        )
+    if not unmet:
+        count = len(installed(probe))
+        out.append(
+            Finding("requirements", "PASS", f"every Requires-Dist of {count} distributions met")
         )
     return out
 
@@ -504,7 +588,7 @@ def check_gpus(probe: ProbeDoc, ctx: Context) -> list[Finding]:
         )
     elif visible is not None:
         out.append(Finding("CUDA_VISIBLE_DEVICES", "PASS", f"CUDA_VISIBLE_DEVICES={visible}"))
-    if tf.get("imported") and host.gpus and not tf.get("gpus"):
+    if tf.get("imported") and host.gpus and not tf.get("gpus") and not ctx.rehearsed:
         out.append(
             Finding(
                 "tensorflow gpus",
@@ -593,15 +677,28 @@ def check_paths(ctx: Context) -> list[Finding]:
     return out
 
 
+def _with_requirements(finding: Finding, needs: list[str]) -> Finding:
+    """A package row with what the other installed distributions require of it."""
+    if not needs:
+        return finding
+    return dataclasses.replace(finding, cause=f"{finding.cause}; {', '.join(needs)}")
+
+
 def judge(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     """Every finding for one probe result, in a stable order, root causes first: when
     the interpreter is not the locked Python, the per-package rows it causes are
     folded under the Python finding."""
     findings: list[Finding] = []
     python = check_python(probe, ctx)
-    lock_findings = check_packages(probe, ctx)
+    unmet = unmet_requirements(probe)
+    lock_findings = [
+        _with_requirements(f, unmet.get(f.check.split(" ", 1)[1], []))
+        if f.check.startswith("package ")
+        else f
+        for f in check_packages(probe, ctx)
+    ]
     reported = {f.check.split(" ", 1)[1] for f in lock_findings if f.check.startswith("package ")}
-    requirement_findings = check_requirements(probe, ctx, reported)
+    requirement_findings = check_requirements(probe, ctx, unmet, reported)
     if python[0].status == "FAIL":
         caused = [f for f in (*lock_findings, *requirement_findings) if f.status != "PASS"]
         head = python[0]
@@ -624,6 +721,17 @@ def judge(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     if any("changed_count" in d for d in probe.get("distributions") or []):
         findings += check_records(probe, ctx)
     findings += check_tensorflow(probe, ctx)
+    if ctx.rehearsed and ctx.host is not None:
+        gpus = ", ".join(f"{g.name} ({g.compute_capability})" for g in ctx.host.gpus) or "none"
+        findings.append(
+            Finding(
+                "rehearsal",
+                "INFO",
+                f"judged as if the host had driver {ctx.host.driver} and GPUs {gpus} "
+                f"({shlex.join(ctx.rehearsed)}); what TensorFlow listed at run time is this "
+                "machine's and is not judged",
+            )
+        )
     findings += check_driver(ctx)
     findings += check_cuda_packages(probe, ctx)
     findings += check_gpus(probe, ctx)

@@ -30,7 +30,17 @@ from envlock.model import Resolution
 FILENAME = "known_errors.toml"
 SCHEMA_VERSION = 1
 SEVERITIES = ("FAIL", "WARN", "INFO")
-FIELDS = ("id", "pattern", "severity", "cause", "fix", "fix_without_lock", "manual", "source")
+FIELDS = (
+    "id",
+    "pattern",
+    "after",
+    "severity",
+    "cause",
+    "fix",
+    "fix_without_lock",
+    "manual",
+    "source",
+)
 # what a lock (or the installed release) knows; cuda_libraries says where this
 # lock's CUDA and cuDNN come from (the base image for system CUDA, the locked
 # nvidia-* wheels for pip CUDA). A fix naming one of these needs a
@@ -62,6 +72,9 @@ class KnownError:
     source: str
     fix_without_lock: str = ""  # the fix when nothing names the release: groups only
     manual: bool = True  # False: the filled fix is one command to paste
+    # the line must come right after one this matches (blank lines between skipped):
+    # output that means something only after the command that printed it ("[]")
+    after: re.Pattern[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +106,13 @@ def parse(doc: Mapping[str, object], filename: str = FILENAME) -> tuple[KnownErr
             raise check.fail(f"{path}.pattern", f"not a regular expression: {e}") from None
         if pattern.search(""):
             raise check.fail(f"{path}.pattern", "matches an empty line")
+        after: re.Pattern[str] | None = None
+        after_text = check.string(entry, "after", path, required=False)
+        if after_text:
+            try:
+                after = re.compile(after_text)
+            except re.error as e:
+                raise check.fail(f"{path}.after", f"not a regular expression: {e}") from None
         groups = tuple(pattern.groupindex)
         fix = check.string(entry, "fix", path)
         lockless = check.string(entry, "fix_without_lock", path, required=False)
@@ -128,6 +148,7 @@ def parse(doc: Mapping[str, object], filename: str = FILENAME) -> tuple[KnownErr
                 source=check.string(entry, "source", path),
                 fix_without_lock=lockless,
                 manual=check.boolean(entry, "manual", path, default=True),
+                after=after,
             )
         )
     check.distinct("errors", "id", [e.id for e in out])
@@ -189,15 +210,20 @@ def match_log(lines: Iterable[str], known: Iterable[KnownError]) -> list[LogMatc
     entries = list(known)
     first: dict[str, tuple[int, str, dict[str, str]]] = {}
     counts: dict[str, int] = {}
+    previous = ""  # the last line that was not blank
     for number, raw in enumerate(lines, 1):
         line = raw[:MAX_LINE].rstrip("\r\n")
         for entry in entries:
+            if entry.after is not None and not entry.after.search(previous):
+                continue
             m = entry.pattern.search(line)
             if m:
                 counts[entry.id] = counts.get(entry.id, 0) + 1
                 if entry.id not in first:
                     found = {k: v for k, v in m.groupdict().items() if v is not None}
                     first[entry.id] = (number, line.strip()[:300], found)
+        if line.strip():
+            previous = line
     by_id = {e.id: e for e in entries}
     order = sorted(first, key=lambda ident: first[ident][0])
     return [LogMatch(by_id[i], counts[i], *first[i]) for i in order]

@@ -19,6 +19,8 @@ from envlock.errors import EnvlockError, UsageError
 
 if TYPE_CHECKING:
     from envlock.doctor.advice import DoctorReport, Finding
+    from envlock.driver import HostInfo
+    from envlock.model import Gpu
     from envlock.venv.probe import ProbeDoc
 
 
@@ -31,6 +33,11 @@ class DoctorRequest:
     log: str | None = None  # --log FILE: a training log to explain ("-": stdin)
     allow_cpu: bool = False  # no GPU is a warning, not a failure
     deep: bool = False  # also hash every installed file against its RECORD
+    # --driver VERSION and --gpu NAME: answer as if the host had them (a rehearsal of
+    # a driver change); None / () / False: what this machine has
+    driver: str | None = None
+    gpus: tuple[Gpu, ...] = ()
+    gpu_auto: bool = False
 
 
 def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) -> DoctorReport:
@@ -75,7 +82,7 @@ def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) 
         tf_version = F.tensorflow_installed(probe)
         if expected is None and tf_version is not None:
             expected = _expected_for(tf_version)
-        host, problem = _host()
+        host, problem, rehearsed = _host(req)
         ctx = Context(
             lock=lock,
             lock_dir=lock_dir,
@@ -89,6 +96,7 @@ def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) 
             venv=interpreter.venv_of(chosen.python),
             python=chosen.python,
             python_fits=_python_fits,
+            rehearsed=rehearsed,
         )
         found += F.judge(probe, ctx)
         doc["python"] = probe.get("python")
@@ -308,10 +316,63 @@ def _python_fits(minor: str) -> Any:
         return None
 
 
-def _host() -> tuple[Any, str]:
+def _detect() -> tuple[HostInfo | None, str]:
     from envlock import driver
 
     try:
         return driver.detect(), ""
     except EnvlockError as e:
         return None, e.message.removeprefix("--driver auto: ")
+
+
+def _host(req: DoctorRequest) -> tuple[HostInfo | None, str, tuple[str, ...]]:
+    """The host the findings are judged against: this machine's (NVML, else
+    nvidia-smi), or with --driver VERSION / --gpu NAME the one they describe, as
+    resolve takes them (a rehearsal of a driver change). The third item is the
+    rehearsal as flags (what a printed lock command repeats instead of --driver auto);
+    empty when nothing is rehearsed."""
+    from envlock.driver import HostGpu, HostInfo
+    from envlock.readers import quoted
+    from envlock.resolve import load_matrix
+    from envlock.resolve.constraints import DRIVER, named_gpus
+
+    driver = req.driver.strip() if req.driver is not None else None
+    if driver is not None and driver.lower() == "auto":
+        driver = None
+    if driver is None and not req.gpus:
+        return (*_detect(), ())
+    if driver is not None and not DRIVER.fullmatch(driver):
+        raise UsageError(
+            f"--driver {quoted(driver)} is not a driver version (NNN[.NN[.NN]]) or auto",
+            hint="e.g. --driver 535.104.05",
+        )
+    real: HostInfo | None = None
+    problem = ""
+    if driver is None or req.gpu_auto or not req.gpus:
+        real, problem = _detect()
+    if real is None and (driver is None or req.gpu_auto):
+        flag = "--gpu auto" if req.gpu_auto else "--gpu"
+        raise UsageError(
+            f"{flag}: no NVIDIA driver on this machine to pair the GPUs with ({problem})",
+            hint="rehearse the driver too: --driver VERSION (e.g. --driver 535.104.05)",
+        )
+    gpus: list[HostGpu] = []
+    if req.gpus:
+        for gpu in named_gpus(tuple(req.gpus), load_matrix().gpus):
+            gpus.append(HostGpu(gpu.name or f"sm_{gpu.compute_capability}", gpu.compute_capability))
+    if real is not None and (req.gpu_auto or not req.gpus):
+        gpus = [*real.gpus, *gpus]
+    flags: list[str] = []
+    if driver is not None:
+        flags += ["--driver", driver]
+    flags += [arg for gpu in req.gpus for arg in ("--gpu", gpu.name or str(gpu.compute_capability))]
+    if req.gpu_auto:
+        flags += ["--gpu", "auto"]
+    source = "--driver" if driver is not None else real.source if real is not None else "--gpu"
+    host = HostInfo(
+        driver=driver if driver is not None else real.driver if real is not None else "",
+        cuda_driver=None if driver is not None else real.cuda_driver if real else None,
+        gpus=tuple(gpus),
+        source=source,
+    )
+    return host, "", tuple(flags)

@@ -64,7 +64,7 @@ def _check_value(
     return value
 
 
-def _named_gpus(gpus: tuple[Gpu, ...], gpu_matrix: GpuMatrix | None) -> tuple[Gpu, ...]:
+def named_gpus(gpus: tuple[Gpu, ...], gpu_matrix: GpuMatrix | None) -> tuple[Gpu, ...]:
     """Each GPU with its compute capability and market from gpus.toml's names;
     a name given without a capability that gpus.toml does not know is a UsageError."""
     out: list[Gpu] = []
@@ -145,5 +145,5 @@ def check(
         driver=Version(driver) if driver else None,
         os=os,
         source=source,
-        gpus=_named_gpus(tuple(c.gpus), gpu_matrix),
+        gpus=named_gpus(tuple(c.gpus), gpu_matrix),
     )
