@@ -26,7 +26,6 @@ RAW = {"open", "read_bytes", "read_text", "load"}  # load: json.load / tomllib.l
 
 # module -> (calls, why they are not unbounded reads of user input)
 KNOWN: dict[str, tuple[int, str]] = {
-    "bundle/manifest.py": (5, "the bundle's own journal, manifest and files, under its lock"),
     "bundle/origin.py": (1, "/etc/machine-id, a system file"),
     "commands/notebook.py": (1, "envlock's own package files (the shim notebook install copies)"),
     "doctor/knownerrors.py": (1, "envlock's own known_errors.toml (package data)"),

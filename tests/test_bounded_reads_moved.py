@@ -387,3 +387,44 @@ def test_restores_smoke_test_tells_absent_runtime_settings_from_unreadable(tmp_p
     assert error.message == (
         f"runtime settings {tmp_path / 'runtime.json'}: not a regular file (a FIFO)"
     )
+
+
+# ------------------------------------------------------------ the bundle's manifest and journal
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("envlock-manifest.json", "fifo"),
+        ("envlock-manifest.json", "sparse"),
+        ("envlock-manifest.json", "link"),
+        (".envlock-journal.json", "fifo"),
+        (".envlock-journal.json", "link"),
+    ],
+)
+def test_a_bundles_manifest_or_journal_that_is_a_fifo_huge_or_a_link_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, kind: str
+) -> None:
+    """bundle/manifest.py read both with Path.read_bytes(): a FIFO hung every
+    command that opens the bundle (render, lock --check, build, verify --lock), a
+    sparse file was read whole, a link was followed out of the folder. A bundle
+    folder is input (a colleague's, a pull request's): now each is exit 2 naming
+    the file and what it is."""
+    from envlock.bundle.manifest import read_manifest, recover_bundle
+
+    target = tmp_path / name
+    if kind == "fifo":
+        _fifo(target)
+        problem = "not a regular file (a FIFO)"
+    elif kind == "sparse":
+        _sparse(target, 2 * MiB)
+        problem = f"{2 * MiB} bytes, more than the {MiB} allowed"
+    else:
+        (tmp_path / "elsewhere.json").write_text("{}")
+        target.symlink_to(tmp_path / "elsewhere.json")
+        problem = "a symbolic link"
+    read = read_manifest if name == "envlock-manifest.json" else recover_bundle
+    err = _within(lambda: read(tmp_path))
+    assert isinstance(err, UsageError), err
+    assert str(err).startswith(f"{target}: ") and problem in str(err)
+    assert err.exit_code == 2

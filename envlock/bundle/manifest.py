@@ -50,11 +50,21 @@ MANIFEST = "envlock-manifest.json"
 JOURNAL = ".envlock-journal.json"
 TEMP_SUFFIX = ".envlock-tmp"
 MANIFEST_SCHEMA = "envlock.manifest/v1"
+# a bundle folder is input (a colleague's, a pull request's): every read is bounded
+FILE_LIMIT = 64 << 20  # a file of the bundle, as bundle.check reads them
+STATE_LIMIT = 1 << 20  # the manifest and the journal
+_HINT = "remove or replace the file, then run the command again"
 JOURNAL_SCHEMA = "envlock.journal/v1"
 
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _bytes_of(path: Path) -> bytes | None:
+    from envlock.readers import read_optional
+
+    return read_optional(path, limit=FILE_LIMIT, follow=False, hint=_HINT)
 
 
 def _digest_of(path: Path) -> str | None:
@@ -65,7 +75,10 @@ def _digest_of(path: Path) -> str | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return "not-a-file"
-    return _sha256(path.read_bytes())
+    from envlock.readers import read_optional
+
+    data = read_optional(path, limit=FILE_LIMIT, follow=False, hint=_HINT)
+    return None if data is None else _sha256(data)
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -131,13 +144,12 @@ def manifest_text(files: Mapping[str, bytes]) -> bytes:
 
 def read_manifest(folder: Path) -> dict[str, str] | None:
     """``{rel: sha256}`` of DIR's manifest; None when DIR has none (exit 2 when it is bad)."""
+    from envlock.readers import read_optional
+
     path = folder / MANIFEST
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    raw = read_optional(path, limit=STATE_LIMIT, follow=False, hint=_HINT)
+    if raw is None:
         return None
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read it ({e.strerror or e})") from None
     try:
         doc = json.loads(raw.decode("utf-8"))
         files = doc["files"]
@@ -186,9 +198,13 @@ def _is_envlock_lock(path: Path) -> bool:
         import tomllib
     else:  # pragma: no cover
         import tomli as tomllib
+    from envlock.errors import EnvlockError
+    from envlock.readers import read_optional
+
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        raw = read_optional(path, limit=FILE_LIMIT, hint=_HINT)
+        doc = tomllib.loads(raw.decode("utf-8")) if raw is not None else {}
+    except (EnvlockError, UnicodeDecodeError, ValueError):
         return False
     tool = doc.get("tool")
     return isinstance(tool, dict) and isinstance(tool.get("envlock"), dict)
@@ -235,10 +251,11 @@ def _journal_doc(entries: list[_Entry]) -> bytes:
 
 
 def _read_journal(folder: Path) -> list[_Entry] | None:
+    from envlock.readers import read_optional
+
     path = folder / JOURNAL
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    raw = read_optional(path, limit=STATE_LIMIT, follow=False, hint=_HINT)
+    if raw is None:
         return None
     try:
         doc = json.loads(raw.decode("utf-8"))
@@ -416,7 +433,7 @@ def foreign_files(folder: Path, files: Mapping[str, bytes]) -> list[str]:
             )
         if not stat.S_ISREG(st.st_mode):
             out.append(rel)  # a link, pipe or device: never written through
-        elif rel not in manifest and target.read_bytes() != data:
+        elif rel not in manifest and (st.st_size != len(data) or _bytes_of(target) != data):
             out.append(rel)
     return out
 
