@@ -185,10 +185,9 @@ def test_real_tf_venv_drift_is_named(tf_venv: Path, capsys: pytest.CaptureFixtur
         code, doc = doctor(["--venv", str(tf_venv), "--lock", str(LOCK_DIR), "--allow-cpu"], capsys)
         checks = by_check(doc)
         assert code == 1
-        # each row also says what the installed distributions require of it (#42)
-        numpy = checks["package numpy"]["cause"]
-        assert numpy.startswith("numpy 1.26.4 is locked but not installed; ")
-        assert "tensorflow 2.15.1 requires numpy<2.0.0,>=1.23.5" in numpy
+        # a package installed at another version also says what the installed
+        # distributions require of it (#42); a missing one is said as before
+        assert checks["package numpy"]["cause"] == "numpy 1.26.4 is locked but not installed"
         assert checks["package protobuf"]["cause"].startswith(
             "protobuf 5.26.1 is installed; the lock has 4.25.9; "
         )

@@ -691,9 +691,10 @@ def judge(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     findings: list[Finding] = []
     python = check_python(probe, ctx)
     unmet = unmet_requirements(probe)
-    lock_findings = [
+    have = installed(probe)
+    lock_findings = [  # a package installed at another version: what others require of it
         _with_requirements(f, unmet.get(f.check.split(" ", 1)[1], []))
-        if f.check.startswith("package ")
+        if f.check.startswith("package ") and f.check.split(" ", 1)[1] in have
         else f
         for f in check_packages(probe, ctx)
     ]
