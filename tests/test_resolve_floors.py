@@ -12,7 +12,7 @@ import pytest
 from envlock.cli import main
 from envlock.commands.resolve import add_resolve_arguments, constraints_from_args
 from envlock.driver import HostGpu, HostInfo, detect
-from envlock.errors import EnvironmentFailure
+from envlock.errors import EnvironmentFailure, UsageError
 from envlock.matrix import Matrix, load
 from envlock.matrix.require import MARKET_BRANDS, parse_require
 from envlock.model import Resolution
@@ -85,28 +85,36 @@ def test_auto_is_the_host_not_a_name() -> None:
     assert c.driver is None  # --gpu auto reads the GPUs only
 
 
-def test_auto_without_a_driver_is_the_environment() -> None:
-    with pytest.raises(EnvironmentFailure) as err:
+def test_auto_without_a_driver_is_exit_2_as_driver_auto_and_a_driver_without_gpus_3() -> None:
+    """No driver at all: the same cause and exit code for --gpu auto as for --driver
+    auto (2, with the hint to name the GPU; #42 asked for one code per cause, it was
+    3 here and 2 there); a driver that lists no GPU is a broken environment (3)."""
+    with pytest.raises(UsageError) as err:
         constraints_from_args(
             _args("tensorflow", "--gpu", "auto"),
             detect=lambda: detect(MISSING_NVML, ""),  # no NVML, no nvidia-smi
         )
-    assert err.value.exit_code == 3
-    assert err.value.message.startswith("--gpu auto: ")
+    assert err.value.exit_code == 2
+    assert err.value.message.startswith("--gpu auto: no NVIDIA driver found")
+    assert err.value.hint == "name the GPU instead, e.g. --gpu A100 or --gpu 8.0"
     empty = HostInfo("550.54.15", "12.4", (), "NVML")
     with pytest.raises(EnvironmentFailure, match="the NVIDIA driver lists no GPU"):
         constraints_from_args(_args("tensorflow", "--gpu", "auto"), detect=lambda: empty)
 
 
 def test_auto_on_a_machine_without_nvml_or_nvidia_smi(capsys: pytest.CaptureFixture[str]) -> None:
-    # this machine has no NVIDIA driver: exit 3, a message, no traceback
+    # this machine has no NVIDIA driver: a message, no traceback, and the exit code
+    # --driver auto gives for the same cause (2: #42, "same cause, same exit code")
     import shutil
 
     if shutil.which("nvidia-smi"):
         pytest.skip("this machine has nvidia-smi")
-    assert main(["resolve", "tensorflow", "--gpu", "auto"]) == 3
+    assert main(["resolve", "tensorflow", "--gpu", "auto"]) == 2
     err = capsys.readouterr().err
     assert "--gpu auto: no NVIDIA driver found" in err and "Traceback" not in err
+    assert main(["resolve", "tensorflow", "--driver", "auto"]) == 2
+    err = capsys.readouterr().err
+    assert "--driver auto: no NVIDIA driver found" in err and "Traceback" not in err
 
 
 # ---------------------------------------------------------------- the PTX JIT floor

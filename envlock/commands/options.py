@@ -135,8 +135,8 @@ def constraints_from_args(
 
         try:
             found = host_gpus()
-        except UsageError as e:  # no driver here: the machine, not the flag, is the problem
-            raise EnvironmentFailure(
+        except UsageError as e:  # no driver here: exit 2, as --driver auto says it (#42)
+            raise UsageError(
                 f"--gpu auto: {e.message.removeprefix('--driver auto: ')}",
                 hint="name the GPU instead, e.g. --gpu A100 or --gpu 8.0",
             ) from None
