@@ -295,3 +295,43 @@ def test_every_report_action_is_under_report_and_the_top_level_ones_are_aliases(
     via_alias = cli(capsys, "verify", str(signed), "--key", str(tmp_path / "a.pub.pem"))
     assert via_report == via_alias and via_report[0] == 0
     assert "VERIFIED: signed by the given key" in via_report[1]
+
+
+def test_a_report_changed_after_signing_is_not_blamed_on_the_key(
+    tmp_path: Path,
+    keypair: tuple[Path, Path],
+    result_file: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """#42: a report whose payload changed after signing said "check that PUB is the
+    key the report was signed with". Its signature names this key (the keyid is a
+    hint, never trusted: it only chooses the words), so the failure says the bytes
+    changed; a report signed by another key still points at the key."""
+    import base64
+
+    priv, pub = keypair
+    bundle = make_bundle(tmp_path)
+    report = tmp_path / "env.intoto.json"
+    code, _out, err = cli(
+        capsys, "report", "sign", str(result_file), "--key", str(priv),
+        "--lock", str(bundle), "-o", str(report),
+    )  # fmt: skip
+    assert code == 0, err
+    env = json.loads(report.read_text())
+    payload = json.loads(base64.b64decode(env["payload"]))
+    payload["predicate"]["envlock"]["result"] = "PASSED"  # the WARNED result, made to look PASSED
+    env["payload"] = base64.b64encode(json.dumps(payload).encode()).decode()
+    changed = tmp_path / "changed.intoto.json"
+    changed.write_text(json.dumps(env))
+    code, _out, err = cli(capsys, "verify", str(changed), "--key", str(pub))
+    assert code == 1
+    assert "no signature is valid for this key over the DSSE PAE (1 signature tried; keyids " in err
+    assert "are not trusted): one names this key (keyid " in err
+    assert "so the payload or the signature was changed after signing" in err
+    assert "hint: the report's bytes are not the ones this key signed" in err
+    assert "check that PUB" not in err
+    _other_priv, other_pub = make_keys(tmp_path, "other")
+    code, _out, err = cli(capsys, "verify", str(report), "--key", str(other_pub))
+    assert code == 1
+    assert "no signature is valid for this key over the DSSE PAE" in err
+    assert "hint: check that PUB is the key the report was signed with" in err

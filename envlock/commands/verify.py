@@ -156,11 +156,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(_table(args, v, args.report, failure))
     if failure:
-        raise CheckFailed(
-            failure,
-            hint=None if v.signature_ok else "check that PUB is the key the report was signed with",
-        )
+        raise CheckFailed(failure, hint=_signature_hint(v))
     return 0
+
+
+def _signature_hint(v: Any) -> str | None:
+    """What to do when the signature does not verify: a report whose bytes changed
+    after this key signed them is not a key problem (#42: the hint blamed the key)."""
+    if v.signature_ok:
+        return None
+    if v.altered:
+        return (
+            "the report's bytes are not the ones this key signed: take the report again "
+            "from where it was published, or sign the smoke result again"
+        )
+    return "check that PUB is the key the report was signed with"
 
 
 def _run_registry(args: argparse.Namespace, public_key: Any, lock_dir: Path | None) -> int:

@@ -59,6 +59,9 @@ class Verification:
     checked: list[Compared] = field(default_factory=list)  # what was compared, one each
     uncovered: list[str] = field(default_factory=list)  # asked for, not in the report
     valid_signatures: int = 0  # distinct valid signatures by the key (malleated copies once)
+    # no signature verifies, but one names this key's keyid: the signed bytes were
+    # changed after signing (the keyid is a hint: it only chooses the words of the failure)
+    altered: bool = False
 
     @property
     def subject_checked(self) -> bool:
@@ -252,10 +255,17 @@ def verify_envelope(
     out.valid_signatures = len(valid)
     if not valid:
         n = len(env.signatures)
-        out.problems.append(
+        out.altered = any(s.keyid == out.keyid for s in env.signatures)
+        tried = (
             f"no signature is valid for this key over the DSSE PAE ({n} signature"
             f"{'s' if n != 1 else ''} tried; keyids are not trusted)"
         )
+        if out.altered:
+            tried += (
+                f": one names this key (keyid {out.keyid[:16]}...), so the payload or the "
+                "signature was changed after signing (or another key put this keyid on it)"
+            )
+        out.problems.append(tried)
         return out
     out.signature_ok = True
     if env.payload_type != dsse.INTOTO_PAYLOAD_TYPE:
