@@ -17,7 +17,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -85,12 +85,14 @@ def read_listings(
     if progress is not None:
         progress(f"reading the file lists of {len(todo)} CUDA-carrying wheels")
     local = threading.local()
+    sessions: list[Any] = []  # one per worker thread, closed when all are read
 
     def one(item: tuple[LockedPackage, Family]) -> tuple[str, WheelListing]:
         pkg, family = item
         sess = getattr(local, "session", None)
         if sess is None:
             sess = local.session = http.session()
+            sessions.append(sess)
         wheel = min(pkg.wheels, key=lambda w: w.filename)
         fetch = (
             local_fetcher(wheel.url, wheel.size)
@@ -100,8 +102,12 @@ def read_listings(
         wanted = (family.member,) if family.member else ()
         return pkg.name, read_listing(fetch, wheel.filename, wanted)
 
-    with ThreadPoolExecutor(max_workers=min(WORKERS, len(todo))) as pool:
-        return dict(pool.map(one, todo))
+    try:
+        with ThreadPoolExecutor(max_workers=min(WORKERS, len(todo))) as pool:
+            return dict(pool.map(one, todo))
+    finally:
+        for sess in sessions:
+            sess.close()
 
 
 def to_read(lock: Lock, rules: CudaWheels) -> list[tuple[LockedPackage, Family]]:
