@@ -124,12 +124,11 @@ def run(args: argparse.Namespace) -> int:
         import shlex
 
         from envlock.resolve import load_matrix
-        from envlock.resolve.chooser import runs_nowhere
+        from envlock.resolve.chooser import gpu_args, runs_nowhere
         from envlock.resolve.paths import for_resolution
 
         matrix = load_matrix()
-        gpus = [a for g in constraints.gpus for a in ("--gpu", g.name or str(g.compute_capability))]
-        said = shlex.join(["envlock", "resolve", constraints.spec, *gpus])
+        said = shlex.join(["envlock", "resolve", constraints.spec, *gpu_args(constraints)])
         failure = runs_nowhere(
             resolution,
             constraints,

@@ -80,7 +80,8 @@ class BundleContext:
     cuda: Checked
     cudnn: Checked
     cuda_source: Checked
-    driver_min: Checked  # the whole lock's floor (its framework's, in a lock made before 0.x)
+    # the whole lock's floor (its framework's alone in a lock without [tool.envlock.gpu])
+    driver_min: Checked
     driver_set_by: Checked  # "torch 2.15.0 (CUDA 13.2, cuda-toolkit 13.2.2)"; "" when unknown
     framework_driver_min: Checked  # the framework's own floor
     # (name, version, CUDA, how it is known, driver floor) of each CUDA-carrying package

@@ -107,6 +107,11 @@ def choose(
     return replace(first, reasons=(*first.reasons, why))
 
 
+def gpu_args(constraints: Constraints) -> list[str]:
+    """The named GPUs as ``--gpu`` arguments, as a printed command gives them."""
+    return [a for g in constraints.gpus for a in ("--gpu", g.name or str(g.compute_capability))]
+
+
 def runs_nowhere(
     res: Resolution,
     constraints: Constraints,
@@ -146,10 +151,7 @@ def runs_nowhere(
         except EnvlockError:
             continue
         if all(runs(g) for g in for_resolution(other, asked, matrix)):
-            gpus = [
-                a for g in constraints.gpus for a in ("--gpu", g.name or str(g.compute_capability))
-            ]
-            command = shlex.join(["envlock", "resolve", asked.spec, *gpus])
+            command = shlex.join(["envlock", "resolve", asked.spec, *gpu_args(constraints)])
             return CheckFailed(
                 message, hint=f"{res.framework} {release.version} runs there: {command}"
             )

@@ -182,6 +182,8 @@ def direct_url(dist: Any) -> str | None:
     return url
 
 
+# the same patterns as envlock/lock/gpufacts.py's: this file runs alone, standard
+# library only, in the inspected interpreter, so it cannot import them
 _CU_FOLDER = re.compile(r"nvidia/cu([0-9]+)/")
 _VERSION_PY = re.compile(r"^cuda\s*(?::[^=\n]*)?=\s*['\"]([0-9]+\.[0-9]+)['\"]", re.MULTILINE)
 
