@@ -64,7 +64,7 @@ def _fifo(path: Path) -> Path:
 def test_build_refuses_a_dockerfile_that_is_a_fifo_huge_or_a_folder_by_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
 ) -> None:
-    """envlock build DIR (image/build.py): a FIFO Dockerfile read "no Dockerfile in
+    """envlock build DIR (image/dockerfile.py): a FIFO Dockerfile read "no Dockerfile in
     this folder" (is_file() is false for it), and one over 1 MiB was read whole;
     now each is exit 2 naming what it is, before the engine is asked."""
     dockerfile = tmp_path / "Dockerfile"

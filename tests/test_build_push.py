@@ -20,13 +20,8 @@ import pytest
 from envlock.cli import main
 from envlock.errors import EnvironmentFailure, UsageError
 from envlock.image import ref as imageref
-from envlock.image.build import (
-    TrackedStep,
-    build_image,
-    declared_args,
-    parse_build_args,
-    step_line,
-)
+from envlock.image.build import TrackedStep, build_image, step_line
+from envlock.image.dockerfile import declared_args, parse_build_args
 from envlock.image.labels import created_label
 from envlock.image.push import _push_failure, push, push_image
 

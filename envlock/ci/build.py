@@ -116,12 +116,8 @@ def cell_ref(repository: ImageRef | None, cell: str) -> ImageRef:
 
 def check_cell(folder: Path, options: CiBuildOptions) -> None:
     """The checks `envlock build` makes before it contacts the engine, for one cell."""
-    from envlock.image.build import (
-        check_build_args,
-        check_reference,
-        declared_args,
-        read_dockerfile,
-    )
+    from envlock.image.build import check_reference
+    from envlock.image.dockerfile import check_build_args, declared_args, read_dockerfile
 
     dockerfile = folder / "Dockerfile"
     declared = declared_args(read_dockerfile(dockerfile))

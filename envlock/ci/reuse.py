@@ -37,7 +37,7 @@ def cell_inputs(folder: Path, options: CiBuildOptions) -> str:
     from docker.utils.build import exclude_paths
 
     from envlock.fsutil import sha256_file
-    from envlock.image.build import MAX_DOCKERFILE, declared_args, final_base, read_dockerfile
+    from envlock.image.dockerfile import MAX_DOCKERFILE, declared_args, final_base, read_dockerfile
     from envlock.readers import read_optional
 
     ignore = folder / ".dockerignore"

@@ -61,7 +61,8 @@ def _stderr(text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from envlock.bundle.manifest import recover_bundle
     from envlock.errors import UsageError
-    from envlock.image.build import build_image, parse_build_args
+    from envlock.image.build import build_image
+    from envlock.image.dockerfile import parse_build_args
     from envlock.image.push import Pushed, check_push_reference, push
 
     build_args = parse_build_args(args.build_arg)

@@ -73,7 +73,7 @@ def register(ci_sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from envlock.ci.build import build_cells
     from envlock.ci.options import CiBuildOptions
-    from envlock.image.build import parse_build_args
+    from envlock.image.dockerfile import parse_build_args
 
     options = CiBuildOptions(
         jobs=args.jobs,
