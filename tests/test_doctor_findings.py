@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envlock.doctor import findings as F
+from envlock.doctor import gpu_findings as G
 from envlock.doctor.advice import Context, Finding
 from envlock.doctor.runner import _floor
 from envlock.driver import HostGpu, HostInfo
@@ -320,7 +321,7 @@ def test_doctor_and_resolve_agree_on_the_driver(driver: str, gpu: HostGpu, versi
     expected = resolve(Constraints(spec=f"tensorflow=={version}"))
     host = HostInfo(driver, None, (gpu,), "NVML")
     ctx = context(expected=expected, host=host, floor=_floor(expected, host, {}), fits=None)
-    doctor = F.check_driver(ctx)[0].status
+    doctor = G.check_driver(ctx)[0].status
     asked = Constraints(
         spec=f"tensorflow=={version}",
         python=expected.python,
@@ -342,7 +343,7 @@ def test_an_a100_on_530_fails_the_ptx_jit_floor_as_resolve_says() -> None:
     resolve said the PTX JIT of CUDA 12.2 on that GPU needs >= 535.54.03."""
     host = HostInfo("530.30.02", None, (GPUS[1],), "nvidia-smi")
     ctx = context(host=host, floor=_floor(LOCK.resolution, host, {}))
-    found = F.check_driver(ctx)[0]
+    found = G.check_driver(ctx)[0]
     assert found.status == "FAIL"
     assert "older than 535.54.03" in found.cause and "PTX JIT" in found.cause
 
@@ -384,7 +385,7 @@ def test_doctor_in_a_container_agrees_with_resolves_container_verdict(
     # doctor inside the image resolve chose for this driver (the release is the same)
     environ = {"NVIDIA_REQUIRE_CUDA": image_require_cuda(answer)}
     floor = _floor(expected, host, environ)
-    doctor = F.check_driver(context(expected=expected, host=host, floor=floor, fits=None))[0]
+    doctor = G.check_driver(context(expected=expected, host=host, floor=floor, fits=None))[0]
     verdict = next(
         part.split(": ", 1)[1]
         for r in answer.reasons
@@ -401,10 +402,10 @@ def test_an_a100_on_an_excepted_branch_passes_in_the_container_only() -> None:
     is too old for the PTX JIT of CUDA 12.2; inside the 12.2.2 image its
     forward-compatibility libraries JIT-compile it (branch 525 is excepted)."""
     host = HostInfo("525.147.05", None, (GPUS[1],), "NVML")
-    on_host = F.check_driver(context(host=host, floor=_floor(LOCK.resolution, host, {})))[0]
+    on_host = G.check_driver(context(host=host, floor=_floor(LOCK.resolution, host, {})))[0]
     assert on_host.status == "FAIL" and "older than 535.54.03" in on_host.cause
     environ = {"NVIDIA_REQUIRE_CUDA": image_require_cuda(LOCK.resolution)}
-    inside = F.check_driver(context(host=host, floor=_floor(LOCK.resolution, host, environ)))[0]
+    inside = G.check_driver(context(host=host, floor=_floor(LOCK.resolution, host, environ)))[0]
     assert inside.status == "PASS", inside.cause
     assert inside.cause == (
         "driver 525.147.05 (NVML) >= 525.60.13, the floor of CUDA 12.2 (minor-version "
@@ -414,7 +415,7 @@ def test_an_a100_on_an_excepted_branch_passes_in_the_container_only() -> None:
     )
     # a GeForce gets no forward compatibility: the same floor as on the host
     geforce = HostInfo("525.147.05", None, (GPUS[4],), "NVML")
-    in_geforce = F.check_driver(
+    in_geforce = G.check_driver(
         context(host=geforce, floor=_floor(LOCK.resolution, geforce, environ))
     )[0]
     assert in_geforce.status == "FAIL" and "older than 535.54.03" in in_geforce.cause
@@ -470,7 +471,7 @@ def test_doctor_holds_the_driver_to_the_floor_the_locks_other_packages_set() -> 
     )
     lock = replace(LOCK, gpu=gpu)
     old = HostInfo("570.86.15", None, (GPUS[0],), "nvidia-smi")
-    found = F.check_driver(context(lock=lock, host=old, floor=_floor(LOCK.resolution, old, {})))[0]
+    found = G.check_driver(context(lock=lock, host=old, floor=_floor(LOCK.resolution, old, {})))[0]
     assert (found.status, found.cause, found.fix, found.alternatives) == (
         "FAIL",
         "driver 570.86.15 (nvidia-smi) is older than 580: the lock's packages need it: "
@@ -479,7 +480,7 @@ def test_doctor_holds_the_driver_to_the_floor_the_locks_other_packages_set() -> 
         (),
     )
     new = HostInfo("580.95.05", None, (GPUS[0],), "nvidia-smi")
-    found = F.check_driver(context(lock=lock, host=new, floor=_floor(LOCK.resolution, new, {})))[0]
+    found = G.check_driver(context(lock=lock, host=new, floor=_floor(LOCK.resolution, new, {})))[0]
     assert (found.status, found.cause) == (
         "PASS",
         "driver 580.95.05 (nvidia-smi) >= 580, the lock's packages need it: "
@@ -500,7 +501,7 @@ def test_every_cuda_carrying_package_installed_is_rated_against_the_driver() -> 
         dist("cupy-cuda12x", "14.0.1"),
     ]
     old = HostInfo("570.86.15", None, (GPUS[0],), "nvidia-smi")
-    found = F.check_cuda_packages(probe, context(host=old))
+    found = G.check_cuda_packages(probe, context(host=old))
     assert [(f.check, f.status, f.cause, f.fix) for f in found] == [
         (
             "cuda packages >= 580",
@@ -512,7 +513,7 @@ def test_every_cuda_carrying_package_installed_is_rated_against_the_driver() -> 
         )
     ]
     new = HostInfo("580.95.05", None, (GPUS[0],), "nvidia-smi")
-    (ok,) = F.check_cuda_packages(probe, context(host=new))
+    (ok,) = G.check_cuda_packages(probe, context(host=new))
     assert (ok.status, ok.cause) == (
         "PASS",
         "6 CUDA-carrying packages installed; the highest floor, >= 580 (cuda-toolkit 13.2.2, "

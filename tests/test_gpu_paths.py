@@ -242,7 +242,7 @@ def test_no_stale_golden_files() -> None:
 
 def _doctor_findings(gpu: str, capability: str, driver: str, dists: dict[str, str]) -> list[str]:
     from envlock.doctor.advice import Context
-    from envlock.doctor.findings import check_paths
+    from envlock.doctor.gpu_findings import check_paths
     from envlock.doctor.runner import _paths
     from envlock.driver import HostGpu, HostInfo
 

@@ -5,7 +5,8 @@ with; the builders here make each fix a command that works pasted as it
 stands: it names the bundle checked against and the environment inspected
 (``restore_command``), installs one locked distribution with the lock's own
 hashes (``pip_fix``), or locks another release keeping the lock's pins and
-CUDA source (``lock_command``, ``driver_fix``).
+CUDA source (``lock_command``, ``driver_fix``). ``installed`` and ``_version``
+read the probe for both ``findings`` and ``gpu_findings``.
 """
 
 from __future__ import annotations
@@ -15,13 +16,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
 
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
 from envlock.driver import HostInfo
 from envlock.model import Lock, Resolution
 
 if TYPE_CHECKING:
     from envlock.resolve.floors import HostFloor
     from envlock.resolve.paths import GpuPaths
-    from envlock.venv.probe import PythonInfo
+    from envlock.venv.probe import Dist, ProbeDoc, PythonInfo
+
+
+STATUSES = ("PASS", "WARN", "FAIL", "INFO")
 
 
 class _FindingHead(TypedDict):
@@ -190,3 +197,18 @@ def driver_fix(ctx: Context, fits: Resolution) -> str:
     for pin in pins:
         argv += ["--with", pin]
     return shlex.join([*argv, "-o", f"{base}-{fits.framework}{fits.version}"])
+
+
+def _version(text: str | None) -> Version | None:
+    try:
+        return Version(text) if text else None
+    except InvalidVersion:
+        return None
+
+
+def installed(probe: ProbeDoc) -> dict[str, Dist]:
+    """Distributions by normalized name; the first on sys.path wins, as for import."""
+    out: dict[str, Dist] = {}
+    for dist in probe.get("distributions") or []:
+        out.setdefault(canonicalize_name(str(dist.get("name", ""))), dist)
+    return out

@@ -211,7 +211,7 @@ def _paths(expected: Any, host: Any, probe: ProbeDoc, python: str) -> tuple[Any,
         return ()
     import shlex
 
-    from envlock.doctor.findings import installed
+    from envlock.doctor.advice import installed
     from envlock.matrix import libraries
     from envlock.matrix import paths as paths_mod
     from envlock.resolve import load_matrix
