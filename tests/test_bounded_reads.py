@@ -1,7 +1,7 @@
 """Every read of a file's bytes goes through the bounded readers (issue #38).
 
 ``envlock.readers`` (``read_bytes``, ``read_text``, ``read_json``, ``read_toml``,
-``read_member``), ``fsutil.read_input`` and ``index.http.read_body`` bound what
+``read_member``), ``fsutil.read_input`` and ``index.body.read_body`` bound what
 they read and refuse what is not a regular file. A plain ``open()``,
 ``Path.read_bytes()``, ``Path.read_text()`` or ``json.load()`` does neither: a
 FIFO hangs, ``/dev/zero`` fills memory. This test parses every module under
@@ -96,7 +96,7 @@ def test_no_module_reads_bytes_past_the_bounded_readers() -> None:
     known = {name: calls for name, (calls, _) in KNOWN.items() if calls}
     assert dict(found) == known, (
         "a module reads a file's bytes without envlock.readers / fsutil.read_input / "
-        "http.read_body (or one of the reads listed in KNOWN went away: lower its count)"
+        "body.read_body (or one of the reads listed in KNOWN went away: lower its count)"
     )
 
 

@@ -10,7 +10,7 @@ import pytest
 from fixtures.index.fakeindex import FakeIndex, closed_port
 
 from envlock.errors import EnvironmentFailure, UsageError
-from envlock.index import http
+from envlock.index import body, http
 
 
 def test_ca_bundle_prefers_the_configured_one(
@@ -115,7 +115,7 @@ def test_a_range_answer_that_does_not_end_is_cut_off_at_the_range(
             http.session(http.HttpSettings.from_env()) as sess,
             pytest.raises(EnvironmentFailure) as e,
         ):
-            http.get_range(sess, url, 0, 99, index="the index")
+            body.get_range(sess, url, 0, 99, index="the index")
     finally:
         server.shutdown()
         server.server_close()

@@ -104,6 +104,7 @@ def wheel_from_url(value: str) -> EnvlockWheel:
     from urllib.parse import unquote, urlsplit
 
     from envlock.index import http
+    from envlock.index.body import BodyError, read_body
 
     url, _, fragment = value.partition("#")
     key, _, digest = fragment.partition("=")
@@ -117,8 +118,8 @@ def wheel_from_url(value: str) -> EnvlockWheel:
     try:
         resp = http.get(sess, url, index=url, stream=True)
         try:
-            data = http.read_body(resp, "blob", sha256=digest)
-        except http.BodyError as e:
+            data = read_body(resp, "blob", sha256=digest)
+        except BodyError as e:
             raise UsageError(f"--envlock-wheel {value}: {e}", hint=HINT) from e
     finally:
         sess.close()

@@ -140,13 +140,14 @@ def iter_attestations(
     one attestation, read once; at most ``MAX_ATTESTATION_LAYERS`` layers and
     ``MAX_ATTESTATION_BYTES`` of stated sizes in all are read, the rest yielded
     with the bound as their ``problem``. Each blob is read through
-    ``http.read_body``: no longer than its descriptor states, its sha256
+    ``body.read_body``: no longer than its descriptor states, its sha256
     checked as it arrives; a blob that is not what its descriptor says, or that
     the registry refuses, is a ``problem`` of that layer and the next one is
     read. A registry that cannot be reached is EnvironmentFailure (exit 3).
     Only DSSE layers are yielded (cosign may keep other kinds there).
     """
     from envlock.index import http
+    from envlock.index.body import BodyError, read_body
 
     ref = pinned(pinned_ref)
     assert ref.digest is not None
@@ -189,8 +190,8 @@ def iter_attestations(
                 )
                 continue
             try:
-                data = http.read_body(resp, "blob", size=size, sha256=digest.partition(":")[2])
-            except http.BodyError as e:
+                data = read_body(resp, "blob", size=size, sha256=digest.partition(":")[2])
+            except BodyError as e:
                 yield Attestation(
                     i, len(layers), digest, problem=f"not read: the registry sent {e}", outage=True
                 )

@@ -260,6 +260,7 @@ def iter_bundles(
     registry that cannot be reached for the list is EnvironmentFailure (exit 3).
     """
     from envlock.index import http
+    from envlock.index.body import BodyError, read_body
 
     ref = pinned(pinned_ref)
     assert ref.digest is not None
@@ -350,8 +351,8 @@ def iter_bundles(
                 yield skipped(f"not read: HTTP {resp.status_code}{_registry_said(resp)}", shown)
                 continue
             try:
-                data = http.read_body(resp, "blob", size=lsize, sha256=ldigest.partition(":")[2])
-            except http.BodyError as e:
+                data = read_body(resp, "blob", size=lsize, sha256=ldigest.partition(":")[2])
+            except BodyError as e:
                 yield skipped(f"not read: the registry sent {e}", shown, outage=True)
                 continue
             yield Attestation(i, n, ldigest, data, layout=layout, manifest=mdigest)

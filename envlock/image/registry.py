@@ -165,7 +165,7 @@ class _Registry:
         from urllib.parse import urlsplit
 
         headers = dict(kwargs.pop("headers", None) or {})
-        kwargs["stream"] = True  # every body goes through http.read_body
+        kwargs["stream"] = True  # every body goes through body.read_body
         same_host = urlsplit(url).netloc == urlsplit(self.url).netloc  # no token elsewhere
         answered = 0
         while True:
@@ -261,13 +261,13 @@ class _Registry:
         size: int | None = None,
         sha256: str | None = None,
     ) -> bytes:
-        """The body through ``http.read_body`` (bounded, the sha256 checked as it
+        """The body through ``body.read_body`` (bounded, the sha256 checked as it
         arrives); past its bound or not what was stated: EnvironmentFailure."""
-        from envlock.index import http
+        from envlock.index.body import BodyError, read_body
 
         try:
-            return http.read_body(resp, kind, size=size, sha256=sha256)
-        except http.BodyError as e:
+            return read_body(resp, kind, size=size, sha256=sha256)
+        except BodyError as e:
             raise EnvironmentFailure(
                 f"the registry {self.ref.registry} sent {e} ({doing})", hint=_HINT
             ) from e
@@ -452,15 +452,15 @@ def _absolute(base: str, location: str) -> str:
 def _registry_said(resp: requests.Response) -> str:
     """The registry's own error code and message, when it sent the v2 error JSON
     (its first 64 KiB read, the rest never; the response closed)."""
-    from envlock.index import http
+    from envlock.index.body import BodyError, read_body
 
     try:
-        doc = json.loads(http.read_body(resp, "error"))
+        doc = json.loads(read_body(resp, "error"))
         first = doc["errors"][0]
         return f" ({first.get('code')}: {first.get('message')})"
     except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
         return ""
-    except http.BodyError:
+    except BodyError:
         return ""
 
 

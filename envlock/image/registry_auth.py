@@ -135,6 +135,7 @@ def bearer_token(
     import requests
 
     from envlock.index import http
+    from envlock.index.body import BodyError, read_body
 
     realm = challenge.params.get("realm", "")
     if urlsplit(realm).scheme not in ("http", "https"):
@@ -183,8 +184,8 @@ def bearer_token(
         import json
 
         try:
-            body = http.read_body(resp, "token")
-        except http.BodyError as e:
+            body = read_body(resp, "token")
+        except BodyError as e:
             raise EnvironmentFailure(
                 f"the token service of {registry} ({urlsplit(realm).netloc}) sent {e}",
                 hint="check the registry's token service",

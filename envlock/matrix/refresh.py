@@ -191,12 +191,12 @@ def candidates(files: Iterable[IndexFile]) -> list[Candidate]:
 def range_fetcher(
     sess: requests.Session, url: str, index: str, size: int | None = None
 ) -> Callable[[int, int | None], tuple[bytes, int]]:
-    """Range reads of one wheel through ``envlock.index.http.get_range`` (its retries
+    """Range reads of one wheel through ``envlock.index.body.get_range`` (its retries
     and refusals); a file whose size is not the one the index lists is refused."""
-    from envlock.index import http
+    from envlock.index.body import get_range
 
     def fetch(start: int, end: int | None) -> tuple[bytes, int]:
-        data, total = http.get_range(sess, url, start, end, index=index)
+        data, total = get_range(sess, url, start, end, index=index)
         if size is not None and total != size:
             raise EnvironmentFailure(
                 f"the file server of {index} serves {total} bytes for {url}, "
