@@ -15,11 +15,11 @@ from report_support import cli, decode, make_bundle, make_keys, smoke_result
 
 from envlock.errors import DataError, UsageError
 from envlock.report import dsse, keys, sign_result, verify
+from envlock.report.result_check import check_result
 from envlock.report.statement import (
     PREDICATE_TYPE,
     STATEMENT_TYPE,
     build_statement,
-    check_result,
 )
 
 INTOTO = "application/vnd.in-toto+json"

@@ -10,7 +10,7 @@ Two ways of faking the frameworks, as the other harness tests do:
   their log, a child that dies, and the document they make together.
 
 The documents are also put to the readers after the harness: the signing
-validation (``envlock.report.statement.check_result``) and ``SmokeResult``.
+validation (``envlock.report.result_check.check_result``) and ``SmokeResult``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import pytest
 from test_smoke_harness import PTXAS, PYTHONS, FakeAdapter, checks, h, run_file
 
 from envlock.errors import DataError
-from envlock.report.statement import check_result
+from envlock.report.result_check import check_result
 from envlock.smoke.result import SmokeFramework, SmokeResult
 
 

@@ -12,7 +12,7 @@ def local_image_id(ref: str) -> str:
     so a report can be checked without a daemon when the id is known.
     """
     from envlock.image import ref as imageref
-    from envlock.report.statement import HEX64
+    from envlock.report.result_check import HEX64
 
     if ref.startswith("sha256:") and HEX64.fullmatch(ref[7:]):
         return ref

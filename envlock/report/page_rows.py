@@ -189,7 +189,7 @@ def _comparisons(
     claim: Claim, env: Any, ids: ImageIds
 ) -> tuple[Path | None, str | None, str | ImageRef | None]:
     """(lock_dir, image_id, image_ref) to hand verify_envelope, as `envlock verify` picks them."""
-    from envlock.report import statement
+    from envlock.report import result_check
 
     image_ref: str | ImageRef | None = claim.image_ref
     image_id = claim.image_id
@@ -202,7 +202,7 @@ def _comparisons(
             # in the local engine: a report naming a lock or a local image is not
             # verified, saying what it names
             image_ref = ref.at(ref.digest)  # handed on parsed
-        elif statement.HEX64.fullmatch(claim.image_name.removeprefix("sha256:")):
+        elif result_check.HEX64.fullmatch(claim.image_name.removeprefix("sha256:")):
             image_id = claim.image_name
         else:
             image_id = ids.get(claim.image_name)

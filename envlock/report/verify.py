@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from envlock.report import dsse, statement, trusted
+from envlock.report import dsse, result_check, statement, trusted
 from envlock.report import keys as keymod
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def _compare(
     if image_ref is not None:
         _compare_manifest(out, trusted, image_ref)
     if image_id is not None:
-        want = statement.parse_digest(image_id, "image id")
+        want = result_check.parse_digest(image_id, "image id")
         if want in subjects:
             out.checked.append(_entry("image", image_id, "matches", f"sha256:{want}", image_id))
         else:
@@ -243,7 +243,7 @@ def verify_envelope(
     if lock_dir is not None:
         statement.lock_configuration(lock_dir)  # a bad --lock is the caller's input error
     if image_id is not None:
-        statement.parse_digest(image_id, "image id")
+        result_check.parse_digest(image_id, "image id")
     ref = None
     if image_ref is not None:
         from envlock.image import ref as imageref

@@ -91,7 +91,7 @@ class SmokeResult:
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> SmokeResult:
         """Read a runner's result; never raises (a field of the wrong type reads as absent:
-        ``envlock.report.statement.check_result`` is the validation before signing)."""
+        ``envlock.report.result_check.check_result`` is the validation before signing)."""
         checks = _checks(doc.get("checks"))
         frameworks = []
         runs = doc.get("frameworks")

@@ -101,7 +101,7 @@ def interpret(stdout: str, stderr: str, exit_code: int, framework: str | None) -
             doc = None
         if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
             # the harness's document, read here once: SmokeResult.from_dict takes
-            # what later stages decide on, statement.check_result validates before signing
+            # what later stages decide on, result_check.check_result validates before signing
             return cast("SmokeRun", doc)
     if exit_code == EXIT_NO_SHELL:
         return failed_result(

@@ -68,7 +68,7 @@ def run_sign(args: argparse.Namespace) -> int:
     from envlock.report.image import local_image_id
     from envlock.report.inputs import sign_inputs
     from envlock.report.outputs import refuse_clobber
-    from envlock.report.statement import check_result
+    from envlock.report.result_check import check_result
 
     out = Path(args.output)
     if out.is_dir():
