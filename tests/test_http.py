@@ -85,6 +85,7 @@ def test_a_range_answer_that_does_not_end_is_cut_off_at_the_range(
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     sent: list[int] = []
+    done = threading.Event()  # the handler's thread is a daemon: nothing joins it
 
     class Endless(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.0"  # the body ends when the connection does
@@ -101,6 +102,7 @@ def test_a_range_answer_that_does_not_end_is_cut_off_at_the_range(
             except OSError:  # the client hung up
                 pass
             sent.append(total)
+            done.set()
 
         def log_message(self, *args: object) -> None:
             pass
@@ -125,6 +127,7 @@ def test_a_range_answer_that_does_not_end_is_cut_off_at_the_range(
         f"answered for {url} (bytes=0-99)"
     )
     assert e.value.exit_code == 3
+    assert done.wait(60)  # the handler saw the hang-up (or sent all 64 MiB)
     assert sent and sent[0] < 64 << 20  # the client hung up long before the end
 
 
