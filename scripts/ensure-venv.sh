@@ -56,7 +56,7 @@ if [ "$have" != "$want" ] && { [ -n "$extra" ] || [ "$have" != "${want}test" ]; 
   # (uv alone would not read pip's). pip stays in the venv for its users.
   uv="${ENVLOCK_UV:-}"
   if [ -z "$uv" ]; then
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check "uv>=0.5"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check "uv>=0.11,<0.14"
     uv="$venv/bin/uv"
   fi
   index=$(PYTHONPATH="$root" "$venv/bin/python" -m envlock.index.config)

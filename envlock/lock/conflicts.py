@@ -16,23 +16,36 @@ from packaging.utils import canonicalize_name
 
 from envlock.errors import NoResolution, PinsNeedPython
 
+
+def _wrapped(pattern: str) -> re.Pattern[str]:
+    """``pattern`` with each literal space matching any run of white space.
+
+    uv wraps its no-solution prose to a width (0.7 to 0.12 did at 80 columns, in
+    the middle of a clause: "has no wheels with a matching Python\\n          ABI
+    tag"); the clauses envlock reads from it must match across those breaks. Only
+    for uv's patterns: pip's are anchored to its lines. No space of these patterns
+    sits inside a character class.
+    """
+    return re.compile(pattern.replace(" ", r"\s+"))
+
+
 _NAME = r"(?P<who>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?"
 # uv: "tensorflow==2.15.1 depends on numpy>=1.23.5,<2.0.0 and ..."
 # uv also writes "all versions of fakefw depend on ..." and "tensorflow>=2.15 depends on ..."
 _UV_WHO = r"(?:all versions of )?" + _NAME + r"(?:(?:==|>=|<=|~=|>|<)(?P<ver>\S+?))?"
-_UV_DEPENDS = re.compile(_UV_WHO + r" depends? on (?P<req>\S+)")
+_UV_DEPENDS = _wrapped(_UV_WHO + r" depends? on (?P<req>\S+)")
 # pip: "    tensorflow 2.15.1 depends on numpy<2.0.0 and >=1.23.5"
 _PIP_DEPENDS = re.compile(
     r"^\s*" + _NAME + r" (?P<ver>\S+) depends on (?P<req>.+?)\s*$", re.MULTILINE
 )
-_NO_VERSION = re.compile(
+_NO_VERSION = _wrapped(
     r"there is no version of (?P<req>\S+)"
     r"|versions? of (?P<req2>\S+) (?:are|is) (?:unavailable|missing)"
 )
 _PIP_NO_MATCH = re.compile(r"No matching distribution found for (?P<req>\S+)")
 # uv: "tensorrt==8.5.3.1 has no wheels with a matching Python ABI tag (e.g., `cp311`)";
 # also "... Python implementation tag" / "... Python version tag", "all versions of X have"
-_UV_NO_TAG = re.compile(
+_UV_NO_TAG = _wrapped(
     r"(?:all versions of )?(?P<req>[A-Za-z0-9][^\s`,]*) (?:has|have) no wheels with a "
     r"matching Python (?:ABI|implementation|version) tag"
 )
@@ -47,15 +60,15 @@ _PIP_NO_VERSIONS = re.compile(
 # "all versions of src-only have no usable wheels", with the hint "Wheels are required for
 # `src-only` because building from source is disabled": no wheel of it fits the target, only
 # a source distribution does
-_UV_NO_USABLE = re.compile(
+_UV_NO_USABLE = _wrapped(
     r"(?:all versions of )?(?P<req>[A-Za-z0-9][^\s`,]*) (?:has|have) no usable wheels"
 )
-_UV_WHEELS_REQUIRED = re.compile(
+_UV_WHEELS_REQUIRED = _wrapped(
     r"Wheels are required for `(?P<name>[^`]+)` because building from source is disabled"
 )
 # uv: "markdown==3.11.3 depends on Python>=3.11"; pip: "Ignored the following versions
 # that require a different python version: 3.11.3 Requires-Python >=3.11; ..."
-_UV_NEEDS_PYTHON = re.compile(
+_UV_NEEDS_PYTHON = _wrapped(
     r"(?P<req>[A-Za-z0-9][A-Za-z0-9._-]*(?:==|===)[^\s,]+) depends on "
     r"Python(?P<spec>[<>=!~][^\s,]*(?:,[<>=!~][^\s,]*)*)"
 )

@@ -74,17 +74,42 @@ _NETWORK_HINTS = (
 
 _UV_BIN_LOCK = threading.Lock()
 
+# The uv releases envlock is tested with: pyproject.toml requires the same (a test
+# holds the two equal), and tests/test_uv_range.py runs the resolver-output parser
+# (envlock/lock/conflicts.py) against the real output of the oldest of them and of
+# the one installed. Older ones take options envlock passes as bad input (uv 0.5
+# has no x86_64-manylinux_2_35 platform) or word their failures otherwise.
+TESTED_UV = ">=0.11,<0.14"
+
 
 def uv_bin() -> str:
-    """The uv binary; one caller at a time.
+    """The uv binary, refused (exit 3) when older than TESTED_UV; one caller at a time.
 
     ``envlock lock`` asks for it from two threads at once (the resolver and the
     prewarm thread), and uv's finder calls sysconfig, whose first use is not
     thread-safe on Python 3.11: a second thread can see a half-filled config and
-    get None for EXE (a TypeError inside uv's finder).
+    get None for EXE (a TypeError inside uv's finder). A uv newer than the range
+    is used: an error envlock cannot read is shown in uv's own words, whole.
     """
     with _UV_BIN_LOCK:
-        return _find_uv_bin()
+        path = _find_uv_bin()
+        _check_uv_release(_version_of(path))
+        return path
+
+
+def _check_uv_release(version: str) -> None:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        older = Version(version) < min(Version(s.version) for s in SpecifierSet(TESTED_UV))
+    except InvalidVersion:
+        return
+    if older:
+        raise EnvironmentFailure(
+            f"uv {version} is older than the releases envlock works with (uv{TESTED_UV})",
+            hint=f"pip install 'uv{TESTED_UV}' in envlock's environment, or pass --resolver pip",
+        )
 
 
 @functools.lru_cache(maxsize=1)
@@ -104,11 +129,17 @@ def _find_uv_bin() -> str:
         ) from e
 
 
-@functools.lru_cache(maxsize=1)
 def uv_version() -> str:
+    """The version of the uv envlock runs (uv_bin's)."""
+    with _UV_BIN_LOCK:
+        return _version_of(_find_uv_bin())
+
+
+@functools.lru_cache(maxsize=4)
+def _version_of(path: str) -> str:
     try:
         out = subprocess.run(
-            [uv_bin(), "--version"], capture_output=True, text=True, timeout=30, check=True
+            [path, "--version"], capture_output=True, text=True, timeout=30, check=True
         )
     except (OSError, subprocess.SubprocessError) as e:
         raise EnvironmentFailure(f"cannot run uv: {e}", hint="reinstall uv") from e
