@@ -77,8 +77,8 @@ _UV_BIN_LOCK = threading.Lock()
 # The uv releases envlock is tested with: pyproject.toml requires the same (a test
 # holds the two equal), and tests/test_uv_range.py runs the resolver-output parser
 # (envlock/lock/conflicts.py) against the real output of the oldest of them and of
-# the one installed. Older ones take options envlock passes as bad input (uv 0.5
-# has no x86_64-manylinux_2_35 platform) or word their failures otherwise.
+# the one installed. Older ones are not tested (uv 0.5 and 0.6 reject options
+# envlock passes: 0.5 has no x86_64-manylinux_2_35 platform).
 TESTED_UV = ">=0.11,<0.14"
 
 
