@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from packaging.version import Version
@@ -195,3 +196,46 @@ def test_the_optional_keys_are_validated() -> None:
     with pytest.raises(DataError, match=r"prerelease: expected false"):
         tensorflow.parse({**doc, "releases": [*doc["releases"][:-2], flagged, last]}, "t.toml")
     assert replace(m.releases[-1], note="") == m.releases[-1]
+
+
+# ------------------------------------------------------------------ the standalone copies
+
+# The smoke harness and doctor's probe run alone (standard library only, inside the
+# image or the venv under inspection), so each carries a copy of the header reader.
+_COPIES = ("envlock/smoke/harness.py", "envlock/venv/probe.py")
+
+
+def _reader_block(path: str) -> str:
+    """The header reader's lines of ``path``: from its comment to TF_FACTS."""
+    text = (Path(__file__).resolve().parent.parent / path).read_text(encoding="utf-8")
+    start = text.index("# From 2.22.0rc0 on, build_info holds")
+    end = text.index("\n", text.index('TF_FACTS = ("cuda_version"', start)) + 1
+    return text[start:end]
+
+
+def test_the_standalone_copies_of_the_header_reader_are_identical() -> None:
+    harness, probe = (_reader_block(p) for p in _COPIES)
+    assert "def header_build_facts(" in harness
+    assert harness == probe
+
+
+@pytest.mark.parametrize("module", ["envlock.smoke.harness", "envlock.venv.probe"])
+def test_the_copies_read_what_the_library_reads(module: str, tmp_path: Path) -> None:
+    import importlib
+
+    copy = importlib.import_module(module)
+    for rel, text in (
+        ("include/third_party/gpus/cuda/cuda_config.h", CUDA_CONFIG_2_22),
+        ("include/external/cuda_cudnn/include/cudnn_version.h", CUDNN_VERSION_2_22),
+    ):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    lib = headers.read(
+        (CONFIG, CUDA_CONFIG_2_22.encode()), (VERSION_H, CUDNN_VERSION_2_22.encode()), WHEEL
+    )
+    names, _ = headers.split(lib.capabilities)
+    assert copy.header_build_facts(str(tmp_path)) == {
+        "cuda_version": (lib.cuda_version, "cuda_config.h"),
+        "cudnn_version": (lib.cudnn_version, "cudnn_version.h"),
+        "cuda_compute_capabilities": (list(names), "cuda_config.h+inferred-ptx"),
+    }
