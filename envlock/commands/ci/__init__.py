@@ -1,7 +1,7 @@
 """envlock ci: matrix image builds (matrix, lock, init, build).
 
 The group's parser only; each sub-command lives in its own module of this
-package (``matrix``: matrix, lock, init; ``build``: build), which provides
+package (``matrix``, ``lock``, ``init``, ``build``), which provides
 ``register(ci_subparsers)`` like a top-level command module.
 """
 
@@ -20,7 +20,9 @@ def register(sub: Any) -> None:
     )
     ci_sub = p.add_subparsers(dest="ci_command", metavar="COMMAND", parser_class=type(p))
     ci_sub.required = True
-    from envlock.commands.ci import build, matrix
+    from envlock.commands.ci import build, init, lock, matrix
 
     matrix.register(ci_sub)
+    lock.register(ci_sub)
+    init.register(ci_sub)
     build.register(ci_sub)
