@@ -152,7 +152,7 @@ def read(folder: Path) -> LeftOutFile | None:
     if not path.exists() and not path.is_symlink():
         return None
     hint = f"capture again, or remove {shlex.quote(str(path))} (the lock works without it)"
-    data = read_bytes(path, "", limit=MAX_BYTES, hint=hint)
+    data = read_bytes(path, "", limit=MAX_BYTES, hint=hint, follow=False)  # in DIR itself
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
