@@ -98,7 +98,8 @@ def diagnose_freeze(req: DoctorRequest) -> DoctorReport:
     fix = verdict.fix if verdict is not None else ""
     found: list[Finding] = roots.fold(F.judge(probe, ctx), probe, ctx, where, fix)
     found += roots.left_out(ctx, probe)
-    if verdict is not None and F.overall(found) != "PASSED":
+    restored = {"python", "packages", *(f"{name} version" for name in roots.FRAMEWORKS)}
+    if verdict is not None and any(f.status == "FAIL" and f.check in restored for f in found):
         found.append(verdict)
     doc: DoctorReport = {
         "schema": "envlock.doctor/v1",

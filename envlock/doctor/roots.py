@@ -112,7 +112,7 @@ def _cuda_of(framework: str, version: str | None, facts: dict[str, PackageCuda])
 def _framework(
     name: str,
     got: Dist | None,
-    want: str | None,
+    want: str,
     where: str,
     fix: str,
     facts: tuple[dict[str, PackageCuda], dict[str, PackageCuda]],
@@ -121,8 +121,6 @@ def _framework(
     have = str(got.get("version")) if got is not None else None
     if have is None:
         cause = f"{name} is not in {where}; the lock has {want}"
-    elif want is None:
-        cause = f"{name} {have} is in {where}; the lock has none"
     else:
         cause = f"{name} {have} is in {where}; the lock has {want}"
     (ours, ours_said), (theirs, theirs_said) = (
@@ -183,7 +181,7 @@ def fold(
     roots: list[str] = []
     for name in FRAMEWORKS:
         got, want = have.get(name), locked.get(name)
-        if got is None and want is None:
+        if want is None:  # not locked: an extra, or a line the capture left out
             continue
         if (
             got is not None
@@ -210,7 +208,7 @@ def fold(
     heads: list[Finding] = []
     for name in roots:
         cuda = [f for f in groups[name] if f.check.split(" ", 1)[1] in facts[0] | facts[1]]
-        head = _framework(name, have.get(name), locked.get(name), where, fix, facts, cuda)
+        head = _framework(name, have.get(name), locked[name], where, fix, facts, cuda)
         if name == "tensorflow" and have.get(name) is not None and locked.get(name):
             from envlock.doctor.findings import keras_jump
 
