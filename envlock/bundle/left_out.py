@@ -160,6 +160,30 @@ def read(folder: Path) -> LeftOutFile | None:
     return from_dict(doc, str(path))
 
 
+def retarget(command: str | None, python: str) -> str | None:
+    """A recorded ``DIR/.venv/bin/python -m pip install ...`` command (capture's,
+    for the venv bootstrap.sh makes) aimed at ``python`` instead: the interpreter a
+    restore or a doctor is about. Any other command as recorded."""
+    if not command:
+        return command
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    if (
+        len(words) > 4
+        and words[0].endswith("/.venv/bin/python")
+        and words[1:4]
+        == [
+            "-m",
+            "pip",
+            "install",
+        ]
+    ):
+        return shlex.join([python, *words[1:]])
+    return command
+
+
 def counts(items: Sequence[LeftOut]) -> dict[str, int]:
     out: dict[str, int] = {}
     for item in items:

@@ -197,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
             f"  switch the notebook to the kernel {k['name']} and restart it "
             "(Kernel > Change kernel)\n"
         )
-    _write_left_out(out, bundle, left)
+    _write_left_out(out, bundle, left, str(result.venv / "bin" / "python"))
     return 0
 
 
@@ -210,11 +210,12 @@ def _left_out(bundle: Path) -> tuple[Any, ...]:
     return found.left_out if found is not None else ()
 
 
-def _write_left_out(out: Any, bundle: Path, left: tuple[Any, ...]) -> None:
-    """What restore did not bring back, because the lock does not hold it, and why."""
+def _write_left_out(out: Any, bundle: Path, left: tuple[Any, ...], python: str) -> None:
+    """What restore did not bring back, because the lock does not hold it, and why;
+    capture's pip commands aimed at the interpreter restored (``python``)."""
     if not left:
         return
-    from envlock.bundle.left_out import FILE
+    from envlock.bundle.left_out import FILE, retarget
 
     out.write(
         f"not brought back ({len(left)}): the capture left them out of the lock "
@@ -222,7 +223,7 @@ def _write_left_out(out: Any, bundle: Path, left: tuple[Any, ...]) -> None:
     )
     for item in left:
         out.write(f"  {item.describe()}\n")
-        out.write(f"    take it in: {item.command or 'no command yet'}\n")
+        out.write(f"    take it in: {retarget(item.command, python) or 'no command yet'}\n")
 
 
 def _restart(python: str) -> str:
@@ -283,7 +284,7 @@ def _in_place(args: argparse.Namespace, req: Any, left: tuple[Any, ...]) -> int:
     if r.changed:
         out.write(f"  undo (offline): {undo_command(req, str(req.venv), r.undo_id)}\n")
         out.write(f"  {_restart(r.python)}\n")
-    _write_left_out(out, req.bundle, left)
+    _write_left_out(out, req.bundle, left, r.python)
     return 0
 
 

@@ -39,11 +39,12 @@ def left_out(ctx: Context, probe: ProbeDoc | None) -> list[Finding]:
     items = ctx.left_out
     if not items:
         return []
-    from envlock.bundle.left_out import REASONS, counts
+    from envlock.bundle.left_out import REASONS, counts, retarget
 
     have = installed(probe) if probe is not None else {}
     rows = []
     for item in items:
+        command = retarget(item.command, ctx.python) if ctx.python else item.command
         dist = have.get(item.name) if item.name else None
         here = f"; installed here: {item.name} {dist.get('version')}" if dist else ""
         rows.append(
@@ -51,7 +52,7 @@ def left_out(ctx: Context, probe: ProbeDoc | None) -> list[Finding]:
                 f"left out {item.name or item.line}",
                 "INFO",
                 f"{item.line}: {REASONS[item.reason]}: {item.detail}{here}",
-                item.command or "",
+                command or "",
             )
         )
     n = counts(items)
@@ -263,6 +264,7 @@ def restore_verdict(ctx: Context, python: str | None) -> Finding | None:
         return None
     want = lock.resolution.python
     bundle = ctx.lock_dir
+    cpu = ["--allow-cpu"] if ctx.allow_cpu else []  # as doctor was asked: restore's GPU check
     if python is None or python == want:
         said = (
             f"the platform runs Python {python}, the lock's"
@@ -275,7 +277,7 @@ def restore_verdict(ctx: Context, python: str | None) -> Finding | None:
             f"in place: {said}; in a cell of the notebook, restore syncs the lock into the "
             "kernel's interpreter (hash-checked; what it replaces is saved, --undo puts it "
             "back), then restart the kernel",
-            shlex.join(["%envlock", "restore", bundle, "--in-place"]),
+            shlex.join(["%envlock", "restore", bundle, "--in-place", *cpu]),
         )
     kernel = f"envlock-py{want}"
     has_ipykernel = any(p.name == "ipykernel" for p in lock.packages)
@@ -286,7 +288,7 @@ def restore_verdict(ctx: Context, python: str | None) -> Finding | None:
             f"a new venv: the platform runs Python {python}, the lock is for {want}; restore "
             f"builds a Python {want} venv beside the platform's (the lock has no ipykernel, "
             "so it cannot be registered as a kernel)",
-            shlex.join(["envlock", "restore", bundle]),
+            shlex.join(["envlock", "restore", bundle, *cpu]),
         )
     return Finding(
         "restore",
@@ -294,5 +296,5 @@ def restore_verdict(ctx: Context, python: str | None) -> Finding | None:
         f"a new kernel: the platform runs Python {python}, the lock is for {want}; restore "
         f"builds a Python {want} venv beside the platform's and registers it as the Jupyter "
         f"kernel {kernel} (the platform's own kernel stays as it is)",
-        shlex.join(["envlock", "restore", bundle, "--kernel", kernel]),
+        shlex.join(["envlock", "restore", bundle, "--kernel", kernel, *cpu]),
     )
