@@ -280,3 +280,32 @@ def test_a_crafted_left_out_json_is_exit_2_and_a_link_is_not_followed(
     path.unlink()
     assert main(argv) == 1  # no left-out.json: a lock, not a capture
     assert "left out of the lock" not in capsys.readouterr().out
+
+
+def test_restore_refuses_a_bad_left_out_json_before_building(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    venv = tmp_path / "venv"
+    path = bundle / left_out.FILE
+    doc = json.loads(path.read_text())
+    doc["left_out"][0]["reason"] = "../../etc"
+    path.write_text(json.dumps(doc))
+    for mode in ([], ["--in-place"]):
+        assert main(["restore", str(bundle), "--venv", str(venv), *mode]) == 2
+        err = capsys.readouterr().err
+        assert f"{path}: left_out[0].reason: expected one of os-package" in err
+        assert "hint: capture again, or remove" in err and "Traceback" not in err
+        assert not venv.exists() and not list(tmp_path.glob("venv.envlock-*"))
+
+
+def test_a_left_out_pip_command_is_aimed_at_the_restored_interpreter() -> None:
+    recorded = "/b/D/.venv/bin/python -m pip install --no-deps 'x @ https://h/x-1-py3-none-any.whl'"
+    assert left_out.retarget(recorded, "/k/bin/python") == (
+        "/k/bin/python -m pip install --no-deps 'x @ https://h/x-1-py3-none-any.whl'"
+    )
+    other = "envlock capture -r F --index-url https://h/simple -o D"
+    assert left_out.retarget(other, "/k/bin/python") == other
+    assert left_out.retarget(None, "/k/bin/python") is None
+    assert left_out.retarget("/b/.venv/bin/python -m pip install 'unclosed", "/k") == (
+        "/b/.venv/bin/python -m pip install 'unclosed"
+    )
