@@ -90,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
         freeze=args.freeze,
         python=args.python,
     )
+    if req.freeze is not None or req.python is not None:  # a package list, no venv
+        from envlock.doctor.platform import diagnose_freeze
+
+        return _finish(args, diagnose_freeze(req))
     return _finish(args, diagnose(req, progress))
 
 

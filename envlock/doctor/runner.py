@@ -39,7 +39,8 @@ class DoctorRequest:
     gpus: tuple[Gpu, ...] = ()
     gpu_auto: bool = False
     # --freeze FILE: a platform's published package list judged as the environment
-    # (no venv probed); --python X.Y: the platform's Python, which a list names not
+    # (no venv probed); --python X.Y: the platform's Python, which a list names not.
+    # Such a request is envlock.doctor.platform.diagnose_freeze's, not diagnose's
     freeze: str | None = None
     python: str | None = None
 
@@ -56,10 +57,6 @@ def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) 
     from envlock.venv import interpreter
     from envlock.venv.probe import sonames
 
-    if req.freeze is not None or req.python is not None:
-        from envlock.doctor.platform import diagnose_freeze
-
-        return diagnose_freeze(req)
     lock = _read_lock(req.lock) if req.lock else None
     lock_dir = req.lock
     left = _left_out(req.lock)
