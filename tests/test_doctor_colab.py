@@ -51,7 +51,7 @@ def test_the_april_capture_against_the_february_list_names_the_framework_changes
     assert found["tensorflow version"]["cause"].startswith(
         f"tensorflow 2.19.0 is in {where}; the lock has 2.20.0; its CUDA unchanged: "
         "CUDA 12.5, cuDNN 9.3 (its matrix row); CUDA wheels that differ: "
-        "nvidia-cuda-nvcc-cu12 12.5.82 is installed; the lock has 12.8.93"
+        "nvidia-cuda-nvcc-cu12 12.5.82 is listed; the lock has 12.8.93"
     )
     assert found["torch version"]["cause"].startswith(
         f"torch 2.9.0+cu128 is in {where}; the lock has 2.10.0; its CUDA unchanged: CUDA 12.8"

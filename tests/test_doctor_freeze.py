@@ -121,7 +121,7 @@ def test_framework_changes_are_the_roots_and_the_rest_folds(
         "package markupsafe",
         "package werkzeug",
     ]
-    assert others["folded"][0]["cause"] == "idna 3.7 is installed; the lock has 3.20"
+    assert others["folded"][0]["cause"] == "idna 3.7 is listed; the lock has 3.20"
     # torch is the line the capture left out: named as such, no "not locked" warning
     left = found["left out of the lock"]
     assert left["cause"] == (
@@ -133,7 +133,7 @@ def test_framework_changes_are_the_roots_and_the_rest_folds(
             "check": "left out torch",
             "status": "INFO",
             "cause": "torch==2.3.0+cu121: needs an index not given: the +cu121 build comes "
-            "from PyTorch's cu121 index; installed here: torch 2.3.1+cu121",
+            "from PyTorch's cu121 index; listed here: torch 2.3.1+cu121",
             "fix": "",
             "manual": False,
         }

@@ -196,6 +196,7 @@ def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     have = installed(probe)
     out: list[Finding] = []
     locked = {p.name: p.version for p in ctx.lock.packages}
+    said = "listed" if probe.get("freeze") else "installed"  # a package list installs nothing
     for name, version in sorted(locked.items()):
         dist = have.get(name)
         if dist is None:
@@ -203,7 +204,7 @@ def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
                 Finding(
                     f"package {name}",
                     "FAIL",
-                    f"{name} {version} is locked but not installed",
+                    f"{name} {version} is locked but not {said}",
                     _repair(ctx),
                     alternatives=tuple(x for x in (pip_fix(ctx, name, version),) if x),
                 )
@@ -213,7 +214,7 @@ def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
                 Finding(
                     f"package {name}",
                     "FAIL",
-                    f"{name} {dist.get('version')} is installed; the lock has {version}",
+                    f"{name} {dist.get('version')} is {said}; the lock has {version}",
                     _repair(ctx),
                     alternatives=tuple(x for x in (pip_fix(ctx, name, version),) if x),
                 )
@@ -227,7 +228,7 @@ def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
             Finding(
                 "packages not in the lock",
                 "WARN",
-                f"installed but not locked: {shown}{more}",
+                f"{said} but not locked: {shown}{more}",
                 "add them to the lock (envlock lock ... --with NAME==VERSION) or uninstall them",
             )
         )

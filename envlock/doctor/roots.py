@@ -46,7 +46,8 @@ def left_out(ctx: Context, probe: ProbeDoc | None) -> list[Finding]:
     for item in items:
         command = retarget(item.command, ctx.python) if ctx.python else item.command
         dist = have.get(item.name) if item.name else None
-        here = f"; installed here: {item.name} {dist.get('version')}" if dist else ""
+        said = "listed" if probe is not None and probe.get("freeze") else "installed"
+        here = f"; {said} here: {item.name} {dist.get('version')}" if dist else ""
         rows.append(
             Finding(
                 f"left out {item.name or item.line}",
