@@ -251,6 +251,7 @@ def test_bad_files_and_flags_are_exit_2(
         (["--lock", str(bundle), "--freeze", str(freeze), "--python", "3.11.2"], "not a Python"),
         (["--lock", str(bundle), "--freeze", str(freeze), "--venv", "x"], "--venv (the list"),
         (["--lock", str(bundle), "--freeze", str(freeze), "--gpu", "T4"], "--gpu does not go"),
+        (["--lock", str(bundle), "--freeze", str(freeze), "--log", "-"], "--log (explain"),
         (["--lock", str(bundle), "--freeze", str(freeze), "--driver", "auto"], "the platform's"),
     ]
     for argv, said in cases:

@@ -27,6 +27,7 @@ def _refuse(req: DoctorRequest) -> None:
         (req.lock is None, "--freeze", "no --lock DIR (the list is compared with a lock)"),
         (req.venv is not None, "--freeze", "--venv (the list is the environment)"),
         (req.deep, "--freeze", "--deep (a list has no files to hash)"),
+        (req.log is not None, "--freeze", "--log (explain a log alone: envlock doctor --log FILE)"),
         (req.gpu_auto, "--freeze", "--gpu auto (this machine is not the platform)"),
         (bool(req.gpus) and not req.driver, "--gpu", "--freeze without --driver"),
     ]
