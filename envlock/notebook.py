@@ -128,6 +128,8 @@ def with_target(args: list[str], python: str) -> list[str]:
         return list(args)
     if command == "capture" and _given(rest, "-r", "--requirement"):
         return list(args)  # a pip freeze is the input, not an environment
+    if command == "doctor" and _given(rest, "--freeze"):
+        return list(args)  # a published package list is the environment, not the kernel
     if command == "doctor" and _given(rest, "--log") and not _given(rest, "--lock"):
         return list(args)  # only a log to explain: no environment is probed
     if command == "restore" and not _given(rest, "--in-place", "--undo"):

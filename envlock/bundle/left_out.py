@@ -152,12 +152,36 @@ def read(folder: Path) -> LeftOutFile | None:
     if not path.exists() and not path.is_symlink():
         return None
     hint = f"capture again, or remove {shlex.quote(str(path))} (the lock works without it)"
-    data = read_bytes(path, "", limit=MAX_BYTES, hint=hint)
+    data = read_bytes(path, "", limit=MAX_BYTES, hint=hint, follow=False)  # in DIR itself
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         raise UsageError(f"{path}: not readable as envlock's {FILE} ({e})", hint=hint) from None
     return from_dict(doc, str(path))
+
+
+def retarget(command: str | None, python: str) -> str | None:
+    """A recorded ``DIR/.venv/bin/python -m pip install ...`` command (capture's,
+    for the venv bootstrap.sh makes) aimed at ``python`` instead: the interpreter a
+    restore or a doctor is about. Any other command as recorded."""
+    if not command:
+        return command
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    if (
+        len(words) > 4
+        and words[0].endswith("/.venv/bin/python")
+        and words[1:4]
+        == [
+            "-m",
+            "pip",
+            "install",
+        ]
+    ):
+        return shlex.join([python, *words[1:]])
+    return command
 
 
 def counts(items: Sequence[LeftOut]) -> dict[str, int]:

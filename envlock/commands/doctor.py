@@ -34,6 +34,19 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help="a training log to explain ('-' reads stdin); with only --log, no venv is probed",
     )
+    p.add_argument(
+        "--freeze",
+        metavar="FILE",
+        help="judge this package list (pip freeze format, e.g. a platform's published one) "
+        "as the environment, against --lock DIR, without a venv: versions, CUDA user "
+        "space per framework, the driver floor against --driver, which restore brings "
+        "the lock back",
+    )
+    p.add_argument(
+        "--python",
+        metavar="X.Y",
+        help="with --freeze: the platform's Python (a package list names none)",
+    )
     from envlock.commands.options import add_driver_argument, add_gpu_argument
 
     add_driver_argument(
@@ -74,7 +87,13 @@ def run(args: argparse.Namespace) -> int:
         driver=args.driver,
         gpus=gpus,
         gpu_auto=gpu_auto,
+        freeze=args.freeze,
+        python=args.python,
     )
+    if req.freeze is not None or req.python is not None:  # a package list, no venv
+        from envlock.doctor.platform import diagnose_freeze
+
+        return _finish(args, diagnose_freeze(req))
     return _finish(args, diagnose(req, progress))
 
 
@@ -86,6 +105,9 @@ def _finish(args: argparse.Namespace, doc: DoctorReport) -> int:
     else:
         sys.stdout.write(describe(doc))
     return 1 if doc["status"] == "FAILED" else 0
+
+
+FOLDED_SHOWN = 8  # folded findings printed under their root; --json carries all
 
 
 def describe(doc: DoctorReport) -> str:
@@ -103,13 +125,20 @@ def describe(doc: DoctorReport) -> str:
     if host:
         gpus = ", ".join(f"{g['name']} ({g['compute_capability']})" for g in host["gpus"]) or "none"
         lines.append(f"driver: {host['driver']} ({host['source']}); GPUs: {gpus}")
+    if doc.get("freeze"):
+        python = doc.get("python")
+        said = f"Python {python['version']}" if python else "no Python given"
+        lines.append(f"package list: {doc['freeze']} ({said}; no venv probed)")
     if doc.get("log"):
         lines.append(f"log: {doc['log']}")
     lines.append("")
     rows = []
     for f in doc["findings"]:
         rows.append([f["status"], f["check"], f["cause"]])
-        rows += [["", f"  {g['check']}", g["cause"]] for g in f.get("folded", [])]
+        folded = f.get("folded", [])
+        rows += [["", f"  {g['check']}", g["cause"]] for g in folded[:FOLDED_SHOWN]]
+        if len(folded) > FOLDED_SHOWN:
+            rows.append(["", f"  ... {len(folded) - FOLDED_SHOWN} more", "(all in --json)"])
     if rows:
         lines.append(table(["status", "check", "cause"], rows).rstrip())
     else:

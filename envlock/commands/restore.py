@@ -129,8 +129,9 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.undo:
         return _undo(args, req)
+    left = _left_out(bundle)  # read and checked before anything is built
     if args.in_place:
-        return _in_place(args, req)
+        return _in_place(args, req, left)
 
     def progress(line: str) -> None:
         sys.stderr.write(f"envlock restore: {line}\n")
@@ -152,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
             "removed": [list(x) for x in ch.removed],
             "changed": [list(x) for x in ch.changed],
             "kernel": result.kernel,
+            "left_out": [item.to_dict() for item in left],
         }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return 0
@@ -195,7 +197,33 @@ def run(args: argparse.Namespace) -> int:
             f"  switch the notebook to the kernel {k['name']} and restart it "
             "(Kernel > Change kernel)\n"
         )
+    _write_left_out(out, bundle, left, str(result.venv / "bin" / "python"))
     return 0
+
+
+def _left_out(bundle: Path) -> tuple[Any, ...]:
+    """The lines the capture left out of DIR's lock (DIR/left-out.json, checked as
+    input: bad ones are exit 2 before anything is built)."""
+    from envlock.bundle import left_out
+
+    found = left_out.read(bundle)
+    return found.left_out if found is not None else ()
+
+
+def _write_left_out(out: Any, bundle: Path, left: tuple[Any, ...], python: str) -> None:
+    """What restore did not bring back, because the lock does not hold it, and why;
+    capture's pip commands aimed at the interpreter restored (``python``)."""
+    if not left:
+        return
+    from envlock.bundle.left_out import FILE, retarget
+
+    out.write(
+        f"not brought back ({len(left)}): the capture left them out of the lock "
+        f"({bundle / FILE}); each with why, and what would take it in:\n"
+    )
+    for item in left:
+        out.write(f"  {item.describe()}\n")
+        out.write(f"    take it in: {retarget(item.command, python) or 'no command yet'}\n")
 
 
 def _restart(python: str) -> str:
@@ -205,7 +233,7 @@ def _restart(python: str) -> str:
     )
 
 
-def _in_place(args: argparse.Namespace, req: Any) -> int:
+def _in_place(args: argparse.Namespace, req: Any, left: tuple[Any, ...]) -> int:
     from envlock.venv.inplace import undo_command
     from envlock.venv.restore import restore_in_place
 
@@ -229,6 +257,7 @@ def _in_place(args: argparse.Namespace, req: Any) -> int:
             "undo_path": str(r.undo_path) if r.undo_path else None,
             "undo": undo_command(req, str(req.venv), r.undo_id) if r.undo_id else None,
             "restart": _restart(r.python) if r.changed else None,
+            "left_out": [item.to_dict() for item in left],
         }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return 0
@@ -255,6 +284,7 @@ def _in_place(args: argparse.Namespace, req: Any) -> int:
     if r.changed:
         out.write(f"  undo (offline): {undo_command(req, str(req.venv), r.undo_id)}\n")
         out.write(f"  {_restart(r.python)}\n")
+    _write_left_out(out, req.bundle, left, r.python)
     return 0
 
 

@@ -23,6 +23,7 @@ from envlock.driver import HostInfo
 from envlock.model import Lock, Resolution
 
 if TYPE_CHECKING:
+    from envlock.bundle.left_out import LeftOut
     from envlock.resolve.floors import HostFloor
     from envlock.resolve.paths import GpuPaths
     from envlock.venv.probe import Dist, ProbeDoc, PythonInfo
@@ -66,6 +67,7 @@ class DoctorReport(TypedDict, total=False):
     python: PythonInfo | None
     host: HostDict | None
     log: str
+    freeze: str  # --freeze FILE: the package list judged as the environment
     status: str
     findings: list[FindingDict]
 
@@ -126,6 +128,9 @@ class Context:
     # describe (a rehearsal), and a printed lock command repeats them instead of
     # reading this machine with --driver auto; () when nothing is rehearsed
     rehearsed: tuple[str, ...] = ()
+    # the lines the capture left out of the lock (DIR/left-out.json): not locked, so
+    # not checked (an installed one is no "installed but not locked" warning)
+    left_out: tuple[LeftOut, ...] = ()
 
 
 def restore_command(ctx: Context) -> str:

@@ -59,6 +59,15 @@ def tensorflow_installed(probe: ProbeDoc) -> str | None:
 def check_python(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     version = str(probe.get("python", {}).get("version", ""))
     minor = ".".join(version.split(".")[:2])
+    if not version and probe.get("freeze"):
+        return [
+            Finding(
+                "python",
+                "INFO",
+                f"not judged: {probe.get('freeze')} names no Python; give the platform's "
+                "with --python X.Y (its os-info file says it)",
+            )
+        ]
     if ctx.lock is None:
         return [Finding("python", "PASS", f"Python {version}")]
     want = ctx.lock.resolution.python
@@ -187,6 +196,7 @@ def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     have = installed(probe)
     out: list[Finding] = []
     locked = {p.name: p.version for p in ctx.lock.packages}
+    said = "listed" if probe.get("freeze") else "installed"  # a package list installs nothing
     for name, version in sorted(locked.items()):
         dist = have.get(name)
         if dist is None:
@@ -194,7 +204,7 @@ def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
                 Finding(
                     f"package {name}",
                     "FAIL",
-                    f"{name} {version} is locked but not installed",
+                    f"{name} {version} is locked but not {said}",
                     _repair(ctx),
                     alternatives=tuple(x for x in (pip_fix(ctx, name, version),) if x),
                 )
@@ -204,12 +214,13 @@ def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
                 Finding(
                     f"package {name}",
                     "FAIL",
-                    f"{name} {dist.get('version')} is installed; the lock has {version}",
+                    f"{name} {dist.get('version')} is {said}; the lock has {version}",
                     _repair(ctx),
                     alternatives=tuple(x for x in (pip_fix(ctx, name, version),) if x),
                 )
             )
-    extra = sorted(n for n in have if n not in locked and n not in TOOLING)
+    unlocked = {item.name for item in ctx.left_out}  # named by their own finding
+    extra = sorted(n for n in have if n not in locked and n not in TOOLING and n not in unlocked)
     if extra:
         shown = ", ".join(f"{n} {have[n].get('version')}" for n in extra[:10])
         more = f" and {len(extra) - 10} more" if len(extra) > 10 else ""
@@ -217,7 +228,7 @@ def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
             Finding(
                 "packages not in the lock",
                 "WARN",
-                f"installed but not locked: {shown}{more}",
+                f"{said} but not locked: {shown}{more}",
                 "add them to the lock (envlock lock ... --with NAME==VERSION) or uninstall them",
             )
         )
@@ -435,7 +446,12 @@ def judge(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     ]
     reported = {f.check.split(" ", 1)[1] for f in lock_findings if f.check.startswith("package ")}
     requirement_findings = check_requirements(probe, ctx, unmet, reported)
-    if python[0].status == "FAIL":
+    freeze = probe.get("freeze")
+    if freeze:  # a package list: no Requires-Dist to check, its roots fold (doctor.roots)
+        requirement_findings = [
+            Finding("requirements", "INFO", f"not checked: {freeze} carries no Requires-Dist")
+        ]
+    if python[0].status == "FAIL" and not freeze:
         caused = [f for f in (*lock_findings, *requirement_findings) if f.status != "PASS"]
         head = python[0]
         if caused:
@@ -457,7 +473,7 @@ def judge(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     if any("changed_count" in d for d in probe.get("distributions") or []):
         findings += check_records(probe, ctx)
     findings += check_tensorflow(probe, ctx)
-    if ctx.rehearsed and ctx.host is not None:
+    if ctx.rehearsed and ctx.host is not None and not freeze:
         gpus = ", ".join(f"{g.name} ({g.compute_capability})" for g in ctx.host.gpus) or "none"
         findings.append(
             Finding(
@@ -468,9 +484,20 @@ def judge(probe: ProbeDoc, ctx: Context) -> list[Finding]:
                 "machine's and is not judged",
             )
         )
-    findings += check_driver(ctx)
+    if freeze and ctx.host is None:
+        findings.append(
+            Finding(
+                "driver",
+                "INFO",
+                "not judged: give the platform's driver with --driver VERSION "
+                "(nvidia-smi on it prints it)",
+            )
+        )
+    else:
+        findings += check_driver(ctx)
     findings += check_cuda_packages(probe, ctx)
-    findings += check_gpus(probe, ctx)
+    if not freeze or (ctx.host is not None and ctx.host.gpus):
+        findings += check_gpus(probe, ctx)
     findings += check_paths(ctx)
     findings += check_libraries(probe, ctx)
     return findings

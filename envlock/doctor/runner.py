@@ -38,6 +38,11 @@ class DoctorRequest:
     driver: str | None = None
     gpus: tuple[Gpu, ...] = ()
     gpu_auto: bool = False
+    # --freeze FILE: a platform's published package list judged as the environment
+    # (no venv probed); --python X.Y: the platform's Python, which a list names not.
+    # Such a request is envlock.doctor.platform.diagnose_freeze's, not diagnose's
+    freeze: str | None = None
+    python: str | None = None
 
 
 def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) -> DoctorReport:
@@ -54,6 +59,7 @@ def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) 
 
     lock = _read_lock(req.lock) if req.lock else None
     lock_dir = req.lock
+    left = _left_out(req.lock)
     doc: DoctorReport = {"schema": "envlock.doctor/v1", "lock": lock_dir}
     found: list[Finding] = []
     expected = lock.resolution if lock is not None else None
@@ -97,8 +103,12 @@ def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) 
             python=chosen.python,
             python_fits=_python_fits,
             rehearsed=rehearsed,
+            left_out=left,
         )
         found += F.judge(probe, ctx)
+        from envlock.doctor.roots import left_out
+
+        found += left_out(ctx, probe)
         doc["python"] = probe.get("python")
         doc["host"] = (
             {
@@ -142,6 +152,16 @@ def _read_lock(folder: str) -> Any:
             hint="give the folder envlock lock -o wrote",
         )
     return read_lock(path)
+
+
+def _left_out(folder: str | None) -> tuple[Any, ...]:
+    """The lines DIR/left-out.json says the capture left out (() when none)."""
+    if not folder:
+        return ()
+    from envlock.bundle import left_out
+
+    found = left_out.read(Path(folder))
+    return found.left_out if found is not None else ()
 
 
 def _expected_for(version: str) -> Any:

@@ -97,6 +97,9 @@ if TYPE_CHECKING:  # the document's shapes, for the checker and for envlock's re
         library_folders: list[str]
         libraries: list[Library]
         stderr_tail: str  # added by envlock.venv.interpreter.run_probe
+        # added by envlock.doctor.freeze: the document stands for this published
+        # package list (no interpreter ran; no Requires-Dist, imports or libraries)
+        freeze: str
 
 
 SCHEMA = "envlock.probe/v1"
