@@ -8,7 +8,7 @@ and the zip central directory by range requests; the filename of each is the one
 read). ``test_the_table_is_what_the_index_serves`` reads every wheel again, so
 the table cannot drift from the real files. torch 2.11.0+cu130 is a build of
 PyTorch's own index, which cannot be reached here: its facts are those of its
-installed dist-info on the device machine (docs/gpu-runs.md) and PyTorch's
+installed dist-info on the device machine (docs/gpu-run.md) and PyTorch's
 published +cuXYZ naming; it is checked by name and local version only.
 """
 

@@ -11,7 +11,7 @@ envelope itself (``dsseEnvelope``: ``payload``, ``payloadType``,
 ``signatures``), the same bytes the report file holds. A verifier that trusts
 the public key checks it with no Rekor: ``cosign verify-attestation --key PUB
 --insecure-ignore-tlog=true``, or ``@sigstore/verify`` with thresholds of 0
-(docs/registry.md).
+(docs/report-format.md, "Checking with cosign and other clients").
 """
 
 from __future__ import annotations

@@ -1,0 +1,272 @@
+"""Every link in the docs, and every docs page the code cites, resolves (issue 44).
+
+- Markdown: every relative link (``[text](target)`` and ``[label]: target``) in
+  README.md, BENCHMARKS.md, RELIABILITY.md and docs/**/*.md names a file or
+  folder of the repo, and its ``#anchor`` a heading of that page as GitHub
+  renders it (lower case, punctuation but ``-`` and ``_`` dropped, spaces to
+  ``-``, a repeated heading ``-1``, ``-2``...). Repo paths quoted as inline
+  code (`` `docs/gpu-run-training.md` ``, `` `tests/test_lock_install*.py` ``)
+  must exist too. External http(s) links are not fetched (no network) but must
+  be well-formed.
+- Code: every ``docs/...`` path and every ``*.md`` name in a comment,
+  docstring or help text of envlock/, tests/ and scripts/ resolves from the
+  repo root, unless it is another project's file, listed in EXTERNAL with the
+  project the citing text names. A string that is nothing but a file name
+  (``"README.md"``: a file a bundle holds) is data, not a citation.
+
+No network, no venv: in the fast tier.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+MARKDOWN = sorted(
+    [REPO / "README.md", REPO / "BENCHMARKS.md", REPO / "RELIABILITY.md"]
+    + list((REPO / "docs").rglob("*.md"))
+)
+CODE = sorted(
+    [p for p in (REPO / "envlock").rglob("*.py")]
+    + [
+        p
+        for p in (REPO / "tests").rglob("*.py")
+        if "fixtures" not in p.parts and p.name != "test_docs_links.py"  # its own examples
+    ]
+    + list((REPO / "scripts").glob("*.py"))
+)
+
+# Files of other projects the code cites by their path in that project's
+# repository: (citing file, path) -> the project, which the citing file names.
+EXTERNAL: dict[tuple[str, str], str] = {
+    ("envlock/image/referrers.py", "specs/BUNDLE_SPEC.md"): "sigstore/cosign",
+    ("envlock/image/referrers.py", "spec.md"): "opencontainers/distribution-spec",
+    ("envlock/image/attestations.py", "specs/ATTESTATION_SPEC.md"): "sigstore/cosign",
+    ("envlock/image/registry.py", "descriptor.md"): "OCI image spec",
+    ("envlock/image/registry.py", "manifest.md"): "OCI image spec",
+    ("envlock/image/registry.py", "image-index.md"): "OCI image spec",
+    ("envlock/image/registry_auth.py", "docs/spec/auth/token.md"): "distribution",
+    ("envlock/image/registry_auth.py", "docs/spec/auth/oauth.md"): "distribution",
+}
+
+# Top-level folders of the repo: an inline-code span starting with one of these
+# is a repo path.
+REPO_FOLDERS = ("docs/", "tests/", "envlock/", "matrices/", "templates/", "scripts/", "bench/")
+
+
+# --- Markdown ------------------------------------------------------------------
+
+FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
+INLINE_LINK = re.compile(
+    r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^()\s>]*(?:\([^()\s]*\))?[^()\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)"
+)
+REF_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+.*)?$", re.M)
+CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.M)
+HTML_ANCHOR = re.compile(r"<a\s+(?:name|id)=\"([^\"]+)\"", re.I)
+
+
+def _without_fences(text: str) -> str:
+    return FENCE.sub("", text)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading's text (github-slugger): the rendered text
+    (inline code and link targets dropped, emphasis markers gone) lowered,
+    every character that is not a letter, digit, space, ``-`` or ``_`` removed,
+    each space a ``-``."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # [text](url) -> text
+    text = text.replace("`", "")
+    text = re.sub(r"(\*+|(?<!\w)_+|_+(?!\w))", "", text)  # emphasis markers
+    text = re.sub(r"<[^>]+>", "", text)  # inline HTML
+    text = text.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    text = _without_fences(path.read_text(encoding="utf-8"))
+    seen: dict[str, int] = {}
+    out: set[str] = set(HTML_ANCHOR.findall(text))
+    for match in HEADING.finditer(text):
+        base = slug(match.group(2))
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        out.add(base if n == 0 else f"{base}-{n}")
+    return out
+
+
+def link_targets(text: str) -> list[str]:
+    body = _without_fences(text)
+    spans_removed = CODE_SPAN.sub(lambda m: " " * len(m.group(0)), body)
+    return INLINE_LINK.findall(spans_removed) + REF_DEF.findall(spans_removed)
+
+
+def _external_ok(target: str) -> bool:
+    parts = urllib.parse.urlsplit(target)
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.netloc)
+        and " " not in target
+        and "." in (parts.hostname or "")
+    )
+
+
+def link_problem(source: Path, target: str) -> str | None:
+    """Why ``target`` (a link written in ``source``) does not resolve, or None."""
+    if target.startswith(("http://", "https://")):
+        return None if _external_ok(target) else "not a well-formed URL"
+    if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+        return None if target.startswith("mailto:") else "a scheme other than http(s) or mailto"
+    path_part, _, anchor = target.partition("#")
+    path_part = urllib.parse.unquote(path_part)
+    if path_part.startswith("/"):
+        return (
+            "an absolute path (GitHub resolves it from the repo root only; write a relative link)"
+        )
+    file = (source.parent / path_part).resolve() if path_part else source
+    try:
+        file.relative_to(REPO)
+    except ValueError:
+        return "points outside the repo"
+    if not file.exists():
+        return "no such file"
+    if anchor:
+        if file.is_dir() or file.suffix != ".md":
+            return f"#{anchor} on a file that is not a Markdown page"
+        if anchor not in anchors(file):
+            return f"no heading with anchor #{anchor} in {file.relative_to(REPO)}"
+    return None
+
+
+def code_span_paths(text: str) -> list[str]:
+    body = _without_fences(text)
+    out = []
+    for match in CODE_SPAN.finditer(body):
+        span = match.group(2).strip()
+        if span.startswith(REPO_FOLDERS) and re.fullmatch(r"[\w./*-]+", span):
+            out.append(span.rstrip("."))
+    return out
+
+
+def _exists(path: str) -> bool:
+    if any(c in path for c in "*?["):
+        return any(REPO.glob(path))
+    return (REPO / path).exists()
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(REPO).as_posix()
+
+
+@pytest.mark.parametrize("page", MARKDOWN, ids=_rel)
+def test_every_relative_link_resolves(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    broken = [f"{t}: {why}" for t in link_targets(text) if (why := link_problem(page, t))]
+    assert broken == [], f"{_rel(page)}: broken links:\n" + "\n".join(broken)
+
+
+@pytest.mark.parametrize("page", MARKDOWN, ids=_rel)
+def test_every_repo_path_in_inline_code_exists(page: Path) -> None:
+    text = page.read_text(encoding="utf-8")
+    missing = [p for p in code_span_paths(text) if not _exists(p)]
+    assert missing == [], f"{_rel(page)} cites paths the repo does not have: {missing}"
+
+
+# --- Code ------------------------------------------------------------------------
+
+URL = re.compile(r"https?://\S+")
+CITATION = re.compile(r"(?<![\w/.-])((?:docs/[\w./-]*[\w/])|(?:[\w./-]+\.md))(?![\w-])")
+
+
+def prose(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every comment and every string of the file that is
+    prose: a string that is a bare file name is data (a file a bundle holds)."""
+    out = []
+    source = path.read_text(encoding="utf-8")
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            out.append((tok.start[0], tok.string))
+        elif tok.type == tokenize.STRING or tok.type == getattr(tokenize, "FSTRING_MIDDLE", -1):
+            body = tok.string.strip("rbufRBUF").strip("'\"")
+            if re.fullmatch(r"[\w./{}-]+", body) and "/" not in body.strip("/"):
+                continue  # "README.md", "lock.md": a file name as data
+            out.append((tok.start[0], tok.string))
+    return out
+
+
+def citations(path: Path) -> list[tuple[int, str]]:
+    out = []
+    for first, text in prose(path):
+        text = URL.sub(lambda m: " " * len(m.group(0)), text)
+        for match in CITATION.finditer(text):
+            line = first + text.count("\n", 0, match.start())
+            out.append((line, match.group(1).rstrip(".")))
+    return out
+
+
+def test_every_docs_page_the_code_cites_exists() -> None:
+    broken = []
+    for path in CODE:
+        for line, cited in citations(path):
+            if (_rel(path), cited) in EXTERNAL:
+                continue
+            if not _exists(cited):
+                broken.append(f"{_rel(path)}:{line}: {cited}")
+    assert broken == [], "code cites pages the repo does not have:\n" + "\n".join(broken)
+
+
+def test_each_external_citation_is_still_made_and_names_its_project() -> None:
+    """The exceptions are no wider than the code: each is cited where listed,
+    the citing file names the project, and the path is not one of the repo's."""
+    for (file, cited), project in EXTERNAL.items():
+        path = REPO / file
+        assert cited in [c for _, c in citations(path)], f"{file} no longer cites {cited}"
+        assert project in path.read_text(encoding="utf-8"), f"{file} does not name {project}"
+        assert not (REPO / cited).exists(), f"{cited} is a repo file: take it out of EXTERNAL"
+
+
+# --- The checks themselves -----------------------------------------------------
+
+
+def test_slugs_are_githubs() -> None:
+    assert slug("Fast tier") == "fast-tier"
+    assert slug("`envlock lock --check DIR`: the gate") == "envlock-lock---check-dir-the-gate"
+    assert slug("Reports and SBOMs in the registry") == "reports-and-sboms-in-the-registry"
+    assert slug("After a platform upgrade (Colab, 2026)") == "after-a-platform-upgrade-colab-2026"
+    assert slug("snake_case *emphasis*") == "snake_case-emphasis"
+
+
+def test_a_broken_link_and_anchor_are_found(tmp_path: Path) -> None:
+    page = REPO / "docs" / "README.md"
+    assert link_problem(page, "flow.md") is None
+    assert link_problem(page, "nope.md") == "no such file"
+    assert link_problem(page, "../BENCHMARKS.md#no-such-heading") == (
+        "no heading with anchor #no-such-heading in BENCHMARKS.md"
+    )
+    assert link_problem(page, "https://example.org/a b") == "not a well-formed URL"
+    assert link_problem(page, "../../etc/passwd") == "points outside the repo"
+    assert link_targets("see [a](x.md#y) and `[b](z.md)` and\n```\n[c](w.md)\n```\n") == ["x.md#y"]
+
+
+def test_a_cited_page_is_found_in_comments_and_docstrings_not_in_data(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        '"""See docs/nope.md, and https://example.org/docs/x.md."""\n'
+        "# design.md, 'Layout'\n"
+        'NAMES = ["README.md", "lock.md"]\n'
+        'HELP = "the page (docs/report-format.md)."\n',
+        encoding="utf-8",
+    )
+    assert citations(sample) == [
+        (1, "docs/nope.md"),
+        (2, "design.md"),
+        (4, "docs/report-format.md"),
+    ]
