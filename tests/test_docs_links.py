@@ -19,6 +19,7 @@ No network, no venv: in the fast tier.
 
 from __future__ import annotations
 
+import argparse
 import io
 import re
 import tokenize
@@ -270,3 +271,76 @@ def test_a_cited_page_is_found_in_comments_and_docstrings_not_in_data(tmp_path: 
         (2, "design.md"),
         (4, "docs/report-format.md"),
     ]
+
+
+# --- The README's claims about the commands ------------------------------------
+
+
+def leaf_parsers() -> dict[str, argparse.ArgumentParser]:
+    """{"ci matrix": its parser, ...}: every command envlock runs, as the
+    parser builds them (an alias listed once, under its first name)."""
+    from envlock.parser import build_parser
+
+    out: dict[str, argparse.ArgumentParser] = {}
+
+    def walk(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            out[" ".join(path)] = parser
+            return
+        seen: set[int] = set()
+        for name, child in subs[0].choices.items():
+            if id(child) not in seen:
+                seen.add(id(child))
+                walk(child, (*path, name))
+
+    walk(build_parser(), ())
+    return out
+
+
+def _flags(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
+    return {flag: a for a in parser._actions for flag in a.option_strings}
+
+
+def _paragraph(text: str, start: str) -> str:
+    at = text.index(start)
+    end = text.find("\n\n", at)
+    return text[at : end if end >= 0 else len(text)]
+
+
+README_JSON = "Every command takes `--json`"
+
+
+def test_the_readme_names_exactly_the_commands_without_json() -> None:
+    """README: every command takes --json except the ones it names. Adding
+    --json to one of them (or a command without it) fails here until the
+    README's list says so."""
+    paragraph = _paragraph((REPO / "README.md").read_text(encoding="utf-8"), README_JSON)
+    named = set(re.findall(r"`envlock ([a-z][a-z ]*[a-z])`", " ".join(paragraph.split())))
+    parsers = leaf_parsers()
+    without = {name for name, p in parsers.items() if "--json" not in _flags(p)}
+    assert named == without, (
+        f"README.md ({README_JSON!r}) names {sorted(named)}; "
+        f"the commands without --json are {sorted(without)}"
+    )
+    assert len(parsers) > len(without)  # the rule is "every command", the list its exceptions
+
+
+def test_the_readme_says_why_ci_matrix_needs_no_json() -> None:
+    """The README's reason for `ci matrix`: its output is JSON in every shape,
+    a list by default."""
+    fmt = _flags(leaf_parsers()["ci matrix"])["--format"]
+    assert fmt.default == "json"
+    assert set(fmt.choices or ()) == {"json", "github", "bake"}
+    paragraph = " ".join(
+        _paragraph((REPO / "README.md").read_text(encoding="utf-8"), README_JSON).split()
+    )
+    assert "`--format github` and `--format bake` are the other shapes" in paragraph
+
+
+def test_the_readme_lists_every_report_action() -> None:
+    text = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    listed = re.search(r"lives under `envlock report` \(([a-z, ]+)\)", text)
+    assert listed is not None
+    actions = {name.split()[1] for name in leaf_parsers() if name.startswith("report ")}
+    assert set(listed.group(1).split(", ")) == actions
