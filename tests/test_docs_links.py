@@ -20,11 +20,16 @@ No network, no venv: in the fast tier.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import importlib
+import inspect
 import io
+import pkgutil
 import re
 import tokenize
 import urllib.parse
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -344,3 +349,218 @@ def test_the_readme_lists_every_report_action() -> None:
     assert listed is not None
     actions = {name.split()[1] for name in leaf_parsers() if name.startswith("report ")}
     assert set(listed.group(1).split(", ")) == actions
+
+
+# --- docs/contracts.md against the code ----------------------------------------
+
+CONTRACTS = REPO / "docs" / "contracts.md"
+IDENT = re.compile(r"[A-Za-z_][\w.]*\(")
+
+
+def envlock_modules() -> dict[str, ModuleType]:
+    """Every module of the package, imported (``__main__`` runs the command line)."""
+    import envlock
+
+    out = {}
+    for info in pkgutil.walk_packages(envlock.__path__, "envlock."):
+        if not info.name.endswith("__main__"):
+            out[info.name] = importlib.import_module(info.name)
+    return out
+
+
+def _split_top(text: str) -> list[str]:
+    """``a, b=(1, 2), c`` -> ["a", "b=(1, 2)", "c"]: commas outside brackets and quotes."""
+    parts, depth, quote, cur = [], 0, "", ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+def calls(span: str) -> list[tuple[str, list[str]]]:
+    """Every ``name(a, b, ...)`` in a code span, nested ones too."""
+    out = []
+    for match in IDENT.finditer(span):
+        depth, end = 0, match.end() - 1
+        for end in range(match.end() - 1, len(span)):
+            depth += {"(": 1, ")": -1}.get(span[end], 0)
+            if depth == 0:
+                break
+        if depth == 0:
+            out.append((match.group(0)[:-1], _split_top(span[match.end() : end])))
+    return out
+
+
+def described(text: str) -> list[tuple[str | None, str, list[str]]]:
+    """(the row's module or None, name, listed arguments) for every call with
+    arguments in a code span of contracts.md; a row of a table whose first cell
+    is a module (`` `envlock.x` ``) sets where its names are looked up first."""
+    out = []
+    pieces = []  # a table row, or a paragraph (a span may run over a line break)
+    for block in _without_fences(text).split("\n\n"):
+        rows = block.strip().splitlines()
+        pieces += rows if rows and rows[0].startswith("|") else [" ".join(rows)]
+    for piece in pieces:
+        row = re.match(r"^\|\s*`(envlock(?:\.\w+)*)`", piece)
+        module = row.group(1) if row else None
+        for span in CODE_SPAN.findall(piece):
+            for name, args in calls(span[1].replace("\\|", "|")):
+                if args:  # `lock()`, `.to_dict()`: a mention, not a signature
+                    out.append((module, name, args))
+    return out
+
+
+def resolve_name(name: str, module: str | None, modules: dict[str, ModuleType]) -> object:
+    """The object ``name`` means in contracts.md: a dotted path from the row's
+    module, from ``envlock``, or from any module; a bare name of the row's module,
+    else the one object of that name in the package."""
+    heads = [module] if module else []
+    heads += ["envlock", *modules]
+    for head in heads:
+        obj: object = modules.get(head) if head in modules else None
+        if obj is None and head == "envlock":
+            obj = importlib.import_module("envlock")
+        parts = name.split(".")
+        if name.startswith("envlock."):
+            obj, parts = importlib.import_module("envlock"), parts[1:]
+        for part in parts:
+            sub = f"{getattr(obj, '__name__', '')}.{part}"
+            found = getattr(obj, part, None)
+            obj = modules.get(sub) if found is None else found
+            if obj is None:
+                break
+        if obj is not None:
+            return obj
+    return None
+
+
+def _param_names(obj: object) -> list[tuple[str, bool, bool]] | None:
+    """(name, keyword only, has a default) of each field or parameter, or None
+    when ``obj`` is neither a record nor callable."""
+    if dataclasses.is_dataclass(obj) and isinstance(obj, type):
+        return [
+            (
+                f.name,
+                f.kw_only is True,
+                f.default is not dataclasses.MISSING
+                or f.default_factory is not dataclasses.MISSING,
+            )
+            for f in dataclasses.fields(obj)
+        ]
+    if isinstance(obj, type) and hasattr(obj, "_fields"):  # NamedTuple
+        defaults = getattr(obj, "_field_defaults", {})
+        return [(n, False, n in defaults) for n in obj._fields]
+    if isinstance(obj, type) and hasattr(obj, "__annotations__") and hasattr(obj, "__total__"):
+        return [(n, False, True) for n in obj.__annotations__]  # TypedDict
+    if callable(obj):
+        try:
+            sig = inspect.signature(obj)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return None
+        return [
+            (p.name, p.kind is p.KEYWORD_ONLY, p.default is not p.empty)
+            for p in sig.parameters.values()
+            if p.name not in ("self", "cls") and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+    return None
+
+
+def mismatch(obj: object, args: list[str]) -> str | None:
+    """Why ``args`` (as contracts.md lists them) do not describe ``obj``'s
+    fields or parameters, or None. Each listed name is a field or parameter, in
+    their order; a listed type or value (``LockRequest``, ``str | ImageRef``)
+    stands for the next positional one; ``*`` starts the keyword-only ones;
+    ``...`` stands for any number left out; without ``...`` none is left out;
+    ``name(kw=)`` names one keyword of ``name`` and says nothing of the others."""
+    params = _param_names(obj)
+    if params is None:
+        return "neither a record nor callable"
+    names = [p[0] for p in params]
+    at, keyword, gap = 0, False, False
+    for arg in args:
+        if arg == "...":
+            gap = True
+            continue
+        if re.fullmatch(r"[a-z_][a-z0-9_]*=", arg):  # build_image(tag=): that one named
+            if arg[:-1] not in names:
+                return f"{arg[:-1]!r} is not one of {names}"
+            at, gap = names.index(arg[:-1]) + 1, True
+            continue
+        if arg == "*":
+            keyword = True
+            continue
+        head = re.match(r"^\*{0,2}([a-z_][a-z0-9_]*)\s*(?:[:=]|$)", arg)
+        if head is None or head.group(1) not in names:
+            if head is not None:
+                return f"{head.group(1)!r} is not one of {names}"
+            if at >= len(params) or params[at][1]:
+                return f"{arg!r} stands for no positional parameter of {names}"
+            at += 1
+            continue
+        found = names.index(head.group(1), 0)
+        if found < at:
+            return f"{head.group(1)!r} out of order: {names}"
+        if found > at and not gap:
+            return f"leaves out {names[at:found]} (write ... where some are left out)"
+        if keyword and not params[found][1]:
+            return f"{head.group(1)!r} is listed after * but is not keyword-only"
+        at, gap = found + 1, False
+    if at < len(params) and not gap:
+        return f"leaves out {names[at:]} (write ... where some are left out)"
+    return None
+
+
+def test_every_signature_and_field_list_in_contracts_is_the_codes() -> None:
+    modules = envlock_modules()
+    wrong = []
+    for module, name, args in described(CONTRACTS.read_text(encoding="utf-8")):
+        obj = resolve_name(name, module, modules)
+        if obj is None:
+            wrong.append(f"{name}: nothing of that name ({module or 'envlock'})")
+            continue
+        why = mismatch(obj, args)
+        if why:
+            wrong.append(f"{name}({', '.join(args)}): {why}")
+    assert wrong == [], "docs/contracts.md differs from the code:\n" + "\n".join(wrong)
+
+
+def test_every_module_contracts_names_exists() -> None:
+    modules = envlock_modules()
+    text = CONTRACTS.read_text(encoding="utf-8")
+    rows = re.findall(r"^\|\s*`(envlock(?:\.\w+)*)`", text, re.M)
+    assert "envlock.bundle.folder" in rows
+    missing = [name for name in rows if name not in modules]
+    assert missing == [], f"docs/contracts.md has rows for modules that do not exist: {missing}"
+
+
+def test_the_contracts_check_finds_a_left_out_field_and_a_renamed_parameter() -> None:
+    from envlock.bundle.folder import LockedFolder, render_folder
+
+    assert mismatch(LockedFolder, ["lock", "folder", "files", "digest"]) == (
+        "leaves out ['notes'] (write ... where some are left out)"
+    )
+    assert mismatch(LockedFolder, ["lock", "folder", "..."]) is None
+    assert mismatch(render_folder, ["dir", "given: RenderOptions"]) == (
+        "'dir' is not one of ['folder', 'given', 'force']"
+    )
+    assert mismatch(render_folder, ["Path", "given", "*", "force=False"]) is None
+    assert mismatch(render_folder, ["folder", "*", "given"]) == (
+        "'given' is listed after * but is not keyword-only"
+    )
+    assert described("| `envlock.x` | `f(a, b)` |\n\nsee `g(c,\nd)`") == [
+        ("envlock.x", "f", ["a", "b"]),
+        (None, "g", ["c", "d"]),
+    ]

@@ -9,7 +9,7 @@ is an import of ``envlock/x/__init__.py``. Parent packages that Python runs on
 the way (``envlock/__init__.py`` for ``envlock.x``) are not counted: they are
 not what the importing module asked for.
 
-Design (docs/contracts.md, the layers): a folder per stage, read top to bottom, no module
+Design (docs/contracts.md, "Layers"): a folder per stage, read top to bottom, no module
 importing one that stands above it.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "envlock"
 
-# The ground everything stands on (docs/contracts.md, the layers): none of these imports a stage.
+# The ground everything stands on (docs/contracts.md, "Layers"): none of these imports a stage.
 GROUND = (
     "envlock.errors",
     "envlock.model",
