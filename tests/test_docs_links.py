@@ -1,4 +1,6 @@
-"""Every link in the docs, and every docs page the code cites, resolves (issue 44).
+"""Docs that cannot drift (issue 44): every link in the docs and every docs page
+the code cites resolves; what the README, docs/contracts.md and the command
+lines of the docs say about the code is checked against the code.
 
 - Markdown: every relative link (``[text](target)`` and ``[label]: target``) in
   README.md, BENCHMARKS.md, RELIABILITY.md and docs/**/*.md names a file or
@@ -13,19 +15,28 @@
   repo root, unless it is another project's file, listed in EXTERNAL with the
   project the citing text names. A string that is nothing but a file name
   (``"README.md"``: a file a bundle holds) is data, not a citation.
+- README: the commands it says print without ``--json`` are exactly the ones
+  whose parser has no ``--json``; the report actions it lists are
+  ``envlock report``'s.
+- docs/contracts.md: every signature and field list in its code spans is the
+  code's (``inspect.signature``, ``dataclasses.fields``); the page says how.
+- Every ``envlock ...`` / ``%envlock ...`` line in a fenced block of the
+  guides parses with envlock's own parser (it is not run).
 
-No network, no venv: in the fast tier.
+No network, no venv, nothing run: in the fast tier.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import inspect
 import io
 import pkgutil
 import re
+import shlex
 import tokenize
 import urllib.parse
 from pathlib import Path
@@ -564,3 +575,75 @@ def test_the_contracts_check_finds_a_left_out_field_and_a_renamed_parameter() ->
         ("envlock.x", "f", ["a", "b"]),
         (None, "g", ["c", "d"]),
     ]
+
+
+# --- Every envlock command line in the docs parses -------------------------------
+
+FENCED = re.compile(r"^(```|~~~)[^\n]*\n(.*?)^\1", re.M | re.S)
+COMMAND = re.compile(r"^(%envlock|envlock|\./envlock\.sh|~/\.envlock/bin/envlock)\s+(.*)$")
+SHELL_OPERATORS = {"|", "||", "&&", ";", ">", ">>", "2>", "2>&1", "<", "&"}
+
+
+def documented_commands(text: str) -> list[tuple[str, list[str]]]:
+    """(the line as written, envlock's argv) of every envlock command in a fenced
+    block: continuation lines joined, comments and what follows a shell
+    operator (``>> "$GITHUB_STEP_SUMMARY"``) dropped; a ``%envlock`` line gets
+    what the magic adds (``envlock.notebook.with_target``: the kernel's
+    interpreter)."""
+    from envlock.notebook import with_target
+
+    out = []
+    for _, block in FENCED.findall(text):
+        for line in block.replace("\\\n", " ").splitlines():
+            match = COMMAND.match(line.strip())
+            if match is None:
+                continue
+            words = shlex.split(match.group(2), comments=True)
+            for at, word in enumerate(words):
+                if word in SHELL_OPERATORS:
+                    words = words[:at]
+                    break
+            if match.group(1) == "%envlock":
+                words = with_target(words, "/opt/kernel/bin/python")
+            out.append((line.strip(), words))
+    return out
+
+
+def parse_error(argv: list[str]) -> str | None:
+    """argparse's complaint about ``argv`` to envlock, or None when it parses."""
+    from envlock.parser import build_parser
+
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            build_parser().parse_args(argv)
+    except SystemExit as e:
+        if e.code not in (0, None):
+            return " ".join(err.getvalue().split()) or f"exit {e.code}"
+    return None
+
+
+GUIDES = [p for p in MARKDOWN if "reference" not in p.parts]  # reference/: generated
+
+
+@pytest.mark.parametrize("page", GUIDES, ids=_rel)
+def test_every_envlock_command_in_the_docs_parses(page: Path) -> None:
+    """Each command line a page shows is one envlock accepts (its options exist,
+    take the values shown, and the required ones are there); it is not run."""
+    wrong = [
+        f"{line}\n  -> {why}"
+        for line, argv in documented_commands(page.read_text(encoding="utf-8"))
+        if (why := parse_error(argv))
+    ]
+    assert wrong == [], f"{_rel(page)}: commands envlock would refuse:\n" + "\n".join(wrong)
+
+
+def test_the_command_check_sees_a_wrong_option_and_the_magics_venv() -> None:
+    text = "```sh\nenvlock lock tensorflow==2.15 \\\n  --no-such-flag -o env/  # x\n```\n"
+    [(line, argv)] = documented_commands(text)
+    assert argv == ["lock", "tensorflow==2.15", "--no-such-flag", "-o", "env/"]
+    assert "unrecognized arguments: --no-such-flag" in (parse_error(argv) or "")
+    [(_, argv)] = documented_commands("```python\n%envlock capture -o ~/env\n```\n")
+    assert argv == ["capture", "--venv", "/opt/kernel/bin/python", "-o", "~/env"]
+    assert parse_error(argv) is None
+    assert "--venv" in (parse_error(["capture", "-o", "~/env"]) or "")
