@@ -647,3 +647,34 @@ def test_the_command_check_sees_a_wrong_option_and_the_magics_venv() -> None:
     assert argv == ["capture", "--venv", "/opt/kernel/bin/python", "-o", "~/env"]
     assert parse_error(argv) is None
     assert "--venv" in (parse_error(["capture", "-o", "~/env"]) or "")
+
+
+PAGE_JSON = "Every command on this page has `--json`"
+
+
+def command_name(argv: list[str]) -> str:
+    """``["report", "verify", "X", ...]`` -> "report verify": the command an argv runs."""
+    leaves = leaf_parsers()
+    for n in (2, 1):
+        if " ".join(argv[:n]) in leaves:
+            return " ".join(argv[:n])
+    raise AssertionError(f"no envlock command in {argv}")
+
+
+@pytest.mark.parametrize("page", GUIDES, ids=_rel)
+def test_a_page_that_says_every_command_has_json_shows_only_such_commands(page: Path) -> None:
+    """The README's rule has exceptions; a page may say "every command" only of
+    its own, and then each command it shows has --json. The unqualified claim
+    is the README's to make, with its list."""
+    text = page.read_text(encoding="utf-8")
+    flat = " ".join(text.split())
+    assert "Every command has `--json`" not in flat, (
+        f"{_rel(page)}: say which (README.md lists the commands without --json)"
+    )
+    if PAGE_JSON not in flat:
+        return
+    leaves = leaf_parsers()
+    shown = {command_name(argv) for _, argv in documented_commands(text)}
+    assert shown, f"{_rel(page)} says {PAGE_JSON!r} and shows no command"
+    without = sorted(name for name in shown if "--json" not in _flags(leaves[name]))
+    assert without == [], f"{_rel(page)} says {PAGE_JSON!r}; these have none: {without}"
