@@ -528,6 +528,8 @@ def mismatch(obj: object, args: list[str]) -> str | None:
             return f"leaves out {names[at:found]} (write ... where some are left out)"
         if keyword and not params[found][1]:
             return f"{head.group(1)!r} is listed after * but is not keyword-only"
+        if not keyword and params[found][1]:
+            return f"{head.group(1)!r} is keyword-only: write * before it"
         at, gap = found + 1, False
     if at < len(params) and not gap:
         return f"leaves out {names[at:]} (write ... where some are left out)"
