@@ -573,6 +573,9 @@ def test_the_contracts_check_finds_a_left_out_field_and_a_renamed_parameter() ->
     assert mismatch(render_folder, ["folder", "*", "given"]) == (
         "'given' is listed after * but is not keyword-only"
     )
+    assert mismatch(render_folder, ["folder", "given", "force"]) == (
+        "'force' is keyword-only: write * before it"
+    )
     assert described("| `envlock.x` | `f(a, b)` |\n\nsee `g(c,\nd)`") == [
         ("envlock.x", "f", ["a", "b"]),
         (None, "g", ["c", "d"]),
