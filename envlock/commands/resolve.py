@@ -35,6 +35,14 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         description=DESCRIPTION,
     )
     add_resolve_arguments(parser)
+    parser.add_argument(
+        "more",
+        metavar="SPEC",
+        nargs="*",
+        default=[],
+        help="more frameworks of the same environment ('tensorflow==2.20 torch==2.9'): one "
+        "answer on one CUDA major and Python for all",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
 
@@ -124,21 +132,46 @@ def summary(res: Resolution, paths: Sequence[GpuPaths] = (), in_image: str = "")
 def run(args: argparse.Namespace) -> int:
     constraints = constraints_from_args(args)
     matrix = load_matrix() if constraints.gpus else None
-    res = resolve(constraints, matrix)
+    more = list(getattr(args, "more", []) or [])
+    if more:
+        from dataclasses import replace
+
+        from envlock.resolve.together import resolve_together
+
+        res = resolve_together(constraints, [constraints.spec, *more], lambda c: resolve(c, matrix))
+        constraints = replace(
+            constraints, spec=f"{res.framework}=={res.version}", cuda_source="pip"
+        )
+    else:
+        res = resolve(constraints, matrix)
     paths: list[GpuPaths] = []
+    also: list[tuple[Resolution, list[GpuPaths]]] = []
     if matrix is not None:
+        from dataclasses import replace
+
         from envlock.resolve.paths import for_resolution
 
         paths = list(for_resolution(res, constraints, matrix))
+        also = [
+            (other, list(for_resolution(other, replace(constraints, spec=other.framework), matrix)))
+            for other in res.together
+        ]
     in_image = image_floor(res, constraints, matrix)
     if args.json:
         doc = res.to_dict()
         if constraints.gpus:
             doc["paths"] = [p.to_dict() for p in paths]
             doc["driver_in_image"] = in_image or None
+            for entry, (_other, other_paths) in zip(doc.get("together", []), also, strict=True):
+                entry["paths"] = [p.to_dict() for p in other_paths]
         emit_json(doc)
     else:
-        sys.stdout.write(summary(res, paths, in_image))
+        text = summary(res, paths, in_image)
+        for other in res.together:
+            other_paths = next((p for o, p in also if o is other), [])
+            text += f"\nwith {other.framework} {other.version} in the same environment:\n"
+            text += summary(other, other_paths)
+        sys.stdout.write(text)
     from envlock.resolve.chooser import runs_nowhere
 
     failure = runs_nowhere(res, constraints, paths, matrix, resolve) if matrix is not None else None
