@@ -59,7 +59,7 @@ def top_requirements(resolution: Resolution, lock_input: LockInput) -> tuple[str
     fw = canonicalize_name(resolution.framework)
     # pip CUDA: tensorflow's and-cuda extra; torch's wheel names its CUDA wheels itself;
     # JAX's are the with-cuda extra of the plugin whose version the matrix row has
-    extra = "[and-cuda]" if resolution.cuda_source == "pip" and fw == "tensorflow" else ""
+    extra = "[and-cuda]" if resolution.cuda_source == "pip" and fw not in ("torch", "jax") else ""
     head = f"{fw}{extra}=={resolution.version}"
     if fw == "jax":
         major = resolution.cuda.split(".")[0]
