@@ -136,12 +136,10 @@ def run(args: argparse.Namespace) -> int:
     if more:
         from dataclasses import replace
 
-        from envlock.resolve.together import resolve_together
+        from envlock.resolve.together import resolve_together, spec_of
 
         res = resolve_together(constraints, [constraints.spec, *more], lambda c: resolve(c, matrix))
-        constraints = replace(
-            constraints, spec=f"{res.framework}=={res.version}", cuda_source="pip"
-        )
+        constraints = replace(constraints, spec=spec_of(res), cuda_source="pip")
     else:
         res = resolve(constraints, matrix)
     paths: list[GpuPaths] = []
@@ -153,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
 
         paths = list(for_resolution(res, constraints, matrix))
         also = [
-            (other, list(for_resolution(other, replace(constraints, spec=other.framework), matrix)))
+            (other, list(for_resolution(other, replace(constraints, spec=spec_of(other)), matrix)))
             for other in res.together
         ]
     in_image = image_floor(res, constraints, matrix)

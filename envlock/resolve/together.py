@@ -77,6 +77,8 @@ def resolve_together(
     base = replace(constraints, cuda_source="pip")
     first_text = parsed[0][0]
     first = resolve(replace(base, spec=first_text))
+    if constraints.python is None:
+        first = _on_a_common_python(first, parsed, base, resolve)
     major = first.cuda.split(".")[0]
     others: list[Resolution] = []
     for text, spec in parsed[1:]:
@@ -140,6 +142,26 @@ def resolve_together(
     )
 
 
+def _on_a_common_python(
+    first: Resolution,
+    parsed: Sequence[tuple[str, object]],
+    base: Constraints,
+    resolve: Callable[[Constraints], Resolution],
+) -> Resolution:
+    """``first`` again on a Python every SPEC's own answer has wheels for, when its
+    Python is not one (its own pick stays when it is)."""
+    supported = set(first.python_supported)
+    for text, _ in parsed[1:]:
+        try:
+            supported &= set(resolve(replace(base, spec=text)).python_supported)
+        except EnvlockError:
+            return first  # the SPEC's own failure is reported with the shared facts
+    if first.python in supported or not supported:
+        return first
+    python = max(supported, key=Version)
+    return resolve(replace(base, spec=parsed[0][0], python=python))
+
+
 def _no_fit(
     first: Resolution,
     text: str,
@@ -180,3 +202,10 @@ def _no_fit(
         f"{error.message.removeprefix('nothing fits: ')}",
         hint="; or ".join(hints) or None,
     )
+
+
+def spec_of(res: Resolution) -> str:
+    """A SPEC that names ``res`` exactly: ``torch==2.11.0+cu128``, ``jax[cuda12]==0.11.2``."""
+    if res.framework == "jax":
+        return f"jax[cuda{res.cuda.split('.')[0]}]=={res.version}"
+    return f"{res.framework}=={res.version}"
