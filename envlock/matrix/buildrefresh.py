@@ -34,6 +34,7 @@ from packaging.version import Version
 
 from envlock.errors import DataError
 from envlock.index.pep691 import IndexFile
+from envlock.matrix import builds
 from envlock.matrix.builds import (
     GENERATED_BY,
     SCHEMA_VERSION,
@@ -282,22 +283,6 @@ def jax_row(
     )
 
 
-def published(project: str) -> BuildMatrix | None:
-    """``matrices/<project>-published.toml``: builds the index cannot show, from
-    tables the project publishes (None when there is no such file)."""
-    from envlock import resources
-    from envlock.matrix import read_toml
-    from envlock.matrix.builds import parse
-
-    name = f"{project}-published.toml"
-    try:
-        resources.read_bytes("matrices", name)
-    except FileNotFoundError:
-        return None
-    doc, digest, shown = read_toml(name)
-    return parse(doc, shown, digest)
-
-
 def refresh(
     index: str, project: str, *, jobs: int = 8, only: Iterable[Version] | None = None
 ) -> RefreshResult:
@@ -343,7 +328,7 @@ def refresh(
         else:
             rows.append(row)
     sources: list[tuple[str, str]] = [(READ_SOURCE, READ_TEXT[project])]
-    extra = published(project)
+    extra = builds.published(project)
     if extra is not None:
         have = {(b.version, b.build) for b in rows}
         kept = [b for b in extra.builds if (b.version, b.build) not in have]

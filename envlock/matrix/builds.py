@@ -329,6 +329,21 @@ def load(project: str) -> BuildMatrix:
     return load_file(project)
 
 
+def published(project: str) -> BuildMatrix | None:
+    """``matrices/<project>-published.toml``: builds the index cannot show, from
+    tables the project publishes (None when there is no such file)."""
+    from envlock import resources
+    from envlock.matrix import read_toml
+
+    name = f"{project}-published.toml"
+    try:
+        resources.read_bytes("matrices", name)
+    except FileNotFoundError:
+        return None
+    doc, digest, shown = read_toml(name)
+    return parse(doc, shown, digest)
+
+
 def as_release(b: FrameworkBuild) -> TFRelease:
     """The build in the shape resolve's stages read (``TFRelease``): its CUDA wheels
     are the pip source's requirements, installable wherever the build has a wheel."""
