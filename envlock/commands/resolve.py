@@ -91,11 +91,21 @@ MARKETS = {
 }
 
 
+def _build_of(res: Resolution) -> str:
+    """torch and JAX have several CUDA builds per release: which one, " (cu130 build)"."""
+    major_minor = res.cuda.replace(".", "")
+    if res.framework == "torch" and "+" not in res.version:
+        return f"  (the cu{major_minor} build)"
+    if res.framework == "jax":
+        return f"  (jax[cuda{res.cuda.split('.')[0]}])"
+    return ""
+
+
 def summary(res: Resolution, paths: Sequence[GpuPaths] = (), in_image: str = "") -> str:
     """The readable form: one fact per line, then why, then warnings."""
     driver = f">= {res.driver_min}" + (f" on a host venv; {in_image}" if in_image else "")
     rows = [
-        ("release", f"{res.framework} {res.version}"),
+        ("release", f"{res.framework} {res.version}{_build_of(res)}"),
         ("python", f"{res.python}  (wheels for {', '.join(res.python_supported)})"),
         ("cuda", f"{res.cuda}  (cuDNN {res.cudnn})"),
         ("driver", driver),
