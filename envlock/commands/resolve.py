@@ -22,16 +22,17 @@ if TYPE_CHECKING:  # the verdicts are only computed for --gpu: kept off the star
     from envlock.resolve.paths import GpuPaths
 
 DESCRIPTION = (
-    "Resolve a TensorFlow requirement against envlock's matrices: the newest "
-    "release satisfying every constraint, its Python, CUDA, cuDNN, minimum driver and "
-    "nvidia/cuda base image, with the reasons. Offline and fast."
+    "Resolve a TensorFlow, torch or JAX requirement against envlock's matrices: the "
+    "newest release (and CUDA build) satisfying every constraint, its Python, CUDA, "
+    "cuDNN, minimum driver and nvidia/cuda base image, with the reasons; several SPECs: "
+    "one answer for one environment. Offline and fast."
 )
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser = subparsers.add_parser(
         "resolve",
-        help="which TensorFlow, Python, CUDA, cuDNN, driver and base image go together",
+        help="which TensorFlow/torch/JAX, Python, CUDA, cuDNN, driver and base image go together",
         description=DESCRIPTION,
     )
     add_resolve_arguments(parser)

@@ -4,6 +4,7 @@ on a base image, with the reasons and warnings a ``Resolution`` carries."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from packaging.version import Version
 
@@ -45,7 +46,10 @@ def resolve(
     if matrix is None:
         matrix = load_matrix()
     constraints = _cuda_from_wheels(constraints)
-    first = _resolve(constraints, matrix, python_said)
+    try:
+        first = _resolve(constraints, matrix, python_said)
+    except NoResolution as e:
+        raise _other_jax_build(e, constraints, matrix) from None
     if not constraints.gpus:
         return first
     from envlock.resolve.chooser import choose
@@ -53,10 +57,28 @@ def resolve(
     return choose(first, constraints, matrix, lambda c: _resolve(c, matrix, python_said))
 
 
+def _other_jax_build(error: NoResolution, constraints: Constraints, matrix: Matrix) -> NoResolution:
+    """``error``, with a hint naming the other JAX CUDA major when it fits (``jax[cuda13]``
+    on a driver that runs CUDA 12 only: ``jax[cuda12]`` does)."""
+    from envlock.errors import EnvlockError
+    from envlock.resolve.spec import parse_spec
+
+    spec = parse_spec(constraints.spec)
+    if spec.project != "jax" or len(spec.jax_builds) != 1:
+        return error
+    other = "cuda12" if spec.jax_builds[0] == "cuda13" else "cuda13"
+    text = spec.text.replace(f"[{spec.jax_builds[0]}]", f"[{other}]", 1)
+    try:
+        res = _resolve(replace(constraints, spec=text), matrix, None)
+    except EnvlockError:
+        return error
+    hint = f"{text} fits: jax {res.version}, CUDA {res.cuda}"
+    return NoResolution(error.message, hint=f"{error.hint}; or {hint}" if error.hint else hint)
+
+
 def _cuda_from_wheels(constraints: Constraints) -> Constraints:
     """torch and JAX builds bring their CUDA as nvidia-* wheels (torch's Requires-Dist,
     jax[cudaNN]'s plugin extra): the pip CUDA source, always."""
-    from dataclasses import replace
 
     from envlock.errors import UsageError
     from envlock.resolve.spec import parse_spec
