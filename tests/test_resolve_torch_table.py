@@ -90,7 +90,7 @@ def test_torch_answer(series: str, gpu: str, driver: str) -> None:
 def test_a_cuda13_build_is_left_out_for_a_cuda12_driver_with_the_reason() -> None:
     res = resolve(Constraints(spec="torch==2.11", driver=OLD))
     assert (
-        "newer torch 2.11.0+cu130 excluded by --driver 535.104.05: CUDA 13.x builds need "
+        "preferred torch 2.11.0+cu130 excluded by --driver 535.104.05: CUDA 13.x builds need "
         "driver >= 580"
     ) in res.reasons
 

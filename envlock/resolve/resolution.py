@@ -214,7 +214,7 @@ def _resolution(
         why = "--pre was given" if constraints.prereleases else "the SPEC names a pre-release"
         reasons.append(f"{release.label} is a pre-release, a candidate because {why}")
     order = candidates(matrix, checked.spec)
-    rank = {id(r): i for i, r in enumerate(order)}
+    rank = {(r.version, r.build): i for i, r in enumerate(order)}
     mine = next(
         (
             i
@@ -230,13 +230,14 @@ def _resolution(
             if (
                 r.version > release.version
                 if project == "tensorflow"
-                else rank.get(id(r), 0) < mine
+                else rank.get((r.version, r.build), 0) < mine
             )
         ]
         if newer:
             releases = [r for r, _ in newer]
             why = distinct_text(why for _, why in newer)
-            reasons.append(f"newer {describe(releases)} excluded by {name}: {why}")
+            word = "newer" if project == "tensorflow" else "preferred"  # a build, or newer
+            reasons.append(f"{word} {describe(releases)} excluded by {name}: {why}")
     python = placement.python
     reasons.append(placement.python_reason)
     reasons.append(
