@@ -134,3 +134,35 @@ def test_no_common_cuda_major_is_no_resolution_with_ways_out() -> None:
         )
     assert "tensorflow 2.20.0 is a CUDA 12 build" in e.value.message
     assert "jax[cuda12]==" in (e.value.hint or "")
+
+
+def test_a_build_only_pytorchs_index_has_says_where_it_is() -> None:
+    """uv's answer when the configured index lacks torch 2.11.0+cu128
+    (the build resolve takes for driver 535 from PyTorch's published table), as uv 0.13.9
+    printed it here."""
+    from envlock.errors import NoResolution
+    from envlock.lock.conflicts import explain
+
+    output = (
+        "  × No solution found when resolving dependencies:\n"
+        "  ╰─▶ Because there is no version of torch==2.11.0+cu128 and you require "
+        "torch==2.11.0+cu128, we can conclude that your requirements are unsatisfiable.\n"
+    )
+    err = explain(
+        output,
+        resolver="uv",
+        framework="torch",
+        framework_version="2.11.0+cu128",
+        user_requirements=[],
+        target="CPython 3.12, Linux x86_64, manylinux_2_39_x86_64",
+    )
+    assert isinstance(err, NoResolution)
+    assert err.message.startswith(
+        "no release on the index satisfies torch==2.11.0+cu128 for CPython 3.12"
+    )
+    assert err.hint == (
+        "torch 2.11.0+cu128 is a build on PyTorch's own index, which the configured index "
+        "does not carry: add that index to pip's or uv's configuration, or lock for a driver "
+        "that runs the configured index's build (envlock resolve torch==2.11 names its CUDA "
+        "and driver floor)"
+    )
