@@ -64,6 +64,9 @@ class Resolution:
     # the why lines (among ``reasons``) of the library caps the lock met, as their own
     # data for the command that prints them; not recorded either
     cap_reasons: tuple[str, ...] = field(default=(), compare=False)
+    # the other frameworks of the same environment (``resolve tensorflow==2.20 torch==2.9``:
+    # torch's answer, on the same CUDA major and Python); written only when there are some
+    together: tuple[Resolution, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -71,6 +74,10 @@ class Resolution:
             if f.name in NOT_RECORDED:
                 continue
             value = getattr(self, f.name)
+            if f.name == "together":
+                if value:
+                    out[f.name] = [r.to_dict() for r in value]
+                continue
             out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
 
@@ -81,6 +88,9 @@ class Resolution:
             if f.name not in data or f.name in NOT_RECORDED:
                 continue
             value = data[f.name]
+            if f.name == "together":
+                kwargs[f.name] = tuple(cls.from_dict(v) for v in value)
+                continue
             kwargs[f.name] = tuple(value) if isinstance(value, list) else value
         return cls(**kwargs)
 

@@ -322,7 +322,7 @@ def test_gpu_warnings(matrix: Matrix) -> None:
     ("constraints", "message", "hint"),
     [
         (Constraints(spec=""), "SPEC is empty", "e.g. 'tensorflow==2.15'"),
-        (Constraints(spec="torch==2.1"), "is a requirement on 'torch'", "tensorflow==2.15"),
+        (Constraints(spec="numpy==2.1"), "is a requirement on 'numpy'", "tensorflow==2.15"),
         (Constraints(spec="tensorflow-gpu==2.4"), "requirement on 'tensorflow-gpu'", "since 2.1"),
         (Constraints(spec="tensorflow=2.15"), "is not a valid requirement", "'tensorflow==2.15'?"),
         (Constraints(spec="tensorflow[gpu]"), "the extra 'gpu'", "[and-cuda]"),

@@ -67,7 +67,7 @@ def test_readable_summary(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("args", "message", "hint"),
     [
-        (["torch==2.1"], "SPEC 'torch==2.1' is a requirement on 'torch'", "tensorflow==2.15"),
+        (["numpy==2.1"], "SPEC 'numpy==2.1' is a requirement on 'numpy'", "tensorflow==2.15"),
         (["tensorflow=2.15"], "is not a valid requirement", "did you mean 'tensorflow==2.15'?"),
         (["tensorflow==2.15", "--python", "3"], "--python '3' is not a CPython minor", "3.11"),
         (["tensorflow", "--driver", "new"], "--driver 'new' is not a driver version", "535"),

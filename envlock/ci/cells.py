@@ -205,6 +205,9 @@ def releases(
     def asked(text: str) -> Constraints:
         return Constraints(spec=text, prereleases=prereleases, exclude_newer=exclude_newer)
 
+    from envlock.resolve.spec import tensorflow_only
+
+    tensorflow_only(spec, "envlock ci")
     found = [resolve(asked(spec), matrix)]
     while len(found) < 1000:
         below = _below_minor(spec, found[-1].version)

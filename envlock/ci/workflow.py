@@ -122,9 +122,9 @@ def workflow_context(
     ``extra_words``: the options of the command line that made it (for the
     regenerate line), already checked by their own door."""
     from envlock.ci.install import REQUIREMENTS, RUNNER_PYTHON
-    from envlock.resolve.spec import parse_spec
+    from envlock.resolve.spec import tensorflow_only
 
-    parse_spec(spec)  # a SPEC resolve would refuse is refused here
+    tensorflow_only(spec, "envlock ci")  # a SPEC resolve would refuse is refused here
     spec_c = checked(
         spec.strip(),
         "--spec",

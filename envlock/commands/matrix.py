@@ -28,6 +28,13 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--index-url", help="simple API of the package index (default: pip's)")
     p.add_argument(
+        "--project",
+        choices=("tensorflow", "torch", "jax"),
+        default="tensorflow",
+        help="which matrix: tensorflow.toml (default), or torch.toml / jax.toml (one row per "
+        "release and CUDA build, read from the torch and jax-cudaNN-plugin wheels)",
+    )
+    p.add_argument(
         "-o",
         "--output",
         type=Path,
@@ -70,7 +77,7 @@ def register(subparsers: Any) -> None:
     s.set_defaults(func=run_show)
 
 
-def _default_output() -> Path:
+def _default_output(project: str = "tensorflow") -> Path:
     from envlock import resources
 
     folder = resources.data_dir("matrices")
@@ -79,7 +86,7 @@ def _default_output() -> Path:
             "envlock's own matrices folder is not a writable directory",
             hint="pass -o FILE",
         )
-    return folder / "tensorflow.toml"
+    return folder / f"{project}.toml"
 
 
 class _Progress:
@@ -128,6 +135,10 @@ def run_refresh(args: argparse.Namespace) -> int:
     jobs = args.jobs if args.jobs is not None else refresh_mod.DEFAULT_JOBS
     if jobs < 1 or jobs > 64:
         raise UsageError(f"--jobs {jobs} is out of range", hint="use a number from 1 to 64")
+    if args.project != "tensorflow":
+        from envlock.commands.matrix_builds import run_refresh_builds
+
+        return run_refresh_builds(args, args.output or _default_output(args.project), jobs)
     out_path: Path = args.output or _default_output()
     if args.check and args.notes_only:
         raise UsageError(

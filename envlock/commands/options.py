@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 SPEC_HELP = (
     "a requirement on tensorflow: 'tensorflow==2.15' (the 2.15 series), "
-    "'tensorflow~=2.13.0', 'tensorflow>=2.14,<2.17', 'tensorflow'"
+    "'tensorflow~=2.13.0', 'tensorflow>=2.14,<2.17', 'tensorflow'; or on torch "
+    "('torch==2.11') or JAX with its CUDA extra ('jax[cuda12]', 'jax[cuda13]', 'jax[cuda]')"
 )
 
 

@@ -22,19 +22,28 @@ if TYPE_CHECKING:  # the verdicts are only computed for --gpu: kept off the star
     from envlock.resolve.paths import GpuPaths
 
 DESCRIPTION = (
-    "Resolve a TensorFlow requirement against envlock's matrices: the newest "
-    "release satisfying every constraint, its Python, CUDA, cuDNN, minimum driver and "
-    "nvidia/cuda base image, with the reasons. Offline and fast."
+    "Resolve a TensorFlow, torch or JAX requirement against envlock's matrices: the "
+    "newest release (and CUDA build) satisfying every constraint, its Python, CUDA, "
+    "cuDNN, minimum driver and nvidia/cuda base image, with the reasons; several SPECs: "
+    "one answer for one environment. Offline and fast."
 )
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser = subparsers.add_parser(
         "resolve",
-        help="which TensorFlow, Python, CUDA, cuDNN, driver and base image go together",
+        help="which TensorFlow/torch/JAX, Python, CUDA, cuDNN, driver and base image go together",
         description=DESCRIPTION,
     )
     add_resolve_arguments(parser)
+    parser.add_argument(
+        "more",
+        metavar="SPEC",
+        nargs="*",
+        default=[],
+        help="more frameworks of the same environment ('tensorflow==2.20 torch==2.9'): one "
+        "answer on one CUDA major and Python for all",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(func=run)
 
@@ -83,11 +92,21 @@ MARKETS = {
 }
 
 
+def _build_of(res: Resolution) -> str:
+    """torch and JAX have several CUDA builds per release: which one, " (cu130 build)"."""
+    major_minor = res.cuda.replace(".", "")
+    if res.framework == "torch" and "+" not in res.version:
+        return f"  (the cu{major_minor} build)"
+    if res.framework == "jax":
+        return f"  (jax[cuda{res.cuda.split('.')[0]}])"
+    return ""
+
+
 def summary(res: Resolution, paths: Sequence[GpuPaths] = (), in_image: str = "") -> str:
     """The readable form: one fact per line, then why, then warnings."""
     driver = f">= {res.driver_min}" + (f" on a host venv; {in_image}" if in_image else "")
     rows = [
-        ("release", f"{res.framework} {res.version}"),
+        ("release", f"{res.framework} {res.version}{_build_of(res)}"),
         ("python", f"{res.python}  (wheels for {', '.join(res.python_supported)})"),
         ("cuda", f"{res.cuda}  (cuDNN {res.cudnn})"),
         ("driver", driver),
@@ -124,21 +143,44 @@ def summary(res: Resolution, paths: Sequence[GpuPaths] = (), in_image: str = "")
 def run(args: argparse.Namespace) -> int:
     constraints = constraints_from_args(args)
     matrix = load_matrix() if constraints.gpus else None
-    res = resolve(constraints, matrix)
+    more = list(getattr(args, "more", []) or [])
+    if more:
+        from dataclasses import replace
+
+        from envlock.resolve.together import resolve_together, spec_of
+
+        res = resolve_together(constraints, [constraints.spec, *more], lambda c: resolve(c, matrix))
+        constraints = replace(constraints, spec=spec_of(res), cuda_source="pip")
+    else:
+        res = resolve(constraints, matrix)
     paths: list[GpuPaths] = []
+    also: list[tuple[Resolution, list[GpuPaths]]] = []
     if matrix is not None:
+        from dataclasses import replace
+
         from envlock.resolve.paths import for_resolution
 
         paths = list(for_resolution(res, constraints, matrix))
+        also = [
+            (other, list(for_resolution(other, replace(constraints, spec=spec_of(other)), matrix)))
+            for other in res.together
+        ]
     in_image = image_floor(res, constraints, matrix)
     if args.json:
         doc = res.to_dict()
         if constraints.gpus:
             doc["paths"] = [p.to_dict() for p in paths]
             doc["driver_in_image"] = in_image or None
+            for entry, (_other, other_paths) in zip(doc.get("together", []), also, strict=True):
+                entry["paths"] = [p.to_dict() for p in other_paths]
         emit_json(doc)
     else:
-        sys.stdout.write(summary(res, paths, in_image))
+        text = summary(res, paths, in_image)
+        for other in res.together:
+            other_paths = next((p for o, p in also if o is other), [])
+            text += f"\nwith {other.framework} {other.version} in the same environment:\n"
+            text += summary(other, other_paths)
+        sys.stdout.write(text)
     from envlock.resolve.chooser import runs_nowhere
 
     failure = runs_nowhere(res, constraints, paths, matrix, resolve) if matrix is not None else None

@@ -305,9 +305,19 @@ def explain(
         )
     if missing:
         what = ", ".join(dict.fromkeys(missing))
+        hint = "the target needs wheels (Linux x86_64 manylinux); check the versions asked for"
+        if framework == "torch" and "+cu" in framework_version:
+            series = ".".join(framework_version.split(".")[:2])
+            # a build envlock resolve took from PyTorch's published table (matrices/torch.toml)
+            hint = (
+                f"torch {framework_version} is a build on PyTorch's own index, which the "
+                "configured index does not carry: add that index to pip's or uv's "
+                "configuration, or lock for a driver that runs the configured index's build "
+                f"(envlock resolve torch=={series} names its CUDA and driver floor)"
+            )
         return NoResolution(
             f"no release on the index satisfies {what} for {target}\n  {resolver} said:\n{detail}",
-            hint="the target needs wheels (Linux x86_64 manylinux); check the versions asked for",
+            hint=hint,
         )
     return NoResolution(
         f"no set of packages satisfies the requirements for {fw_label} on {target}\n"

@@ -57,8 +57,15 @@ def top_requirements(resolution: Resolution, lock_input: LockInput) -> tuple[str
             hint="use --cuda-source system or --cuda-source pip",
         )
     fw = canonicalize_name(resolution.framework)
-    extra = "[and-cuda]" if resolution.cuda_source == "pip" else ""
+    # pip CUDA: tensorflow's and-cuda extra; torch's wheel names its CUDA wheels itself;
+    # JAX's are the with-cuda extra of the plugin whose version the matrix row has
+    extra = "[and-cuda]" if resolution.cuda_source == "pip" and fw not in ("torch", "jax") else ""
     head = f"{fw}{extra}=={resolution.version}"
+    if fw == "jax":
+        major = resolution.cuda.split(".")[0]
+        plugin = f"jax-cuda{major}-plugin[with-cuda]=={resolution.version}"
+        head = f"jax[cuda{major}]"
+        return (head, plugin, *check_requirements(lock_input.with_requirements))
     pins = check_requirements(lock_input.with_requirements)
     for pin in pins:
         if canonicalize_name(Requirement(pin).name) == fw:

@@ -250,6 +250,13 @@ def check_all(tensorflow_path: Path | None = None) -> CheckReport:
 
     paths_mod.load_file()
     files.append(display_name(paths_mod.FILENAME))
+    from envlock.matrix import builds
+
+    for project in builds.PROJECTS:
+        builds.load_file(project)
+        files.append(display_name(f"{project}.toml"))
+        if builds.published(project) is not None:
+            files.append(display_name(f"{project}-published.toml"))
     tested = tested_mod.load()
     files.append(display_name(tested_mod.FILENAME))
     notes = load_notes()

@@ -109,6 +109,30 @@ class TFRelease:
     uploaded: str = ""
     compute_capabilities_from: str = "build_info"  # one of CAPABILITY_SOURCES
     prerelease: bool = False  # a release candidate (the version's own pre-release part)
+    # a torch or JAX build in the shape resolve reads (envlock.matrix.builds.as_release):
+    # the project, its CUDA build ("cu130", "cuda13") and the index it is on; never
+    # written to tensorflow.toml
+    project: str = "tensorflow"
+    build: str = ""
+    index: str = ""
+
+    @property
+    def label(self) -> str:
+        """How messages name the release: ``tensorflow 2.15.1``, ``torch 2.11.0+cu130``."""
+        if self.project == "torch" and self.build:
+            return f"torch {self.version}+{self.build}"
+        if self.project == "jax" and self.build:
+            return f"jax {self.version} [{self.build}]"
+        return f"{self.project} {self.version}"
+
+    @property
+    def cuda_wheels(self) -> str:
+        """What brings the nvidia-* wheels: ``tensorflow[and-cuda]``, ``torch``, ``jax[cuda13]``."""
+        if self.project == "tensorflow":
+            return "tensorflow[and-cuda]"
+        if self.project == "jax":
+            return f"jax[{self.build}]"
+        return self.project
 
     def to_dict(self) -> dict[str, Any]:
         """The TOML/JSON shape, fields in the schema's order; ``prerelease`` and

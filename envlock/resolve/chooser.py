@@ -26,12 +26,16 @@ from envlock.resolve.paths import GpuPaths, for_resolution
 GOOD = ("works", "unused", "unknown")
 
 
-def runs(gpu: GpuPaths) -> bool:
+def runs(gpu: GpuPaths, *, unknown: bool = True) -> bool:
     """Whether the release's code can run on the GPU at all: compiled kernels or the
     PTX JIT work, or work once their fix is made (``needs``: a newer driver), and
-    cuDNN is not refused."""
-    code = {gpu.status("kernels"), gpu.status("ptx-jit")} & {"works", "needs"}
-    return bool(code) and gpu.status("cudnn") != "cannot"
+    cuDNN is not refused. Both unknown (the wheel does not say its sm targets) is not a
+    failure: exit 1 only for what the facts show."""
+    code = {gpu.status("kernels"), gpu.status("ptx-jit")}
+    # both unknown (a torch or JAX wheel does not say its sm targets): not shown to fail
+    # (``unknown=False``: only what the facts show runs, for naming another release)
+    serves = bool(code & {"works", "needs"}) or (unknown and code == {"unknown"})
+    return serves and gpu.status("cudnn") != "cannot"
 
 
 def failing(gpu: GpuPaths) -> list[str]:
@@ -150,7 +154,7 @@ def runs_nowhere(
             other = resolve(asked, matrix)
         except EnvlockError:
             continue
-        if all(runs(g) for g in for_resolution(other, asked, matrix)):
+        if all(runs(g, unknown=False) for g in for_resolution(other, asked, matrix)):
             command = shlex.join(["envlock", "resolve", asked.spec, *gpu_args(constraints)])
             return CheckFailed(
                 message, hint=f"{res.framework} {release.version} runs there: {command}"

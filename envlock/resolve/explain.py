@@ -25,14 +25,17 @@ def describe(releases: Sequence[TFRelease]) -> str:
     """A set of releases in words: "tensorflow 2.15.0" (one release: named, not its
     series, whose other patches may fit), "tensorflow 2.15.x" or
     "tensorflow 2.14.0-2.16.2"."""
+    project = releases[0].project if releases else "tensorflow"
+    if len(releases) == 1:
+        return releases[0].label
     versions_seen = {r.version for r in releases}
     if len(versions_seen) == 1:
-        return f"tensorflow {next(iter(versions_seen))}"
+        return f"{project} {next(iter(versions_seen))}"
     all_series = sorted({(r.version.major, r.version.minor) for r in releases})
     if len(all_series) == 1:
-        return f"tensorflow {all_series[0][0]}.{all_series[0][1]}.x"
+        return f"{project} {all_series[0][0]}.{all_series[0][1]}.x"
     versions = sorted(r.version for r in releases)
-    return f"tensorflow {versions[0]}-{versions[-1]}"
+    return f"{project} {versions[0]}-{versions[-1]}"
 
 
 def distinct_versions(values: Iterable[str]) -> str:
@@ -85,9 +88,7 @@ def compute_warnings(
         major, minor = (int(x) for x in capability.split("."))
         have = major * 10 + minor
         if not binaries and not ptx:
-            out.append(
-                f"tensorflow {release.version}: the wheel does not list its compiled capabilities"
-            )
+            out.append(f"{release.label}: the wheel does not list its compiled capabilities")
             continue
         if any(sm // 10 == major and sm <= have for sm in binaries):
             continue
@@ -96,20 +97,20 @@ def compute_warnings(
         if usable_ptx and _jit_reported_failing(release, capability):
             out.append(
                 f"{label} (compute capability {capability}) has no compiled kernels in "
-                f"tensorflow {release.version} ({compiled}), and the JIT of its "
+                f"{release.label} ({compiled}), and the JIT of its "
                 f"compute_{usable_ptx[-1]} PTX is reported failing on it: GPU ops will fail "
                 f"(the ptx-jit path; sources in matrices/paths.toml)"
             )
         elif usable_ptx:
             out.append(
                 f"{label} (compute capability {capability}) has no compiled kernels in "
-                f"tensorflow {release.version} ({compiled}): they are JIT-compiled from "
+                f"{release.label} ({compiled}): they are JIT-compiled from "
                 f"compute_{usable_ptx[-1]} PTX at first start (minutes; cached afterwards)"
             )
         else:
             out.append(
-                f"{label} (compute capability {capability}) is not supported by tensorflow "
-                f"{release.version} (compiled for {compiled}): GPU ops will fail"
+                f"{label} (compute capability {capability}) is not supported by "
+                f"{release.label} (compiled for {compiled}): GPU ops will fail"
             )
     return out
 
@@ -120,7 +121,7 @@ def _jit_reported_failing(release: TFRelease, capability: str) -> bool:
     from envlock.matrix import paths
 
     return any(
-        f.path == "ptx-jit" and f.applies("tensorflow", str(release.version), capability)
+        f.path == "ptx-jit" and f.applies(release.project, str(release.version), capability)
         for f in paths.load().failures
     )
 
@@ -156,33 +157,33 @@ def no_match(
     yanked = [r for r in inside if r.yanked and (prereleases or not r.prerelease)]
     candidates = [r for r in inside if r.prerelease and not r.yanked and not prereleases]
     finals = [r for r in newest_first if not r.yanked and not r.prerelease]
+    p = spec.project
     hints: list[str] = []
     if candidates:
         newest = candidates[0].version
         hints.append(
-            f"tensorflow {newest} is a pre-release, used only with --pre or when pinned "
-            f"(tensorflow=={newest})"
+            f"{p} {newest} is a pre-release, used only with --pre or when pinned ({p}=={newest})"
         )
     if yanked:
-        pins = ", ".join(f"tensorflow=={r.version}" for r in yanked[:3])
+        pins = ", ".join(f"{p}=={r.version}" for r in yanked[:3])
         hints.append(f"yanked releases are used only when pinned exactly ({pins})")
     if spec.prereleases and not inside:
         pres = [r for r in newest_first if r.prerelease]
         if pres:
             hints.append(
-                f"the matrix's pre-releases are tensorflow {pres[-1].version} to {pres[0].version}"
+                f"the matrix's pre-releases are {p} {pres[-1].version} to {pres[0].version}"
             )
         else:
             hints.append("the matrix holds no pre-releases")
     if spec.epoch:
-        hints.append("tensorflow releases are all in epoch 0; drop the 'N!' part")
+        hints.append(f"{p} releases are all in epoch 0; drop the 'N!' part")
     if spec.local:
         hints.append("the matrix holds index releases only, no local labels; drop the '+...' part")
     if finals:
-        hints.append(f"the matrix has tensorflow {finals[-1].version} to {finals[0].version}")
+        hints.append(f"the matrix has {p} {finals[-1].version} to {finals[0].version}")
     return NoResolution(
-        f"no tensorflow release matches {quoted(spec.text)}",
-        hint="; ".join(hints) or "try 'tensorflow' to get the newest release",
+        f"no {p} release matches {quoted(spec.text)}",
+        hint="; ".join(hints) or f"try '{p}' to get the newest release",
     )
 
 
@@ -191,21 +192,22 @@ def nearest(blocked: Sequence[TFRelease], passing: Sequence[TFRelease]) -> str |
     releases that pass every constraint but the SPEC), as a SPEC."""
     if not passing:
         return None
+    p = passing[0].cuda_wheels if passing[0].project == "jax" else passing[0].project
     # another patch of the blocked releases' own series fits: name it (==X.Y or >=X.Y
     # would reach past it, to another patch or the newest release)
     blocked_series = {series(r) for r in blocked}
     same = [r for r in passing if series(r) in blocked_series]
     if same:
-        return f"tensorflow=={max(same, key=lambda r: r.version).version}"
+        return f"{p}=={max(same, key=lambda r: r.version).version}"
     lowest = min(r.version for r in blocked)
     highest = max(r.version for r in blocked)
     newer = [r for r in passing if r.version > highest]
     older = [r for r in passing if r.version < lowest]
     if newer:
-        return f"tensorflow>={series(min(newer, key=lambda r: r.version))}"
+        return f"{p}>={series(min(newer, key=lambda r: r.version))}"
     if older:
-        return f"tensorflow=={series(max(older, key=lambda r: r.version))}"
-    return f"tensorflow=={max(passing, key=lambda r: r.version).version}"
+        return f"{p}=={series(max(older, key=lambda r: r.version))}"
+    return f"{p}=={max(passing, key=lambda r: r.version).version}"
 
 
 def and_cuda_python_hint(
@@ -221,7 +223,7 @@ def and_cuda_python_hint(
         return None
     pythons = " or ".join(reversed(release.and_cuda_python))
     return (
-        f"--python {pythons} (every tensorflow[and-cuda] {release.version} requirement has "
+        f"--python {pythons} (every {release.cuda_wheels} {release.version} requirement has "
         f"Linux x86_64 wheels for {python_ranges(release.and_cuda_python)})"
     )
 

@@ -495,7 +495,7 @@ def tools_from_resolution(
     """What a lock of this resolution will give the build."""
     if cuda_source == "pip":
         nvcc = _requirement_for(and_cuda, NVCC)
-        cudnn = _requirement_for(and_cuda, CUDNN)
+        cudnn = _requirement_for(and_cuda, CUDNN) or _requirement_for(and_cuda, CUDNN[:-2] + "13")
         nvcc_exact, cudnn_exact = _exact(nvcc), _exact(cudnn)
         return Tools(
             cuda_source="pip",

@@ -310,6 +310,8 @@ def place_pip(
 ) -> Placement | NoPlacement:
     """The pip source on the -base image; ``python`` None: the newest minor every
     and-cuda requirement has wheels for (``and_cuda_python``)."""
+    if not release.and_cuda and release.project != "tensorflow":
+        return NoPlacement(f"{release.label} names no CUDA wheels to take CUDA from")
     if not release.and_cuda:
         return NoPlacement(
             "no and-cuda extra to take CUDA from (the nvidia-* CUDA wheels start with "
@@ -331,7 +333,10 @@ def place_pip(
     for image in cuda_matrix.images:
         major, minor = _split_minor(image.cuda)
         if major == cuda_major and minor >= cuda_minor:
-            ranked.append((minor - cuda_minor, image))
+            # JAX states a floor, not a build CUDA (with-cuda-minimum): the newest image
+            # of the major serves it best; a build's own CUDA: the nearest image
+            floor = release.cuda_from == "with-cuda-minimum"
+            ranked.append((-minor if floor else minor - cuda_minor, image))
     ranked.sort(key=lambda item: (not runs(item[1]), item[0], _newest_patch_first(item[1])))
     misses: list[str] = []
     for _distance, image in ranked:
@@ -344,9 +349,9 @@ def place_pip(
         ubuntu, chosen, os_reason, python_reason = picked
         if python is None and release.and_cuda_python != release.python:
             python_reason += (
-                f"; every tensorflow[and-cuda] requirement has Linux x86_64 wheels for "
+                f"; every {release.cuda_wheels} requirement has Linux x86_64 wheels for "
                 f"{python_ranges(release.and_cuda_python)} ({release.and_cuda_python_note}); "
-                f"tensorflow itself has wheels for {python_ranges(release.python)}"
+                f"{release.project} itself has wheels for {python_ranges(release.python)}"
             )
         tag = image.tag("base", ubuntu.release, cudnn=False)
         cudnn_requirement = next(
@@ -354,7 +359,7 @@ def place_pip(
         )
         reasons = [
             f"base image nvidia/cuda:{tag}: only the CUDA runtime; CUDA and cuDNN come "
-            f"from tensorflow[and-cuda]'s nvidia-* wheels"
+            f"from {release.cuda_wheels}'s nvidia-* wheels"
             + (f" ({cudnn_requirement})" if cudnn_requirement else ""),
             f"OS {os_reason}",
         ]
@@ -381,7 +386,7 @@ def place(
     """Place ``release`` with the source asked for, or system falling back to pip.
     Python as asked, else the newest with a wheel (for the pip source: the
     newest every and-cuda requirement has wheels for)."""
-    if source == "pip":
+    if source == "pip" or release.project != "tensorflow":
         return place_pip(
             release, cuda_matrix, os, python, driver_cuda, runs, python_said=python_said
         )
@@ -401,7 +406,7 @@ def place(
         pip.reasons,
         (
             f"CUDA source pip, not system: {system.reason}; the nvidia-* wheels of "
-            f"tensorflow[and-cuda] bring the CUDA and cuDNN it was built with",
+            f"{release.cuda_wheels} bring the CUDA and cuDNN it was built with",
             *pip.warnings,
         ),
         pip.python,

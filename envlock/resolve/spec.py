@@ -12,6 +12,7 @@ instead.
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -23,8 +24,15 @@ from envlock.errors import UsageError
 from envlock.readers import quoted
 
 FRAMEWORK = "tensorflow"
+FRAMEWORKS = ("tensorflow", "torch", "jax")
+# the extras understood, per project: tensorflow's and-cuda; JAX's CUDA plugins
+# (cuda: either major, whichever fits the driver)
+EXTRAS = {"tensorflow": ("and-cuda",), "torch": (), "jax": ("cuda", "cuda12", "cuda13")}
 
-SPEC_HINT = "write a requirement on tensorflow, e.g. 'tensorflow==2.15' or 'tensorflow>=2.14,<2.17'"
+SPEC_HINT = (
+    "write a requirement on tensorflow, torch or jax, e.g. 'tensorflow==2.15', "
+    "'torch==2.11' or 'jax[cuda12]'"
+)
 
 # "tensorflow=2.15": one '=' where two were meant
 MAX_SPEC_CHARS = 200  # "tensorflow[and-cuda]>=2.14,<2.17,!=2.15.0" is 42
@@ -45,6 +53,17 @@ class Spec:
     specifier: SpecifierSet  # the widened specifier
     epoch: bool = False  # some clause names an epoch other than 0 ("1!2.15")
     local: bool = False  # some clause names a local label ("2.15.1+cpu")
+    project: str = FRAMEWORK  # one of FRAMEWORKS
+    extras: tuple[str, ...] = ()  # canonical, sorted
+
+    @property
+    def jax_builds(self) -> tuple[str, ...]:
+        """The JAX CUDA builds the extras admit ("cuda12", "cuda13"); () for other projects."""
+        if self.project != "jax":
+            return ()
+        if "cuda" in self.extras:
+            return ("cuda12", "cuda13")
+        return tuple(e for e in self.extras if e.startswith("cuda"))
 
     def admits(self, version: Version) -> bool:
         """Whether the (widened) specifier admits ``version``, pre-releases included."""
@@ -60,12 +79,30 @@ def parse_spec(text: str) -> Spec:
         raise UsageError(
             f"SPEC {quoted(text)} is longer than {MAX_SPEC_CHARS} characters", hint=SPEC_HINT
         )
-    given, extras = _read_requirement(text, stripped)
-    unknown = sorted(extras - {"and-cuda"})
-    if unknown:
+    given, extras, project = _read_requirement(text, stripped)
+    unknown = sorted(extras - set(EXTRAS[project]))
+    if unknown and project == "tensorflow":
         raise UsageError(
             f"SPEC {quoted(text)} asks for the extra {unknown[0]!r}; only [and-cuda] is understood",
             hint="use 'tensorflow[and-cuda]==X.Y' or --cuda-source pip for the CUDA wheels",
+        )
+    if unknown and project == "torch":
+        raise UsageError(
+            f"SPEC {quoted(text)} asks for the extra {unknown[0]!r}; a torch build brings its "
+            "CUDA wheels without one",
+            hint="write e.g. 'torch==2.11'",
+        )
+    if unknown:
+        raise UsageError(
+            f"SPEC {quoted(text)} asks for the extra {unknown[0]!r}; envlock resolves JAX's "
+            "pip CUDA builds: [cuda12], [cuda13] or [cuda] (either)",
+            hint="write e.g. 'jax[cuda12]==0.11.2'",
+        )
+    if project == "jax" and not extras:
+        raise UsageError(
+            f"SPEC {quoted(text)} is JAX without a CUDA extra: the CPU build",
+            hint=f"write '{_with_extra(stripped, 'cuda12')}' or "
+            f"'{_with_extra(stripped, 'cuda13')}' for a CUDA build",
         )
     widened: list[str] = []
     exact: Version | None = None
@@ -109,7 +146,16 @@ def parse_spec(text: str) -> Spec:
         specifier=specifier,
         epoch=epoch,
         local=local,
+        project=project,
+        extras=tuple(sorted(extras)),
     )
+
+
+def _with_extra(text: str, extra: str) -> str:
+    """``jax==0.11.2`` -> ``jax[cuda12]==0.11.2``."""
+    name = re.match(r"[A-Za-z0-9._-]+", text)
+    end = name.end() if name else len(text)
+    return f"{text[:end]}[{extra}]{text[end:].strip()}"
 
 
 def _clause_version(text: str, clause: Specifier) -> Version:
@@ -125,9 +171,9 @@ def _clause_version(text: str, clause: Specifier) -> Version:
         ) from None
 
 
-def _read_requirement(text: str, stripped: str) -> tuple[SpecifierSet, set[str]]:
-    """(specifier as written, canonical extras) of the SPEC; UsageError when it
-    is not a requirement on tensorflow without URL or marker."""
+def _read_requirement(text: str, stripped: str) -> tuple[SpecifierSet, set[str], str]:
+    """(specifier as written, canonical extras, project) of the SPEC; UsageError when it
+    is not a requirement on tensorflow, torch or jax without URL or marker."""
     hint = SPEC_HINT
     try:
         requirement = Requirement(stripped)
@@ -140,7 +186,7 @@ def _read_requirement(text: str, stripped: str) -> tuple[SpecifierSet, set[str]]
             f"SPEC {quoted(text)} is not a valid requirement: {first}", hint=hint
         ) from None
     name = canonicalize_name(requirement.name)
-    if name != FRAMEWORK:
+    if name not in FRAMEWORKS:
         other = hint
         if name.startswith(("tensorflow-", "tf-")):
             other = (
@@ -149,7 +195,7 @@ def _read_requirement(text: str, stripped: str) -> tuple[SpecifierSet, set[str]]
             )
         raise UsageError(
             f"SPEC {quoted(text)} is a requirement on {requirement.name!r}; "
-            "envlock resolves tensorflow",
+            "envlock resolves tensorflow, torch and jax",
             hint=other,
         )
     if requirement.url:
@@ -161,7 +207,8 @@ def _read_requirement(text: str, stripped: str) -> tuple[SpecifierSet, set[str]]
             f"SPEC {quoted(text)} has an environment marker; the target is fixed (Linux x86_64)",
             hint="drop the '; ...' part and use --python for the interpreter",
         )
-    return requirement.specifier, {canonicalize_name(extra) for extra in requirement.extras}
+    extras = {str(canonicalize_name(extra)) for extra in requirement.extras}
+    return requirement.specifier, extras, str(name)
 
 
 def _version_or_none(text: str) -> Version | None:
@@ -169,3 +216,16 @@ def _version_or_none(text: str) -> Version | None:
         return Version(text)
     except (InvalidVersion, ValueError):  # ValueError: an integer of thousands of digits
         return None
+
+
+def tensorflow_only(text: str, command: str) -> Spec:
+    """The SPEC of a command that takes TensorFlow alone so far (``ci``); UsageError
+    naming the command for a torch or JAX SPEC."""
+    spec = parse_spec(text)
+    if spec.project != FRAMEWORK:
+        raise UsageError(
+            f"SPEC {quoted(text)} is a requirement on {spec.project!r}; {command} takes "
+            "tensorflow SPECs (torch and jax: envlock resolve and lock, so far)",
+            hint=f"resolve it with: envlock resolve {shlex.quote(text)}",
+        )
+    return spec
