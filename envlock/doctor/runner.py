@@ -32,6 +32,7 @@ class DoctorRequest:
     venv: str | None = None  # --venv PATH: the venv or interpreter to inspect
     log: str | None = None  # --log FILE: a training log to explain ("-": stdin)
     allow_cpu: bool = False  # no GPU is a warning, not a failure
+    notebook: bool = False  # fixes as notebook cell lines for the inspected kernel
     deep: bool = False  # also hash every installed file against its RECORD
     # --driver VERSION and --gpu NAME: answer as if the host had them (a rehearsal of
     # a driver change); None / () / False: what this machine has
@@ -68,7 +69,7 @@ def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) 
                 lock, lock_dir, expected, None, "", allow_cpu=req.allow_cpu, venv=gone.venv
             )
             found.append(F.interpreter_gone(bare, gone.link, gone.points_to))
-            return _report(doc, found)
+            return _report(doc, found, req.notebook)
         doc["interpreter"] = chosen.to_dict()
         if progress is not None:
             progress(f"inspecting {chosen.python}: {chosen.reason}")
@@ -90,6 +91,7 @@ def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) 
             host=host,
             host_problem=problem,
             allow_cpu=req.allow_cpu,
+            notebook=req.notebook,
             fits=_fits(lock.resolution.python if lock else None, host),
             floor=_floor(expected, host, dict(os.environ)),
             paths=_paths(expected, host, probe, chosen.python),
@@ -121,12 +123,15 @@ def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) 
     if req.log is not None:
         found += _explain_log(req.log, expected, lock_dir)
         doc["log"] = req.log
-    return _report(doc, found)
+    return _report(doc, found, req.notebook)
 
 
-def _report(doc: DoctorReport, found: list[Finding]) -> DoctorReport:
+def _report(doc: DoctorReport, found: list[Finding], notebook: bool = False) -> DoctorReport:
     from envlock.doctor import findings as F
+    from envlock.doctor.advice import in_notebook
 
+    if notebook:
+        found = [in_notebook(f) for f in found]
     doc["status"] = F.overall(found)
     doc["findings"] = [f.to_dict() for f in found]
     return doc
@@ -301,6 +306,7 @@ def _explain_log(name: str, expected: Any, lock_dir: str | None) -> list[Any]:
                 f"(lines are cut at {knownerrors.MAX_LINE_BYTES // 1024} KiB)",
                 f"give the part that matters, e.g. tail -n 100000 {source} | "
                 "envlock doctor --log -",
+                manual=True,
             )
         )
     return found
