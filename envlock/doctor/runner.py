@@ -118,10 +118,13 @@ def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) 
             error = tf.get("error")
             text = str(error.get("message", "")) if error else ""
             found += knownerrors.explain(
-                knownerrors.match_log(text.splitlines(), knownerrors.load()), expected, lock_dir
+                knownerrors.match_log(text.splitlines(), knownerrors.load()),
+                expected,
+                lock_dir,
+                allow_cpu=req.allow_cpu,
             )
     if req.log is not None:
-        found += _explain_log(req.log, expected, lock_dir)
+        found += _explain_log(req.log, expected, lock_dir, req.allow_cpu)
         doc["log"] = req.log
     return _report(doc, found, req.notebook)
 
@@ -278,7 +281,9 @@ def _log_lines(name: str) -> AbstractContextManager[Any]:
         ) from None
 
 
-def _explain_log(name: str, expected: Any, lock_dir: str | None) -> list[Any]:
+def _explain_log(
+    name: str, expected: Any, lock_dir: str | None, allow_cpu: bool = False
+) -> list[Any]:
     """The findings of the log ``name``, read within knownerrors' bounds; one WARN
     finding more when reading stopped at a bound."""
     from envlock.doctor import knownerrors
@@ -288,7 +293,9 @@ def _explain_log(name: str, expected: Any, lock_dir: str | None) -> list[Any]:
     with _log_lines(name) as stream:
         log = knownerrors.BoundedLog(stream.readline)
         try:
-            found = knownerrors.explain(knownerrors.match_log(log, known), expected, lock_dir)
+            found = knownerrors.explain(
+                knownerrors.match_log(log, known), expected, lock_dir, allow_cpu=allow_cpu
+            )
         except OSError as e:
             raise UsageError(
                 f"--log {name}: cannot read it ({e.strerror or e})",
