@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable
@@ -58,6 +59,8 @@ def project(
         init="VERSION = __version__ = '2.16.2'\n",
     )
     idx.add_dist("tf-keras", "2.16.0")
+    for i in range(5):  # more than a handful of distributions in a venv (#42)
+        idx.add_dist(f"extra-{i}", "1.0")
     monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
     bundle = tmp_path / "env"
     code = main(
@@ -329,3 +332,43 @@ def test_every_way_of_every_fix_runs_as_printed_at_60_columns(
             assert not (bundle / ".venv").exists()  # nothing acted on another environment
             upgrade(venv, env, tmp_path)
     assert ran == 6  # restore; two pip lines; restore; tf-keras and the export
+
+
+@pytest.mark.slow  # a real venv remade and pip installs: about 40 s
+def test_a_removed_interpreter_with_many_distributions_is_made_again_through_a_file(
+    project: tuple[Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """#42: more than a handful of distributions at the top: the fix names none of
+    them; the new Python writes them to a file beside the venv, the venv is made
+    again and pip installs the file. Each step run as printed (COLUMNS=60)."""
+    _, venv, env = project
+    py = venv / "bin" / "python"
+    extras = " ".join(f"extra-{i}==1.0" for i in range(5))
+    shell(f"{py} -m pip install -q --no-deps {extras}", env, tmp_path)
+    before = installed(venv, skip=("pip", "setuptools", "wheel"))
+    assert len(before) == 7
+    _remove_base_python(venv, tmp_path)
+    env = {**env, "COLUMNS": "60"}
+    argv = [str(ENVLOCK), "doctor", "--venv", str(venv), "--allow-cpu"]
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    (entry,) = printed_fixes(proc.stdout)
+    (way,) = entry["ways"]
+    steps = way["steps"]
+    assert [kind for kind, _ in steps] == ["run"] * 3, steps
+    assert not [t for _, t in steps if "extra-" in t]  # the file names them, no argument
+    listed = Path(f"{venv.resolve()}.distributions.txt")
+    assert shlex.split(steps[2][1].replace("\\\n", ""))[-4:] == [
+        "pip",
+        "install",
+        "-r",
+        str(listed),
+    ]
+    for _, command in steps:
+        shell(command, env, tmp_path)
+    assert listed.read_text(encoding="utf-8").split() == sorted(
+        f"{name}=={version}" for name, version in before.items()
+    )
+    assert installed(venv, skip=("pip", "setuptools", "wheel")) == before
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout

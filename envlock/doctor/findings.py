@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from envlock.venv.probe import ErrorText, ProbeDoc
 
 from envlock.doctor.advice import (
+    HANDFUL,
     Context,
     Finding,
     Way,
@@ -210,11 +211,42 @@ def interpreter_gone(ctx: Context, link: str, points_to: str) -> Finding:
     # venv --clear refuses a link: the folder it names is made again (the link stays)
     real = os.path.realpath(venv) if venv else venv
     command = shlex.join([python, "-m", "venv", "--clear", real])
+    if len(pins) > HANDFUL:  # more than a handful: the pins go through a file
+        return _remade_from_file(cause, python, venv, real, minor if manual else "")
     if pins:  # what was installed at the top (pip pulls what they require)
         command += " && " + shlex.join([f"{venv}/bin/python", "-m", "pip", "install", *pins])
     if manual:
         command = f"install Python {minor} (see above), then run: {command}"
     return Finding("python", "FAIL", cause, command, manual=manual)
+
+
+# run by the new Python on the old site-packages before the venv is cleared: every
+# distribution there as NAME==VERSION (standard library only, Python 3.8 or newer)
+_LIST_DISTRIBUTIONS = (
+    "import importlib.metadata as m, sys; "
+    'd = {x.metadata["Name"]: x.version for x in m.distributions(path=[sys.argv[1]]) '
+    'if (x.metadata["Name"] or "pip").lower() not in ("pip", "setuptools", "wheel")}; '
+    'print("\\n".join(k + "==" + v for k, v in sorted(d.items())))'
+)
+
+
+def _remade_from_file(cause: str, python: str, venv: str, real: str, missing: str) -> Finding:
+    """The venv made again when it held more than a handful of distributions: the
+    new Python lists them from the old site-packages into a file beside the venv,
+    makes the venv again, and pip installs the file (three steps, no long line)."""
+    from pathlib import Path
+
+    sites = sorted(Path(venv).glob("lib/python3*/site-packages"))
+    site = str(sites[0]) if sites else f"{venv}/lib/python3/site-packages"
+    listed = f"{real}.distributions.txt"
+    steps = [
+        run(f"{shlex.join([python, '-c', _LIST_DISTRIBUTIONS, site])} > {shlex.quote(listed)}"),
+        run(shlex.join([python, "-m", "venv", "--clear", real])),
+        run(shlex.join([f"{venv}/bin/python", "-m", "pip", "install", "-r", listed])),
+    ]
+    if missing:
+        steps.insert(0, do(f"install Python {missing} (see above)"))
+    return choice("python", "FAIL", cause, [Way("", tuple(steps))])
 
 
 # the labels of the two ways out of a package finding (the same on every package
