@@ -114,9 +114,17 @@ def next_step(args: list[str]) -> str | None:
 def with_target(args: list[str], python: str) -> list[str]:
     """``args`` with the kernel's interpreter named where the command acts on an
     environment and the line names none (``--venv`` right after the command's name;
-    smoke's old name ``--python`` counts as one); every other line as it is."""
+    smoke's old name ``--python`` counts as one), and doctor told it runs in a
+    notebook (``--notebook``: its fixes are cell lines); every other line as it is."""
     if not args or _given(args, "-h", "--help"):
         return list(args)
+    targeted = _with_venv(args, python)
+    if args[0] == "doctor" and not _given(args[1:], "--notebook"):
+        targeted.append("--notebook")
+    return targeted
+
+
+def _with_venv(args: list[str], python: str) -> list[str]:
     command, rest = args[0], list(args[1:])
     flag = _TARGET_FLAG.get(command)
     if command == "notebook" and rest[:1] in (["install"], ["uninstall"]):

@@ -445,9 +445,24 @@ def test_a_keras_major_jump_is_flagged_with_the_way_out() -> None:
     by = {f.check: f for f in F.judge(probe, context())}
     assert by["tensorflow version"].status == "FAIL"
     keras = by["keras"]
-    assert keras.status == "WARN" and "Keras 3" in keras.cause and keras.manual
-    assert keras.fix.startswith("/work/venv/bin/python -m pip install 'tf-keras~=2.17.0'")
-    assert "TF_USE_LEGACY_KERAS=1" in keras.fix
+    assert keras.status == "WARN" and "Keras 3" in keras.cause
+    # two ways out, as alternatives: back to the lock, or stay with tf-keras (#42)
+    back, stay = keras.ways
+    assert (back.label, back.steps) == (
+        "back to tensorflow 2.15.1, the lock's",
+        (("run", "envlock restore env --venv /work/venv"),),
+    )
+    assert stay.label.startswith("stay on tensorflow 2.17.0 with Keras 2 (tf-keras;")
+    assert stay.steps == (
+        ("run", "/work/venv/bin/python -m pip install 'tf-keras~=2.17.0'"),
+        ("run", "export TF_USE_LEGACY_KERAS=1"),
+    )
+    assert keras.to_dict()["ways"][1]["steps"][1] == {
+        "kind": "run",
+        "text": "export TF_USE_LEGACY_KERAS=1",
+    }
+    # the version row's fix is the first way: the fix list says both under one heading
+    assert by["tensorflow version"].ways == (back,) or by["tensorflow version"].fix == back.text
     probe["tensorflow"]["version"] = "2.15.0"  # same Keras: no finding
     assert "keras" not in {f.check for f in F.judge(probe, context())}
 

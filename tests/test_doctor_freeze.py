@@ -197,7 +197,8 @@ def test_the_text_names_the_roots_and_counts_the_folded(
 
 def test_a_notebook_cell_takes_the_list_not_the_kernel() -> None:
     args = ["doctor", "--lock", "D", "--freeze", "F"]
-    assert with_target(args, "/usr/bin/python3") == args
+    # no --venv (the list is the environment), and the fixes as cell lines
+    assert with_target(args, "/usr/bin/python3") == [*args, "--notebook"]
     assert with_target(["restore", "D", "--in-place"], "/k/python") == [
         "restore",
         "--venv",
@@ -310,3 +311,27 @@ def test_a_left_out_pip_command_is_aimed_at_the_restored_interpreter() -> None:
     assert left_out.retarget("/b/.venv/bin/python -m pip install 'unclosed", "/k") == (
         "/b/.venv/bin/python -m pip install 'unclosed"
     )
+
+
+def test_through_a_notebook_cell_every_step_is_a_cell_line(
+    bundle: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``%envlock doctor --freeze`` (which adds --notebook): every run: step of every
+    way is a cell line, the in-place restore once as it is (not through ``!``)."""
+    freeze = freeze_file(tmp_path, ("extra-0==1.0",))
+    args = ["doctor", "--lock", str(bundle), "--freeze", str(freeze), "--python", "3.11"]
+    assert main([*args, "--notebook", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    steps = [
+        step["text"]
+        for f in doc["findings"]
+        for g in [f, *f.get("folded", [])]
+        for way in g.get("ways", [])
+        for step in way["steps"]
+        if step["kind"] == "run"
+    ]
+    assert steps, doc["findings"]
+    assert all(s.startswith(("%envlock ", "%env ", "!")) for s in steps), steps
+    assert not [s for s in steps if s.startswith("!%")]
+    restore = shlex.join(["%envlock", "restore", str(bundle), "--in-place"])
+    assert restore in steps

@@ -637,3 +637,44 @@ def test_the_cudnn_fix_names_the_compiled_version_alone(
     assert m.groups == {"runtime": "8.0.5", "compiled": "8.1.0"}
     (f,) = knownerrors.explain([m], None, None)
     assert f.fix.startswith("install cuDNN 8.1.0 or a newer one of the same major")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        SEED_POSTS["001 6.4 Num GPUs Available: 0"][0],
+        SEED_POSTS["001 6.4 list_physical_devices prints []"][0],
+        "Skipping registering GPU devices...",
+    ],
+)
+def test_allow_cpu_makes_the_silent_cpu_fallback_a_warning(
+    text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#42: a user who means the CPU says so; the fallback line is then no failure,
+    and the row says why (the same log without it fails)."""
+    log = tmp_path / "train.log"
+    log.write_text(text + "\n", encoding="utf-8")
+    code, doc = run_cli(["doctor", "--log", str(log), "--json"], capsys)
+    assert (code, doc["status"]) == (1, "FAILED")
+    failed = [f["check"] for f in doc["findings"] if f["status"] == "FAIL"]
+    code, doc = run_cli(["doctor", "--log", str(log), "--allow-cpu", "--json"], capsys)
+    assert (code, doc["status"]) == (0, "WARNED")
+    by = {f["check"]: f for f in doc["findings"]}
+    for check in failed:
+        assert by[check]["status"] == "WARN"
+        assert by[check]["cause"].endswith(" (--allow-cpu: the CPU is meant, so no failure)")
+
+
+def test_only_the_cpu_fallback_entries_are_eased_by_allow_cpu(
+    known: tuple[knownerrors.KnownError, ...],
+) -> None:
+    """A library that does not load or a driver too old stays a failure with --allow-cpu:
+    only the lines that say TensorFlow runs on the CPU are marked cpu_fallback."""
+    marked = sorted(e.id for e in known if e.cpu_fallback)
+    assert marked == [
+        "gpu-devices-skipped",
+        "gpu-list-empty",
+        "gpus-none",
+        "no-cuda-device",
+        "no-cuda-drivers",
+    ]

@@ -42,22 +42,28 @@ class Shell:
     ("line", "want"),
     [
         ("capture -o env", f"capture --venv {KERNEL} -o env"),
-        ("doctor --lock env", f"doctor --venv {KERNEL} --lock env"),
-        ("doctor", f"doctor --venv {KERNEL}"),
+        ("doctor --lock env", f"doctor --venv {KERNEL} --lock env --notebook"),
+        ("doctor", f"doctor --venv {KERNEL} --notebook"),
         ("capture -o env --python 3.11", f"capture --venv {KERNEL} -o env --python 3.11"),
         ("restore env --in-place", f"restore --venv {KERNEL} env --in-place"),
         ("restore env --undo --undo-id 3", f"restore --venv {KERNEL} env --undo --undo-id 3"),
         ("smoke --host --allow-cpu", f"smoke --venv {KERNEL} --host --allow-cpu"),
         ("notebook install", f"notebook install --venv {KERNEL}"),
         ("notebook uninstall --json", f"notebook uninstall --venv {KERNEL} --json"),
-        ("doctor --log train.log --lock env", f"doctor --venv {KERNEL} --log train.log --lock env"),
+        (
+            "doctor --log train.log --lock env",
+            f"doctor --venv {KERNEL} --log train.log --lock env --notebook",
+        ),
         # a target named on the line, or a command that does not act on this environment
         ("capture --venv /other/python -o env", None),
         ("capture --venv=/other -o env", None),
         ("capture -r freeze.txt -o env", None),
         ("capture -rfreeze.txt -o env", None),
         ("capture --requirement=freeze.txt -o env", None),
-        ("doctor --log train.log", None),
+        # doctor is told it runs in a notebook: its fixes are cell lines (#42)
+        ("doctor --log train.log", "doctor --log train.log --notebook"),
+        ("doctor --venv /other/python --notebook", None),
+        ("doctor --venv /other/python", "doctor --venv /other/python --notebook"),
         ("restore env", None),
         ("restore env --kernel tf215 --venv /envs/tf215", None),
         ("restore env --kernel tf215", None),
@@ -143,12 +149,16 @@ def test_the_line_runs_the_named_envlock_with_the_kernels_interpreter(
     magic = Magic(shell, html=False, show_html=shown.append, environ=environ, python=KERNEL)
     magic(f"--use {fake_envlock} doctor --lock 'my env'")
     out, err = capsys.readouterr()
-    assert out.splitlines() == ["doctor", "--venv", KERNEL, "--lock", "my env", "format=text"]
+    assert out.splitlines() == [
+        *("doctor", "--venv", KERNEL, "--lock", "my env", "--notebook", "format=text")
+    ]
     assert err == "progress: working\nenvlock exited with status 3 (the environment failed)\n"
     assert shown == []
     assert shell.user_ns["_envlock_exit"] == 3
     result = shell.user_ns["_envlock"]
-    assert result.argv == [str(fake_envlock), "doctor", "--venv", KERNEL, "--lock", "my env"]
+    assert result.argv == [
+        *(str(fake_envlock), "doctor", "--venv", KERNEL, "--lock", "my env", "--notebook")
+    ]
     assert result.stderr == "progress: working\n" and not result.ok
     # ~ is the home folder, as in a shell
     magic(f"--use {fake_envlock} capture -o ~/env   # a comment, as in a shell")

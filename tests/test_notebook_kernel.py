@@ -12,8 +12,12 @@ and runs cells in them, as a notebook would:
    ``%envlock restore --kernel tf215`` builds a new venv and registers it.
 2. kernel "tf215", started from the kernelspec restore wrote: ``import
    tensorflow`` gives 2.15.1, and ``%envlock doctor`` of it passes.
-3. another "base" kernel: ``%envlock restore --in-place`` puts TensorFlow 2.15.1
-   back into the running kernel's own environment, ``--undo`` puts 2.16.2 back.
+3. another "base" kernel, still on 2.16.2: doctor's first fix as it printed it
+   (#42: ``%envlock restore ~/env --venv PY --in-place``, doctor's fixes being
+   this notebook's lines with the restart the kernel needs) puts TensorFlow
+   2.15.1 back into the running kernel's own environment;
+4. the restart (a new "base" kernel): ``import tensorflow`` gives 2.15.1, and
+   ``--undo`` puts 2.16.2 back.
 
 Every uv install (the kernel venv, restore's new venv, the in-place sync) reads
 the run's one uv cache (tests/conftest.py's shared_uv_cache), so TensorFlow
@@ -23,8 +27,11 @@ the upgrade cell, downloads 2.16.2 (~590 MB) as it would on the platform.
 
 from __future__ import annotations
 
+import html as html_mod
 import json
 import os
+import re
+import shlex
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -166,7 +173,7 @@ def test_capture_upgrade_doctor_restore_kernel_in_place_and_undo(
     # the README's lines, ~ included (HOME is the module's folder home/)
     env_dir, tf215 = root / "home" / "env", root / "home" / "envs" / "tf215"
 
-    [first, second, third] = _cells(
+    [first, second] = _cells(
         world,
         [
             {
@@ -189,16 +196,6 @@ def test_capture_upgrade_doctor_restore_kernel_in_place_and_undo(
                     f"%envlock doctor --lock {env_dir} --allow-cpu",
                 ],
             },
-            {
-                "kernel": "base",
-                "cells": [
-                    "%load_ext envlock",
-                    "%envlock restore ~/env --in-place --allow-cpu",
-                    "from importlib.metadata import version; print(version('tensorflow'))",
-                    "%envlock restore ~/env --undo                 # back, offline",
-                    "from importlib.metadata import version; print(version('tensorflow'))",
-                ],
-            },
         ],
     )
     load, capture, upgrade, doctor, restore, install = first
@@ -216,6 +213,17 @@ def test_capture_upgrade_doctor_restore_kernel_in_place_and_undo(
     assert "tensorflow" in html and "2.16.2" in html and "2.15.1" in html, html
     assert "Keras 3" in html and "TF_USE_LEGACY_KERAS" in html, html
     assert "envlock exited with status 1 (a check failed)" in doctor["stderr"]
+    # #42: its fixes are this notebook's lines: %envlock acting on this kernel, the
+    # other ways through the kernel's shell or %env, and the restart the kernel needs
+    text = html_mod.unescape(html)
+    runs = re.findall(r"run: (.*)", text)
+    assert runs and all(r.startswith(("%envlock ", "!", "%env ")) for r in runs), runs
+    fix = runs[0]
+    assert fix == shlex.join(
+        ["%envlock", "restore", str(env_dir), "--venv", python, "--in-place", "--allow-cpu"]
+    )
+    assert "do: restart the kernel (Jupyter: Kernel > Restart Kernel;" in text
+    assert "%env TF_USE_LEGACY_KERAS=1" in runs
     html = _envlock_ran(restore, 0)
     assert "registered the Jupyter kernel tf215" in html, html
     assert restore["stdout"] == (
@@ -232,12 +240,41 @@ def test_capture_upgrade_doctor_restore_kernel_in_place_and_undo(
     html = _envlock_ran(doctor, 0)
     assert "FAIL" not in html, html
 
-    load, in_place, tf_now, undo, tf_back = third
+    # doctor's first fix as printed, in the kernel that still runs 2.16.2; then the
+    # restart it says (a new kernel of the same kernelspec) imports 2.15.1
+    [third, restarted] = _cells(
+        world,
+        [
+            {
+                "kernel": "base",
+                "cells": [
+                    "%load_ext envlock",
+                    "import tensorflow as tf; print(tf.__version__)",
+                    fix,
+                    "from importlib.metadata import version; print(version('tensorflow'))",
+                ],
+            },
+            {
+                "kernel": "base",
+                "cells": [
+                    "import tensorflow as tf; print(tf.__version__)",
+                    "%load_ext envlock",
+                    "%envlock restore ~/env --undo                 # back, offline",
+                    "from importlib.metadata import version; print(version('tensorflow'))",
+                ],
+            },
+        ],
+    )
+    load, before, in_place, on_disk = third
     assert load["error"] is None, load
+    assert before["stdout"].strip() == "2.16.2", before
     html = _envlock_ran(in_place, 0)
     assert "tensorflow 2.16.2 -&gt; 2.15.1" in html, html
     assert "restart the Jupyter kernel" in html
-    assert tf_now["stdout"].strip() == "2.15.1", tf_now
+    assert on_disk["stdout"].strip() == "2.15.1", on_disk
+    imported, load, undo, tf_back = restarted
+    assert imported["stdout"].strip() == "2.15.1", imported  # the locked version, imported
+    assert load["error"] is None, load
     _envlock_ran(undo, 0)
     assert tf_back["stdout"].strip() == "2.16.2", tf_back
 

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from envlock.doctor.advice import DoctorReport, FindingDict
+    from envlock.doctor.advice import DoctorReport
 
 
 def register(sub: Any) -> None:
@@ -61,7 +61,26 @@ def register(sub: Any) -> None:
         "capability (8.0, sm_80), as envlock resolve --gpu takes it; repeatable; 'auto' "
         "adds this machine's GPUs",
     )
-    p.add_argument("--allow-cpu", action="store_true", help="no GPU is a warning, not a failure")
+    p.add_argument(
+        "--allow-cpu",
+        action="store_true",
+        help="the CPU is meant: no GPU (no driver, no GPU listed, TensorFlow's silent CPU "
+        "fallback in the environment or in a --log) is a warning, not a failure",
+    )
+    p.add_argument(
+        "--notebook",
+        action="store_true",
+        help="print the fixes as notebook cell lines acting on the kernel whose interpreter "
+        "is inspected (%%envlock restore ... --in-place, %%pip, !...), with the kernel's "
+        "restart; %%envlock doctor adds it",
+    )
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="list every finding a root cause folds (by default one row: the count and the "
+        "first few)",
+    )
     p.add_argument(
         "--deep", action="store_true", help="also hash every installed file against its RECORD"
     )
@@ -83,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         venv=args.venv,
         log=args.log,
         allow_cpu=args.allow_cpu,
+        notebook=args.notebook,
         deep=args.deep,
         driver=args.driver,
         gpus=gpus,
@@ -103,62 +123,14 @@ def _finish(args: argparse.Namespace, doc: DoctorReport) -> int:
 
         emit_json(doc)
     else:
-        sys.stdout.write(describe(doc))
+        sys.stdout.write(describe(doc, verbose=args.verbose))
     return 1 if doc["status"] == "FAILED" else 0
 
 
-FOLDED_SHOWN = 8  # folded findings printed under their root; --json carries all
+def describe(doc: DoctorReport, *, verbose: bool = False) -> str:
+    """The report as text fitting the output's width (``envlock.doctor.fixlist``)."""
+    from envlock.doctor.fixlist import NO_WIDTH
+    from envlock.doctor.fixlist import describe as text
+    from envlock.output import HtmlWriter, width
 
-
-def describe(doc: DoctorReport) -> str:
-    from envlock.output import table
-
-    lines = [
-        f"{doc['status']}" + (f": against the lock in {doc['lock']}" if doc.get("lock") else "")
-    ]
-    interp = doc.get("interpreter")
-    if interp:
-        python = doc.get("python")
-        py = python.get("version", "?") if python else "?"
-        lines.append(f"interpreter: {interp['python']} (Python {py}; {interp['reason']})")
-    host = doc.get("host")
-    if host:
-        gpus = ", ".join(f"{g['name']} ({g['compute_capability']})" for g in host["gpus"]) or "none"
-        lines.append(f"driver: {host['driver']} ({host['source']}); GPUs: {gpus}")
-    if doc.get("freeze"):
-        python = doc.get("python")
-        said = f"Python {python['version']}" if python else "no Python given"
-        lines.append(f"package list: {doc['freeze']} ({said}; no venv probed)")
-    if doc.get("log"):
-        lines.append(f"log: {doc['log']}")
-    lines.append("")
-    rows = []
-    for f in doc["findings"]:
-        rows.append([f["status"], f["check"], f["cause"]])
-        folded = f.get("folded", [])
-        rows += [["", f"  {g['check']}", g["cause"]] for g in folded[:FOLDED_SHOWN]]
-        if len(folded) > FOLDED_SHOWN:
-            rows.append(["", f"  ... {len(folded) - FOLDED_SHOWN} more", "(all in --json)"])
-    if rows:
-        lines.append(table(["status", "check", "cause"], rows).rstrip())
-    else:
-        lines.append("no findings")
-    fixes = _fixes(doc["findings"])
-    if fixes:
-        lines += ["", "to fix (each command as it stands; 'do:' lines are steps to take by hand):"]
-        lines += fixes
-    return "\n".join(lines) + "\n"
-
-
-def _fixes(findings: list[FindingDict]) -> list[str]:
-    """Each distinct fix once, under the checks it fixes, the failures first."""
-    order = {"FAIL": 0, "WARN": 1, "INFO": 2, "PASS": 3}
-    seen: dict[str, list[str]] = {}
-    kinds: dict[str, str] = {}
-    for f in sorted(findings, key=lambda f: order.get(f["status"], 9)):
-        if f["status"] == "PASS" or not f.get("fix"):
-            continue
-        for i, fix in enumerate([f["fix"], *f.get("alternatives", [])]):
-            seen.setdefault(fix, []).append(f["check"])
-            kinds.setdefault(fix, "do" if i == 0 and f.get("manual") else "run")
-    return [f"  {kinds[fix]}: {fix}    # {', '.join(checks)}" for fix, checks in seen.items()]
+    return text(doc, NO_WIDTH if isinstance(sys.stdout, HtmlWriter) else width(), verbose=verbose)

@@ -44,6 +44,13 @@ def register(sub: Any) -> None:
     add_resolve_arguments(p, spec_optional=True)  # SPEC is not needed for --check DIR
     add_pin_arguments(p)
     p.add_argument(
+        "--pins-from",
+        metavar="DIR",
+        help="also pin what the lock in DIR was made with (its --with and -r lines, as its "
+        "pylock.toml records them), before any --with given here: another release or "
+        "Python with the same pins",
+    )
+    p.add_argument(
         "--resolver",
         choices=("uv", "pip"),
         default=None,
@@ -102,6 +109,11 @@ def run(args: argparse.Namespace) -> int:
                 "--upgrade-package changes a lock; --check only compares",
                 hint="envlock lock SPEC -o DIR --upgrade-package NAME",
             )
+        if args.pins_from:
+            raise UsageError(
+                "--check reuses the pins DIR's lock records; --pins-from makes a new lock",
+                hint="envlock lock SPEC --pins-from DIR -o NEWDIR",
+            )
         if args.exclude_newer:
             raise UsageError(
                 "--check reuses the --exclude-newer instant DIR's lock records",
@@ -142,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     request = LockRequest(
         constraints=constraints,
         output=Path(args.output),
-        with_requirements=tuple(args.with_requirements),
+        with_requirements=(*_pins_from(args.pins_from), *args.with_requirements),
         requirement_files=tuple(args.requirement_files),
         resolver=args.resolver or "uv",
         index_url=args.index_url,
@@ -161,6 +173,20 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"envlock: warning: {problem}\n")
     _print_lock(args, written)
     return 0
+
+
+def _pins_from(folder: str | None) -> tuple[str, ...]:
+    """The --with and -r lines the lock in ``folder`` was made with (--pins-from)."""
+    if folder is None:
+        return ()
+    from envlock.lock import read_lock
+
+    if not (Path(folder) / "pylock.toml").is_file():
+        raise UsageError(
+            f"--pins-from {folder}: no pylock.toml there",
+            hint="give the folder envlock lock -o or envlock capture -o wrote",
+        )
+    return tuple(read_lock(Path(folder)).input.with_requirements)
 
 
 def _mb(size: int) -> str:

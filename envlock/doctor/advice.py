@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypedDict
 
 from packaging.utils import canonicalize_name
@@ -40,10 +40,23 @@ class _FindingHead(TypedDict):
     manual: bool
 
 
+class StepDict(TypedDict):
+    kind: str  # run: a command to paste as it stands; do: a step by hand
+    text: str
+
+
+class WayDict(TypedDict):
+    label: str  # what this way does ("back to tensorflow 2.15.1, the lock's")
+    steps: list[StepDict]
+
+
 class FindingDict(_FindingHead, total=False):
-    """A finding as envlock doctor --json writes it."""
+    """A finding as envlock doctor --json writes it. ``ways``: the ways out (several:
+    alternatives, take one of them, not all), each with its label and its steps in
+    order; ``fix`` and ``alternatives`` say the same ways as one text each."""
 
     alternatives: list[str]
+    ways: list[WayDict]
     folded: list[FindingDict]
 
 
@@ -73,6 +86,38 @@ class DoctorReport(TypedDict, total=False):
 
 
 @dataclass(frozen=True)
+class Way:
+    """One way out of a finding: what it does (``label``, empty for the only way)
+    and its steps in order, each ``("run", command)`` to paste as it stands or
+    ``("do", step)`` to take by hand (it says what and where)."""
+
+    label: str
+    steps: tuple[tuple[str, str], ...]
+
+    @property
+    def manual(self) -> bool:
+        return any(kind == "do" for kind, _ in self.steps)
+
+    @property
+    def text(self) -> str:
+        """The way as one text: its commands joined by ``&&`` (one command still),
+        or its steps joined by '; then' when one is by hand."""
+        joiner = "; then " if self.manual else " && "
+        return joiner.join(text for _, text in self.steps)
+
+    def to_dict(self) -> WayDict:
+        return WayDict(label=self.label, steps=[StepDict(kind=k, text=t) for k, t in self.steps])
+
+
+def run(command: str) -> tuple[str, str]:
+    return ("run", command)
+
+
+def do(step: str) -> tuple[str, str]:
+    return ("do", step)
+
+
+@dataclass(frozen=True)
 class Finding:
     check: str  # "python", "package numpy", "driver", "library libcudnn.so.8", "log ..."
     status: str  # one of STATUSES
@@ -84,6 +129,19 @@ class Finding:
     alternatives: tuple[str, ...] = ()  # other commands that fix it, as pasteable
     # the findings this one is the cause of, folded under it (their count in the text)
     folded: tuple[Finding, ...] = ()
+    # the ways out, labelled, when there are several (``choice`` fills fix,
+    # manual and alternatives from them); () : fix and alternatives are the ways
+    either: tuple[Way, ...] = ()
+
+    @property
+    def ways(self) -> tuple[Way, ...]:
+        """The ways out: ``either``, else the fix and each alternative (unlabelled)."""
+        if self.either:
+            return self.either
+        if not self.fix:
+            return ()
+        first = Way("", (do(self.fix) if self.manual else run(self.fix),))
+        return (first, *(Way("", (run(a),)) for a in self.alternatives))
 
     def to_dict(self) -> FindingDict:
         out = FindingDict(
@@ -95,9 +153,34 @@ class Finding:
         )
         if self.alternatives:
             out["alternatives"] = list(self.alternatives)
+        if self.ways:
+            out["ways"] = [w.to_dict() for w in self.ways]
         if self.folded:
             out["folded"] = [f.to_dict() for f in self.folded]
         return out
+
+
+def choice(
+    check: str,
+    status: str,
+    cause: str,
+    ways: tuple[Way, ...] | list[Way],
+    folded: tuple[Finding, ...] = (),
+) -> Finding:
+    """A finding whose ways out are ``ways`` (the first is ``fix``, the others
+    ``alternatives``, each as one text): several ways are alternatives, labelled."""
+    ways = tuple(w for w in ways if w.steps)
+    first = ways[0] if ways else None
+    return Finding(
+        check,
+        status,
+        cause,
+        first.text if first else "",
+        first.manual if first else False,
+        tuple(w.text for w in ways[1:]),
+        folded,
+        either=ways if len(ways) > 1 or any(len(w.steps) > 1 for w in ways) else (),
+    )
 
 
 @dataclass(frozen=True)
@@ -124,6 +207,9 @@ class Context:
     # the verdict per execution path for each host GPU (envlock.resolve.paths, the
     # function resolve and smoke use), from the installed ptxas and cuDNN
     paths: tuple[GpuPaths, ...] = ()
+    # doctor runs in a notebook (%envlock): the fixes are cell lines acting on the
+    # kernel's interpreter (``python``), with the restart the kernel needs
+    notebook: bool = False
     # --driver VERSION / --gpu NAME as given to doctor: the host is the one they
     # describe (a rehearsal), and a printed lock command repeats them instead of
     # reading this machine with --driver auto; () when nothing is rehearsed
@@ -144,7 +230,9 @@ def restore_command(ctx: Context) -> str:
     from envlock.venv.install import restore_command as command
 
     bundle = Path(ctx.lock_dir or "DIR")
-    if ctx.venv or not ctx.python:
+    if ctx.notebook and ctx.python:  # the running kernel's own environment, in place
+        venv, in_place = Path(ctx.python), True
+    elif ctx.venv or not ctx.python:
         venv, in_place = Path(ctx.venv or bundle / ".venv"), False
     else:
         venv, in_place = Path(ctx.python), True
@@ -181,16 +269,27 @@ def lock_command(ctx: Context, version: str, python: str, *, suffix: str) -> str
     argv = ["envlock", "lock", f"tensorflow=={version}", "--python", python]
     if lock is not None and lock.resolution.cuda_source == "pip":
         argv += ["--cuda-source", "pip"]
-    for pin in lock.input.with_requirements if lock is not None else ():
-        argv += ["--with", pin]
+    argv += _pins(ctx)
     base = (ctx.lock_dir or "env").rstrip("/") or "env"
     return shlex.join([*argv, "-o", f"{base}-{suffix}"])
+
+
+# a fix carries at most this many pins as arguments; past it, it names the bundle
+HANDFUL = 5
+
+
+def _pins(ctx: Context) -> list[str]:
+    """The lock's own pins for a new lock: ``--with PIN`` each, or past a handful
+    ``--pins-from DIR`` (the bundle that records them)."""
+    pins = ctx.lock.input.with_requirements if ctx.lock is not None else ()
+    if len(pins) > HANDFUL and ctx.lock_dir:
+        return ["--pins-from", ctx.lock_dir]
+    return [arg for pin in pins for arg in ("--with", pin)]
 
 
 def driver_fix(ctx: Context, fits: Resolution) -> str:
     """The lock command for the release that runs on this driver: the lock's pins
     kept, the same CUDA source, a new bundle folder beside the old one."""
-    pins = ctx.lock.input.with_requirements if ctx.lock is not None else ()
     source = ctx.lock.resolution.cuda_source if ctx.lock is not None else None
     base = (ctx.lock_dir or "env").rstrip("/") or "env"
     argv = ["envlock", "lock", f"{fits.framework}=={fits.version}"]
@@ -199,8 +298,7 @@ def driver_fix(ctx: Context, fits: Resolution) -> str:
     argv += ctx.rehearsed
     if source == "pip":
         argv += ["--cuda-source", "pip"]
-    for pin in pins:
-        argv += ["--with", pin]
+    argv += _pins(ctx)
     return shlex.join([*argv, "-o", f"{base}-{fits.framework}{fits.version}"])
 
 
@@ -217,3 +315,52 @@ def installed(probe: ProbeDoc) -> dict[str, Dist]:
     for dist in probe.get("distributions") or []:
         out.setdefault(canonicalize_name(str(dist.get("name", ""))), dist)
     return out
+
+
+RESTART = (
+    "restart the kernel (Jupyter: Kernel > Restart Kernel; Colab: Runtime > Restart "
+    "session): until then it runs the packages it imported before"
+)
+
+
+def _changes_packages(command: str) -> bool:
+    """A command that changes what the running kernel's interpreter has installed."""
+    in_place = command.startswith("envlock restore ") and " --in-place" in command
+    return in_place or " -m pip install " in command
+
+
+def _cell_line(command: str) -> str:
+    """A shell command as a notebook cell line: envlock's as ``%envlock``, an
+    ``export NAME=VALUE`` as ``%env NAME=VALUE`` (the kernel's own environment),
+    any other through the kernel's shell (``!``); a line that already is a cell line
+    (``%envlock restore ... --in-place``, which the package-list doctor prints for the
+    notebook it speaks of) as it is."""
+    if command.startswith(("%", "!")):
+        return command
+    if command.startswith("envlock "):
+        return f"%{command}"
+    if command.startswith("export ") and "=" in command and " " not in command[7:]:
+        return f"%env {command[7:]}"
+    return f"!{command}"
+
+
+def in_notebook(finding: Finding) -> Finding:
+    """``finding`` with its ways as notebook cell lines (``_cell_line``), each way
+    that changes installed packages followed by the kernel's restart (before the
+    steps that set the kernel's environment, which a restart forgets)."""
+    if not finding.fix and not finding.folded:
+        return finding
+    ways = []
+    for way in finding.ways:
+        steps = [(k, _cell_line(t) if k == "run" else t) for k, t in way.steps]
+        last = max(
+            (i for i, (k, t) in enumerate(way.steps) if k == "run" and _changes_packages(t)),
+            default=None,
+        )
+        if last is not None:
+            steps.insert(last + 1, do(RESTART))
+        ways.append(Way(way.label, tuple(steps)))
+    folded = tuple(in_notebook(f) for f in finding.folded)
+    if not ways:
+        return replace(finding, folded=folded)
+    return choice(finding.check, finding.status, finding.cause, ways, folded)

@@ -21,14 +21,19 @@ if TYPE_CHECKING:
     from envlock.venv.probe import ErrorText, ProbeDoc
 
 from envlock.doctor.advice import (
+    HANDFUL,
     Context,
     Finding,
+    Way,
     _repair,
     _version,
+    choice,
+    do,
     installed,
     lock_command,
     pip_fix,
     restore_command,
+    run,
 )
 from envlock.doctor.gpu_findings import (
     check_cuda_packages,
@@ -80,29 +85,62 @@ def check_python(probe: ProbeDoc, ctx: Context) -> list[Finding]:
         f"platform changed its Python, or the venv was made with another one); "
         f"{r.framework} {r.version} has wheels for Python {', '.join(supported) or '?'}"
     )
-    alternatives: list[str] = []
+    ways = [Way(f"a Python {want} environment again, the lock's", _restore_steps(ctx, want))]
     if minor in supported:
         cause += f", {minor} among them"
-        alternatives.append(lock_command(ctx, r.version, minor, suffix=f"py{minor}"))
+        ways.append(
+            Way(
+                f"lock {r.framework} {r.version} for Python {minor} (a new bundle)",
+                (run(lock_command(ctx, r.version, minor, suffix=f"py{minor}")),),
+            )
+        )
     else:
         newer = ctx.python_fits(minor) if ctx.python_fits else None
         if newer is not None:
             cause += f"; for Python {minor}, {newer.framework} {newer.version} fits"
-            alternatives.append(
-                lock_command(ctx, newer.version, minor, suffix=f"tensorflow{newer.version}")
+            ways.append(
+                Way(
+                    f"lock {newer.framework} {newer.version} for Python {minor} (a new bundle)",
+                    (
+                        run(
+                            lock_command(
+                                ctx, newer.version, minor, suffix=f"tensorflow{newer.version}"
+                            )
+                        ),
+                    ),
+                )
             )
         else:
             cause += f"; no release in the matrix has wheels for Python {minor}"
     return [
-        Finding(
+        choice(
             "python",
             "FAIL",
             cause + f" (restore builds a Python {want} venv: it finds that Python or says how "
             "to get one)",
-            restore_command(ctx),
-            alternatives=tuple(alternatives),
+            ways,
         )
     ]
+
+
+def _restore_steps(ctx: Context, want: str) -> tuple[tuple[str, str], ...]:
+    """The restore that makes a Python ``want`` environment: in a notebook a new
+    venv registered as a kernel (the running kernel's Python cannot change in
+    place), then the switch to it; else the restore of the inspected venv."""
+    if not ctx.notebook:
+        return (run(restore_command(ctx)),)
+    from pathlib import Path
+
+    name = f"{Path(ctx.lock_dir or 'env').name}-py{want}"
+    # ~ unquoted: %envlock reads it as the home folder, as a shell would
+    command = (
+        f"envlock restore {shlex.quote(ctx.lock_dir or 'DIR')} --venv ~/envs/{shlex.quote(name)} "
+        f"--kernel {shlex.quote(name)}" + (" --allow-cpu" if ctx.allow_cpu else "")
+    )
+    return (
+        run(command),
+        do(f"switch this notebook to the kernel {name} (Kernel > Change Kernel) and run it again"),
+    )
 
 
 def _pyvenv(venv: str) -> dict[str, str]:
@@ -182,11 +220,48 @@ def interpreter_gone(ctx: Context, link: str, points_to: str) -> Finding:
     # venv --clear refuses a link: the folder it names is made again (the link stays)
     real = os.path.realpath(venv) if venv else venv
     command = shlex.join([python, "-m", "venv", "--clear", real])
+    if len(pins) > HANDFUL:  # more than a handful: the pins go through a file
+        return _remade_from_file(cause, python, venv, real, minor if manual else "")
     if pins:  # what was installed at the top (pip pulls what they require)
         command += " && " + shlex.join([f"{venv}/bin/python", "-m", "pip", "install", *pins])
     if manual:
         command = f"install Python {minor} (see above), then run: {command}"
     return Finding("python", "FAIL", cause, command, manual=manual)
+
+
+# run by the new Python on the old site-packages before the venv is cleared: every
+# distribution there as NAME==VERSION (standard library only, Python 3.8 or newer)
+_LIST_DISTRIBUTIONS = (
+    "import importlib.metadata as m, sys; "
+    'd = {x.metadata["Name"]: x.version for x in m.distributions(path=[sys.argv[1]]) '
+    'if (x.metadata["Name"] or "pip").lower() not in ("pip", "setuptools", "wheel")}; '
+    'print("\\n".join(k + "==" + v for k, v in sorted(d.items())))'
+)
+
+
+def _remade_from_file(cause: str, python: str, venv: str, real: str, missing: str) -> Finding:
+    """The venv made again when it held more than a handful of distributions: the
+    new Python lists them from the old site-packages into a file beside the venv,
+    makes the venv again, and pip installs the file (three steps, no long line)."""
+    from pathlib import Path
+
+    sites = sorted(Path(venv).glob("lib/python3*/site-packages"))
+    site = str(sites[0]) if sites else f"{venv}/lib/python3/site-packages"
+    listed = f"{real}.distributions.txt"
+    steps = [
+        run(f"{shlex.join([python, '-c', _LIST_DISTRIBUTIONS, site])} > {shlex.quote(listed)}"),
+        run(shlex.join([python, "-m", "venv", "--clear", real])),
+        run(shlex.join([f"{venv}/bin/python", "-m", "pip", "install", "-r", listed])),
+    ]
+    if missing:
+        steps.insert(0, do(f"install Python {missing} (see above)"))
+    return choice("python", "FAIL", cause, [Way("", tuple(steps))])
+
+
+# the labels of the two ways out of a package finding (the same on every package
+# row, so the fix list says them once, the second way with every package's command)
+WHOLE = "the whole environment back to the lock"
+ALONE = "only the packages that moved, with the lock's hashes (every command below)"
 
 
 def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
@@ -200,25 +275,23 @@ def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     for name, version in sorted(locked.items()):
         dist = have.get(name)
         if dist is None:
-            out.append(
-                Finding(
-                    f"package {name}",
-                    "FAIL",
-                    f"{name} {version} is locked but not {said}",
-                    _repair(ctx),
-                    alternatives=tuple(x for x in (pip_fix(ctx, name, version),) if x),
-                )
-            )
+            cause = f"{name} {version} is locked but not {said}"
         elif _version(str(dist.get("version"))) != _version(version):
-            out.append(
-                Finding(
-                    f"package {name}",
-                    "FAIL",
-                    f"{name} {dist.get('version')} is {said}; the lock has {version}",
-                    _repair(ctx),
-                    alternatives=tuple(x for x in (pip_fix(ctx, name, version),) if x),
-                )
+            cause = f"{name} {dist.get('version')} is {said}; the lock has {version}"
+        else:
+            continue
+        alone = pip_fix(ctx, name, version)
+        out.append(
+            choice(
+                f"package {name}",
+                "FAIL",
+                cause,
+                [
+                    Way(WHOLE, (run(_repair(ctx)),)),
+                    *([Way(ALONE, (run(alone),))] if alone else []),
+                ],
             )
+        )
     unlocked = {item.name for item in ctx.left_out}  # named by their own finding
     extra = sorted(n for n in have if n not in locked and n not in TOOLING and n not in unlocked)
     if extra:
@@ -229,7 +302,9 @@ def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
                 "packages not in the lock",
                 "WARN",
                 f"{said} but not locked: {shown}{more}",
-                "add them to the lock (envlock lock ... --with NAME==VERSION) or uninstall them",
+                "add them to the lock (the bundle's lock command with --with NAME==VERSION "
+                "for each) or uninstall them (pip uninstall NAME in this environment)",
+                manual=True,
             )
         )
     if not out:
@@ -310,13 +385,22 @@ def check_records(probe: ProbeDoc, ctx: Context) -> list[Finding]:
         files = ", ".join(
             f"{c.get('path')} ({c.get('problem')})" for c in dist.get("changed_files", [])[:3]
         )
+        python = shlex.quote(ctx.python or "python")
+        again = f"{name}=={dist.get('version')}"
+        ways = [
+            Way(
+                f"{name} installed again",
+                (run(f"{python} -m pip install --force-reinstall --no-deps {shlex.quote(again)}"),),
+            )
+        ]
+        if ctx.lock_dir:
+            ways.append(Way(WHOLE, (run(_repair(ctx)),)))
         out.append(
-            Finding(
+            choice(
                 f"files of {name}",
                 "FAIL",
                 f"{count} file(s) of {name} {dist.get('version')} differ from its RECORD: {files}",
-                f"pip install --force-reinstall --no-deps {name}=={dist.get('version')}"
-                + (f", or {_repair(ctx)}" if ctx.lock else ""),
+                ways,
             )
         )
     if not out and "distributions" in probe:
@@ -337,21 +421,25 @@ def check_tensorflow(probe: ProbeDoc, ctx: Context) -> list[Finding]:
                 "tensorflow import",
                 "FAIL",
                 f"import tensorflow fails: {err.get('type')}: {message[-1] if message else ''}",
-                _repair(ctx) if ctx.lock else "envlock doctor --log FILE on the full error",
+                _repair(ctx)
+                if ctx.lock_dir
+                else "save the whole error to a file and run envlock doctor --log FILE on it",
+                manual=not ctx.lock_dir,
             )
         ]
     out: list[Finding] = []
     version = str(tf.get("version"))
     if exp is not None and ctx.lock is not None and _version(version) != _version(exp.version):
-        out.append(
-            Finding(
-                "tensorflow version",
-                "FAIL",
-                f"tensorflow {version} imports; the lock has {exp.version}",
-                _repair(ctx),
-            )
+        drift = Finding(
+            "tensorflow version",
+            "FAIL",
+            f"tensorflow {version} imports; the lock has {exp.version}",
+            _repair(ctx),
         )
         keras = keras_jump(exp.version, version, ctx)
+        if keras is not None and len(keras.ways) > 1:  # back to the lock, or stay: one choice
+            drift = choice(drift.check, drift.status, drift.cause, keras.ways)
+        out.append(drift)
         if keras is not None:
             out.append(keras)
     else:
@@ -364,6 +452,7 @@ def check_tensorflow(probe: ProbeDoc, ctx: Context) -> list[Finding]:
                 "WARN" if ctx.allow_cpu else "FAIL",
                 f"tensorflow {version} is a CPU-only build (build_info is_cuda_build is false)",
                 "install the CUDA build (tensorflow, or tensorflow[and-cuda] for pip CUDA)",
+                manual=True,
             )
         )
     elif exp is not None:
@@ -382,6 +471,7 @@ def check_tensorflow(probe: ProbeDoc, ctx: Context) -> list[Finding]:
                         "FAIL",
                         f"tensorflow was built with {what} {got}; the lock expects {want}",
                         _repair(ctx),
+                        manual=not ctx.lock_dir,
                     )
                 )
     return out
@@ -403,16 +493,24 @@ def keras_jump(locked: str, installed: str, ctx: Context) -> Finding | None:
     if new >= KERAS_3_FROM:
         series = f"{new.major}.{new.minor}"
         python = shlex.quote(ctx.python or "python")
-        return Finding(
+        ways = [
+            Way(f"back to tensorflow {locked}, the lock's", (run(_repair(ctx)),)),
+            Way(
+                f"stay on tensorflow {installed} with Keras 2 (tf-keras; TensorFlow reads "
+                "TF_USE_LEGACY_KERAS=1 when it is imported, so set it where the program starts)",
+                (
+                    run(f"{python} -m pip install 'tf-keras~={series}.0'"),
+                    run("export TF_USE_LEGACY_KERAS=1"),
+                ),
+            ),
+        ]
+        return choice(
             "keras",
             "WARN",
             f"tensorflow {installed} makes tf.keras Keras 3; the lock's {locked} used Keras 2, "
             "so tf.keras code written for it may break (changed saving formats, optimizers, "
             "layers)",
-            f"{python} -m pip install 'tf-keras~={series}.0' && export TF_USE_LEGACY_KERAS=1 "
-            "(in the shell or the notebook's environment before tensorflow is imported)",
-            manual=True,
-            alternatives=(_repair(ctx),) if ctx.lock_dir else (),
+            ways if ctx.lock_dir else ways[1:],
         )
     return Finding(
         "keras",
@@ -420,6 +518,7 @@ def keras_jump(locked: str, installed: str, ctx: Context) -> Finding | None:
         f"tensorflow {installed} has Keras 2 as tf.keras; the lock's {locked} used Keras 3, "
         "so code written for Keras 3 may break",
         _repair(ctx),
+        manual=not ctx.lock_dir,
     )
 
 
@@ -455,14 +554,10 @@ def judge(probe: ProbeDoc, ctx: Context) -> list[Finding]:
         caused = [f for f in (*lock_findings, *requirement_findings) if f.status != "PASS"]
         head = python[0]
         if caused:
-            head = Finding(
-                head.check,
-                head.status,
-                head.cause + f"; {len(caused)} package findings follow from it (folded)",
-                head.fix,
-                head.manual,
-                head.alternatives,
-                tuple(caused),
+            head = dataclasses.replace(
+                head,
+                cause=head.cause + f"; {len(caused)} package findings follow from it",
+                folded=tuple(caused),
             )
         findings.append(head)
         findings += [f for f in lock_findings if f.status == "WARN"]  # extras: not caused

@@ -24,10 +24,14 @@ from envlock.doctor.advice import (
     STATUSES,
     Context,
     Finding,
+    Way,
     _repair,
     _version,
+    choice,
+    do,
     driver_fix,
     installed,
+    run,
 )
 
 
@@ -41,6 +45,7 @@ def check_driver(ctx: Context) -> list[Finding]:
                 f"no NVIDIA driver visible: {ctx.host_problem}",
                 "run on a GPU machine, or a container started with GPUs (--gpus all); "
                 "--allow-cpu if the CPU is meant",
+                manual=True,
             )
         ]
     exp = ctx.expected
@@ -77,8 +82,16 @@ def check_driver(ctx: Context) -> list[Finding]:
         )
     else:
         cause += "; no TensorFlow release in the matrix runs on this driver"
-    alternatives = (driver_fix(ctx, fits),) if fits is not None else ()
-    return [Finding("driver", "FAIL", cause, fix, manual=True, alternatives=alternatives)]
+    if fits is None:
+        return [Finding("driver", "FAIL", cause, fix, manual=True)]
+    ways = (
+        Way(f"a newer driver for tensorflow {exp.version}", (do(fix),)),
+        Way(
+            f"lock tensorflow {fits.version}, which runs on this driver (a new bundle)",
+            (run(driver_fix(ctx, fits)),),
+        ),
+    )
+    return [choice("driver", "FAIL", cause, ways)]
 
 
 def check_cuda_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
@@ -160,6 +173,7 @@ def check_gpus(probe: ProbeDoc, ctx: Context) -> list[Finding]:
                 "WARN" if ctx.allow_cpu else "FAIL",
                 "the driver lists no GPU",
                 "check CUDA_VISIBLE_DEVICES and that the machine has a GPU",
+                manual=True,
             )
         )
     compiled = ctx.expected.compute_capabilities if ctx.expected else ()
@@ -182,6 +196,7 @@ def check_gpus(probe: ProbeDoc, ctx: Context) -> list[Finding]:
                 verdict if verdict in STATUSES else "WARN",
                 f"{gpu.name}, compute capability {gpu.compute_capability}: {reason}",
                 fix,
+                manual=True,
             )
         )
     tf = probe.get("tensorflow") or {}
@@ -193,7 +208,9 @@ def check_gpus(probe: ProbeDoc, ctx: Context) -> list[Finding]:
                 "CUDA_VISIBLE_DEVICES",
                 "WARN" if ctx.allow_cpu else "FAIL",
                 f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU from the process",
-                "unset CUDA_VISIBLE_DEVICES or set it to the GPU indices, e.g. 0",
+                "unset CUDA_VISIBLE_DEVICES or set it to the GPU indices (e.g. 0) where the "
+                "program starts",
+                manual=True,
             )
         )
     elif visible is not None:
@@ -205,7 +222,9 @@ def check_gpus(probe: ProbeDoc, ctx: Context) -> list[Finding]:
                 "WARN" if ctx.allow_cpu else "FAIL",
                 "the driver sees GPUs but TensorFlow lists none: it runs on the CPU "
                 "(the silent fallback; see the library findings)",
-                "make the locked CUDA/cuDNN libraries loadable (see below), check build_info",
+                "make the locked CUDA/cuDNN libraries loadable (the library findings say "
+                "which), and check tf.sysconfig.get_build_info()",
+                manual=True,
             )
         )
     return out
@@ -250,6 +269,7 @@ def check_libraries(probe: ProbeDoc, ctx: Context) -> list[Finding]:
                 f"{len(missing)} CUDA/cuDNN libraries do not load from the system path or "
                 f"the nvidia-* wheels: {', '.join(missing)}; LD_LIBRARY_PATH={ld or '(unset)'}",
                 fix + "; check LD_LIBRARY_PATH",
+                manual=True,
             )
         )
     return out

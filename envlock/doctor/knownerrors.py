@@ -39,6 +39,7 @@ FIELDS = (
     "fix",
     "fix_without_lock",
     "manual",
+    "cpu_fallback",
     "source",
 )
 # what a lock (or the installed release) knows; cuda_libraries says where this
@@ -75,6 +76,8 @@ class KnownError:
     # the line must come right after one this matches (blank lines between skipped):
     # output that means something only after the command that printed it ("[]")
     after: re.Pattern[str] | None = None
+    # the line says TensorFlow runs on the CPU: no failure when the CPU is meant
+    cpu_fallback: bool = False
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,7 @@ def parse(doc: Mapping[str, object], filename: str = FILENAME) -> tuple[KnownErr
                 fix_without_lock=lockless,
                 manual=check.boolean(entry, "manual", path, default=True),
                 after=after,
+                cpu_fallback=check.boolean(entry, "cpu_fallback", path, default=False),
             )
         )
     check.distinct("errors", "id", [e.id for e in out])
@@ -280,17 +284,27 @@ def fill(
 
 
 def explain(
-    matches: Iterable[LogMatch], expected: Resolution | None, lock_dir: str | None
+    matches: Iterable[LogMatch],
+    expected: Resolution | None,
+    lock_dir: str | None,
+    *,
+    allow_cpu: bool = False,
 ) -> list[Finding]:
+    """A finding per match. ``allow_cpu`` (doctor --allow-cpu: the CPU is meant):
+    a line that says TensorFlow runs on the CPU is a WARN, not a FAIL."""
     out: list[Finding] = []
     for m in matches:
         times = f" ({m.count} times)" if m.count > 1 else ""
+        severity, meant = m.error.severity, ""
+        if allow_cpu and m.error.cpu_fallback and severity == "FAIL":
+            severity, meant = "WARN", " (--allow-cpu: the CPU is meant, so no failure)"
         out.append(
             Finding(
                 f"log {m.error.id}",
-                m.error.severity,
+                severity,
                 f"line {m.line_number}{times}: {m.line!r}: "
-                + m.error.cause.format_map(_Shown(m.groups or {})),
+                + m.error.cause.format_map(_Shown(m.groups or {}))
+                + meant,
                 fill(m.error, expected, lock_dir, m.groups),
                 manual=m.error.manual,
             )

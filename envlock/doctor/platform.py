@@ -102,6 +102,10 @@ def diagnose_freeze(req: DoctorRequest) -> DoctorReport:
     restored = {"python", "packages", *(f"{name} version" for name in roots.FRAMEWORKS)}
     if verdict is not None and any(f.status == "FAIL" and f.check in restored for f in found):
         found.append(verdict)
+    if req.notebook:  # %envlock doctor --freeze: the fixes as the cell's lines
+        from envlock.doctor.advice import in_notebook
+
+        found = [in_notebook(f) for f in found]
     doc: DoctorReport = {
         "schema": "envlock.doctor/v1",
         "lock": req.lock,

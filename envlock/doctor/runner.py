@@ -32,6 +32,7 @@ class DoctorRequest:
     venv: str | None = None  # --venv PATH: the venv or interpreter to inspect
     log: str | None = None  # --log FILE: a training log to explain ("-": stdin)
     allow_cpu: bool = False  # no GPU is a warning, not a failure
+    notebook: bool = False  # fixes as notebook cell lines for the inspected kernel
     deep: bool = False  # also hash every installed file against its RECORD
     # --driver VERSION and --gpu NAME: answer as if the host had them (a rehearsal of
     # a driver change); None / () / False: what this machine has
@@ -74,7 +75,7 @@ def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) 
                 lock, lock_dir, expected, None, "", allow_cpu=req.allow_cpu, venv=gone.venv
             )
             found.append(F.interpreter_gone(bare, gone.link, gone.points_to))
-            return _report(doc, found)
+            return _report(doc, found, req.notebook)
         doc["interpreter"] = chosen.to_dict()
         if progress is not None:
             progress(f"inspecting {chosen.python}: {chosen.reason}")
@@ -96,6 +97,7 @@ def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) 
             host=host,
             host_problem=problem,
             allow_cpu=req.allow_cpu,
+            notebook=req.notebook,
             fits=_fits(lock.resolution.python if lock else None, host),
             floor=_floor(expected, host, dict(os.environ)),
             paths=_paths(expected, host, probe, chosen.python),
@@ -126,17 +128,23 @@ def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) 
             error = tf.get("error")
             text = str(error.get("message", "")) if error else ""
             found += knownerrors.explain(
-                knownerrors.match_log(text.splitlines(), knownerrors.load()), expected, lock_dir
+                knownerrors.match_log(text.splitlines(), knownerrors.load()),
+                expected,
+                lock_dir,
+                allow_cpu=req.allow_cpu,
             )
     if req.log is not None:
-        found += _explain_log(req.log, expected, lock_dir)
+        found += _explain_log(req.log, expected, lock_dir, req.allow_cpu)
         doc["log"] = req.log
-    return _report(doc, found)
+    return _report(doc, found, req.notebook)
 
 
-def _report(doc: DoctorReport, found: list[Finding]) -> DoctorReport:
+def _report(doc: DoctorReport, found: list[Finding], notebook: bool = False) -> DoctorReport:
     from envlock.doctor import findings as F
+    from envlock.doctor.advice import in_notebook
 
+    if notebook:
+        found = [in_notebook(f) for f in found]
     doc["status"] = F.overall(found)
     doc["findings"] = [f.to_dict() for f in found]
     return doc
@@ -293,7 +301,9 @@ def _log_lines(name: str) -> AbstractContextManager[Any]:
         ) from None
 
 
-def _explain_log(name: str, expected: Any, lock_dir: str | None) -> list[Any]:
+def _explain_log(
+    name: str, expected: Any, lock_dir: str | None, allow_cpu: bool = False
+) -> list[Any]:
     """The findings of the log ``name``, read within knownerrors' bounds; one WARN
     finding more when reading stopped at a bound."""
     from envlock.doctor import knownerrors
@@ -303,7 +313,9 @@ def _explain_log(name: str, expected: Any, lock_dir: str | None) -> list[Any]:
     with _log_lines(name) as stream:
         log = knownerrors.BoundedLog(stream.readline)
         try:
-            found = knownerrors.explain(knownerrors.match_log(log, known), expected, lock_dir)
+            found = knownerrors.explain(
+                knownerrors.match_log(log, known), expected, lock_dir, allow_cpu=allow_cpu
+            )
         except OSError as e:
             raise UsageError(
                 f"--log {name}: cannot read it ({e.strerror or e})",
@@ -321,6 +333,7 @@ def _explain_log(name: str, expected: Any, lock_dir: str | None) -> list[Any]:
                 f"(lines are cut at {knownerrors.MAX_LINE_BYTES // 1024} KiB)",
                 f"give the part that matters, e.g. tail -n 100000 {source} | "
                 "envlock doctor --log -",
+                manual=True,
             )
         )
     return found
