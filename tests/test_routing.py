@@ -254,6 +254,47 @@ def test_bad_routing_is_one_message_and_nothing_written(
     assert not out.exists() or not any(out.iterdir())
 
 
+def test_a_lock_whose_extra_index_is_down_is_exit_3_naming_it(
+    indexes: tuple[FakeIndex, FakeIndex], tmp_path: Path
+) -> None:
+    default, _ = indexes
+    dead = f"http://127.0.0.1:{closed_port()}/simple"
+    out = tmp_path / "env"
+    code, _, err = run_cli(
+        "lock", "tensorflow==2.15.1", "--python", "3.11", "--cuda-source", "system",
+        "--with", f"torch=={VERSION}", "--index-url", default.url,
+        "--index", f"pytorch={dead}", "--route", "+cu128=pytorch", "-o", str(out),
+    )  # fmt: skip
+    assert code == 3, err
+    assert err.startswith(f"envlock: error: cannot reach the package index at {dead}: ")
+    assert "(an extra index, from --index)" in err and "--index URL" in err
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_lock_takes_a_routed_name_only_from_its_index_even_where_the_default_has_it(
+    indexes: tuple[FakeIndex, FakeIndex], tmp_path: Path
+) -> None:
+    """jinja2 is on the default index and not on the one it is routed to: the lock
+    fails naming it and its index, rather than take it from the default one."""
+    default, pytorch = indexes
+    out = tmp_path / "env"
+    code, _, err = run_cli(
+        "lock", "tensorflow==2.15.1", "--python", "3.11", "--cuda-source", "system",
+        "--with", f"torch=={VERSION}", "--index-url", default.url,
+        "--index", f"pytorch={pytorch.url}", "--route", "+cu128=pytorch",
+        "--route", "jinja2=pytorch", "-o", str(out),
+    )  # fmt: skip
+    assert code == 2, err
+    assert err == (
+        "envlock: error: 1 routed package(s) are not on the index they are routed to (or not "
+        "at the version asked), and a routed package is taken from that index only (never "
+        "from another that has the name):\n"
+        f"  jinja2: not served by the index pytorch at {pytorch.url} (its --route)\n"
+        "  hint: check the --index URL and the --route rules\n"
+    )
+    assert not out.exists() or not any(out.iterdir())
+
+
 def test_the_lock_command_refuses_a_route_with_the_pip_resolver(
     indexes: tuple[FakeIndex, FakeIndex], tmp_path: Path
 ) -> None:

@@ -104,6 +104,35 @@ class Routing:
         return out
 
 
+def not_served(output: str, routed: dict[str, ExtraIndex]) -> UsageError | None:
+    """The resolver's failure, when it is that a routed project (or the version asked)
+    is not on the index it is routed to: one message naming each and its index."""
+    from envlock.door import redact
+
+    low = output.lower()
+    missing = [
+        name
+        for name in sorted(routed)
+        if re.search(
+            rf"(?:\b{re.escape(name)} was not found|there is no version of {re.escape(name)}\b)",
+            low,
+        )
+    ]
+    if not missing:
+        return None
+    lines = "\n".join(
+        f"  {name}: not served by the index {routed[name].name} at {redact(routed[name].url)} "
+        "(its --route)"
+        for name in missing
+    )
+    return UsageError(
+        f"{len(missing)} routed package(s) are not on the index they are routed to (or not "
+        "at the version asked), and a routed package is taken from that index only (never "
+        f"from another that has the name):\n{lines}",
+        hint="check the --index URL and the --route rules",
+    )
+
+
 def _index_url(url: str, origin: str) -> str:
     problem = None
     if bad_character(url) is not None:

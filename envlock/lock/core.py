@@ -254,6 +254,12 @@ def _lock(
             )
             version = pip.pip_version()
     except ResolverFailed as e:
+        if routing:
+            from envlock.index.routing import not_served
+
+            unserved = not_served(e.output, routing.routed(reqs))
+            if unserved is not None:
+                raise unserved from None
         capped = _cap_conflict(applied, reqs[1:], e.output)
         if capped is not None:
             raise capped from None

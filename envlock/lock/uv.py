@@ -282,6 +282,12 @@ def _compile(
     if proc.returncode != 0:
         named = next((url for url in extra if url.rstrip("/") in text), index)
         net = _network_error(text, named, offline)
+        if net and named != index:  # an extra index: --index gave it
+            raise EnvironmentFailure(
+                f"{net.message} (an extra index, from --index)",
+                hint="check the network and the --index URL; routed packages come from that "
+                "index only",
+            )
         if net:
             raise net
         if "no solution found" in text.lower() or "unsatisfiable" in text.lower():
