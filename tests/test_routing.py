@@ -14,6 +14,7 @@ framework; the fake wheels are cp311).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -132,7 +133,7 @@ def test_a_cu128_capture_locks_torch_from_its_index_and_records_every_files_url(
 
 
 @pytest.mark.venv
-@pytest.mark.slow  # a capture, a wheelhouse and a restore into a new venv: ~20 s loaded
+@pytest.mark.slow  # a capture, a wheelhouse, a restore and a pip install into two venvs
 def test_a_restore_from_a_wheelhouse_installs_each_file_from_where_it_was_locked(
     indexes: tuple[FakeIndex, FakeIndex], tmp_path: Path
 ) -> None:
@@ -178,6 +179,28 @@ def test_a_restore_from_a_wheelhouse_installs_each_file_from_where_it_was_locked
     assert (version, impostor) == (VERSION, False)
     # installed from the wheelhouse's copy of the file the lock names (downloaded from its URL)
     assert unquote(json.loads(direct)["url"]) == unquote((wh / TORCH.filename).absolute().as_uri())
+
+    # requirements.txt's own install line, as printed, with pip (which merges indexes):
+    # the routed file comes from its URL, every other one from the configured index
+    header = (out / "requirements.txt").read_text(encoding="utf-8")
+    assert "#   pip install --require-hashes --no-deps -r requirements.txt\n" in header
+    plain = tmp_path / "plain"
+    subprocess.run([sys.executable, "-m", "venv", str(plain)], check=True)
+    hits = pytorch.hits[torch_path]
+    env = {**os.environ, "PIP_INDEX_URL": default.url, "PIP_CONFIG_FILE": os.devnull}
+    subprocess.run(
+        [str(plain / "bin" / "pip"), "install", "--require-hashes", "--no-deps", "-r",
+         "requirements.txt"],
+        cwd=out, env=env, check=True, capture_output=True,
+    )  # fmt: skip
+    assert pytorch.hits[torch_path] == hits + 1
+    assert default.hits[f"/files/{IMPOSTOR.filename}"] == before[1]
+    shown = subprocess.run(
+        [str(plain / "bin" / "python"), "-c", "import torch; print(torch.__version__, "
+         "hasattr(torch, 'IMPOSTOR'))"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert shown.stdout == f"{VERSION} False\n"
 
 
 def test_a_lock_routes_a_name_pulled_in_by_another_and_records_no_credentials(
