@@ -32,9 +32,10 @@ from fixtures.index.pytorch_cu128 import (
 from report_support import run_cli
 from test_lock import FW_TAG
 
-from envlock.errors import UsageError
+from envlock.doctor.advice import Context, pip_fix
+from envlock.errors import DataError, UsageError
 from envlock.index import routing
-from envlock.lock import read_lock
+from envlock.lock import parse_pylock, read_lock
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -130,6 +131,22 @@ def test_a_cu128_capture_locks_torch_from_its_index_and_records_every_files_url(
     )
     code, stdout, err = run_cli("lock", "--check", str(out))
     assert code == 0, stdout + err
+    # the recorded routing is input: one that does not hold together is refused, naming it
+    text = (out / "pylock.toml").read_text(encoding="utf-8")
+    damaged = text.replace('index = "pytorch"', 'index = "nope"')
+    assert damaged != text
+    with pytest.raises(DataError) as caught:
+        parse_pylock(damaged, "pylock.toml")
+    assert caught.value.message.startswith(
+        "pylock.toml: tool.envlock.input: --route '+cu128=nope': names the index 'nope'"
+    )
+    # doctor's one-package fix installs the routed file from where it was locked too
+    ctx = Context(read_lock(out), str(out), None, None, "", python="/v/bin/python")
+    assert pip_fix(ctx, "torch", VERSION) == (
+        "printf '%s\\n' "
+        f"'torch @ {_base(pytorch)}/files/{TORCH.filename} --hash=sha256:{TORCH.sha256}' "
+        "| /v/bin/python -m pip install --no-deps --require-hashes -r /dev/stdin"
+    )
 
 
 @pytest.mark.venv

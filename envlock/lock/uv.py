@@ -397,8 +397,12 @@ def compile_lock(
             upgrade=upgrade,
             constraints=capped.name if capped else None,
         )
-        _compile(cmd, env, tmp, index, offline, extra)
-        graph = parse_annotated(annotated.read_text(encoding="utf-8"))
+
+        def resolved() -> dict[str, tuple[str, tuple[str, ...]]]:
+            _compile(cmd, env, tmp, index, offline, extra)
+            return parse_annotated(annotated.read_text(encoding="utf-8"))
+
+        graph = resolved()
         direct = {canonicalize_name(Requirement(r).name) for r in requirements}
         indirect = sorted(n for n in routed if n in graph and n not in direct)
         if indirect:
@@ -406,8 +410,7 @@ def compile_lock(
             # closure pulls in is made one (it is in the closure already) and resolved again
             requirements = (*requirements, *indirect)
             _routed_input(Path(tmp), requirements, routed)
-            _compile(cmd, env, tmp, index, offline, extra)
-            graph = parse_annotated(annotated.read_text(encoding="utf-8"))
+            graph = resolved()
         pins = Path(tmp, "pins.txt")
         pins.write_text(
             "".join(f"{name}=={version}\n" for name, (version, _) in sorted(graph.items())),
