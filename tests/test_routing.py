@@ -30,6 +30,7 @@ from fixtures.index.pytorch_cu128 import (
     torch_wheel,
 )
 from report_support import run_cli
+from test_bootstrap_drift import bootstrap, installed
 from test_lock import FW_TAG
 
 from envlock.doctor.advice import Context, pip_fix
@@ -218,6 +219,22 @@ def test_a_restore_from_a_wheelhouse_installs_each_file_from_where_it_was_locked
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert shown.stdout == f"{VERSION} False\n"
+
+    # bootstrap.sh tracks the routed package too: gone from the venv, it is named and put back
+    boot = tmp_path / "boot"
+    first = bootstrap(out, default.url, "--no-smoke", "--venv", str(boot))
+    assert first.returncode == 0, first.stdout + first.stderr
+    pip = [str(boot / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "uninstall", "-y", "torch"], check=True)
+    second = bootstrap(out, default.url, "--no-smoke", "--venv", str(boot))
+    assert second.returncode == 0, second.stdout + second.stderr
+    lines = second.stdout.splitlines()
+    at = lines.index(
+        "bootstrap: the venv differs from the lock (1 packages); "
+        "installing the locked versions again:"
+    )
+    assert lines[at + 1] == f"  torch {VERSION}: missing"
+    assert installed(boot)["torch"] == VERSION
 
 
 def test_a_lock_routes_a_name_pulled_in_by_another_and_records_no_credentials(

@@ -220,6 +220,8 @@ def _print_lock(args: argparse.Namespace, written: LockedFolder) -> None:
 
 
 def _package_json(p: LockedPackage) -> dict[str, Any]:
+    from envlock.door import redact
+
     return {
         "name": p.name,
         "version": p.version,
@@ -227,6 +229,7 @@ def _package_json(p: LockedPackage) -> dict[str, Any]:
             {"filename": w.filename, "url": w.url, "size": w.size, "sha256": w.sha256}
             for w in p.wheels
         ],
+        **({"index": redact(p.index)} if p.index else {}),
     }
 
 
