@@ -198,6 +198,30 @@ def test_a_restore_from_a_wheelhouse_installs_each_file_from_where_it_was_locked
     # installed from the wheelhouse's copy of the file the lock names (downloaded from its URL)
     assert unquote(json.loads(direct)["url"]) == unquote((wh / TORCH.filename).absolute().as_uri())
 
+    # a venv where torch came from its own index as PyTorch's instructions install it
+    # (pip --index-url: no direct URL recorded) is captured routed the same way: torch from
+    # the stand-in, by its URL (the venv's own pip and setuptools, which a capture pins too,
+    # served as tiny stand-ins). A restored venv's torch was installed by URL: a capture
+    # leaves such a direct install out, with its note.
+    reinstall = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps",
+         "--index-url", pytorch.url, f"torch=={VERSION}"],
+        env={**os.environ, "PIP_CONFIG_FILE": os.devnull}, capture_output=True, text=True,
+    )  # fmt: skip
+    assert reinstall.returncode == 0, reinstall.stderr
+    for name in ("pip", "setuptools"):
+        have = installed(venv, skip=())
+        if name in have and not any(w.startswith(f"{name}-{have[name]}-") for w in default.wheels):
+            default.add(make_dist(name, have[name]))
+    again = tmp_path / "again"
+    code, _, err = run_cli(
+        "capture", "--venv", str(venv), "--cuda-source", "system", "--index-url", default.url,
+        *route, "-o", str(again),
+    )  # fmt: skip
+    assert code == 0, err
+    assert _packages(again)["torch"]["index"] == pytorch.url
+    assert _packages(again)["torch"]["wheels"] == _packages(out)["torch"]["wheels"]
+
     # requirements.txt's own install line, as printed, with pip (which merges indexes):
     # the routed file comes from its URL, every other one from the configured index
     header = (out / "requirements.txt").read_text(encoding="utf-8")

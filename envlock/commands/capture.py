@@ -146,14 +146,14 @@ def run(args: argparse.Namespace) -> int:
         ("--os-info", args.os_info),
         ("--with", args.with_),
         ("--strict", args.strict),
-        ("--index", args.indexes),
-        ("--route", args.routes),
     ):
         if value:
             raise UsageError(f"{flag} goes with -r FREEZE", hint=f"leave {flag} out with --venv")
     from envlock.bundle.folder import LockRequest, lock_folder
+    from envlock.index import routing
     from envlock.resolve import Constraints, resolve
 
+    indexes, routes = routing.pairs(routing.parse(args.indexes, args.routes))
     spec = f"{captured.framework}=={captured.version}"
     python = args.python or captured.python_minor
     cuda_source = args.cuda_source or captured.cuda_source
@@ -165,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
         with_requirements=captured.pins,
         resolver=args.resolver,
         index_url=args.index_url,
+        indexes=indexes,
+        routes=routes,
         offline=args.offline,
         force=args.force,
     )
