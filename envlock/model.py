@@ -119,6 +119,10 @@ class LockedPackage:
     # the locked packages this one requires (normalized names, sorted): the lock's
     # dependency graph, recorded as PEP 751 ``dependencies``; () when unknown
     dependencies: tuple[str, ...] = ()
+    # the extra index its files come from (routed there: envlock.index.routing), its
+    # URL without user and password, recorded as PEP 751 ``packages.index``; None: the
+    # default index
+    index: str | None = None
 
 
 @dataclass(frozen=True)
@@ -201,6 +205,10 @@ class LockInput:
     constraints: Constraints = field(default_factory=Constraints)
     with_requirements: tuple[str, ...] = ()  # --with and -r lines, in order
     index_url: str | None = None  # only when given on the command line
+    # --index NAME=URL (URL without user and password) and --route WHAT=NAME, in
+    # order (envlock.index.routing); () without extra indexes
+    indexes: tuple[tuple[str, str], ...] = ()
+    routes: tuple[tuple[str, str], ...] = ()
     # a schema-1 input as it was read: written back as it stands (pylock.toml and
     # the Regenerate line keep their bytes), so `lock --check` of a bundle made
     # before schema 2 compares what the lock is, not how its input was recorded
@@ -241,6 +249,7 @@ class LockInput:
             ]
         if self.index_url is not None:
             out["index_url"] = self.index_url
+        out.update(_routing_dict(self.indexes, self.routes))
         if c.exclude_newer is not None:
             out["exclude_newer"] = c.exclude_newer
         if c.prereleases:  # a string, as every recorded value (uv's --prerelease allow)
@@ -317,7 +326,38 @@ class LockInput:
             prereleases=prereleases,
         )
         legacy = dict(data) if schema == 1 else None
-        return cls(constraints, tuple(pins), strings["index_url"], legacy)
+        indexes = _pairs(data, "indexes", ("name", "url"))
+        routes = _pairs(data, "routes", ("match", "index"))
+        return cls(constraints, tuple(pins), strings["index_url"], indexes, routes, legacy)
+
+
+def _routing_dict(
+    indexes: tuple[tuple[str, str], ...], routes: tuple[tuple[str, str], ...]
+) -> dict[str, Any]:
+    """The recorded extra indexes and routes (none: no keys, as before #41)."""
+    from envlock.door import redact
+
+    if not indexes and not routes:
+        return {}
+    return {
+        "indexes": [{"name": n, "url": redact(u)} for n, u in indexes],
+        "routes": [{"match": m, "index": i} for m, i in routes],
+    }
+
+
+def _pairs(data: dict[str, Any], key: str, names: tuple[str, str]) -> tuple[tuple[str, str], ...]:
+    rows = data.get(key, [])
+    if not isinstance(rows, (list, tuple)) or len(rows) > 1000:
+        raise InputError(f"input.{key}", "not a list of at most 1000 tables")
+    out = []
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict) or set(row) != set(names):
+            raise InputError(f"input.{key}[{i}]", f"not a table of {' and '.join(names)}")
+        a, b = row[names[0]], row[names[1]]
+        if not isinstance(a, str) or not isinstance(b, str):
+            raise InputError(f"input.{key}[{i}]", "values are not strings")
+        out.append((a, b))
+    return tuple(out)
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,9 @@ class LockRequest:
     requirement_files: tuple[str, ...] = ()  # -r FILE
     resolver: str = "uv"
     index_url: str | None = None
+    # --index / --route (envlock.index.routing.parse); URLs as given, recorded redacted
+    indexes: tuple[tuple[str, str], ...] = ()
+    routes: tuple[tuple[str, str], ...] = ()
     offline: bool = False
     render: RenderOptions = field(default_factory=RenderOptions)  # runtime: read from DIR
     force: bool = False  # overwrite files in DIR that envlock did not write
@@ -144,6 +147,8 @@ def lock_input(
         constraints=request.constraints,
         with_requirements=tuple(reqs),
         index_url=_recorded_index(request.index_url, notes),
+        indexes=tuple((name, without_credentials(url)) for name, url in request.indexes),
+        routes=request.routes,
     )
 
 
@@ -236,6 +241,7 @@ def lock_folder(
         offline=request.offline,
         previous=previous,
         upgrade=request.upgrade,
+        indexes=request.indexes,
     )
     warm.join()
     files = {

@@ -96,6 +96,9 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--resolver", choices=("uv", "pip"), default="uv", help="default uv")
     p.add_argument("--index-url", metavar="URL", help="simple-API index (default: pip/uv config)")
+    from envlock.index import routing
+
+    routing.add_arguments(p)
     p.add_argument("--offline", action="store_true", help="use only uv's cached index metadata")
     p.add_argument(
         "--force", action="store_true", help="overwrite files in DIR envlock did not write"
@@ -147,8 +150,10 @@ def run(args: argparse.Namespace) -> int:
         if value:
             raise UsageError(f"{flag} goes with -r FREEZE", hint=f"leave {flag} out with --venv")
     from envlock.bundle.folder import LockRequest, lock_folder
+    from envlock.index import routing
     from envlock.resolve import Constraints, resolve
 
+    indexes, routes = routing.pairs(routing.parse(args.indexes, args.routes))
     spec = f"{captured.framework}=={captured.version}"
     python = args.python or captured.python_minor
     cuda_source = args.cuda_source or captured.cuda_source
@@ -160,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
         with_requirements=captured.pins,
         resolver=args.resolver,
         index_url=args.index_url,
+        indexes=indexes,
+        routes=routes,
         offline=args.offline,
         force=args.force,
     )
@@ -356,6 +363,7 @@ def run_freeze(args: argparse.Namespace, out: Path) -> int:
         _print_partial,
         _rerun,
     )
+    from envlock.index import routing
     from envlock.index.config import index_url
     from envlock.lock.freeze import framework_names, is_cuda_wheel
     from envlock.lockplatform import Target
@@ -363,6 +371,7 @@ def run_freeze(args: argparse.Namespace, out: Path) -> int:
     from envlock.venv import leftout
     from envlock.venv.capture import captured_from, freeze_rows
 
+    routed = routing.parse(args.indexes, args.routes)  # bad flags first: exit 2, nothing read
     origin = f"-r {args.freeze}"
     rows = _with_pins(args, freeze_rows(args.freeze))
     captured = captured_from(origin, rows)
@@ -374,7 +383,8 @@ def run_freeze(args: argparse.Namespace, out: Path) -> int:
             "-r with --offline: a capture of a freeze reads the index's pages to sort its lines",
             hint="leave --offline out",
         )
-    found = leftout.pages(names, index)
+    where = leftout.Where(index, routed.routed(captured.pins))
+    found = leftout.pages(names, where)
     if args.os_info:
         full = leftout.read_os_info(args.os_info)
         minor = ".".join(full.split(".")[:2])
@@ -408,7 +418,7 @@ def run_freeze(args: argparse.Namespace, out: Path) -> int:
         found,
         target,
         commands,
-        index=index,
+        where=where,
     )
     pinned = {leftout.pin_of(p)[0] for p in captured.pins}
     taken = pinned | framework_names(captured.framework)
@@ -443,6 +453,8 @@ def run_freeze(args: argparse.Namespace, out: Path) -> int:
         with_requirements=(),
         resolver=args.resolver,
         index_url=args.index_url,
+        indexes=routing.pairs(routed)[0],
+        routes=routing.pairs(routed)[1],
         force=args.force,
         extra_files=counted,
     )

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from envlock.door import redact
 from envlock.errors import NoResolution, UsageError
 
 if TYPE_CHECKING:
@@ -43,6 +44,10 @@ def _rerun(args: argparse.Namespace) -> Callable[[Sequence[str]], str]:
         base += ["--resolver", args.resolver]
     for pin in args.with_:
         base += ["--with", pin]
+    for value in args.indexes:
+        base += ["--index", redact(value)]
+    for value in args.routes:
+        base += ["--route", value]
     base += ["-o", args.output]
 
     def rerun(more: Sequence[str]) -> str:

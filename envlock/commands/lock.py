@@ -61,6 +61,9 @@ def register(sub: Any) -> None:
         metavar="URL",
         help="simple-API index (default: the pip/uv configuration of this machine)",
     )
+    from envlock.index import routing
+
+    routing.add_arguments(p)
     p.add_argument(
         "--offline",
         action="store_true",
@@ -119,6 +122,11 @@ def run(args: argparse.Namespace) -> int:
                 "--check reuses the --exclude-newer instant DIR's lock records",
                 hint="envlock lock --check DIR",
             )
+        if args.indexes or args.routes:
+            raise UsageError(
+                "--check reuses the --index and --route options DIR's lock records",
+                hint="envlock lock --check DIR",
+            )
         return check(args)
     if not args.spec:
         raise UsageError("what to lock is missing", hint="envlock lock 'tensorflow==2.15' -o DIR")
@@ -128,8 +136,10 @@ def run(args: argparse.Namespace) -> int:
     from envlock.bundle.guard import check_output_folder
 
     check_output_folder(Path(args.output), "-o")  # before any resolving: a bad -o fails fast
+    from envlock.index import routing
     from envlock.resolve import resolve
 
+    indexes, routes = routing.pairs(routing.parse(args.indexes, args.routes))
     constraints = constraints_from_args(args)
     resolution = resolve(constraints)
     if constraints.gpus:  # a lock for a GPU its own verdicts say cannot run it: exit 1
@@ -158,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
         requirement_files=tuple(args.requirement_files),
         resolver=args.resolver or "uv",
         index_url=args.index_url,
+        indexes=indexes,
+        routes=routes,
         offline=args.offline,
         render=render_options(args, os=args.os),
         force=args.force,
@@ -234,6 +246,8 @@ def _print_lock(args: argparse.Namespace, written: LockedFolder) -> None:
 
 
 def _package_json(p: LockedPackage) -> dict[str, Any]:
+    from envlock.door import redact
+
     return {
         "name": p.name,
         "version": p.version,
@@ -241,6 +255,7 @@ def _package_json(p: LockedPackage) -> dict[str, Any]:
             {"filename": w.filename, "url": w.url, "size": w.size, "sha256": w.sha256}
             for w in p.wheels
         ],
+        **({"index": redact(p.index)} if p.index else {}),
     }
 
 

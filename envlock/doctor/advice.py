@@ -255,6 +255,11 @@ def pip_fix(ctx: Context, name: str, version: str) -> str | None:
     if pkg is None:
         return None
     line = f"{name}=={version} " + " ".join(f"--hash=sha256:{w.sha256}" for w in pkg.wheels)
+    if pkg.index and version == pkg.version:  # routed (--route): the file it was locked from
+        from envlock.lock.requirements import routed_wheel
+
+        wheel = routed_wheel(pkg)
+        line = f"{name} @ {wheel.url} --hash=sha256:{wheel.sha256}"
     python = shlex.quote(ctx.python or "python")
     return (
         f"printf '%s\\n' {shlex.quote(line)} | {python} -m pip install --no-deps "

@@ -19,6 +19,7 @@ from envlock.lockplatform import Target
 from envlock.model import CUDA_SOURCES, Lock, LockInput, Resolution
 
 if TYPE_CHECKING:
+    from envlock.index.routing import Routing
     from envlock.lock import gpufacts
     from envlock.matrix import TFRelease, libraries
 
@@ -160,6 +161,7 @@ def lock(
     cache_dir: str | None = None,
     previous: Lock | None = None,
     upgrade: Sequence[str] = (),
+    indexes: Sequence[tuple[str, str]] | None = None,
 ) -> Lock:
     """Lock the full closure of ``resolution`` (+ the input's pins) for its target.
 
@@ -172,9 +174,16 @@ def lock(
     under a newer Python), the lock is for the newest Python the release and
     the pins both allow, and its why line says so. Raises NoResolution (exit 2)
     when the pins conflict, EnvironmentFailure (exit 3) when the index cannot be
-    reached.
+    reached. ``indexes``: the extra indexes as given (URLs with their credentials);
+    None: the ones the input records (``lock --check``); the input's routes say which
+    packages come from each (envlock.index.routing).
     """
-    args = (resolver, index_url, offline, cache_dir, previous, upgrade)
+    from envlock.index.routing import from_pairs
+
+    routing = from_pairs(
+        lock_input.indexes if indexes is None else tuple(indexes), lock_input.routes
+    )
+    args = (resolver, index_url, offline, cache_dir, previous, upgrade, routing)
     try:
         return _lock(resolution, lock_input, *args)
     except PinsNeedPython as err:
@@ -193,10 +202,17 @@ def _lock(
     cache_dir: str | None,
     previous: Lock | None,
     upgrade: Sequence[str],
+    routing: Routing,
 ) -> Lock:
     if resolver not in RESOLVERS:
         raise UsageError(
             f"unknown resolver {resolver!r}", hint="use --resolver uv or --resolver pip"
+        )
+    if routing and resolver != "uv":
+        raise UsageError(
+            "--route needs --resolver uv: pip merges its indexes and cannot take a package "
+            "from one index only",
+            hint="leave --resolver pip out (uv is the default)",
         )
     target = Target.for_lock(resolution.python, resolution.os)
     index = configured_index(index_url)
@@ -227,6 +243,7 @@ def _lock(
                 preferences=preferences,
                 upgrade=tuple(sorted(freed)),
                 constraints=caps,
+                routing=routing,
             )
             version = uv.uv_version()
         else:
@@ -244,6 +261,12 @@ def _lock(
             )
             version = pip.pip_version()
     except ResolverFailed as e:
+        if routing:
+            from envlock.index.routing import not_served
+
+            unserved = not_served(e.output, routing.routed(reqs))
+            if unserved is not None:
+                raise unserved from None
         capped = _cap_conflict(applied, reqs[1:], e.output)
         if capped is not None:
             raise capped from None

@@ -92,6 +92,16 @@ def resolve_argv(inp: LockInput) -> list[str]:
     return args
 
 
+def routing_argv(inp: LockInput) -> list[str]:
+    """The recorded extra indexes and routes as --index / --route flags."""
+    args: list[str] = []
+    for name, url in inp.indexes:
+        args += ["--index", f"{name}={redact(url)}"]
+    for match, index in inp.routes:
+        args += ["--route", f"{match}={index}"]
+    return args
+
+
 def regenerate_command(lock: Lock, out: str = ".") -> str:
     """The envlock command line that makes this lock again."""
     inp = lock.input
@@ -102,6 +112,7 @@ def regenerate_command(lock: Lock, out: str = ".") -> str:
         args += ["--resolver", lock.resolver]
     if inp.index_url:
         args += ["--index-url", redact(inp.index_url)]
+    args += routing_argv(inp)
     args += ["-o", out]
     return shlex.join(args)
 
@@ -131,6 +142,12 @@ def _without_none(data: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None}
 
 
+def routed_index(pkg: LockedPackage) -> dict[str, str]:
+    """PEP 751 ``index`` of a package routed to an extra index (envlock.index.routing):
+    its URL without user and password; nothing for the default index."""
+    return {"index": redact(pkg.index)} if pkg.index else {}
+
+
 def pylock_document(lock: Lock) -> dict[str, Any]:
     """The PEP 751 document of ``lock`` as TOML-ready plain data (sorted, no clock)."""
     target = target_of(lock)
@@ -144,6 +161,7 @@ def pylock_document(lock: Lock) -> dict[str, Any]:
                 if pkg.dependencies
                 else {}
             ),
+            **routed_index(pkg),
             "wheels": [
                 # a wheel URL made absolute against an index URL with a password
                 # carries it: the lock records the URL without user and password
@@ -418,6 +436,8 @@ def check_lock(lock: Lock, where: str, hint: str = _DAMAGED) -> None:
             field = f"packages[{i}].dependencies[{k}].name"
             _check_value(dep, field, "package.name", where, hint=hint)
         _check_value(pkg.version, f"packages[{i}].version", "resolution.version", where, hint=hint)
+        if pkg.index is not None:
+            _check_value(pkg.index, f"packages[{i}].index", "wheel.url", where, hint=hint)
         for j, w in enumerate(pkg.wheels):
             for key in ("filename", "url", "sha256"):
                 _check_value(
@@ -427,6 +447,19 @@ def check_lock(lock: Lock, where: str, hint: str = _DAMAGED) -> None:
                     where,
                     hint=hint,
                 )
+
+
+def _check_routing(lock_input: LockInput, where: str) -> None:
+    """The recorded extra indexes and routes hold together as the flags must."""
+    from envlock.errors import UsageError
+    from envlock.index.routing import from_pairs
+
+    if not lock_input.indexes and not lock_input.routes:
+        return
+    try:
+        from_pairs(lock_input.indexes, lock_input.routes)
+    except UsageError as e:
+        raise DataError(f"{where}: tool.envlock.input: {e.message}", hint=_DAMAGED) from None
 
 
 def parse_pylock(text: str, where: str) -> Lock:
@@ -456,6 +489,7 @@ def parse_pylock(text: str, where: str) -> Lock:
         raise DataError(f"{where}: tool.envlock.{e.path}: {e.problem}", hint=_DAMAGED) from None
     except TypeError as e:
         raise DataError(f"{where}: [tool.envlock] is incomplete ({e})") from None
+    _check_routing(lock_input, where)
     packages: list[LockedPackage] = []
     for i, pkg in enumerate(pylock.packages):
         wheels = []
@@ -480,6 +514,7 @@ def parse_pylock(text: str, where: str) -> Lock:
                 version=str(pkg.version),
                 wheels=tuple(wheels),
                 dependencies=tuple(sorted(set(deps))),
+                index=pkg.index,
             )
         )
     top = tool.get("top_requirements") or ()

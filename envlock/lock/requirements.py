@@ -13,8 +13,9 @@ from __future__ import annotations
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from envlock.door import redact
 from envlock.lock.pylock import comment, describe, driver_line, regenerate_command
-from envlock.model import Lock
+from envlock.model import Lock, LockedPackage, LockedWheel
 
 REQUIREMENTS = "requirements.txt"
 
@@ -46,6 +47,20 @@ def _via_lines(sources: list[str]) -> list[str]:
     return ["    # via", *(f"    #   {s}" for s in sources)]
 
 
+def routed_wheel(pkg: LockedPackage) -> LockedWheel:
+    """The one wheel a routed package's ``name @ URL`` line names: the first by
+    file name where the target has several (a line carries one URL)."""
+    return min(pkg.wheels, key=lambda w: w.filename)
+
+
+def routed_lines(pkg: LockedPackage) -> list[str]:
+    """A package from an extra index (``--route``) as ``name @ URL --hash``: pip
+    merges its indexes, so the line names the very file that was locked, where it
+    was locked from (the URL without user and password)."""
+    wheel = routed_wheel(pkg)
+    return [f"{pkg.name} @ {redact(wheel.url)} \\", f"    --hash=sha256:{wheel.sha256}"]
+
+
 def requirements_text(lock: Lock) -> str:
     header = [
         f"Made by envlock: {describe(lock)}.",
@@ -58,6 +73,11 @@ def requirements_text(lock: Lock) -> str:
     header += [
         "Every package is pinned and every file checked against its sha256.",
         "",
+        *(
+            ["Packages from an extra index (--route) are named by the URL they were locked from."]
+            if any(p.index for p in lock.packages)
+            else []
+        ),
         "Install into a fresh venv (nothing else is pulled in):",
         "  pip install --require-hashes --no-deps -r requirements.txt",
         "Regenerate (in this folder):",
@@ -68,6 +88,10 @@ def requirements_text(lock: Lock) -> str:
     lines = [comment(line) for line in header] + [""]
     sources = via(lock)
     for pkg in sorted(lock.packages, key=lambda p: p.name):
+        if pkg.index:
+            lines += routed_lines(pkg)
+            lines += _via_lines(sources[pkg.name])
+            continue
         hashes = sorted({w.sha256 for w in pkg.wheels})
         lines.append(f"{pkg.name}=={pkg.version} \\")
         for i, h in enumerate(hashes):

@@ -17,17 +17,22 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from envlock.door import redact
 from envlock.errors import DataError, EnvironmentFailure, UsageError
 from envlock.lockplatform import Target
 from envlock.model import LockedPackage, LockedWheel
+
+if TYPE_CHECKING:
+    from envlock.index.routing import ExtraIndex, Routing
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -290,15 +295,30 @@ def _network_error(text: str, index: str, offline: bool) -> EnvironmentFailure |
 REQUIREMENTS_IN = "requirements.in"
 
 
-def _compile(cmd: list[str], env: dict[str, str], tmp: str, index: str, offline: bool) -> None:
-    """Run one ``uv pip compile``; its failures as envlock errors."""
+def _compile(
+    cmd: list[str],
+    env: dict[str, str],
+    tmp: str,
+    index: str,
+    offline: bool,
+    extra: Sequence[str] = (),
+) -> None:
+    """Run one ``uv pip compile``; its failures as envlock errors (``extra``: the
+    URLs of the extra indexes, so a failure to reach one names it)."""
     proc = _run([*cmd[:3], "--system-certs", *cmd[3:]], env, tmp)
     if proc.returncode == 2 and "--system-certs" in proc.stderr:
         # older uv: the flag was called --native-tls
         proc = _run([*cmd[:3], "--native-tls", *cmd[3:]], env, tmp)
     text = (proc.stderr or "") + (proc.stdout or "")
     if proc.returncode != 0:
-        net = _network_error(text, index, offline)
+        named = next((url for url in extra if url.rstrip("/") in text), index)
+        net = _network_error(text, named, offline)
+        if net and named != index:  # an extra index: --index gave it
+            raise EnvironmentFailure(
+                f"{net.message} (an extra index, from --index)",
+                hint="check the network and the --index URL; routed packages come from that "
+                "index only",
+            )
         if net:
             raise net
         if "no solution found" in text.lower() or "unsatisfiable" in text.lower():
@@ -353,8 +373,14 @@ def compile_lock(
     preferences: Sequence[tuple[str, str]] = (),
     upgrade: Sequence[str] = (),
     constraints: Sequence[str] = (),
+    routing: Routing | None = None,
 ) -> tuple[LockedPackage, ...]:
     """Resolve ``requirements`` for ``target``; raise ResolverFailed on no solution.
+
+    ``routing`` (extra indexes and routes, envlock.index.routing): the input is a
+    pyproject.toml whose ``[[tool.uv.index]]`` tables are explicit and whose
+    ``[tool.uv.sources]`` send each routed project to its index (``_routed_input``);
+    every routed package is marked with its index.
 
     ``constraints``: requirement lines given to uv as ``--constraint`` (the
     library caps of a lock for named GPUs, envlock.matrix.libraries).
@@ -374,9 +400,15 @@ def compile_lock(
     kept (UV_NO_CACHE), the second run goes to the index.
     """
     env = uv_env(cache_dir)
+    routed = routing.routed(requirements) if routing else {}
+    extra = [i.url for i in routing.indexes] if routing else []
     with tempfile.TemporaryDirectory(prefix="envlock-uv-") as tmp:
-        req = Path(tmp, REQUIREMENTS_IN)
-        req.write_text("".join(r + "\n" for r in requirements), encoding="utf-8")
+        source = REQUIREMENTS_IN
+        if routing:
+            source = _routed_input(Path(tmp), requirements, routed)
+        else:
+            req = Path(tmp, REQUIREMENTS_IN)
+            req.write_text("".join(r + "\n" for r in requirements), encoding="utf-8")
         annotated = Path(tmp, "requirements.txt")
         if preferences:
             annotated.write_text(
@@ -387,7 +419,7 @@ def compile_lock(
             capped = Path(tmp, "caps.txt")
             capped.write_text("".join(c + "\n" for c in constraints), encoding="utf-8")
         cmd = compile_command(
-            REQUIREMENTS_IN,
+            source,
             annotated.name,
             target,
             index,
@@ -396,8 +428,20 @@ def compile_lock(
             upgrade=upgrade,
             constraints=capped.name if capped else None,
         )
-        _compile(cmd, env, tmp, index, offline)
-        graph = parse_annotated(annotated.read_text(encoding="utf-8"))
+
+        def resolved() -> dict[str, tuple[str, tuple[str, ...]]]:
+            _compile(cmd, env, tmp, index, offline, extra)
+            return parse_annotated(annotated.read_text(encoding="utf-8"))
+
+        graph = resolved()
+        direct = {canonicalize_name(Requirement(r).name) for r in requirements}
+        indirect = sorted(n for n in routed if n in graph and n not in direct)
+        if indirect:
+            # uv honours sources for direct requirements only: a routed package the
+            # closure pulls in is made one (it is in the closure already) and resolved again
+            requirements = (*requirements, *indirect)
+            _routed_input(Path(tmp), requirements, routed)
+            graph = resolved()
         pins = Path(tmp, "pins.txt")
         pins.write_text(
             "".join(f"{name}=={version}\n" for name, (version, _) in sorted(graph.items())),
@@ -407,7 +451,7 @@ def compile_lock(
 
         def pylock_pass(from_cache: bool) -> None:
             cmd = compile_command(
-                REQUIREMENTS_IN,
+                source,
                 out,
                 target,
                 index,
@@ -415,7 +459,7 @@ def compile_lock(
                 exclude_newer=exclude_newer,
                 constraints=pins.name,
             )
-            _compile(cmd, env, tmp, index, from_cache)
+            _compile(cmd, env, tmp, index, from_cache, extra)
 
         try:
             pylock_pass(from_cache=True)
@@ -431,9 +475,40 @@ def compile_lock(
     deps = dependencies_of(graph)
     kept = {p.name for p in packages}
     return tuple(
-        replace(p, dependencies=tuple(d for d in deps.get(p.name, ()) if d in kept))
+        replace(
+            p,
+            dependencies=tuple(d for d in deps.get(p.name, ()) if d in kept),
+            index=redact(routed[p.name].url) if p.name in routed else None,
+        )
         for p in packages
     )
+
+
+ROUTED_INPUT = "pyproject.toml"
+
+
+def _routed_input(tmp: Path, requirements: Sequence[str], routed: Mapping[str, ExtraIndex]) -> str:
+    """The resolver's input when packages are routed: a pyproject.toml whose
+    dependencies are ``requirements``, with every extra index explicit (looked up
+    only for the projects routed to it) and each routed project sent to its index
+    (uv's ``[tool.uv.sources]``). Returns its file name."""
+    import tomli_w
+
+    used = {i.name: i for i in routed.values()}
+    doc = {
+        "project": {"name": "envlock-lock", "version": "0", "dependencies": list(requirements)},
+        "tool": {
+            "uv": {
+                "index": [
+                    {"name": i.name, "url": i.url, "explicit": True}
+                    for i in sorted(used.values(), key=lambda i: i.name)
+                ],
+                "sources": {name: {"index": i.name} for name, i in sorted(routed.items())},
+            }
+        },
+    }
+    Path(tmp, ROUTED_INPUT).write_text(tomli_w.dumps(doc), encoding="utf-8")
+    return ROUTED_INPUT
 
 
 def _filename(url: str) -> str:

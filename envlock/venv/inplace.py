@@ -145,16 +145,6 @@ def _uninstall(python: str, names: list[str], offline: bool = False) -> None:
         _uv(argv, f"uninstalling {', '.join(names)} from {python}", offline)
 
 
-def requirement_lines(lock: Lock, names: set[str]) -> str:
-    """``name==version --hash=...`` lines of the locked ``names`` (every wheel's sha256)."""
-    lines = []
-    for p in lock.packages:
-        if p.name in names:
-            hashes = " ".join(f"--hash=sha256:{w.sha256}" for w in p.wheels)
-            lines.append(f"{p.name}=={p.version} {hashes}\n")
-    return "".join(lines)
-
-
 # ----------------------------------------------------------------- sync / undo
 
 
@@ -173,7 +163,7 @@ def _fix(req: RestoreRequest) -> str:
 def sync(req: RestoreRequest, lock: Lock, python: str, say: Callable[[str], None]) -> InPlaceResult:
     """Install what the lock has and ``python`` lacks (or has at another version);
     with ``req.exact`` remove what the lock does not name; undo saved first."""
-    from envlock.venv.install import install_argv
+    from envlock.venv.install import install_argv, requirement_lines
 
     before = probe(python)
     if before.minor != lock.resolution.python:
@@ -213,7 +203,7 @@ def sync(req: RestoreRequest, lock: Lock, python: str, say: Callable[[str], None
         if todo:
             with tempfile.TemporaryDirectory(prefix="envlock-sync-") as folder:
                 subset = Path(folder) / "requirements.txt"
-                subset.write_text(requirement_lines(lock, todo), encoding="utf-8")
+                subset.write_text(requirement_lines(lock, todo, req.wheelhouse), encoding="utf-8")
                 say(f"installing {len(todo)} locked distributions (hash-checked)")
                 _uv(install_argv(req, Path(python), subset), f"the hashed install into {python}")
         if p.remove:

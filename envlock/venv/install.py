@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envlock.errors import EnvironmentFailure
+from envlock.model import Lock
 
 INSTALL_TIMEOUT = 3600
 
@@ -32,6 +33,27 @@ class RestoreRequest:
     undo_id: str | None = None
     kernel: str | None = None  # register the new venv as this Jupyter kernel
     kernel_prefix: Path | None = None  # ipykernel install --prefix (default --user)
+
+
+def requirement_lines(lock: Lock, names: set[str], wheelhouse: Path | None = None) -> str:
+    """``name==version --hash=...`` lines of the locked ``names`` (every wheel's sha256);
+    a package routed to an extra index (``--route``) as ``name @ URL --hash``, the
+    file it was locked from: its URL, or with ``wheelhouse`` the copy the wheelhouse
+    downloaded from that URL (hash-checked)."""
+    from envlock.lock.requirements import routed_wheel
+
+    lines = []
+    for p in lock.packages:
+        if p.name not in names:
+            continue
+        if p.index:
+            wheel = routed_wheel(p)
+            url = (wheelhouse / wheel.filename).absolute().as_uri() if wheelhouse else wheel.url
+            lines.append(f"{p.name} @ {url} --hash=sha256:{wheel.sha256}\n")
+            continue
+        hashes = " ".join(f"--hash=sha256:{w.sha256}" for w in p.wheels)
+        lines.append(f"{p.name}=={p.version} {hashes}\n")
+    return "".join(lines)
 
 
 def run_step(argv: list[str], doing: str, timeout: float, env: dict[str, str] | None = None) -> str:

@@ -12,7 +12,8 @@ it in:
   Debian package installs it (``apt-get install -y python3-apt``);
 - ``other-index``: a local version (``torch==2.10.0+cu128``) the index does
   not serve: another index builds it (PyTorch's own, for ``+cuXXX``); the
-  option that adds one is named (several indexes come with #41's next part);
+  options that add one and route the label to it are named (``--index``,
+  ``--route``; envlock.index.routing);
 - ``yanked``: the version is yanked or no longer on the index: the nearest
   version with a wheel for the target is named, and the capture again with
   ``--with name==nearest`` takes it in;
@@ -38,7 +39,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
@@ -53,10 +54,12 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from envlock.bundle.left_out import LeftOut
+from envlock.door import redact
 from envlock.errors import UsageError
 
 if TYPE_CHECKING:
     from envlock.index.pep691 import IndexFile
+    from envlock.index.routing import ExtraIndex
     from envlock.lock.freeze import Installed
     from envlock.lockplatform import Target
 
@@ -98,8 +101,28 @@ def pin_of(pin: str) -> tuple[str, str]:
     return canonicalize_name(req.name), next(iter(req.specifier)).version
 
 
-def pages(names: Sequence[str], index: str) -> dict[str, list[IndexFile] | None]:
-    """Every project's PEP 691 files (None: the index has no such project)."""
+@dataclass(frozen=True)
+class Where:
+    """Which index serves each project: the default one, or the extra index a
+    ``--route`` sends it to (envlock.index.routing; routed projects only from there)."""
+
+    default: str
+    routed: Mapping[str, ExtraIndex] = field(default_factory=dict)
+
+    def url(self, name: str) -> str:
+        extra = self.routed.get(name)
+        return extra.url if extra else self.default
+
+    def said(self, name: str) -> str:
+        extra = self.routed.get(name)
+        if extra is None:
+            return f"the index at {redact(self.default)}"
+        return f"the index {extra.name} at {redact(extra.url)} (its --route)"
+
+
+def pages(names: Sequence[str], where: Where) -> dict[str, list[IndexFile] | None]:
+    """Every project's PEP 691 files, each from the index it comes from (None: that
+    index has no such project)."""
     from envlock.index import http, pep691
 
     wanted = sorted(set(names))
@@ -111,7 +134,9 @@ def pages(names: Sequence[str], index: str) -> dict[str, list[IndexFile] | None]
     sess = http.session()
     try:
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            found = list(pool.map(lambda n: pep691.project_files(sess, index, n), wanted))
+            found = list(
+                pool.map(lambda n: pep691.project_files(sess, where.url(n), n), wanted)
+            )
     finally:
         sess.close()
     return dict(zip(wanted, found, strict=True))
@@ -273,20 +298,25 @@ def triage(
     target: Target,
     commands: Commands,
     *,
-    index: str,
+    where: Where,
 ) -> tuple[list[str], list[LeftOut]]:
     """(pins -> the pins to lock, the lines left out); ``lines`` are (pin, freeze line).
 
     Raises UsageError (exit 2) naming every line whose project the index does
-    not have and no OS package explains.
+    not have and no OS package explains, and every routed line its index does not
+    serve (a routed project comes from its index only, whatever the default has).
     """
     keep: list[str] = []
     left: list[LeftOut] = []
     unknown: list[str] = []
+    misrouted: list[str] = []
     for pin, line in lines:
         name, text = pin_of(pin)
         want = Version(text)
         files = found.get(name)
+        if name in where.routed and not (files and _wheel_fits(_of(files, want), target)):
+            misrouted.append(f"  {line}: not served by {where.said(name)}")
+            continue
         if name in OS_PACKAGES and not (files and _wheel_fits(_of(files, want), target)):
             left.append(os_package(line, name, "a distribution the OS installs"))
             continue
@@ -313,8 +343,8 @@ def triage(
                     name,
                     "other-index",
                     f"the +{label} build comes from {build}; the index given {has} "
-                    f"{name} {public} (another build); add that index with "
-                    "--index-url URL (several indexes at once: #41's next part)",
+                    f"{name} {public} (another build); add that index and route the label "
+                    f"to it: --index NAME=URL --route '+{label}=NAME'",
                     None,
                 )
             )
@@ -353,8 +383,16 @@ def triage(
             why += "; pip builds it from the source archive"
             cmd = commands.pip_install(pin)
         left.append(LeftOut(line, name, "no-distribution", why, cmd))
+    if misrouted:
+        raise UsageError(
+            f"{len(misrouted)} routed line(s) are not on the index they are routed to, and a "
+            "routed package is taken from that index only (never from another that has the "
+            "name):\n" + "\n".join(misrouted),
+            hint="check the --index URL and the --route rules, or delete those lines",
+        )
     if unknown:
         shown = "\n".join(f"  {line}" for line in unknown)
+        index = redact(where.default)
         raise UsageError(
             f"{len(unknown)} line(s) name a project the index at {index} does not have:\n{shown}",
             hint="check the spelling, delete those lines, or give the index that serves them "

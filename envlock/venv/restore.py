@@ -28,6 +28,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -336,8 +337,24 @@ def _check_bundle(req: RestoreRequest) -> Lock:
     return lock
 
 
+def _install(req: RestoreRequest, lock: Lock, python: Path, env: dict[str, str]) -> None:
+    """The hashed install of the whole lock; from a wheelhouse, a package routed to
+    an extra index is installed from the wheelhouse's copy of the file it was locked
+    from (requirements.txt names its URL, which an offline install cannot fetch)."""
+    from envlock.venv.install import requirement_lines
+
+    if req.wheelhouse is None or not any(p.index for p in lock.packages):
+        run_step(install_argv(req, python), "the hashed install", INSTALL_TIMEOUT, env)
+        return
+    with tempfile.TemporaryDirectory(prefix="envlock-restore-") as folder:
+        reqs = Path(folder) / "requirements.txt"
+        names = {p.name for p in lock.packages}
+        reqs.write_text(requirement_lines(lock, names, req.wheelhouse), encoding="utf-8")
+        run_step(install_argv(req, python, reqs), "the hashed install", INSTALL_TIMEOUT, env)
+
+
 def _build(
-    req: RestoreRequest, python: str, new: Path, say: Callable[[str], None]
+    req: RestoreRequest, python: str, new: Path, say: Callable[[str], None], lock: Lock
 ) -> dict[str, object]:
     """The new venv in ``new``: created, the lock installed with hashes, smoke-tested."""
     from envlock.lock.uv import uv_env
@@ -348,7 +365,7 @@ def _build(
     say("installing the lock (hash-checked)")
     env = uv_env()  # UV_SYSTEM_CERTS there; UV_NATIVE_TLS would add uv's deprecation warning
     try:
-        run_step(install_argv(req, new_python), "the hashed install", INSTALL_TIMEOUT, env)
+        _install(req, lock, new_python, env)
     except EnvironmentFailure as e:
         if req.offline and req.wheelhouse is None and _uv_offline_miss(e.message):
             raise _offline_without_cache(req) from None
@@ -515,7 +532,7 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
 
         new_python = new / "bin" / "python"
         try:
-            doc = _build(req, python, new, say)
+            doc = _build(req, python, new, say, lock)
         except BaseException:
             # the old venv was never touched; what was built goes (else the next restore)
             shutil.rmtree(new, ignore_errors=True)

@@ -172,6 +172,7 @@ drift() {
   "$vpython" - "$here/requirements.txt" <<'DRIFT'
 import re, sys
 from importlib import metadata
+from urllib.parse import unquote
 
 def norm(name):
     return re.sub(r"[-_.]+", "-", name).lower()
@@ -180,8 +181,10 @@ locked = {}
 with open(sys.argv[1], encoding="utf-8") as f:
     for line in f:
         m = re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)", line)
+        # a package from an extra index: "name @ URL", the version from the wheel's name
+        m = m or re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*) @ \S*/[^/\s-]+-([^-/\s]+)-\S*\.whl", line)
         if m:
-            locked[norm(m.group(1))] = m.group(2)
+            locked[norm(m.group(1))] = unquote(m.group(2))
 installed = {}
 for dist in metadata.distributions():
     name = dist.metadata["Name"]
