@@ -4,10 +4,10 @@ validator's refusals, and the SPECs and environments resolve takes for them."""
 from __future__ import annotations
 
 import copy
+import sys
 from typing import Any
 
 import pytest
-import tomllib
 
 from envlock import resources
 from envlock.errors import DataError, NoResolution, UsageError
@@ -15,6 +15,11 @@ from envlock.matrix import builds
 from envlock.model import Constraints
 from envlock.resolve import resolve
 from envlock.resolve.together import clashes, resolve_together
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 
 def _doc(project: str) -> dict[str, Any]:
