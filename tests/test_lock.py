@@ -677,7 +677,7 @@ def test_cli_unreachable_index_exits_3_and_leaves_the_bundle(
     [
         (["lock", "-o", "x"], "what to lock is missing"),
         (["lock", "tensorflow==2.15"], "no output folder"),
-        (["lock", "--check", "d", "-o", "x"], "not both"),
+        (["lock", "--check", "d", "-o", "x"], "--output is not used"),
         (["lock", "tensorflow==2.15", "--with", "numpy=>1", "-o", "x"], "not a valid requirement"),
     ],
 )
@@ -855,6 +855,62 @@ def test_check_of_an_untouched_bundle_compares_every_file_and_writes_nothing(
         f"all {len(written)} files lock writes match\n"
     )
     assert state(bundle) == before
+
+
+def test_envlock_check_is_the_same_check_as_lock_check(
+    tf_bundle: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle, written = tf_bundle
+    before = state(bundle)
+    assert main(["check", str(bundle)]) == 0
+    out = capsys.readouterr().out
+    assert out == (
+        f"{bundle}: the lock is current (2 packages, tensorflow 2.15.1); "
+        f"all {len(written)} files lock writes match\n"
+    )
+    assert main(["check", str(bundle), "--json"]) == 0
+    as_check = json.loads(capsys.readouterr().out)
+    assert check_json(capsys, str(bundle)) == (0, as_check)
+    (bundle / "Dockerfile").write_text("FROM scratch\n", encoding="utf-8")
+    assert main(["check", str(bundle)]) == 1
+    assert "! Dockerfile would be rewritten" in capsys.readouterr().out
+    assert state(bundle) != before  # only the hand edit: check writes nothing
+    (bundle / "Dockerfile").write_bytes(before["Dockerfile"][0])
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        (["tensorflow==2.16"], "SPEC is not used"),
+        (["--python", "3.12"], "--python is not used"),  # once ignored without a word
+        (["--upgrade-package", "numpy"], "--upgrade-package is not used"),
+        (["--with", "numpy==1.26.4", "--gpu", "T4"], "--gpu, --with are not used"),
+        (["--exclude-newer", "2026-01-01", "--force"], "--exclude-newer, --force are not used"),
+        (["--index", "pt=https://mirror.invalid/simple"], "--index is not used"),
+    ],
+)
+def test_lock_check_refuses_every_option_that_makes_a_lock_in_one_message(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, given: list[str], named: str
+) -> None:
+    folder = tmp_path / "env"
+    assert main(["lock", "--check", str(folder), *given]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"envlock: error: --check DIR compares {folder} with what its recorded input locks "
+        f"now, so it takes none of the options that make a lock: {named}\n"
+        f"  hint: envlock check {folder}\n"
+    )
+    assert not folder.exists()
+
+
+def test_check_takes_no_option_that_makes_a_lock(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["check", "env", "--python", "3.12"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err == (
+        "envlock: error: unrecognized arguments: --python 3.12\n"
+        "  hint: see 'envlock check --help'\n"
+    )
 
 
 def test_check_names_a_hand_edited_dockerfile(

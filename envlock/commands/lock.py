@@ -2,8 +2,8 @@
 
 ``envlock lock SPEC -o DIR`` resolves SPEC, then ``envlock.bundle.folder.lock_folder``
 writes pylock.toml, requirements.txt and the rendered bundle in one step;
-``envlock lock --check DIR`` is ``envlock.bundle.check.check_folder``: exit 1
-when any file lock writes into DIR would change.
+``envlock lock --check DIR`` is ``envlock check DIR`` (envlock/commands/check.py):
+exit 1 when any file lock writes into DIR would change.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envlock.commands.options import (
+    add_check_arguments,
     add_force_argument,
     add_pin_arguments,
     add_render_arguments,
@@ -24,7 +25,6 @@ from envlock.commands.options import (
 from envlock.errors import UsageError
 
 if TYPE_CHECKING:
-    from envlock.bundle.check import CheckResult
     from envlock.bundle.folder import LockedFolder
     from envlock.model import LockedPackage
 
@@ -85,7 +85,8 @@ def register(sub: Any) -> None:
         "--check",
         metavar="DIR",
         help="recompute every file lock writes into DIR (lock files and bundle) from its "
-        "recorded input and render options; write nothing; exit 1 if any would change",
+        "recorded input and render options; write nothing; exit 1 if any would change "
+        "(`envlock check DIR`, which takes only the options the check uses)",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     add_render_arguments(p)
@@ -102,32 +103,11 @@ def _progress(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.check:
-        if args.output:
-            raise UsageError(
-                "give -o DIR or --check DIR, not both", hint="envlock lock --check DIR"
-            )
-        if args.upgrade_package:
-            raise UsageError(
-                "--upgrade-package changes a lock; --check only compares",
-                hint="envlock lock SPEC -o DIR --upgrade-package NAME",
-            )
-        if args.pins_from:
-            raise UsageError(
-                "--check reuses the pins DIR's lock records; --pins-from makes a new lock",
-                hint="envlock lock SPEC --pins-from DIR -o NEWDIR",
-            )
-        if args.exclude_newer:
-            raise UsageError(
-                "--check reuses the --exclude-newer instant DIR's lock records",
-                hint="envlock lock --check DIR",
-            )
-        if args.indexes or args.routes:
-            raise UsageError(
-                "--check reuses the --index and --route options DIR's lock records",
-                hint="envlock lock --check DIR",
-            )
-        return check(args)
+    if args.check:  # the spelling of `uv lock --check`: `envlock check DIR`
+        from envlock.commands.check import check
+
+        refuse_lock_options(args, args.check)
+        return check(Path(args.check), args)
     if not args.spec:
         raise UsageError("what to lock is missing", hint="envlock lock 'tensorflow==2.15' -o DIR")
     if not args.output:
@@ -259,65 +239,28 @@ def _package_json(p: LockedPackage) -> dict[str, Any]:
     }
 
 
-def check(args: argparse.Namespace) -> int:
-    from envlock.bundle.check import CheckRequest, check_folder
-
-    folder = Path(args.check)
-    if args.spec:
+def refuse_lock_options(args: argparse.Namespace, folder: str) -> None:
+    """``envlock lock --check DIR``: exit 2 naming every option of lock's own that was
+    given, since the check reads them all from DIR. Which options those are comes
+    from the two parsers (lock's, which parsed ``args``, and this command's), so an
+    option added to lock is refused here without a line of its own."""
+    lock_parser = args._envlock_parser
+    defaults = vars(lock_parser.parse_args([]))
+    probe = argparse.ArgumentParser(add_help=False)
+    add_check_arguments(probe)
+    taken = {a.dest for a in probe._actions} | {"check", "_envlock_parser", "func", "command"}
+    given = [
+        action.option_strings[-1] if action.option_strings else str(action.metavar)
+        for action in lock_parser._actions
+        if action.dest not in taken
+        and action.dest != "help"
+        and getattr(args, action.dest, None) != defaults.get(action.dest)
+    ]
+    if given:
+        what = ", ".join(given)
         raise UsageError(
-            f"--check recomputes from {folder}'s recorded input; SPEC {args.spec!r} is not used",
-            hint=f"envlock lock --check {folder}",
+            f"--check DIR compares {folder} with what its recorded input locks now, so it "
+            f"takes none of the options that make a lock: {what} "
+            f"{'is' if len(given) == 1 else 'are'} not used",
+            hint=f"envlock check {folder}",
         )
-    request = CheckRequest(
-        folder=folder,
-        resolver=args.resolver,
-        index_url=args.index_url,
-        offline=args.offline,
-        render=render_options(args),
-    )
-    result = check_folder(request, _progress)
-    for note in result.recovered:
-        sys.stderr.write(f"envlock: note: {note}\n")
-    _print_check(args, result)
-    return 0 if result.ok else 1
-
-
-def _print_check(args: argparse.Namespace, result: CheckResult) -> None:
-    from envlock.output import emit_json
-
-    folder = result.folder
-    if args.json:
-        emit_json(
-            {
-                "dir": str(folder),
-                "ok": result.ok,
-                "changes": list(result.changes),
-                "files": list(result.files),
-                "notes": list(result.notes),
-                "regenerate": result.regenerate,
-                "fix": result.fix,
-            }
-        )
-        return
-    for note in result.notes:
-        sys.stdout.write(f"note: {note}\n")
-    if result.ok:
-        r = result.lock.resolution
-        sys.stdout.write(
-            f"{folder}: the lock is current ({len(result.lock.packages)} packages, "
-            f"{r.framework} {r.version}); all {len(result.files)} files lock writes match\n"
-        )
-        return
-    sys.stdout.write(f"{folder}: `envlock lock` would change the bundle:\n")
-    for line in result.changes:
-        sys.stdout.write(f"  {line}\n")
-    for row in result.files:
-        if row.get("diff"):
-            sys.stdout.write("\n" + row["diff"])
-    if result.rendered_only:
-        sys.stdout.write(
-            f"\nthe lock is current; only rendered files differ: {result.fix}\n"
-            f"(a full re-lock: {result.regenerate})\n"
-        )
-    else:
-        sys.stdout.write(f"\nregenerate: {result.regenerate}\n")

@@ -10,6 +10,7 @@ module imports another's flags. ``envlock.parser`` skips this module
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from envlock.resolve import Constraints, Gpu
 from envlock.resolve.constraints import capability_of
 
 if TYPE_CHECKING:
+    from envlock.ci.cells import Expansion
     from envlock.driver import HostInfo  # imports subprocess: only for --driver auto
 
 SPEC_HELP = (
@@ -252,3 +254,82 @@ def render_options(args: argparse.Namespace, os: str | None = None) -> RenderOpt
         ca_cert=args.ca_cert,
         python_from=args.python_from,
     )
+
+
+# ---------------------------------------------------------------- check (check, lock --check)
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options the check takes (beside its DIR): how to reach the index, how to
+    print, and render options given again (a --ca-cert file at another path)."""
+    parser.add_argument(
+        "--resolver",
+        choices=("uv", "pip"),
+        default=None,
+        help="resolver engine (default: the one DIR's lock records)",
+    )
+    parser.add_argument(
+        "--index-url",
+        metavar="URL",
+        help="simple-API index (default: the pip/uv configuration of this machine)",
+    )
+    parser.add_argument(
+        "--offline",
+        action="store_true",
+        help="use only uv's cached index metadata (no network)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_render_arguments(parser)
+
+
+# ---------------------------------------------------------------- ci cells (ci matrix, ci lock)
+
+CELL_SPEC_HELP = "a requirement on tensorflow: 'tensorflow>=2.14,<2.17', 'tensorflow==2.15', ..."
+
+
+def add_cell_arguments(p: argparse.ArgumentParser, spec_help: str = CELL_SPEC_HELP) -> None:
+    p.add_argument("spec", metavar="SPEC", nargs="?", help=spec_help)
+    p.add_argument(
+        "--python",
+        metavar="X.Y,...|all",
+        help="CPython minors per release, comma-separated, or 'all' (every minor the "
+        "release has wheels for); default: what `envlock resolve` picks for the release",
+    )
+    p.add_argument(
+        "--cuda-source",
+        metavar="system,pip",
+        help="CUDA sources per release, comma-separated; default: what `envlock resolve` "
+        "picks for the release",
+    )
+    p.add_argument(
+        "--pre",
+        action="store_true",
+        help="consider pre-releases (release candidates) too, as `envlock resolve --pre`; "
+        "a SPEC naming one admits them without it",
+    )
+    p.add_argument(
+        "--repo",
+        metavar="REPO",
+        help="image repository of the cells' tags (REPO:<cell-id>), with its registry host, "
+        "e.g. ghcr.io/OWNER/tf; default envlock-ci, a local name (the bake file then loads "
+        "images into the local engine instead of pushing)",
+    )
+
+
+def cells_from_args(args: argparse.Namespace, exclude_newer: str | None = None) -> Expansion:
+    from envlock.ci.cells import DEFAULT_REPO, expand, parse_pythons, parse_sources
+    from envlock.errors import UsageError
+
+    if not args.spec:
+        raise UsageError("give SPEC", hint="e.g. envlock ci matrix 'tensorflow>=2.14,<2.17'")
+    expansion = expand(
+        args.spec,
+        parse_pythons(args.python),
+        parse_sources(args.cuda_source),
+        args.repo or DEFAULT_REPO,
+        prereleases=args.pre,
+        exclude_newer=exclude_newer,
+    )
+    for note in expansion.notes:
+        sys.stderr.write(f"envlock: note: {note}\n")
+    return expansion

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from envlock.commands.ci.matrix import SPEC_HELP
+from envlock.commands.options import CELL_SPEC_HELP
 
 
 def register(ci_sub: Any) -> None:
@@ -30,7 +30,7 @@ def register(ci_sub: Any) -> None:
         "`uses:` is pinned to a commit from envlock's actions table (or --actions-from). "
         "Existing files are kept unless --force.",
     )
-    init.add_argument("--spec", required=True, metavar="SPEC", help=SPEC_HELP)
+    init.add_argument("--spec", required=True, metavar="SPEC", help=CELL_SPEC_HELP)
     init.add_argument(
         "-o",
         "--output",

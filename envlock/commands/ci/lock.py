@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from envlock.commands.ci.matrix import SPEC_HELP, cell_arguments, expand_cells
+from envlock.commands.options import CELL_SPEC_HELP, add_cell_arguments, cells_from_args
 from envlock.errors import UsageError
 
 
@@ -26,7 +26,7 @@ def register(ci_sub: Any) -> None:
         "DIR/cells.json and DIR/docker-bake.json. A failed cell is named with its reason "
         "and the others still land; exit 1 if any cell failed.",
     )
-    cell_arguments(lk, SPEC_HELP + "; not with --check")
+    add_cell_arguments(lk, CELL_SPEC_HELP + "; not with --check")
     lk.add_argument("-o", "--output", metavar="DIR", help="folder of the bundles")
     lk.add_argument(
         "--check",
@@ -78,7 +78,7 @@ def run_lock(args: argparse.Namespace) -> int:
     exclude_newer = instant(args.exclude_newer) if args.exclude_newer else None
     output = Path(args.output)
     check_output_folder(output, "-o")
-    cells = expand_cells(args, exclude_newer).cells
+    cells = cells_from_args(args, exclude_newer).cells
     template = LockRequest(
         constraints=Constraints(),
         output=output,

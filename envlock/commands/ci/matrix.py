@@ -2,8 +2,8 @@
 
 ``ci matrix SPEC`` lists the cells (``envlock.ci.cells.expand``) as a GitHub
 Actions matrix, a docker-bake.json or a JSON list; ``--from DIR`` the cells a
-``ci lock`` folder holds. The cell flags and their expansion (``cell_arguments``,
-``expand_cells``) are ``ci lock``'s too.
+``ci lock`` folder holds. The cell flags and their expansion are ``ci lock``'s
+too (``envlock.commands.options``: ``add_cell_arguments``, ``cells_from_args``).
 """
 
 from __future__ import annotations
@@ -11,43 +11,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from envlock.commands.options import CELL_SPEC_HELP, add_cell_arguments, cells_from_args
 from envlock.errors import UsageError
-
-if TYPE_CHECKING:
-    from envlock.ci.cells import Expansion
-
-SPEC_HELP = "a requirement on tensorflow: 'tensorflow>=2.14,<2.17', 'tensorflow==2.15', ..."
-
-
-def cell_arguments(p: argparse.ArgumentParser, spec_help: str = SPEC_HELP) -> None:
-    p.add_argument("spec", metavar="SPEC", nargs="?", help=spec_help)
-    p.add_argument(
-        "--python",
-        metavar="X.Y,...|all",
-        help="CPython minors per release, comma-separated, or 'all' (every minor the "
-        "release has wheels for); default: what `envlock resolve` picks for the release",
-    )
-    p.add_argument(
-        "--cuda-source",
-        metavar="system,pip",
-        help="CUDA sources per release, comma-separated; default: what `envlock resolve` "
-        "picks for the release",
-    )
-    p.add_argument(
-        "--pre",
-        action="store_true",
-        help="consider pre-releases (release candidates) too, as `envlock resolve --pre`; "
-        "a SPEC naming one admits them without it",
-    )
-    p.add_argument(
-        "--repo",
-        metavar="REPO",
-        help="image repository of the cells' tags (REPO:<cell-id>), with its registry host, "
-        "e.g. ghcr.io/OWNER/tf; default envlock-ci, a local name (the bake file then loads "
-        "images into the local engine instead of pushing)",
-    )
 
 
 def register(ci_sub: Any) -> None:
@@ -60,7 +27,7 @@ def register(ci_sub: Any) -> None:
         "for the pip CUDA source. Exit 2 when SPEC admits nothing or a combination asked "
         "for does not exist.",
     )
-    cell_arguments(m, SPEC_HELP + "; not with --from")
+    add_cell_arguments(m, CELL_SPEC_HELP + "; not with --from")
     m.add_argument(
         "--from",
         dest="from_dir",
@@ -80,31 +47,13 @@ def register(ci_sub: Any) -> None:
     m.set_defaults(func=run_matrix)
 
 
-def expand_cells(args: argparse.Namespace, exclude_newer: str | None = None) -> Expansion:
-    from envlock.ci.cells import DEFAULT_REPO, expand, parse_pythons, parse_sources
-
-    if not args.spec:
-        raise UsageError("give SPEC", hint="e.g. envlock ci matrix 'tensorflow>=2.14,<2.17'")
-    expansion = expand(
-        args.spec,
-        parse_pythons(args.python),
-        parse_sources(args.cuda_source),
-        args.repo or DEFAULT_REPO,
-        prereleases=args.pre,
-        exclude_newer=exclude_newer,
-    )
-    for note in expansion.notes:
-        sys.stderr.write(f"envlock: note: {note}\n")
-    return expansion
-
-
 def run_matrix(args: argparse.Namespace) -> int:
     from envlock.ci.formats import bake_file, cell_list, github_matrix
     from envlock.output import emit_json
 
     if args.from_dir is not None:
         return _matrix_from(args)
-    cells = expand_cells(args).cells
+    cells = cells_from_args(args).cells
     if args.format == "github":
         sys.stdout.write(github_matrix(cells) + "\n")
     elif args.format == "bake":
