@@ -41,6 +41,8 @@ def _rerun(args: argparse.Namespace) -> Callable[[Sequence[str]], str]:
             base += [flag, value]
     if args.resolver != "uv":
         base += ["--resolver", args.resolver]
+    if args.only_binary:
+        base.append("--only-binary")
     for pin in args.with_:
         base += ["--with", pin]
     base += ["-o", args.output]

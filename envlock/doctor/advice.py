@@ -161,7 +161,7 @@ def pip_fix(ctx: Context, name: str, version: str) -> str | None:
     pkg = next((p for p in ctx.lock.packages if p.name == name), None)
     if pkg is None:
         return None
-    line = f"{name}=={version} " + " ".join(f"--hash=sha256:{w.sha256}" for w in pkg.wheels)
+    line = f"{name}=={version} " + " ".join(f"--hash=sha256:{h}" for h in pkg.hashes)
     python = shlex.quote(ctx.python or "python")
     return (
         f"printf '%s\\n' {shlex.quote(line)} | {python} -m pip install --no-deps "

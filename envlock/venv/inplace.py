@@ -150,7 +150,7 @@ def requirement_lines(lock: Lock, names: set[str]) -> str:
     lines = []
     for p in lock.packages:
         if p.name in names:
-            hashes = " ".join(f"--hash=sha256:{w.sha256}" for w in p.wheels)
+            hashes = " ".join(f"--hash=sha256:{h}" for h in p.hashes)
             lines.append(f"{p.name}=={p.version} {hashes}\n")
     return "".join(lines)
 

@@ -18,10 +18,10 @@ it in:
   ``--with name==nearest`` takes it in;
 - ``direct``: a ``name @ URL``, ``file:``, VCS or ``-e`` line: installed as
   written into the restored venv (``pip install --no-deps 'LINE'``);
-- ``no-distribution``: no wheel for this Python and platform (a package
-  that publishes only a source archive counts here for now: locking sdists
-  is a later part); pip builds it from the source archive in the restored
-  venv.
+- ``no-distribution``: no wheel for this Python and platform and no source
+  archive whose Requires-Python allows it (a pin with a fitting source archive
+  is locked by it, #41; with ``--only-binary`` it is left out here instead,
+  and pip builds it from the source archive in the restored venv).
 
 A project the index does not have at all, and that no OS package explains,
 is bad input (exit 2): a typo or a private package, not a left-out line.
@@ -160,6 +160,14 @@ def _wheel_fits(files: Sequence[IndexFile], target: Target) -> bool:
     )
 
 
+def _sdist_fits(files: Sequence[IndexFile], target: Target) -> bool:
+    """A live source archive among ``files`` whose Requires-Python allows the target."""
+    return any(
+        not f.yanked and not f.filename.endswith(".whl") and _allows(f, target.python)
+        for f in files
+    )
+
+
 def _served(pins: Sequence[str], found: Pages) -> list[tuple[str, list[IndexFile]]]:
     """(pin, that version's files) for the pins the index serves as written."""
     out = []
@@ -274,8 +282,12 @@ def triage(
     commands: Commands,
     *,
     index: str,
+    only_binary: bool = False,
 ) -> tuple[list[str], list[LeftOut]]:
     """(pins -> the pins to lock, the lines left out); ``lines`` are (pin, freeze line).
+
+    A pin with no wheel for the target but a source archive whose Requires-Python
+    allows it is kept (the lock records the sdist), unless ``only_binary``.
 
     Raises UsageError (exit 2) naming every line whose project the index does
     not have and no OS package explains.
@@ -295,7 +307,7 @@ def triage(
             continue
         mine = _of(files, want)
         live = [f for f in mine if not f.yanked]
-        if _wheel_fits(live, target):
+        if _wheel_fits(live, target) or (not only_binary and _sdist_fits(live, target)):
             keep.append(pin)
             continue
         if want.local and not live:
@@ -340,7 +352,7 @@ def triage(
         wheels = _wheels(live)
         sdist = [f for f in live if not f.filename.endswith(".whl")]
         if not wheels:
-            why = "the index has only a source archive of it (locking sdists: #41's next part)"
+            why = "the index has only a source archive of it (--only-binary)"
         else:
             others = [p for p in CANDIDATES if p != target.python and _of_python(wheels, p)]
             why = f"no wheel of it for {target.describe()}" + (

@@ -288,7 +288,7 @@ def check_wheelhouse_matches(req: RestoreRequest, lock: Lock) -> None:
     problems = check_wheelhouse(lock, req.wheelhouse)
     if not problems:
         return
-    total = len({w.filename for p in lock.packages for w in p.wheels})
+    total = len({w.filename for p in lock.packages for w in p.files})
     lines = "".join(f"\n  {name}: {what}" for name, what in problems)
     raise UsageError(
         f"--wheelhouse {req.wheelhouse} does not match the lock: {len(problems)} of "

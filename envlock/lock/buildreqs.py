@@ -1,0 +1,214 @@
+"""The build requirements of a lock's source archives, locked with hashes (#41).
+
+A package locked by its sdist is built where the lock is installed. Left
+alone, the installer builds it with whatever setuptools (or other backend) is
+newest that day, so two installs of the same lock could build different
+wheels. Two ways keep a rebuild reproducible: record the hash of a wheel built
+once (which needs a build for the target's Python and platform at lock time,
+on a machine that may not have them, and a wheel that is itself reproducible
+byte for byte, which few backends promise), or lock what the build uses. envlock
+does the second: each sdist is read once (its locked sha256 checked as it
+arrives, its size bounded by the locked size) for ``[build-system] requires``
+in its ``pyproject.toml`` (without one, the PEP 517 fallback pip and uv use:
+``setuptools>=40.8.0`` and ``wheel``); the union is resolved by uv, wheels only,
+for the lock's target and recorded with hashes (``Lock.build_constraints``,
+written as ``build-constraints.txt``), which uv's ``--build-constraints`` and
+pip's ``PIP_CONSTRAINT`` hold every build to.
+
+What this leaves open: a backend's dynamic ``get_requires_for_build_wheel``
+additions outside the recorded closure are resolved by the installer (the
+recorded pins still hold every name they list), and a compiler the sdist needs
+comes from the machine that builds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import IO
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from envlock.errors import DataError, EnvironmentFailure
+from envlock.lockplatform import Target
+from envlock.model import LockedPackage, LockedSdist
+
+# PEP 517/518: a source tree without [build-system] is built by setuptools' legacy
+# backend; pip and uv install these for it
+FALLBACK = ("setuptools>=40.8.0", "wheel")
+MAX_PYPROJECT = 1024 * 1024
+_CHUNK = 1024 * 1024
+
+
+def _download(sdist: LockedSdist, index: str, into: Path) -> Path:
+    """The sdist saved under ``into``, its size and sha256 checked against the lock."""
+    from envlock.index import http
+
+    path = into / sdist.filename
+    sess = http.session()
+    try:
+        resp = http.get(sess, sdist.url, index=index, stream=True)
+        digest = hashlib.sha256()
+        got = 0
+        with resp, path.open("wb") as out:
+            for chunk in resp.iter_content(_CHUNK):
+                got += len(chunk)
+                if got > sdist.size:
+                    break
+                digest.update(chunk)
+                out.write(chunk)
+    except OSError as e:
+        raise EnvironmentFailure(f"cannot save {sdist.filename}: {e.strerror or e}") from None
+    finally:
+        sess.close()
+    if got != sdist.size or digest.hexdigest() != sdist.sha256:
+        raise DataError(
+            f"{sdist.url}: the index served {got} bytes that are not the locked "
+            f"{sdist.filename} ({sdist.size} bytes, sha256 {sdist.sha256[:16]}...)",
+            hint="the index changed the file under the same name: check the index",
+        )
+    return path
+
+
+def _bounded(f: IO[bytes] | None) -> bytes | None:
+    if f is None:
+        return None
+    data = f.read(MAX_PYPROJECT + 1)
+    return None if len(data) > MAX_PYPROJECT else data
+
+
+def pyproject_of(path: Path) -> bytes | None:
+    """The top folder's ``pyproject.toml`` of an sdist (tar.gz read as a stream), or None."""
+
+    def top(name: str) -> bool:
+        parts = name.strip("/").split("/")
+        return len(parts) == 2 and parts[1] == "pyproject.toml"
+
+    try:
+        if path.name.endswith(".zip"):
+            with zipfile.ZipFile(path) as z:
+                for info in z.infolist():
+                    if top(info.filename) and info.file_size <= MAX_PYPROJECT:
+                        with z.open(info) as f:
+                            return _bounded(f)
+            return None
+        with tarfile.open(path, mode="r|gz") as tar:
+            for member in tar:
+                if member.isfile() and top(member.name) and member.size <= MAX_PYPROJECT:
+                    return _bounded(tar.extractfile(member))
+    except (OSError, tarfile.TarError, zipfile.BadZipFile, EOFError) as e:
+        raise DataError(
+            f"{path.name}: not a readable source archive ({e})", hint="check the index"
+        ) from None
+    return None
+
+
+def requires_of(pyproject: bytes | None, filename: str) -> tuple[str, ...]:
+    """``[build-system] requires`` of a pyproject.toml (the fallback without one)."""
+    import tomllib
+
+    if pyproject is None:
+        return FALLBACK
+    try:
+        doc = tomllib.load(io.BytesIO(pyproject))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise DataError(
+            f"{filename}: its pyproject.toml is not TOML ({e})",
+            hint="pin another version of it, or lock with --only-binary to leave it out",
+        ) from None
+    system = doc.get("build-system")
+    if not isinstance(system, dict) or "requires" not in system:
+        return FALLBACK
+    reqs = system["requires"]
+    if not isinstance(reqs, list) or not all(isinstance(r, str) for r in reqs):
+        raise DataError(
+            f"{filename}: [build-system] requires is not a list of strings",
+            hint="pin another version of it, or lock with --only-binary to leave it out",
+        )
+    out = []
+    for r in reqs:
+        try:
+            req = Requirement(r)
+        except InvalidRequirement as e:
+            raise DataError(
+                f"{filename}: build requirement {r!r} is not valid ({e})",
+                hint="pin another version of it, or lock with --only-binary to leave it out",
+            ) from None
+        if req.url:
+            raise DataError(
+                f"{filename}: build requirement {r!r} is a direct URL, which no hash can pin",
+                hint="pin another version of it, or lock with --only-binary to leave it out",
+            )
+        out.append(str(req))
+    return tuple(out)
+
+
+def build_requirements(packages: Sequence[LockedPackage], index: str) -> dict[str, tuple[str, ...]]:
+    """{package name: its build requirements} of the packages locked by an sdist."""
+    sdists = [(p.name, p.sdist) for p in packages if p.sdist is not None]
+    if not sdists:
+        return {}
+    with tempfile.TemporaryDirectory(prefix="envlock-sdist-") as tmp:
+
+        def one(item: tuple[str, LockedSdist]) -> tuple[str, tuple[str, ...]]:
+            name, sdist = item
+            folder = Path(tmp, name)
+            folder.mkdir()
+            path = _download(sdist, index, folder)
+            try:
+                return name, requires_of(pyproject_of(path), sdist.filename)
+            finally:
+                path.unlink()
+
+        with ThreadPoolExecutor(max_workers=min(8, len(sdists))) as pool:
+            return dict(pool.map(one, sdists))
+
+
+def lock_build_requirements(
+    needs: dict[str, tuple[str, ...]],
+    target: Target,
+    index: str,
+    *,
+    offline: bool = False,
+    cache_dir: str | None = None,
+    exclude_newer: str | None = None,
+) -> tuple[str, ...]:
+    """The union of ``needs`` resolved by uv (wheels only) for ``target``, as
+    ``name==version --hash=sha256:...`` lines, sorted by name."""
+    from envlock.lock import uv
+
+    wanted = sorted({r for reqs in needs.values() for r in reqs})
+    if not wanted:
+        return ()
+    env = uv.uv_env(cache_dir)
+    with tempfile.TemporaryDirectory(prefix="envlock-build-") as tmp:
+        Path(tmp, uv.REQUIREMENTS_IN).write_text("".join(w + "\n" for w in wanted), "utf-8")
+        out = str(Path(tmp, "pylock.toml"))
+        cmd = uv.compile_command(
+            uv.REQUIREMENTS_IN, out, target, index, offline=offline, exclude_newer=exclude_newer
+        )
+        try:
+            uv._compile(cmd, env, tmp, index, offline)
+        except uv.ResolverFailed as e:
+            who = "; ".join(f"{n} needs {', '.join(r)}" for n, r in sorted(needs.items()))
+            raise DataError(
+                f"the build requirements of the source archives cannot be locked together "
+                f"({who}):\n{e.output.strip()}",
+                hint="pin other versions of those packages, or lock with --only-binary "
+                "to leave them out",
+            ) from None
+        import tomllib
+
+        data = tomllib.loads(Path(out).read_text(encoding="utf-8"))
+    lines = []
+    for pkg in uv.packages_from_pylock(data, target):
+        hashes = " ".join(f"--hash=sha256:{h}" for h in pkg.hashes)
+        lines.append(f"{canonicalize_name(pkg.name)}=={pkg.version} {hashes}")
+    return tuple(sorted(lines))
