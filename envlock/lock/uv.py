@@ -163,13 +163,14 @@ def compile_command(
     only_binary: bool = True,
 ) -> list[str]:
     """``uv pip compile`` for the target (wheels only with ``only_binary``).
+
     ``output`` ending in ``.toml`` is the pylock form with hashes; otherwise
     requirements.txt with one-line ``# via`` annotations (the dependency graph).
     ``exclude_newer``: an RFC 3339 UTC instant, given as the flag
     (UV_EXCLUDE_NEWER stays stripped). ``upgrade``: ``--upgrade-package`` names;
-    the pins already in ``output`` are uv's preferences for every other package. The target is ``--python-version`` and
-    ``--python-platform``; ``--python`` (this interpreter) only spares uv its
-    interpreter search."""
+    the pins already in ``output`` are uv's preferences for every other package.
+    The target is ``--python-version`` and ``--python-platform``; ``--python``
+    (this interpreter) only spares uv its interpreter search."""
     cmd = [
         uv_bin(),
         "pip",
