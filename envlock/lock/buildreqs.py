@@ -179,9 +179,16 @@ def lock_build_requirements(
     offline: bool = False,
     cache_dir: str | None = None,
     exclude_newer: str | None = None,
+    prefer: Sequence[LockedPackage] = (),
 ) -> tuple[str, ...]:
     """The union of ``needs`` resolved by uv (wheels only) for ``target``, as
-    ``name==version --hash=sha256:...`` lines, sorted by name."""
+    ``name==version --hash=sha256:...`` lines, sorted by name.
+
+    ``prefer``: the lock's own packages; a build requirement the lock also holds
+    (setuptools, wheel, packaging in a captured freeze) is resolved at the lock's
+    version where the build allows it, so one constraints file serves the install
+    and its builds (pip's PIP_CONSTRAINT reaches both); where it does not, the
+    build's own resolution is kept."""
     from envlock.lock import uv
 
     wanted = sorted({r for reqs in needs.values() for r in reqs})
@@ -191,11 +198,30 @@ def lock_build_requirements(
     with tempfile.TemporaryDirectory(prefix="envlock-build-") as tmp:
         Path(tmp, uv.REQUIREMENTS_IN).write_text("".join(w + "\n" for w in wanted), "utf-8")
         out = str(Path(tmp, "pylock.toml"))
-        cmd = uv.compile_command(
-            uv.REQUIREMENTS_IN, out, target, index, offline=offline, exclude_newer=exclude_newer
+        pins = Path(tmp, "lock-pins.txt")
+        pins.write_text(
+            "".join(f"{p.name}=={p.version}\n" for p in prefer if p.sdist is None), "utf-8"
         )
-        try:
+
+        def compile_with(constraints: str | None) -> None:
+            cmd = uv.compile_command(
+                uv.REQUIREMENTS_IN,
+                out,
+                target,
+                index,
+                offline=offline,
+                exclude_newer=exclude_newer,
+                constraints=constraints,
+            )
             uv._compile(cmd, env, tmp, index, offline)
+
+        try:
+            try:
+                compile_with(pins.name if prefer else None)
+            except uv.ResolverFailed:
+                if not prefer:
+                    raise
+                compile_with(None)
         except uv.ResolverFailed as e:
             who = "; ".join(f"{n} needs {', '.join(r)}" for n, r in sorted(needs.items()))
             raise DataError(

@@ -293,7 +293,7 @@ def _build_constraints(
         )
     needs = buildreqs.build_requirements(packages, index)
     return buildreqs.lock_build_requirements(
-        needs, target, index, cache_dir=cache_dir, exclude_newer=when
+        needs, target, index, cache_dir=cache_dir, exclude_newer=when, prefer=packages
     )
 
 

@@ -180,9 +180,10 @@ def build_constraints_text(lock: Lock) -> str:
     names = ", ".join(built_from_source(lock))
     head = [
         f"Made by envlock: the build requirements of the packages built from source ({names}),",
-        "pinned with hashes; every build of them uses exactly these:",
-        f"  uv pip install --build-constraints {BUILD_CONSTRAINTS} ...",
-        f"  PIP_CONSTRAINT={BUILD_CONSTRAINTS} pip install ...",
+        "pinned with hashes; every build of them uses exactly these (envlock restore and",
+        f"uv: uv pip install --build-constraints {BUILD_CONSTRAINTS} ...; pip refuses hashed",
+        "constraints for unpinned build requirements, pypa/pip#9243, so bootstrap.sh and",
+        "the Dockerfile give pip these pins without their hashes).",
     ]
     body = [line.replace(" --hash", " \\\n    --hash") for line in lock.build_constraints]
     return "".join(f"# {h}\n" for h in head) + "\n" + "".join(b + "\n" for b in body)
@@ -196,5 +197,5 @@ def source_header(lock: Lock) -> list[str]:
     return [
         f"Built from source where installed (no wheel fits the target): {', '.join(names)};",
         f"  their build requirements are pinned with hashes in {BUILD_CONSTRAINTS}",
-        f"  (uv pip install --build-constraints {BUILD_CONSTRAINTS}; pip: PIP_CONSTRAINT).",
+        f"  (uv pip install --build-constraints {BUILD_CONSTRAINTS}; bootstrap.sh: pip).",
     ]

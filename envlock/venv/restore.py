@@ -281,10 +281,20 @@ def check_wheelhouse_matches(req: RestoreRequest, lock: Lock) -> None:
     a UsageError (exit 2: the folder given does not match the lock, which is bad
     input, not a failed download) naming every missing or damaged wheel at once,
     before anything is built."""
+    from envlock.lock.sdists import built_from_source
     from envlock.venv.wheelhouse import check_wheelhouse
 
     if req.wheelhouse is None:
         return
+    sources = built_from_source(lock)
+    if sources:
+        raise UsageError(
+            f"--wheelhouse {req.wheelhouse}: the lock builds {', '.join(sources)} from "
+            "source, and a wheelhouse does not hold their build requirements yet (#41); "
+            "nothing was built",
+            hint="restore through the index: "
+            + restore_command(replace(req, wheelhouse=None, offline=False)),
+        )
     problems = check_wheelhouse(lock, req.wheelhouse)
     if not problems:
         return
@@ -337,18 +347,25 @@ def _check_bundle(req: RestoreRequest) -> Lock:
 
 
 def _build(
-    req: RestoreRequest, python: str, new: Path, say: Callable[[str], None]
+    req: RestoreRequest, lock: Lock, python: str, new: Path, say: Callable[[str], None]
 ) -> dict[str, object]:
-    """The new venv in ``new``: created, the lock installed with hashes, smoke-tested."""
+    """The new venv in ``new``: created, the lock installed with hashes (source
+    archives built with the lock's build constraints), smoke-tested."""
     from envlock.lock.uv import uv_env
+    from envlock.venv.install import build_constraints_file, from_source_line
 
     say(f"creating {new.name} with {python}")
     create_venv(python, new)
     new_python = new / "bin" / "python"
     say("installing the lock (hash-checked)")
+    built = from_source_line(lock)
+    if built:
+        say(built)
     env = uv_env()  # UV_SYSTEM_CERTS there; UV_NATIVE_TLS would add uv's deprecation warning
     try:
-        run_step(install_argv(req, new_python), "the hashed install", INSTALL_TIMEOUT, env)
+        with build_constraints_file(lock) as build:
+            argv = install_argv(req, new_python, build=build)
+            run_step(argv, "the hashed install", INSTALL_TIMEOUT, env)
     except EnvironmentFailure as e:
         if req.offline and req.wheelhouse is None and _uv_offline_miss(e.message):
             raise _offline_without_cache(req) from None
@@ -515,7 +532,7 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
 
         new_python = new / "bin" / "python"
         try:
-            doc = _build(req, python, new, say)
+            doc = _build(req, lock, python, new, say)
         except BaseException:
             # the old venv was never touched; what was built goes (else the next restore)
             shutil.rmtree(new, ignore_errors=True)
