@@ -10,7 +10,8 @@ byte for byte, which few backends promise), or lock what the build uses. envlock
 does the second: each sdist is read once (its locked sha256 checked as it
 arrives, its size bounded by the locked size) for ``[build-system] requires``
 in its ``pyproject.toml`` (without one, the PEP 517 fallback pip and uv use:
-``setuptools>=40.8.0`` and ``wheel``); the union is resolved by uv, wheels only,
+``setuptools>=40.8.0`` and ``wheel``; ``wheel`` beside any setuptools, which
+asks for it before 70.1); the union is resolved by uv, wheels only,
 for the lock's target and recorded with hashes (``Lock.build_constraints``,
 written as ``build-constraints.txt``), which uv's ``--build-constraints`` and
 pip's ``PIP_CONSTRAINT`` hold every build to.
@@ -147,6 +148,11 @@ def requires_of(pyproject: bytes | None, filename: str) -> tuple[str, ...]:
                 hint="pin another version of it, or lock with --only-binary to leave it out",
             )
         out.append(str(req))
+    names = {canonicalize_name(Requirement(r).name) for r in out}
+    if "setuptools" in names and "wheel" not in names:
+        # setuptools before 70.1 asks for wheel in get_requires_for_build_wheel:
+        # locked beside it, so that build too takes no unpinned package
+        out.append("wheel")
     return tuple(out)
 
 
