@@ -118,7 +118,8 @@ def test_the_sdist_is_locked_by_its_sha256_in_both_lock_files(
     assert (
         '[[packages]]\nname = "src-only"\nversion = "1.0"\n'
         'dependencies = [\n    { name = "dep-a" },\n]\n\n'
-        f'[packages.sdist]\nname = "src_only-1.0.tar.gz"\nurl = "{url}"\nsize = {len(sdist.data)}\n\n'
+        f'[packages.sdist]\nname = "src_only-1.0.tar.gz"\nurl = "{url}"\n'
+        f"size = {len(sdist.data)}\n\n"
         f'[packages.sdist.hashes]\nsha256 = "{sdist.sha256}"\n'
     ) in pylock
     assert "# Built from source where installed (no wheel fits the target): src-only;\n" in pylock
