@@ -257,3 +257,43 @@ def test_a_real_source_only_package_is_locked_and_refused_with_only_binary(
         f"promise==2.3 \\\n    --hash=sha256:{promise.sdist.sha256}\n"
         in (out / "requirements.txt").read_text()
     )
+
+
+@pytest.mark.parametrize("only_binary", [False, True])
+def test_capture_of_a_freeze_locks_the_source_only_line_unless_only_binary(
+    make_index: Callable[..., FakeIndex],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    only_binary: bool,
+) -> None:
+    from envlock.bundle import left_out
+
+    index = make_index()  # the framework does not need src-only here: a freeze line does
+    index.add_dist("tensorflow", "2.15.1", tag=FW_TAG, requires=("dep-a>=1",))
+    index.add_dist("dep-a", "1.0")
+    index.add(built_sdist())
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    freeze = tmp_path / "freeze.txt"
+    freeze.write_text("tensorflow==2.15.1\ndep-a==1.0\nsrc-only==1.0\n", encoding="utf-8")
+    out = tmp_path / "env"
+    argv = ["capture", "-r", str(freeze), "--python", "3.11", "-o", str(out),
+            "--cuda-source", "system", "--index-url", index.url]  # fmt: skip
+    code, stdout, err = run_cli(*argv, *(["--only-binary"] if only_binary else []))
+    if not only_binary:
+        assert code == 0, err
+        assert "locked 3 of 3" in stdout, stdout
+        src = next(p for p in read_lock(out).packages if p.name == "src-only")
+        assert src.sdist is not None and src.sdist.filename == "src_only-1.0.tar.gz"
+        recorded = left_out.read(out)
+        assert recorded is None or recorded.left_out == ()
+        return
+    assert code == 0, err
+    recorded = left_out.read(out)
+    assert recorded is not None
+    assert [(i.line, i.reason) for i in recorded.left_out] == [("src-only==1.0", "no-distribution")]
+    assert "the index has only a source archive of it (--only-binary)" in (
+        recorded.left_out[0].detail
+    )
+    assert "src-only" not in (out / "requirements.txt").read_text()
+    code, _, err = run_cli(*argv, "--only-binary", "--strict")
+    assert code == 1 and "src-only==1.0: no distribution for this" in err
