@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from envlock.errors import NoResolution, UsageError
+from envlock.errors import NoResolution, SdistDoesNotBuild, UsageError
 
 if TYPE_CHECKING:
     from envlock.bundle.folder import LockedFolder, LockRequest
@@ -208,6 +208,8 @@ def _lock_rounds(
     import re
     from dataclasses import replace
 
+    from packaging.utils import canonicalize_name
+
     from envlock.bundle.folder import lock_folder
     from envlock.bundle.left_out import LeftOut
     from envlock.venv.leftout import pin_of
@@ -215,6 +217,21 @@ def _lock_rounds(
     for _ in range(ROUNDS):
         try:
             return lock_folder(replace(request, with_requirements=tuple(keep)), resolution)
+        except SdistDoesNotBuild as e:
+            pin = next((p for p in keep if pin_of(p)[0] == canonicalize_name(e.name)), None)
+            if pin is None:
+                raise
+            keep.remove(pin)
+            left.append(
+                LeftOut(
+                    lines.get(pin_of(pin)[0], pin),
+                    pin_of(pin)[0],
+                    "no-distribution",
+                    f"no wheel for this Python/platform, and its source archive does not "
+                    f"build here ({e.cause}); pip builds it where its build needs are",
+                    commands.pip_install(pin),
+                )
+            )
         except NoResolution as e:
             said = e.message
             required = {f"{pin_of(p)[0]}=={pin_of(p)[1]}": p for p in keep}

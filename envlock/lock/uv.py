@@ -25,7 +25,7 @@ from urllib.parse import unquote, urlsplit
 
 from packaging.utils import canonicalize_name
 
-from envlock.errors import DataError, EnvironmentFailure, UsageError
+from envlock.errors import DataError, EnvironmentFailure, SdistDoesNotBuild, UsageError
 from envlock.lockplatform import Target
 from envlock.model import LockedPackage, LockedWheel
 
@@ -261,6 +261,20 @@ def _network_error(text: str, index: str, offline: bool) -> EnvironmentFailure |
 REQUIREMENTS_IN = "requirements.in"
 
 
+_BUILD_FAILED = re.compile(r"Failed to (?:download and )?build `([A-Za-z0-9._-]+)==([^`\s]+)`")
+_ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_.]*(?:Error|Exception)|error):\s*(?P<said>\S.*)$")
+
+
+def _build_cause(text: str) -> str:
+    """What a failed sdist build said last: its last exception or error line, else
+    uv's first ``cause:`` line (one line, at most 300 characters)."""
+    lines = [m.group(0).strip() for ln in text.splitlines() if (m := _ERROR_LINE.match(ln))]
+    lines = [ln for ln in lines if not ln.startswith("error: Failed to")]
+    if not lines:
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("cause:")]
+    return (lines[-1] if lines else "the build failed")[:300]
+
+
 def _compile(cmd: list[str], env: dict[str, str], tmp: str, index: str, offline: bool) -> None:
     """Run one ``uv pip compile``; its failures as envlock errors."""
     proc = _run([*cmd[:3], "--system-certs", *cmd[3:]], env, tmp)
@@ -272,6 +286,9 @@ def _compile(cmd: list[str], env: dict[str, str], tmp: str, index: str, offline:
         net = _network_error(text, index, offline)
         if net:
             raise net
+        built = _BUILD_FAILED.search(text)
+        if built:
+            raise SdistDoesNotBuild(built.group(1), built.group(2), _build_cause(text))
         if "no solution found" in text.lower() or "unsatisfiable" in text.lower():
             raise ResolverFailed(text)
         if proc.returncode == 2:
