@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from envlock.errors import NoResolution, SdistDoesNotBuild, UsageError
+from envlock.errors import NoResolution, SdistDoesNotBuild, StubSdists, UsageError
 
 if TYPE_CHECKING:
     from envlock.bundle.folder import LockedFolder, LockRequest
@@ -217,11 +217,30 @@ def _lock_rounds(
     for _ in range(ROUNDS):
         try:
             return lock_folder(replace(request, with_requirements=tuple(keep)), resolution)
-        except SdistDoesNotBuild as e:
-            pin = next((p for p in keep if pin_of(p)[0] == canonicalize_name(e.name)), None)
-            if pin is None:
+        except StubSdists as e:
+            named = {canonicalize_name(n) for n, _ in e.pins}
+            gone = [p for p in keep if pin_of(p)[0] in named]
+            if not gone:
                 raise
-            keep.remove(pin)
+            for pin in gone:
+                keep.remove(pin)
+                left.append(
+                    LeftOut(
+                        lines.get(pin_of(pin)[0], pin),
+                        pin_of(pin)[0],
+                        "other-index",
+                        "the index has only a stub source archive of it (wheel-stub), whose "
+                        "build downloads the wheel from NVIDIA's index; add that index with "
+                        "--index-url URL (several indexes at once: #41's next part)",
+                        None,
+                    )
+                )
+        except SdistDoesNotBuild as e:
+            failed = next((p for p in keep if pin_of(p)[0] == canonicalize_name(e.name)), None)
+            if failed is None:
+                raise
+            keep.remove(failed)
+            pin = failed
             left.append(
                 LeftOut(
                     lines.get(pin_of(pin)[0], pin),

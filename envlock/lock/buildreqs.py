@@ -37,7 +37,7 @@ from typing import IO
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from envlock.errors import DataError, EnvironmentFailure
+from envlock.errors import DataError, EnvironmentFailure, StubSdists
 from envlock.lockplatform import Target
 from envlock.model import LockedPackage, LockedSdist
 
@@ -156,8 +156,14 @@ def requires_of(pyproject: bytes | None, filename: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+STUB_BACKENDS = frozenset({"wheel-stub", "nvidia-stub"})
+
+
 def build_requirements(packages: Sequence[LockedPackage], index: str) -> dict[str, tuple[str, ...]]:
-    """{package name: its build requirements} of the packages locked by an sdist."""
+    """{package name: its build requirements} of the packages locked by an sdist.
+
+    Raises StubSdists (exit 2) naming every sdist whose backend is a stub that
+    fetches a wheel from another index at build time (NVIDIA's wheel-stub)."""
     sdists = [(p.name, p.sdist) for p in packages if p.sdist is not None]
     if not sdists:
         return {}
@@ -174,7 +180,16 @@ def build_requirements(packages: Sequence[LockedPackage], index: str) -> dict[st
                 path.unlink()
 
         with ThreadPoolExecutor(max_workers=min(8, len(sdists))) as pool:
-            return dict(pool.map(one, sdists))
+            found = dict(pool.map(one, sdists))
+    version = {p.name: p.version for p in packages}
+    stubs = [
+        (name, version[name])
+        for name, reqs in sorted(found.items())
+        if any(canonicalize_name(Requirement(r).name) in STUB_BACKENDS for r in reqs)
+    ]
+    if stubs:
+        raise StubSdists(stubs)
+    return found
 
 
 def lock_build_requirements(
