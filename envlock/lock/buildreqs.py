@@ -7,8 +7,9 @@ wheels. Two ways keep a rebuild reproducible: record the hash of a wheel built
 once (which needs a build for the target's Python and platform at lock time,
 on a machine that may not have them, and a wheel that is itself reproducible
 byte for byte, which few backends promise), or lock what the build uses. envlock
-does the second: each sdist is read once (its locked sha256 checked as it
-arrives, its size bounded by the locked size) for ``[build-system] requires``
+does the second: each sdist is read once per machine (its locked sha256
+checked as it arrives, its size bounded by the locked size; what it says is
+kept in envlock's cache under that sha256) for ``[build-system] requires``
 in its ``pyproject.toml`` (without one, the PEP 517 fallback pip and uv use:
 ``setuptools>=40.8.0`` and ``wheel``; ``wheel`` beside any setuptools, which
 asks for it before 70.1); the union is resolved by uv, wheels only,
@@ -157,6 +158,58 @@ def requires_of(pyproject: bytes | None, filename: str) -> tuple[str, ...]:
 
 
 STUB_BACKENDS = frozenset({"wheel-stub", "nvidia-stub"})
+_CACHE_BYTES = 64 * 1024
+
+
+def _cache_file(sha256: str) -> Path:
+    """Where the build requirements read from the sdist of this sha256 are kept
+    (a pure function of the archive's bytes, so keyed by them: an sdist is
+    downloaded once per machine, not once per lock)."""
+    from envlock.matrix.cache import cache_dir
+
+    return Path(cache_dir(), "sdist-build-requires", f"{sha256}.json")
+
+
+def _cached(sdist: LockedSdist) -> tuple[str, ...] | None:
+    """The cached build requirements of ``sdist``; None when absent or not sane
+    (the cache is input too: bounded, every entry a requirement without a URL)."""
+    import json
+
+    try:
+        with _cache_file(sdist.sha256).open("rb") as f:
+            raw = f.read(_CACHE_BYTES + 1)
+        if len(raw) > _CACHE_BYTES:
+            return None
+        data = json.loads(raw)
+        reqs = data["requires"] if isinstance(data, dict) else None
+        if not isinstance(reqs, list) or len(reqs) > 256:
+            return None
+        out = []
+        for r in reqs:
+            req = Requirement(r)
+            if req.url:
+                return None
+            out.append(str(req))
+        return tuple(out)
+    except (OSError, ValueError, KeyError, TypeError, InvalidRequirement):
+        return None
+
+
+def _remember(sdist: LockedSdist, reqs: tuple[str, ...]) -> None:
+    """Keep ``reqs`` for the next lock (written atomically; a cache that cannot be
+    written costs only the next download)."""
+    import json
+    import os
+
+    path = _cache_file(sdist.sha256)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"requires": list(reqs)}, f)
+        os.replace(tmp, path)
+    except OSError:
+        return
 
 
 def build_requirements(packages: Sequence[LockedPackage], index: str) -> dict[str, tuple[str, ...]]:
@@ -171,13 +224,18 @@ def build_requirements(packages: Sequence[LockedPackage], index: str) -> dict[st
 
         def one(item: tuple[str, LockedSdist]) -> tuple[str, tuple[str, ...]]:
             name, sdist = item
+            known = _cached(sdist)
+            if known is not None:
+                return name, known
             folder = Path(tmp, name)
             folder.mkdir()
             path = _download(sdist, index, folder)
             try:
-                return name, requires_of(pyproject_of(path), sdist.filename)
+                reqs = requires_of(pyproject_of(path), sdist.filename)
             finally:
                 path.unlink()
+            _remember(sdist, reqs)
+            return name, reqs
 
         with ThreadPoolExecutor(max_workers=min(8, len(sdists))) as pool:
             found = dict(pool.map(one, sdists))
