@@ -421,6 +421,10 @@ def run_freeze(args: argparse.Namespace, out: Path) -> int:
         index=index,
         only_binary=args.only_binary,
     )
+    if not args.only_binary:  # source-only pins that cannot be locked, found before the lock
+        from envlock.venv import sdist_check
+
+        left += sdist_check.preflight(keep, found, target, index, commands, lines)
     pinned = {leftout.pin_of(p)[0] for p in captured.pins}
     taken = pinned | framework_names(captured.framework)
     for r in rows:

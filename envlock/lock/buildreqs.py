@@ -212,12 +212,11 @@ def _remember(sdist: LockedSdist, reqs: tuple[str, ...]) -> None:
         return
 
 
-def build_requirements(packages: Sequence[LockedPackage], index: str) -> dict[str, tuple[str, ...]]:
-    """{package name: its build requirements} of the packages locked by an sdist.
-
-    Raises StubSdists (exit 2) naming every sdist whose backend is a stub that
-    fetches a wheel from another index at build time (NVIDIA's wheel-stub)."""
-    sdists = [(p.name, p.sdist) for p in packages if p.sdist is not None]
+def read_build_requirements(
+    sdists: Sequence[tuple[str, LockedSdist]], index: str
+) -> dict[str, tuple[str, ...]]:
+    """{name: build requirements} of each (name, sdist): from envlock's cache, else
+    read from the archive (downloaded in parallel, hash-checked)."""
     if not sdists:
         return {}
     with tempfile.TemporaryDirectory(prefix="envlock-sdist-") as tmp:
@@ -238,13 +237,24 @@ def build_requirements(packages: Sequence[LockedPackage], index: str) -> dict[st
             return name, reqs
 
         with ThreadPoolExecutor(max_workers=min(8, len(sdists))) as pool:
-            found = dict(pool.map(one, sdists))
+            return dict(pool.map(one, sdists))
+
+
+def is_stub(reqs: Sequence[str]) -> bool:
+    """The build requirements name a stub backend (NVIDIA's wheel-stub)."""
+    return any(canonicalize_name(Requirement(r).name) in STUB_BACKENDS for r in reqs)
+
+
+def build_requirements(packages: Sequence[LockedPackage], index: str) -> dict[str, tuple[str, ...]]:
+    """{package name: its build requirements} of the packages locked by an sdist.
+
+    Raises StubSdists (exit 2) naming every sdist whose backend is a stub that
+    fetches a wheel from another index at build time (NVIDIA's wheel-stub)."""
+    found = read_build_requirements(
+        [(p.name, p.sdist) for p in packages if p.sdist is not None], index
+    )
     version = {p.name: p.version for p in packages}
-    stubs = [
-        (name, version[name])
-        for name, reqs in sorted(found.items())
-        if any(canonicalize_name(Requirement(r).name) in STUB_BACKENDS for r in reqs)
-    ]
+    stubs = [(name, version[name]) for name, reqs in sorted(found.items()) if is_stub(reqs)]
     if stubs:
         raise StubSdists(stubs)
     return found

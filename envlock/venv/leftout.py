@@ -35,6 +35,7 @@ names the pins whose every file's Requires-Python excludes a ``--python``.
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -117,7 +118,10 @@ def pages(names: Sequence[str], index: str) -> dict[str, list[IndexFile] | None]
     return dict(zip(wanted, found, strict=True))
 
 
+@functools.lru_cache(maxsize=65536)
 def _version(filename: str) -> Version | None:
+    """The version a file name states (parsed once: a freeze's triage asks for
+    the same ~20,000 names about 700,000 times)."""
     try:
         if filename.endswith(".whl"):
             return parse_wheel_filename(filename)[1]
