@@ -59,20 +59,26 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 """
 
 
-def built_sdist() -> FakeWheel:
-    """src_only-1.0.tar.gz: PKG-INFO, and a pyproject.toml whose in-tree backend
-    needs dep-a to build (reproducible bytes)."""
+def built_sdist(
+    name: str = "src-only",
+    requires: str = '"dep-a"',
+    backend: str = BACKEND,
+    metadata_version: str = "2.2",
+) -> FakeWheel:
+    """NAME-1.0.tar.gz: PKG-INFO (Metadata-Version 2.2: static, uv reads it without
+    a build; 2.1: uv builds the sdist for its metadata), and a pyproject.toml whose
+    in-tree backend needs ``requires`` (reproducible bytes)."""
     import gzip
     import io
     import tarfile
 
-    root = "src_only-1.0"
+    root = f"{name.replace('-', '_')}-1.0"
     files = {
-        f"{root}/PKG-INFO": "Metadata-Version: 2.2\nName: src-only\nVersion: 1.0\n"
-        "Requires-Dist: dep-a\n",
-        f"{root}/pyproject.toml": '[build-system]\nrequires = ["dep-a"]\n'
+        f"{root}/PKG-INFO": f"Metadata-Version: {metadata_version}\nName: {name}\n"
+        "Version: 1.0\nRequires-Dist: dep-a\n",
+        f"{root}/pyproject.toml": f"[build-system]\nrequires = [{requires}]\n"
         'build-backend = "backend"\nbackend-path = ["."]\n',
-        f"{root}/backend.py": BACKEND,
+        f"{root}/backend.py": backend,
     }
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
@@ -297,3 +303,85 @@ def test_capture_of_a_freeze_locks_the_source_only_line_unless_only_binary(
     assert "src-only" not in (out / "requirements.txt").read_text()
     code, _, err = run_cli(*argv, "--only-binary", "--strict")
     assert code == 1 and "src-only==1.0: no distribution for this" in err
+
+
+BROKEN = """\
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    raise OSError("pkg-config was not able to find libfoo")
+"""
+
+
+@pytest.fixture()
+def bad_index(make_index: Callable[..., FakeIndex]) -> FakeIndex:
+    """A framework, a stub sdist (wheel-stub backend) and one whose metadata
+    build fails here (a missing system library), both only pinned by the freeze."""
+    idx = make_index()
+    idx.add_dist("tensorflow", "2.15.1", tag=FW_TAG, requires=("dep-a>=1",))
+    idx.add_dist("dep-a", "1.0")
+    idx.add(built_sdist("stub-only", requires='"wheel-stub"'))
+    idx.add(built_sdist("needs-lib", requires="", backend=BROKEN, metadata_version="2.1"))
+    return idx
+
+
+@pytest.mark.parametrize(
+    ("pin", "said"),
+    [
+        (
+            "stub-only==1.0",
+            "the index's source archives of stub-only==1.0 are stubs (build backend "
+            "wheel-stub): building them downloads the wheel from another index",
+        ),
+        (
+            "needs-lib==1.0",
+            "needs-lib==1.0 has no wheel for the target, and its source archive does not "
+            "build here, so its dependencies cannot be read: OSError: pkg-config was not "
+            "able to find libfoo",
+        ),
+    ],
+)
+def test_lock_refuses_a_stub_sdist_and_one_that_does_not_build_here(
+    bad_index: FakeIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pin: str, said: str
+) -> None:
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    out = tmp_path / "env"
+    code, _, err = run_cli(
+        "lock", "tensorflow==2.15", "--python", "3.11", "--index-url", bad_index.url,
+        "--with", pin, "-o", str(out),
+    )  # fmt: skip
+    assert code == 2, err
+    assert err.startswith(f"envlock: error: {said}"), err
+    assert "Traceback" not in err and err.count("envlock: error:") == 1
+    assert not out.exists()
+
+
+def test_capture_leaves_both_out_before_the_lock_with_their_reasons(
+    bad_index: FakeIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from envlock.bundle import left_out
+
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    freeze = tmp_path / "freeze.txt"
+    freeze.write_text(
+        "tensorflow==2.15.1\ndep-a==1.0\nstub-only==1.0\nneeds-lib==1.0\n", encoding="utf-8"
+    )
+    out = tmp_path / "env"
+    code, stdout, err = run_cli(
+        "capture", "-r", str(freeze), "--python", "3.11", "-o", str(out),
+        "--cuda-source", "system", "--index-url", bad_index.url,
+    )  # fmt: skip
+    assert code == 0, err
+    recorded = left_out.read(out)
+    assert recorded is not None
+    by_line = {i.line: i for i in recorded.left_out}
+    assert {line: i.reason for line, i in by_line.items()} == {
+        "stub-only==1.0": "other-index",
+        "needs-lib==1.0": "no-distribution",
+    }
+    assert "stub source archive of it (wheel-stub)" in by_line["stub-only==1.0"].detail
+    assert "does not build here (OSError: pkg-config was not able to find libfoo)" in (
+        by_line["needs-lib==1.0"].detail
+    )
+    assert stdout.endswith(
+        "locked 2 of 4; 2 left out: 1 needs an index not given, "
+        "1 no distribution for this Python/platform\n"
+    ), stdout
