@@ -385,3 +385,23 @@ def test_capture_leaves_both_out_before_the_lock_with_their_reasons(
         "locked 2 of 4; 2 left out: 1 needs an index not given, "
         "1 no distribution for this Python/platform\n"
     ), stdout
+
+
+def test_restore_from_a_wheelhouse_refuses_a_lock_that_builds_from_source(
+    bundle: Path, index: FakeIndex, tmp_path: Path
+) -> None:
+    wh = tmp_path / "wh"
+    code, _, err = run_cli("wheelhouse", str(bundle), "-o", str(wh))
+    assert code == 0, err
+    venv = tmp_path / "venv"
+    code, _, err = run_cli(
+        "restore", str(bundle), "--venv", str(venv), "--wheelhouse", str(wh), "--allow-cpu"
+    )
+    assert code == 2, err
+    first = err.splitlines()[0]
+    assert first == (
+        f"envlock: error: --wheelhouse {wh}: the lock builds src-only from source, and a "
+        "wheelhouse does not hold their build requirements yet (#41); nothing was built"
+    )
+    assert f"hint: restore through the index: envlock restore {bundle} --venv {venv}" in err
+    assert not venv.exists()
