@@ -8,8 +8,9 @@ resolver finds either only one at a time, each costing a whole resolver run
 of the freeze (~700 pins); ``preflight`` finds them all first, in parallel:
 each pin's build requirements (envlock's cache, else the archive, as
 ``envlock.lock.buildreqs`` reads them for the lock) and, for the rest, uv's
-metadata of the pin alone (``uv pip compile --no-deps``: uv builds it once and
-keeps it in its cache, so the lock's own run reads it from there).
+metadata of the pin alone (``uv pip compile`` of that one pin, whose
+dependencies need its metadata: uv builds it once and keeps it in its cache, so
+the lock's own run reads it from there; ``--no-deps`` would pin it unread).
 """
 
 from __future__ import annotations
@@ -61,7 +62,6 @@ def _metadata_builds(pin: str, target: Target, index: str) -> SdistDoesNotBuild 
         cmd = uv.compile_command(
             uv.REQUIREMENTS_IN, "out.txt", target, index, offline=False, only_binary=False
         )
-        cmd.insert(3, "--no-deps")
         try:
             uv._compile(cmd, uv.uv_env(), tmp, index, False)
         except SdistDoesNotBuild as e:
