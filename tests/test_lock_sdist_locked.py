@@ -380,6 +380,7 @@ def test_capture_leaves_both_out_before_the_lock_with_their_reasons(
     ), stdout
 
 
+@pytest.mark.other_python  # restore finds the lock's Python before it checks the wheelhouse
 def test_restore_from_a_wheelhouse_refuses_a_lock_that_builds_from_source(
     bundle: Path, index: FakeIndex, tmp_path: Path
 ) -> None:
