@@ -14,8 +14,9 @@ lines to the and-cuda pins). Then, interleaved run by run:
   capture does (PEP 691 pages of ~720 projects, Python, triage, the resolver runs
   that leave out dependents of left-out lines, the CUDA facts, the bundle write);
 - ``uv pip compile --generate-hashes`` of those lines, with the flags envlock's uv
-  engine passes (``--python-version 3.12``, ``--python-platform``, ``--only-binary
-  :all:``, the same index): one resolver run of the final set.
+  engine passes (``--python-version 3.12``, ``--python-platform``, the same index;
+  source archives allowed, as envlock locks them since #41): one resolver run of
+  the final set.
 
 Prints a JSON document with the medians and the ratio (and writes it to --out).
 """
@@ -61,7 +62,7 @@ def _uv(reqs: Path, index: str, out: Path) -> float:
     target = Target.for_lock("3.12", None)
     cmd = [uv_bin(), "pip", "compile", "--no-config", "--quiet", "--default-index", index,
            "--python-version", "3.12", "--python-platform", target.uv_platform,
-           "--python", sys.executable, "--only-binary", ":all:", "--no-header",
+           "--python", sys.executable, "--no-header",
            "--generate-hashes", str(reqs), "-o", str(out)]  # fmt: skip
     t = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)

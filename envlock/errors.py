@@ -46,6 +46,39 @@ class NoResolution(UsageError):
     """Nothing satisfies the constraints. Exit 2."""
 
 
+class SdistDoesNotBuild(NoResolution):
+    """A source archive the resolver had to build for its metadata (no wheel, no
+    static metadata) failed to build here: ``name``, ``version`` and uv's ``cause``."""
+
+    def __init__(self, name: str, version: str, cause: str) -> None:
+        super().__init__(
+            f"{name}=={version} has no wheel for the target, and its source archive does "
+            f"not build here, so its dependencies cannot be read: {cause}",
+            hint="install what its build needs here, pin a version of it that has a wheel "
+            "(--with), or lock with --only-binary to refuse source archives",
+        )
+        self.name = name
+        self.version = version
+        self.cause = cause
+
+
+class StubSdists(NoResolution):
+    """Source archives that are stubs: their build backend (NVIDIA's wheel-stub)
+    downloads a wheel from another index at build time, so their sha256 pins
+    nothing of what gets installed. ``pins``: (name, version) of each."""
+
+    def __init__(self, pins: list[tuple[str, str]]) -> None:
+        named = ", ".join(f"{n}=={v}" for n, v in pins)
+        super().__init__(
+            f"the index's source archives of {named} are stubs (build backend wheel-stub): "
+            "building them downloads the wheel from another index, which no locked hash "
+            "covers",
+            hint="lock them from the index that serves their wheels (pypi.nvidia.com for "
+            "NVIDIA's packages; several indexes at once: #41's next part), or leave them out",
+        )
+        self.pins = pins
+
+
 class PinsNeedPython(NoResolution):
     """The pins exclude the lock's Python: ``needs`` maps each pin, as written, to
     the Requires-Python that excludes it (``{"markdown==3.11.3": ">=3.11"}``)."""

@@ -110,6 +110,17 @@ class LockedWheel:
 
 
 @dataclass(frozen=True)
+class LockedSdist:
+    """The source archive of a locked package that has no wheel for the target
+    (PEP 751 ``[packages.sdist]``)."""
+
+    filename: str  # name-version.tar.gz / .zip
+    url: str
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
 class LockedPackage:
     """One package of the locked closure, with its wheels for the target."""
 
@@ -123,6 +134,22 @@ class LockedPackage:
     # URL without user and password, recorded as PEP 751 ``packages.index``; None: the
     # default index
     index: str | None = None
+    # only where no wheel fits the target (then ``wheels`` is ()): its source
+    # archive, built where the lock is installed (#41)
+    sdist: LockedSdist | None = None
+
+    @property
+    def files(self) -> tuple[LockedWheel | LockedSdist, ...]:
+        """Every file of it the lock allows: its wheels, or its source archive."""
+        return self.wheels + ((self.sdist,) if self.sdist is not None else ())
+
+    @property
+    def hashes(self) -> tuple[str, ...]:
+        """The sha256 of every file of it the lock allows, sorted."""
+        found = {w.sha256 for w in self.wheels}
+        if self.sdist is not None:
+            found.add(self.sdist.sha256)
+        return tuple(sorted(found))
 
 
 @dataclass(frozen=True)
@@ -155,6 +182,9 @@ class Constraints:
     # --pre: pre-releases (release candidates) are candidates too, as pip's and uv's
     # --pre; without it only a SPEC naming a pre-release admits them (PEP 440)
     prereleases: bool = False
+    # --only-binary: wheels only, a source-only package refused (envlock before #41);
+    # without it a package with no wheel for the target is locked by its sdist
+    only_binary: bool = False
 
 
 # The version of the lock's recorded input ([tool.envlock.input]). 1 (no
@@ -254,6 +284,8 @@ class LockInput:
             out["exclude_newer"] = c.exclude_newer
         if c.prereleases:  # a string, as every recorded value (uv's --prerelease allow)
             out["prereleases"] = "allow"
+        if c.only_binary:  # as pip's and uv's --only-binary :all:
+            out["only_binary"] = ":all:"
         out["schema_version"] = INPUT_SCHEMA
         return out
 
@@ -285,6 +317,9 @@ class LockInput:
         if allow not in (None, "allow"):
             raise InputError("input.prereleases", f'{allow!r}, not "allow"')
         prereleases = allow == "allow"
+        binary = data.get("only_binary")
+        if binary not in (None, ":all:"):
+            raise InputError("input.only_binary", f'{binary!r}, not ":all:"')
         strings = {
             key: _optional_str(data, key)
             for key in (
@@ -324,6 +359,7 @@ class LockInput:
             gpus=tuple(_gpu_from_dict(g, i) for i, g in enumerate(gpus)),
             exclude_newer=strings["exclude_newer"],
             prereleases=prereleases,
+            only_binary=binary == ":all:",
         )
         legacy = dict(data) if schema == 1 else None
         indexes = _pairs(data, "indexes", ("name", "url"))
@@ -420,3 +456,6 @@ class Lock:
     top_requirements: tuple[str, ...] = field(default=())  # what was given to the resolver
     # the CUDA facts of the closure; None in a lock made before envlock read them
     gpu: GpuFacts | None = None
+    # build-constraints.txt: the build requirements of the locked sdists, pinned
+    # with hashes (one ``name==version --hash=sha256:...`` line each); () without sdists
+    build_constraints: tuple[str, ...] = ()

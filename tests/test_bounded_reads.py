@@ -31,6 +31,11 @@ KNOWN: dict[str, tuple[int, str]] = {
     "doctor/knownerrors.py": (1, "envlock's own known_errors.toml (package data)"),
     "doctor/runner.py": (1, "--log, opened to be read line by line (a log is long by nature)"),
     "fsutil.py": (1, "sha256_file: streamed in chunks, nothing kept"),
+    "lock/buildreqs.py": (
+        2,
+        "a source archive's pyproject.toml member and envlock's cache entry of it, each "
+        "read up to its bound plus one byte (over it: not used)",
+    ),
     "lock/gpufacts.py": (1, "a range of a file:// wheel, no longer than the range asked for"),
     "lock/pip.py": (1, "the --report the run's own pip wrote in a temp folder"),
     "lock/uv.py": (2, "files the run's own uv wrote in a temp folder"),

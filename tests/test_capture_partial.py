@@ -1,8 +1,9 @@
 """envlock capture -r (#41, part 1): a partial capture is a result, against a local fake index.
 
 One freeze holds a line of each kind a platform's freeze holds: a pin the index
-serves, a yanked one, a source-only one, an OS package, a ``+cu128`` build,
-a direct file install. The lock holds what can be locked; every other line is
+serves, a yanked one, a source-only one (left out under ``--only-binary``; without
+it the sdist is locked: test_lock_sdist_locked.py), an OS package, a ``+cu128``
+build, a direct file install. The lock holds what can be locked; every other line is
 listed once with its reason and the command that takes it in, and those
 commands run as printed.
 """
@@ -69,7 +70,7 @@ def test_a_partial_capture_locks_the_rest_and_names_every_line_left_out(
     )  # fmt: skip
     out = tmp_path / "env"
     argv = ["capture", "-r", str(freeze), "--os-info", str(_os_info(tmp_path)), "-o", str(out),
-            "--cuda-source", "system", "--index-url", index.url]  # fmt: skip
+            "--cuda-source", "system", "--index-url", index.url, "--only-binary"]  # fmt: skip
     code, stdout, err = run_cli(*argv)
     assert code == 0, err
     assert f"Python 3.11: --os-info {tmp_path / 'os-info.txt'} says Python 3.11.9\n" in stdout
@@ -95,7 +96,7 @@ def test_a_partial_capture_locks_the_rest_and_names_every_line_left_out(
     assert by_line["dbus-python==1.2.18"].command == "apt-get install -y python3-dbus"
     assert "nearest with a wheel for CPython 3.11" in by_line["dep-y==1.0"].detail
     assert "the +cu128 build comes from PyTorch's cu128 index" in by_line["dep-t==1.0+cu128"].detail
-    assert "only a source archive" in by_line["dep-s==2.3"].detail
+    assert "only a source archive of it (--only-binary)" in by_line["dep-s==2.3"].detail
     assert "dep-a==1.1" in (out / "requirements.txt").read_text()
     manifest = json.loads((out / "envlock-manifest.json").read_text())
     assert left_out.FILE in json.dumps(manifest)  # written in the bundle's own switch
@@ -105,6 +106,7 @@ def test_a_partial_capture_locks_the_rest_and_names_every_line_left_out(
     assert again is not None
     words = shlex.split(again)
     assert words[:2] == ["envlock", "capture"] and words[-2:] == ["--with", "dep-y==1.1"]
+    assert "--only-binary" in words
     code, stdout, err = run_cli(*words[1:])
     assert code == 0, err
     assert "dep-y==1.1 \\" in (out / "requirements.txt").read_text()
@@ -122,7 +124,7 @@ def test_strict_is_exit_1_and_writes_nothing(index: FakeIndex, tmp_path: Path) -
     out = tmp_path / "env"
     code, _, err = run_cli(
         "capture", "-r", str(freeze), "--python", "3.11", "-o", str(out), "--strict",
-        "--cuda-source", "system", "--index-url", index.url,
+        "--cuda-source", "system", "--index-url", index.url, "--only-binary",
     )  # fmt: skip
     assert code == 1
     assert "1 of 3 line(s) of" in err and "dep-s==2.3: no distribution for this" in err

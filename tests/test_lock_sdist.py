@@ -1,9 +1,11 @@
 """envlock lock when a dependency has no wheel, only a source distribution.
 
-envlock locks binary wheels only (uv and pip run with --only-binary :all:), so
-a dependency of which the index serves only an sdist for the target must end in
-one clear "no wheel" error (exit 2, the package named in the message and the
-hint), with both resolvers. The index is the local fake one (real HTTP, real
+With ``--only-binary`` envlock locks binary wheels only (uv and pip run with
+--only-binary :all:), so a dependency of which the index serves only an sdist
+for the target must end in one clear "no wheel" error (exit 2, the package
+named in the message and the hint), with both resolvers; the pip resolver
+refuses it without the flag too. Without it, uv locks the sdist (#41): see
+test_lock_sdist_locked.py. The index is the local fake one (real HTTP, real
 tar.gz sdists and zip wheels); uv and pip are real.
 """
 
@@ -92,7 +94,7 @@ def test_lock_of_a_dependency_with_only_an_sdist_says_no_wheel(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    code, out = _lock(sdist_index, tmp_path, monkeypatch, "--resolver", resolver)
+    code, out = _lock(sdist_index, tmp_path, monkeypatch, "--resolver", resolver, "--only-binary")
     err = capsys.readouterr().err
     assert code == 2, err
     assert "Traceback" not in err
@@ -102,11 +104,12 @@ def test_lock_of_a_dependency_with_only_an_sdist_says_no_wheel(
     assert first.startswith(f"envlock: error: no wheel of {wanted} fits CPython 3.")
     assert first.endswith(
         "; the index offers src-only for it only as a source distribution (sdist), "
-        "and envlock locks binary wheels only"
+        "and --only-binary locks binary wheels only"
     )
     assert f"{resolver} said:" in err
-    hint = [line for line in err.splitlines() if line.lstrip().startswith("hint: build")]
+    hint = [line for line in err.splitlines() if line.startswith("  hint: ")]
     assert len(hint) == 1
+    assert hint[0].lstrip().startswith("hint: lock without --only-binary (its sdist is locked")
     assert "build a wheel of src-only for this target (pip wheel --no-deps src-only)" in hint[0]
     assert "or choose another tensorflow release" in hint[0]
     assert not out.exists()
@@ -118,11 +121,29 @@ def test_pinning_a_version_that_has_only_an_sdist_is_not_called_a_conflict(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    code, out = _lock(sdist_index, tmp_path, monkeypatch, "--with", "src-only==1.1")
+    code, out = _lock(
+        sdist_index, tmp_path, monkeypatch, "--with", "src-only==1.1", "--only-binary"
+    )
     err = capsys.readouterr().err
     assert code == 2, err
     first = err.splitlines()[0]
     assert first.startswith("envlock: error: no wheel of src-only==1.1 fits CPython 3.")
     assert "conflict" not in first
-    assert "hint: build a wheel of src-only" in err
+    assert "build a wheel of src-only" in err
+    assert not out.exists()
+
+
+def test_the_pip_resolver_refuses_an_sdist_without_only_binary_and_names_uv(
+    sdist_index: FakeIndex,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    code, out = _lock(sdist_index, tmp_path, monkeypatch, "--resolver", "pip")
+    err = capsys.readouterr().err
+    assert code == 2, err
+    first = err.splitlines()[0]
+    assert first.startswith("envlock: error: no wheel of src-only>=1 fits CPython 3.")
+    assert first.endswith("and the pip resolver locks binary wheels only")
+    assert "hint: lock with --resolver uv (its sdist is locked and built on install)" in err
     assert not out.exists()

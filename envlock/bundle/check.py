@@ -92,9 +92,9 @@ def diff_locks(old: Lock, new: Lock) -> list[str]:
         elif a is not None and b is not None:
             if a.version != b.version:
                 changes.append(f"~ {name} {a.version} -> {b.version}")
-            elif {w.sha256 for w in a.wheels} != {w.sha256 for w in b.wheels}:
+            elif set(a.hashes) != set(b.hashes):
                 changes.append(f"~ {name} {a.version}: wheels or hashes differ from the index")
-            elif a.wheels != b.wheels:
+            elif a.files != b.files:
                 changes.append(f"~ {name} {a.version}: wheel urls or sizes changed")
     old_r, new_r = old.resolution.to_dict(), new.resolution.to_dict()
     for key in old_r:

@@ -31,6 +31,7 @@ from envlock.lock.core import check_requirements, lock
 from envlock.lock.freeze import split_frozen
 from envlock.lock.pylock import PYLOCK, pylock_text, read_lock
 from envlock.lock.requirements import REQUIREMENTS, requirements_text
+from envlock.lock.sdists import BUILD_CONSTRAINTS, build_constraints_text
 from envlock.model import Constraints, Lock, LockInput, Resolution
 from envlock.readers import read_optional, read_text
 from envlock.render import (
@@ -176,6 +177,8 @@ def bundle_files(locked: Lock, options: RenderOptions) -> dict[str, bytes]:
         PYLOCK: pylock_text(locked).encode("utf-8"),
         REQUIREMENTS: requirements_text(locked).encode("utf-8"),
     }
+    if locked.build_constraints:  # the pinned build requirements of its sdists (#41)
+        lock_files[BUILD_CONSTRAINTS] = build_constraints_text(locked).encode("utf-8")
     files = dict(lock_files)
     for name, data in render_bundle(locked, options, lock_files).items():
         files[name] = data.encode("utf-8") if isinstance(data, str) else data

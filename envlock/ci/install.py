@@ -174,7 +174,7 @@ def closure_text(
         f"    --hash=sha256:{wheel.sha256}",
     ]
     for pkg in sorted(packages, key=lambda p: p.name):
-        hashes = sorted({w.sha256 for w in pkg.wheels})
+        hashes = list(pkg.hashes)
         lines.append(f"{pkg.name}=={pkg.version}" + "".join(" \\" for _ in hashes[:1]))
         for i, h in enumerate(hashes):
             lines.append(f"    --hash=sha256:{h}" + (" \\" if i < len(hashes) - 1 else ""))

@@ -99,6 +99,12 @@ def register(sub: Any) -> None:
     from envlock.index import routing
 
     routing.add_arguments(p)
+    p.add_argument(
+        "--only-binary",
+        action="store_true",
+        help="lock wheels only; with -r a line with only a source archive is left out, "
+        "with its reason (default: its sdist is locked by sha256 and built on install)",
+    )
     p.add_argument("--offline", action="store_true", help="use only uv's cached index metadata")
     p.add_argument(
         "--force", action="store_true", help="overwrite files in DIR envlock did not write"
@@ -157,7 +163,9 @@ def run(args: argparse.Namespace) -> int:
     spec = f"{captured.framework}=={captured.version}"
     python = args.python or captured.python_minor
     cuda_source = args.cuda_source or captured.cuda_source
-    constraints = Constraints(spec=spec, python=python, cuda_source=cuda_source)
+    constraints = Constraints(
+        spec=spec, python=python, cuda_source=cuda_source, only_binary=args.only_binary
+    )
     resolution = resolve(constraints)
     request = LockRequest(
         constraints=constraints,
@@ -408,7 +416,9 @@ def run_freeze(args: argparse.Namespace, out: Path) -> int:
         )
     spec = f"{captured.framework}=={captured.version}"
     cuda_source = args.cuda_source or captured.cuda_source
-    constraints = Constraints(spec=spec, python=choice.python, cuda_source=cuda_source)
+    constraints = Constraints(
+        spec=spec, python=choice.python, cuda_source=cuda_source, only_binary=args.only_binary
+    )
     resolution = resolve(constraints)
     target = Target.for_lock(resolution.python, resolution.os)
     venv_python = str(out / ".venv" / "bin" / "python")
@@ -419,7 +429,12 @@ def run_freeze(args: argparse.Namespace, out: Path) -> int:
         target,
         commands,
         where=where,
+        only_binary=args.only_binary,
     )
+    if not args.only_binary:  # source-only pins that cannot be locked, found before the lock
+        from envlock.venv import sdist_check
+
+        left += sdist_check.preflight(keep, found, target, index, commands, lines)
     pinned = {leftout.pin_of(p)[0] for p in captured.pins}
     taken = pinned | framework_names(captured.framework)
     for r in rows:

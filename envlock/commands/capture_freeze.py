@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from envlock.door import redact
-from envlock.errors import NoResolution, UsageError
+from envlock.errors import NoResolution, SdistDoesNotBuild, StubSdists, UsageError
 
 if TYPE_CHECKING:
     from envlock.bundle.folder import LockedFolder, LockRequest
@@ -42,6 +42,8 @@ def _rerun(args: argparse.Namespace) -> Callable[[Sequence[str]], str]:
             base += [flag, value]
     if args.resolver != "uv":
         base += ["--resolver", args.resolver]
+    if args.only_binary:
+        base.append("--only-binary")
     for pin in args.with_:
         base += ["--with", pin]
     for value in args.indexes:
@@ -211,6 +213,8 @@ def _lock_rounds(
     import re
     from dataclasses import replace
 
+    from packaging.utils import canonicalize_name
+
     from envlock.bundle.folder import lock_folder
     from envlock.bundle.left_out import LeftOut
     from envlock.venv.leftout import pin_of
@@ -218,6 +222,40 @@ def _lock_rounds(
     for _ in range(ROUNDS):
         try:
             return lock_folder(replace(request, with_requirements=tuple(keep)), resolution)
+        except StubSdists as e:
+            named = {canonicalize_name(n) for n, _ in e.pins}
+            gone = [p for p in keep if pin_of(p)[0] in named]
+            if not gone:
+                raise
+            for pin in gone:
+                keep.remove(pin)
+                left.append(
+                    LeftOut(
+                        lines.get(pin_of(pin)[0], pin),
+                        pin_of(pin)[0],
+                        "other-index",
+                        "the index has only a stub source archive of it (wheel-stub), whose "
+                        "build downloads the wheel from NVIDIA's index; add that index with "
+                        "--index-url URL (several indexes at once: #41's next part)",
+                        None,
+                    )
+                )
+        except SdistDoesNotBuild as e:
+            failed = next((p for p in keep if pin_of(p)[0] == canonicalize_name(e.name)), None)
+            if failed is None:
+                raise
+            keep.remove(failed)
+            pin = failed
+            left.append(
+                LeftOut(
+                    lines.get(pin_of(pin)[0], pin),
+                    pin_of(pin)[0],
+                    "no-distribution",
+                    f"no wheel for this Python/platform, and its source archive does not "
+                    f"build here ({e.cause}); pip builds it where its build needs are",
+                    commands.pip_install(pin),
+                )
+            )
         except NoResolution as e:
             said = e.message
             required = {f"{pin_of(p)[0]}=={pin_of(p)[1]}": p for p in keep}

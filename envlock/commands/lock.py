@@ -65,6 +65,13 @@ def register(sub: Any) -> None:
 
     routing.add_arguments(p)
     p.add_argument(
+        "--only-binary",
+        action="store_true",
+        help="lock wheels only, as pip's and uv's --only-binary :all:: a package with no "
+        "wheel for the target is exit 2, named (default: its source archive is locked by "
+        "sha256 and built where the lock is installed, its build requirements pinned too)",
+    )
+    p.add_argument(
         "--offline",
         action="store_true",
         help="use only uv's cached index metadata (no network)",
@@ -208,11 +215,11 @@ def _print_lock(args: argparse.Namespace, written: LockedFolder) -> None:
         )
         return
     rows = [
-        [p.name, p.version, str(len(p.wheels)), _mb(max(w.size for w in p.wheels))]
+        [p.name, p.version, _files_column(p), _mb(max(w.size for w in p.files))]
         for p in locked.packages
     ]
     sys.stdout.write(table(["package", "version", "wheels", "size"], rows))
-    total = sum(max(w.size for w in p.wheels) for p in locked.packages)
+    total = sum(max(w.size for w in p.files) for p in locked.packages)
     sys.stdout.write(
         f"\nlocked {len(locked.packages)} packages ({_mb(total)}) for {r.framework} {r.version}, "
         f"Python {r.python}, CUDA {r.cuda}, cuDNN {r.cudnn}, CUDA source {r.cuda_source}, "
@@ -225,10 +232,15 @@ def _print_lock(args: argparse.Namespace, written: LockedFolder) -> None:
         sys.stdout.write(f"why: {reason}\n")
 
 
+def _files_column(p: LockedPackage) -> str:
+    """The table's wheels column: how many, or "sdist" for a package built from source."""
+    return "sdist" if p.sdist is not None else str(len(p.wheels))
+
+
 def _package_json(p: LockedPackage) -> dict[str, Any]:
     from envlock.door import redact
 
-    return {
+    out: dict[str, Any] = {
         "name": p.name,
         "version": p.version,
         "wheels": [
@@ -237,6 +249,10 @@ def _package_json(p: LockedPackage) -> dict[str, Any]:
         ],
         **({"index": redact(p.index)} if p.index else {}),
     }
+    if p.sdist is not None:
+        s = p.sdist
+        out["sdist"] = {"filename": s.filename, "url": s.url, "size": s.size, "sha256": s.sha256}
+    return out
 
 
 def refuse_lock_options(args: argparse.Namespace, folder: str) -> None:

@@ -168,6 +168,7 @@ def constraints_from_args(
         gpus=tuple(gpus),
         exclude_newer=_exclude_newer(args),
         prereleases=bool(getattr(args, "pre", False)),
+        only_binary=bool(getattr(args, "only_binary", False)),
     )
 
 

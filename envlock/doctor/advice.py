@@ -254,8 +254,8 @@ def pip_fix(ctx: Context, name: str, version: str) -> str | None:
     pkg = next((p for p in ctx.lock.packages if p.name == name), None)
     if pkg is None:
         return None
-    line = f"{name}=={version} " + " ".join(f"--hash=sha256:{w.sha256}" for w in pkg.wheels)
-    if pkg.index and version == pkg.version:  # routed (--route): the file it was locked from
+    line = f"{name}=={version} " + " ".join(f"--hash=sha256:{h}" for h in pkg.hashes)
+    if pkg.index and pkg.wheels and version == pkg.version:  # routed (--route): its locked file
         from envlock.lock.requirements import routed_wheel
 
         wheel = routed_wheel(pkg)

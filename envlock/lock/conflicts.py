@@ -205,11 +205,14 @@ def explain(
     user_requirements: Sequence[str],
     target: str,
     sdist_only: Sequence[str] = (),
+    only_binary: bool = True,
 ) -> NoResolution:
     """The NoResolution error for a resolver failure.
 
     ``sdist_only``: projects the index holds only source distributions of for the
     target (the pip engine looks them up; uv's output says so itself).
+    ``only_binary``: the lock was asked for wheels only (``--only-binary``);
+    otherwise only the pip engine refuses a source archive (uv locks it).
     """
     detail = "\n".join("    " + line for line in output.strip().splitlines() if line.strip())
     source_reqs, source_names = _source_only(output, sdist_only)
@@ -217,13 +220,24 @@ def explain(
         what = ", ".join(source_reqs or source_names)
         names = ", ".join(source_names)
         build = " ".join(source_names)
+        why, way = (
+            (
+                "--only-binary locks binary wheels only",
+                "lock without --only-binary (its sdist is locked and built on install), ",
+            )
+            if only_binary
+            else (
+                "the pip resolver locks binary wheels only",
+                "lock with --resolver uv (its sdist is locked and built on install), ",
+            )
+        )
         return NoResolution(
             f"no wheel of {what} fits {target}; the index offers {names} for it only as a "
-            f"source distribution (sdist), and envlock locks binary wheels only\n"
+            f"source distribution (sdist), and {why}\n"
             f"  {resolver} said:\n{detail}",
-            hint=f"build a wheel of {names} for this target (pip wheel --no-deps {build}) "
-            f"and publish it to the index, pin a version of {names} that has one (--with), "
-            f"or choose another {framework} release",
+            hint=f"{way}build a wheel of {names} for this target (pip wheel --no-deps "
+            f"{build}) and publish it to the index, pin a version of {names} that has one "
+            f"(--with), or choose another {framework} release",
         )
     pins: dict[str, str] = {}
     for line in user_requirements:

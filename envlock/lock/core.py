@@ -16,7 +16,7 @@ from envlock.index.config import index_url as configured_index
 from envlock.lock.conflicts import explain
 from envlock.lock.uv import ResolverFailed
 from envlock.lockplatform import Target
-from envlock.model import CUDA_SOURCES, Lock, LockInput, Resolution
+from envlock.model import CUDA_SOURCES, Lock, LockedPackage, LockInput, Resolution
 
 if TYPE_CHECKING:
     from envlock.index.routing import Routing
@@ -244,6 +244,7 @@ def _lock(
                 upgrade=tuple(sorted(freed)),
                 constraints=caps,
                 routing=routing,
+                only_binary=lock_input.constraints.only_binary,
             )
             version = uv.uv_version()
         else:
@@ -278,6 +279,7 @@ def _lock(
             user_requirements=reqs[1:],
             target=target.describe(),
             sdist_only=e.sdist_only,
+            only_binary=lock_input.constraints.only_binary,
         ) from None
     fw = canonicalize_name(resolution.framework)
     got = {p.name: p.version for p in packages}
@@ -294,8 +296,35 @@ def _lock(
         resolver=resolver,
         resolver_version=version,
         top_requirements=reqs,
+        build_constraints=_build_constraints(packages, target, index, offline, cache_dir, when),
     )
     return with_gpu_facts(locked, index, offline=offline)
+
+
+def _build_constraints(
+    packages: Sequence[LockedPackage],
+    target: Target,
+    index: str,
+    offline: bool,
+    cache_dir: str | None,
+    when: str | None,
+) -> tuple[str, ...]:
+    """The locked build requirements of the packages locked by an sdist (none: ())."""
+    from envlock.lock import buildreqs
+
+    sources = [p.name for p in packages if p.sdist is not None]
+    if not sources:
+        return ()
+    if offline:
+        raise UsageError(
+            f"--offline: {', '.join(sources)} are locked by their source archives, whose "
+            "build requirements are read from the archives themselves",
+            hint="lock once without --offline, or with --only-binary to refuse source archives",
+        )
+    needs = buildreqs.build_requirements(packages, index)
+    return buildreqs.lock_build_requirements(
+        needs, target, index, cache_dir=cache_dir, exclude_newer=when, prefer=packages
+    )
 
 
 def with_gpu_facts(locked: Lock, index: str, *, offline: bool) -> Lock:

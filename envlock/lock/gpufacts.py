@@ -126,7 +126,8 @@ def to_read(lock: Lock, rules: CudaWheels) -> list[tuple[LockedPackage, Family]]
 
     Measured (BENCHMARKS.md, Lock): reading every CUDA wheel of a
     tensorflow[and-cuda] lock cost about 0.4 s, 1.7x raw uv's whole lock."""
-    todo = [(p, f) for p, f in cuda_packages(lock, rules) if f.cuda != "matrix"]
+    # a package locked by its source archive (#41) has no wheel to read
+    todo = [(p, f) for p, f in cuda_packages(lock, rules) if f.cuda != "matrix" and p.wheels]
     majors = {m for p, f in todo for m in [_stated_major(p, f)] if m is not None}
     if len(majors) > 1:
         return todo

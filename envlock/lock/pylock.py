@@ -21,6 +21,14 @@ import tomli_w
 
 from envlock.door import bad_character, carries_secret, redact, shown
 from envlock.errors import DataError
+from envlock.lock.sdists import (
+    built_from_source,
+    check_build_constraints,
+    check_sdist,
+    sdist_entry,
+    sdist_from_pylock,
+    source_header,
+)
 from envlock.lockplatform import Target
 from envlock.model import (
     GpuFacts,
@@ -110,6 +118,8 @@ def regenerate_command(lock: Lock, out: str = ".") -> str:
         args += ["--with", req]
     if lock.resolver != "uv":
         args += ["--resolver", lock.resolver]
+    if inp.constraints.only_binary:
+        args.append("--only-binary")
     if inp.index_url:
         args += ["--index-url", redact(inp.index_url)]
     args += routing_argv(inp)
@@ -162,17 +172,25 @@ def pylock_document(lock: Lock) -> dict[str, Any]:
                 else {}
             ),
             **routed_index(pkg),
-            "wheels": [
-                # a wheel URL made absolute against an index URL with a password
-                # carries it: the lock records the URL without user and password
+            # a package with no wheel for the target: its source archive (#41)
+            **({"sdist": sdist_entry(pkg.sdist)} if pkg.sdist is not None else {}),
+            **(
                 {
-                    "name": w.filename,
-                    "url": redact(w.url),
-                    "size": w.size,
-                    "hashes": {"sha256": w.sha256},
+                    "wheels": [
+                        # a wheel URL made absolute against an index URL with a password
+                        # carries it: the lock records the URL without user and password
+                        {
+                            "name": w.filename,
+                            "url": redact(w.url),
+                            "size": w.size,
+                            "hashes": {"sha256": w.sha256},
+                        }
+                        for w in sorted(pkg.wheels, key=lambda w: w.filename)
+                    ]
                 }
-                for w in sorted(pkg.wheels, key=lambda w: w.filename)
-            ],
+                if pkg.wheels or pkg.sdist is None
+                else {}
+            ),
         }
         for pkg in sorted(lock.packages, key=lambda p: p.name)
     ]
@@ -186,6 +204,8 @@ def pylock_document(lock: Lock) -> dict[str, Any]:
     }
     if lock.gpu is not None:
         tool["gpu"] = lock.gpu.to_dict()
+    if lock.build_constraints:
+        tool["build_constraints"] = list(lock.build_constraints)
     return {
         "lock-version": "1.0",
         "environments": [target.environment],
@@ -216,6 +236,7 @@ def pylock_text(lock: Lock) -> str:
                 "  (or: pip install --require-hashes --no-deps -r requirements.txt)",
             ]
         ),
+        *source_header(lock),
         f"Regenerate (in this folder): {regenerate_command(lock)}",
         "Check it is current:         envlock lock --check .",
     ]
@@ -447,6 +468,9 @@ def check_lock(lock: Lock, where: str, hint: str = _DAMAGED) -> None:
                     where,
                     hint=hint,
                 )
+        if pkg.sdist is not None:
+            check_sdist(pkg.sdist, pkg.name, pkg.version, f"packages[{i}].sdist", where, hint)
+    check_build_constraints(lock.build_constraints, where, hint)
 
 
 def _check_routing(lock_input: LockInput, where: str) -> None:
@@ -500,7 +524,17 @@ def parse_pylock(text: str, where: str) -> Lock:
                     f"{where}: packages[{i}].wheels[{j}]: url, size and sha256 are required"
                 )
             wheels.append(LockedWheel(filename=w.filename, url=w.url, size=w.size, sha256=sha))
-        if not wheels or pkg.version is None:
+        sdist = None
+        if pkg.sdist is not None and pkg.version is not None:
+            field = f"packages[{i}].sdist"
+            sdist = sdist_from_pylock(pkg.sdist, pkg.name, str(pkg.version), field, where)
+            if wheels:
+                raise DataError(
+                    f"{where}: packages[{i}] ({pkg.name}) has wheels and a source archive; "
+                    "envlock records the sdist only of a package with no wheel for the target",
+                    hint=_DAMAGED,
+                )
+        if (not wheels and sdist is None) or pkg.version is None:
             raise DataError(f"{where}: packages[{i}] ({pkg.name}) has no version or no wheels")
         deps: list[str] = []
         for k, dep in enumerate(pkg.dependencies or ()):
@@ -515,12 +549,16 @@ def parse_pylock(text: str, where: str) -> Lock:
                 wheels=tuple(wheels),
                 dependencies=tuple(sorted(set(deps))),
                 index=pkg.index,
+                sdist=sdist,
             )
         )
     top = tool.get("top_requirements") or ()
     if not isinstance(top, (list, tuple)):
         raise DataError(f"{where}: tool.envlock.top_requirements: not a list", hint=_DAMAGED)
     gpu = tool.get("gpu")
+    build = tool.get("build_constraints", [])
+    if not isinstance(build, list) or not all(isinstance(b, str) for b in build):
+        raise DataError(f"{where}: tool.envlock.build_constraints: not a list of strings")
     locked = Lock(
         resolution=resolution,
         input=lock_input,
@@ -529,7 +567,14 @@ def parse_pylock(text: str, where: str) -> Lock:
         resolver_version=tool.get("resolver_version", ""),
         top_requirements=tuple(top),
         gpu=None if gpu is None else gpu_facts(gpu, where),
+        build_constraints=tuple(build),
     )
+    if lock_input.constraints.only_binary and built_from_source(locked):
+        raise DataError(
+            f"{where}: a source archive in a lock made with --only-binary "
+            f"({', '.join(built_from_source(locked))})",
+            hint=_DAMAGED,
+        )
     check_lock(locked, where)
     return locked
 

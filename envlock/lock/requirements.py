@@ -15,6 +15,7 @@ from packaging.utils import canonicalize_name
 
 from envlock.door import redact
 from envlock.lock.pylock import comment, describe, driver_line, regenerate_command
+from envlock.lock.sdists import source_header
 from envlock.model import Lock, LockedPackage, LockedWheel
 
 REQUIREMENTS = "requirements.txt"
@@ -70,6 +71,7 @@ def requirements_text(lock: Lock) -> str:
     ]
     if lock.input.exclude_newer:
         header.append(f"Only files uploaded before {lock.input.exclude_newer} were considered.")
+    header += source_header(lock)
     header += [
         "Every package is pinned and every file checked against its sha256.",
         "",
@@ -88,11 +90,11 @@ def requirements_text(lock: Lock) -> str:
     lines = [comment(line) for line in header] + [""]
     sources = via(lock)
     for pkg in sorted(lock.packages, key=lambda p: p.name):
-        if pkg.index:
+        if pkg.index and pkg.wheels:  # routed (--route): name @ the file it was locked from
             lines += routed_lines(pkg)
             lines += _via_lines(sources[pkg.name])
             continue
-        hashes = sorted({w.sha256 for w in pkg.wheels})
+        hashes = pkg.hashes  # a wheel's, or the source archive's (#41)
         lines.append(f"{pkg.name}=={pkg.version} \\")
         for i, h in enumerate(hashes):
             end = " \\" if i < len(hashes) - 1 else ""

@@ -27,7 +27,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from envlock.door import redact
-from envlock.errors import DataError, EnvironmentFailure, UsageError
+from envlock.errors import DataError, EnvironmentFailure, SdistDoesNotBuild, UsageError
 from envlock.lockplatform import Target
 from envlock.model import LockedPackage, LockedWheel
 
@@ -171,8 +171,8 @@ def uv_env(cache_dir: str | None = None) -> dict[str, str]:
     env.setdefault("UV_SYSTEM_CERTS", "1" if native is None else native)
     env["NO_COLOR"] = "1"
     env["UV_NO_PROGRESS"] = "1"
-    # A lock is wheels only (--only-binary) for a target Python given by
-    # --python-version: no interpreter of that version is needed, and without this
+    # A lock is for a target Python given by --python-version: no interpreter of
+    # that version is needed (sdist metadata is built by envlock's own), and without this
     # uv tries to download one (seconds of retries where nothing can be reached).
     # restore names its interpreter itself.
     env["UV_PYTHON_DOWNLOADS"] = "never"
@@ -196,15 +196,17 @@ def compile_command(
     exclude_newer: str | None = None,
     upgrade: Sequence[str] = (),
     constraints: str | None = None,
+    only_binary: bool = True,
 ) -> list[str]:
-    """``uv pip compile`` for the target. ``output`` ending in ``.toml`` is the
-    pylock form with hashes; otherwise requirements.txt with one-line ``# via``
-    annotations (the dependency graph). ``exclude_newer``: an RFC 3339 UTC
-    instant, given as the flag (UV_EXCLUDE_NEWER stays stripped). ``upgrade``:
-    ``--upgrade-package`` names; the pins already in ``output`` are uv's
-    preferences for every other package. The target is ``--python-version`` and
-    ``--python-platform``; ``--python`` (this interpreter) only spares uv its
-    interpreter search."""
+    """``uv pip compile`` for the target (wheels only with ``only_binary``).
+
+    ``output`` ending in ``.toml`` is the pylock form with hashes; otherwise
+    requirements.txt with one-line ``# via`` annotations (the dependency graph).
+    ``exclude_newer``: an RFC 3339 UTC instant, given as the flag
+    (UV_EXCLUDE_NEWER stays stripped). ``upgrade``: ``--upgrade-package`` names;
+    the pins already in ``output`` are uv's preferences for every other package.
+    The target is ``--python-version`` and ``--python-platform``; ``--python``
+    (this interpreter) only spares uv its interpreter search."""
     cmd = [
         uv_bin(),
         "pip",
@@ -217,15 +219,15 @@ def compile_command(
         target.python,
         "--python-platform",
         target.uv_platform,
-        # uv needs an interpreter only to build source distributions, which a lock
-        # never does (--only-binary): naming envlock's own spares uv a search of
-        # PATH in every run (a pyenv shim on PATH costs ~0.1 s a query)
+        # uv needs an interpreter only to build a source distribution's metadata
+        # (an sdist without static metadata): naming envlock's own spares uv a
+        # search of PATH in every run (a pyenv shim on PATH costs ~0.1 s a query)
         "--python",
         sys.executable,
-        "--only-binary",
-        ":all:",
         "--no-header",
     ]
+    if only_binary:
+        cmd += ["--only-binary", ":all:"]
     if output.endswith(".toml"):
         cmd.append("--generate-hashes")
     else:
@@ -295,6 +297,20 @@ def _network_error(text: str, index: str, offline: bool) -> EnvironmentFailure |
 REQUIREMENTS_IN = "requirements.in"
 
 
+_BUILD_FAILED = re.compile(r"Failed to (?:download and )?build `([A-Za-z0-9._-]+)==([^`\s]+)`")
+_ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_.]*(?:Error|Exception)|error):\s*(?P<said>\S.*)$")
+
+
+def _build_cause(text: str) -> str:
+    """What a failed sdist build said last: its last exception or error line, else
+    uv's first ``cause:`` line (one line, at most 300 characters)."""
+    lines = [m.group(0).strip() for ln in text.splitlines() if (m := _ERROR_LINE.match(ln))]
+    lines = [ln for ln in lines if not ln.startswith("error: Failed to")]
+    if not lines:
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("cause:")]
+    return (lines[-1] if lines else "the build failed")[:300]
+
+
 def _compile(
     cmd: list[str],
     env: dict[str, str],
@@ -321,6 +337,9 @@ def _compile(
             )
         if net:
             raise net
+        built = _BUILD_FAILED.search(text)
+        if built:
+            raise SdistDoesNotBuild(built.group(1), built.group(2), _build_cause(text))
         if "no solution found" in text.lower() or "unsatisfiable" in text.lower():
             raise ResolverFailed(text)
         if proc.returncode == 2:
@@ -374,13 +393,16 @@ def compile_lock(
     upgrade: Sequence[str] = (),
     constraints: Sequence[str] = (),
     routing: Routing | None = None,
+    only_binary: bool = True,
 ) -> tuple[LockedPackage, ...]:
     """Resolve ``requirements`` for ``target``; raise ResolverFailed on no solution.
 
     ``routing`` (extra indexes and routes, envlock.index.routing): the input is a
     pyproject.toml whose ``[[tool.uv.index]]`` tables are explicit and whose
     ``[tool.uv.sources]`` send each routed project to its index (``_routed_input``);
-    every routed package is marked with its index.
+    every routed package is marked with its index. ``only_binary``: wheels only
+    (``--only-binary :all:``); without it a package with no wheel for the target is
+    locked by its source archive (``LockedPackage.sdist``).
 
     ``constraints``: requirement lines given to uv as ``--constraint`` (the
     library caps of a lock for named GPUs, envlock.matrix.libraries).
@@ -427,6 +449,7 @@ def compile_lock(
             exclude_newer=exclude_newer,
             upgrade=upgrade,
             constraints=capped.name if capped else None,
+            only_binary=only_binary,
         )
 
         def resolved() -> dict[str, tuple[str, tuple[str, ...]]]:
@@ -458,6 +481,7 @@ def compile_lock(
                 offline=from_cache,
                 exclude_newer=exclude_newer,
                 constraints=pins.name,
+                only_binary=only_binary,
             )
             _compile(cmd, env, tmp, index, from_cache, extra)
 
@@ -543,12 +567,17 @@ def packages_from_pylock(data: dict[str, Any], target: Target) -> tuple[LockedPa
                     hint="use an index that serves PEP 691 JSON with file sizes",
                 )
             wheels.append(LockedWheel(filename=filename, url=url, size=int(size), sha256=sha))
-        if not wheels:
+        sdist = None
+        if not wheels and pkg.get("sdist") is not None:
+            from envlock.lock.sdists import sdist_from_resolver
+
+            sdist = sdist_from_resolver(pkg["sdist"], name, version, where)
+        if not wheels and sdist is None:
             raise DataError(
                 f"{name} {version} has no wheel for {target.describe()}",
                 hint="pin another version of it with --with",
             )
         wheels.sort(key=lambda w: w.filename)
-        out.append(LockedPackage(name=name, version=version, wheels=tuple(wheels)))
+        out.append(LockedPackage(name=name, version=version, wheels=tuple(wheels), sdist=sdist))
     out.sort(key=lambda p: p.name)
     return tuple(out)

@@ -21,6 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from envlock import __version__
 from envlock.errors import DataError, UsageError
+from envlock.lock.sdists import built_from_source
 from envlock.model import ImageEndOfLife, Lock, Resolution
 from envlock.render.options import PYTHON_SOURCES, RenderOptions, regenerate_command
 from envlock.render.values import (
@@ -117,6 +118,8 @@ class BundleContext:
     warnings: tuple[Checked, ...]
     end_of_life: tuple[Checked, ...]  # end-of-life notes about the base image
     top_requirements: tuple[Checked, ...]
+    # the packages locked by a source archive (#41), built where the bundle installs
+    from_source: tuple[Checked, ...] = ()
 
 
 def _digest(data: bytes) -> Checked:
@@ -437,6 +440,7 @@ def bundle_context(
         top_requirements=tuple(
             text(r, "pylock.toml: [tool.envlock] top_requirements") for r in lock.top_requirements
         ),
+        from_source=tuple(word(n, "pylock.toml: a package name") for n in built_from_source(lock)),
     )
 
 

@@ -303,7 +303,7 @@ def lock_differences(inside: Lock, expected: Lock, where: str) -> list[str]:
             out.append(f"{name}: {a.version} in the image, not in {where}")
         elif a.version != b.version:
             out.append(f"{name}: {a.version} in the image, {b.version} in {where}")
-        elif sorted(w.sha256 for w in a.wheels) != sorted(w.sha256 for w in b.wheels):
+        elif sorted(a.hashes) != sorted(b.hashes):
             out.append(f"{name} {a.version}: other wheel hashes in the image than in {where}")
     return out
 
@@ -409,7 +409,7 @@ def make_sbom(
     dependencies: list[Dependency] = []
     refs = {p.name: _pypi_ref(p.name, p.version) for p in lock.packages}
     for p in sorted(lock.packages, key=lambda p: p.name):
-        hashes: list[Hash] = [{"alg": "SHA-256", "content": w.sha256} for w in p.wheels]
+        hashes: list[Hash] = [{"alg": "SHA-256", "content": w.sha256} for w in p.files]
         python.append(
             {
                 "type": "library",
@@ -424,7 +424,7 @@ def make_sbom(
                         "url": w.url,
                         "hashes": [{"alg": "SHA-256", "content": w.sha256}],
                     }
-                    for w in p.wheels
+                    for w in p.files
                 ],
                 "properties": [{"name": "envlock:source", "value": "pylock.toml"}],
             }

@@ -163,7 +163,12 @@ def _fix(req: RestoreRequest) -> str:
 def sync(req: RestoreRequest, lock: Lock, python: str, say: Callable[[str], None]) -> InPlaceResult:
     """Install what the lock has and ``python`` lacks (or has at another version);
     with ``req.exact`` remove what the lock does not name; undo saved first."""
-    from envlock.venv.install import install_argv, requirement_lines
+    from envlock.venv.install import (
+        build_constraints_file,
+        from_source_line,
+        install_argv,
+        requirement_lines,
+    )
 
     before = probe(python)
     if before.minor != lock.resolution.python:
@@ -205,7 +210,12 @@ def sync(req: RestoreRequest, lock: Lock, python: str, say: Callable[[str], None
                 subset = Path(folder) / "requirements.txt"
                 subset.write_text(requirement_lines(lock, todo, req.wheelhouse), encoding="utf-8")
                 say(f"installing {len(todo)} locked distributions (hash-checked)")
-                _uv(install_argv(req, Path(python), subset), f"the hashed install into {python}")
+                built = from_source_line(lock, todo)
+                if built:
+                    say(built)
+                with build_constraints_file(lock, todo) as build:
+                    argv = install_argv(req, Path(python), subset, build)
+                    _uv(argv, f"the hashed install into {python}")
         if p.remove:
             say(f"removing {len(p.remove)} distributions not in the lock (--exact)")
             _uninstall(python, [n for n, _ in p.remove])

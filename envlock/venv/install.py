@@ -7,13 +7,20 @@ Below ``envlock.venv.restore`` (the new-venv switch) and
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import subprocess
+import tempfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from envlock.errors import EnvironmentFailure
 from envlock.model import Lock
+
+if TYPE_CHECKING:
+    from envlock.model import Lock
 
 INSTALL_TIMEOUT = 3600
 
@@ -36,7 +43,7 @@ class RestoreRequest:
 
 
 def requirement_lines(lock: Lock, names: set[str], wheelhouse: Path | None = None) -> str:
-    """``name==version --hash=...`` lines of the locked ``names`` (every wheel's sha256);
+    """``name==version --hash=...`` lines of the locked ``names`` (every file's sha256);
     a package routed to an extra index (``--route``) as ``name @ URL --hash``, the
     file it was locked from: its URL, or with ``wheelhouse`` the copy the wheelhouse
     downloaded from that URL (hash-checked)."""
@@ -46,12 +53,12 @@ def requirement_lines(lock: Lock, names: set[str], wheelhouse: Path | None = Non
     for p in lock.packages:
         if p.name not in names:
             continue
-        if p.index:
+        if p.index and p.wheels:
             wheel = routed_wheel(p)
             url = (wheelhouse / wheel.filename).absolute().as_uri() if wheelhouse else wheel.url
             lines.append(f"{p.name} @ {url} --hash=sha256:{wheel.sha256}\n")
             continue
-        hashes = " ".join(f"--hash=sha256:{w.sha256}" for w in p.wheels)
+        hashes = " ".join(f"--hash=sha256:{h}" for h in p.hashes)  # a wheel's or the sdist's
         lines.append(f"{p.name}=={p.version} {hashes}\n")
     return "".join(lines)
 
@@ -71,14 +78,22 @@ def run_step(argv: list[str], doing: str, timeout: float, env: dict[str, str] | 
     return out.stdout
 
 
-def install_argv(req: RestoreRequest, python: Path, requirements: Path | None = None) -> list[str]:
+def install_argv(
+    req: RestoreRequest,
+    python: Path,
+    requirements: Path | None = None,
+    build: Path | None = None,
+) -> list[str]:
     """The hashed install of the bundle's requirements.txt (or ``requirements``, some
-    of its lines) into ``python``'s environment."""
+    of its lines) into ``python``'s environment; ``build``: the build constraints
+    every source archive is built with (``build_constraints_file``)."""
     from envlock.lock.uv import uv_bin
 
     reqs = requirements or req.bundle / "requirements.txt"
     argv = [uv_bin(), "pip", "install", "--python", str(python), "--require-hashes"]
     argv += ["--no-deps", "--no-config", "-r", str(reqs)]
+    if build is not None:
+        argv += ["--build-constraints", str(build)]
     if req.wheelhouse is not None:
         return [*argv, "--no-index", "--offline", "--find-links", str(req.wheelhouse)]
     from envlock.index.config import index_url
@@ -155,3 +170,36 @@ def default_venv(bundle: Path, *, in_place: bool = False, kernel: bool = False) 
         )
     ignored = origin.ignored(bundle, found)
     return bundle / ".venv", "the venv bootstrap.sh makes" + (f" ({ignored})" if ignored else "")
+
+
+@contextlib.contextmanager
+def build_constraints_file(lock: Lock, names: Iterable[str] | None = None) -> Iterator[Path | None]:
+    """The lock's build constraints as a temporary file, written from the lock as
+    read and checked (not the bundle's build-constraints.txt, which is only a copy
+    for people and pip), or None when none of ``names`` (default: every locked
+    package) is built from source."""
+    from envlock.lock.sdists import built_from_source
+
+    wanted = set(built_from_source(lock))
+    if names is not None:
+        wanted &= set(names)
+    if not wanted or not lock.build_constraints:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="envlock-build-") as tmp:
+        path = Path(tmp, "build-constraints.txt")
+        path.write_text("".join(c + "\n" for c in lock.build_constraints), encoding="utf-8")
+        yield path
+
+
+def from_source_line(lock: Lock, names: Iterable[str] | None = None) -> str | None:
+    """What restore says before it builds source archives, or None."""
+    from envlock.lock.sdists import built_from_source
+
+    built = [n for n in built_from_source(lock) if names is None or n in set(names)]
+    if not built:
+        return None
+    return (
+        f"building {', '.join(built)} from source (no wheel fits; locked by sha256, "
+        f"built with the {len(lock.build_constraints)} build requirements the lock pins)"
+    )

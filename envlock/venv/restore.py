@@ -282,14 +282,24 @@ def check_wheelhouse_matches(req: RestoreRequest, lock: Lock) -> None:
     a UsageError (exit 2: the folder given does not match the lock, which is bad
     input, not a failed download) naming every missing or damaged wheel at once,
     before anything is built."""
+    from envlock.lock.sdists import built_from_source
     from envlock.venv.wheelhouse import check_wheelhouse
 
     if req.wheelhouse is None:
         return
+    sources = built_from_source(lock)
+    if sources:
+        raise UsageError(
+            f"--wheelhouse {req.wheelhouse}: the lock builds {', '.join(sources)} from "
+            "source, and a wheelhouse does not hold their build requirements yet (#41); "
+            "nothing was built",
+            hint="restore through the index: "
+            + restore_command(replace(req, wheelhouse=None, offline=False)),
+        )
     problems = check_wheelhouse(lock, req.wheelhouse)
     if not problems:
         return
-    total = len({w.filename for p in lock.packages for w in p.wheels})
+    total = len({w.filename for p in lock.packages for w in p.files})
     lines = "".join(f"\n  {name}: {what}" for name, what in problems)
     raise UsageError(
         f"--wheelhouse {req.wheelhouse} does not match the lock: {len(problems)} of "
@@ -337,35 +347,46 @@ def _check_bundle(req: RestoreRequest) -> Lock:
     return lock
 
 
-def _install(req: RestoreRequest, lock: Lock, python: Path, env: dict[str, str]) -> None:
-    """The hashed install of the whole lock; from a wheelhouse, a package routed to
-    an extra index is installed from the wheelhouse's copy of the file it was locked
-    from (requirements.txt names its URL, which an offline install cannot fetch)."""
+def _install(
+    req: RestoreRequest, lock: Lock, python: Path, env: dict[str, str], build: Path | None
+) -> None:
+    """The hashed install of the whole lock (``build``: the build constraints of its
+    source archives, or None); from a wheelhouse, a package routed to an extra index
+    is installed from the wheelhouse's copy of the file it was locked from
+    (requirements.txt names its URL, which an offline install cannot fetch)."""
     from envlock.venv.install import requirement_lines
 
     if req.wheelhouse is None or not any(p.index for p in lock.packages):
-        run_step(install_argv(req, python), "the hashed install", INSTALL_TIMEOUT, env)
+        argv = install_argv(req, python, build=build)
+        run_step(argv, "the hashed install", INSTALL_TIMEOUT, env)
         return
     with tempfile.TemporaryDirectory(prefix="envlock-restore-") as folder:
         reqs = Path(folder) / "requirements.txt"
         names = {p.name for p in lock.packages}
         reqs.write_text(requirement_lines(lock, names, req.wheelhouse), encoding="utf-8")
-        run_step(install_argv(req, python, reqs), "the hashed install", INSTALL_TIMEOUT, env)
+        argv = install_argv(req, python, reqs, build=build)
+        run_step(argv, "the hashed install", INSTALL_TIMEOUT, env)
 
 
 def _build(
-    req: RestoreRequest, python: str, new: Path, say: Callable[[str], None], lock: Lock
+    req: RestoreRequest, lock: Lock, python: str, new: Path, say: Callable[[str], None]
 ) -> dict[str, object]:
-    """The new venv in ``new``: created, the lock installed with hashes, smoke-tested."""
+    """The new venv in ``new``: created, the lock installed with hashes (source
+    archives built with the lock's build constraints), smoke-tested."""
     from envlock.lock.uv import uv_env
+    from envlock.venv.install import build_constraints_file, from_source_line
 
     say(f"creating {new.name} with {python}")
     create_venv(python, new)
     new_python = new / "bin" / "python"
     say("installing the lock (hash-checked)")
+    built = from_source_line(lock)
+    if built:
+        say(built)
     env = uv_env()  # UV_SYSTEM_CERTS there; UV_NATIVE_TLS would add uv's deprecation warning
     try:
-        _install(req, lock, new_python, env)
+        with build_constraints_file(lock) as build:
+            _install(req, lock, new_python, env, build)
     except EnvironmentFailure as e:
         if req.offline and req.wheelhouse is None and _uv_offline_miss(e.message):
             raise _offline_without_cache(req) from None
@@ -532,7 +553,7 @@ def restore(req: RestoreRequest, progress: Callable[[str], None] | None = None) 
 
         new_python = new / "bin" / "python"
         try:
-            doc = _build(req, python, new, say, lock)
+            doc = _build(req, lock, python, new, say)
         except BaseException:
             # the old venv was never touched; what was built goes (else the next restore)
             shutil.rmtree(new, ignore_errors=True)
