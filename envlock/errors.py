@@ -73,8 +73,9 @@ class StubSdists(NoResolution):
             f"the index's source archives of {named} are stubs (build backend wheel-stub): "
             "building them downloads the wheel from another index, which no locked hash "
             "covers",
-            hint="lock them from the index that serves their wheels (pypi.nvidia.com for "
-            "NVIDIA's packages; several indexes at once: #41's next part), or leave them out",
+            hint="lock them from the index that serves their wheels (NVIDIA's own index, "
+            "for NVIDIA's packages): add it and route them to it with --index NAME=URL "
+            f"--route '{','.join(n for n, _ in pins)}=NAME', or leave them out",
         )
         self.pins = pins
 

@@ -343,6 +343,8 @@ def test_lock_refuses_a_stub_sdist_and_one_that_does_not_build_here(
     )  # fmt: skip
     assert code == 2, err
     assert err.startswith(f"envlock: error: {said}"), err
+    if pin.startswith("stub-only"):  # the hint names the options that route it
+        assert "--index NAME=URL --route 'stub-only=NAME'" in err, err
     assert "Traceback" not in err and err.count("envlock: error:") == 1
     assert not out.exists()
 
