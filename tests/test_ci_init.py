@@ -270,7 +270,7 @@ def test_existing_files_are_kept_without_force(
     ("argv", "needle"),
     [
         (["--spec", "tensorflow>=2.14\nrun: evil"], "SPEC"),
-        (["--spec", "torch>=2"], "envlock ci takes tensorflow SPECs"),
+        (["--spec", "torch>=2"], "envlock ci init takes tensorflow SPECs"),
         (["--spec", SPEC, "--runner-label", "gpu' }}\n"], "--runner-label"),
         (["--spec", SPEC, "--runner-label", "gpu}} || 'x"], "--runner-label"),
         (["--spec", SPEC, "--runner-label", "a b"], "--runner-label"),

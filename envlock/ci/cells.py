@@ -1,4 +1,4 @@
-"""A version range expanded into cells: one TensorFlow release, Python and CUDA source each.
+"""A version range expanded into cells: one release, Python and CUDA source (or build) each.
 
 ``expand`` asks ``envlock.resolve.resolve`` for everything: which releases the
 SPEC admits (the newest patch of each minor: resolve is asked for the newest
@@ -13,6 +13,13 @@ the pip CUDA source (``tf2.15.1-py3.11-cuda12.2``, ``tf2.16.2-py3.12-cuda12.3-pi
 is stable, and safe as a folder name and an image tag (letters, digits, ``.``,
 ``-``). docker buildx bake refuses dots in target names, so a bake target is
 the id with ``.`` replaced by ``_`` (``bake_target``).
+
+torch and JAX (``envlock.ci.buildcells``): a cell is one release x CUDA build x
+Python, ``torch<version>-py<python>-cu<XYZ>`` (``torch2.11.0-py3.12-cu130``) and
+``jax<version>-py<python>-cuda<NN>`` (``jax0.11.2-py3.12-cuda13``); every build
+``matrices/torch.toml`` / ``jax.toml`` holds for the release is a cell, those only
+PyTorch's own index has included, marked ``"index": "pytorch"`` (their lock fails
+with the hint naming that index unless the user configures it).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
@@ -36,7 +43,11 @@ ALL = "all"
 # without --repo, cells are tagged with the local name `ci build` uses without --push:
 # never a namespace on a registry nobody here owns
 DEFAULT_REPO = "envlock-ci"
-CELL_ID = re.compile(r"^tf[0-9][0-9A-Za-z.]*-py3\.[0-9]{1,2}-cuda[0-9]+\.[0-9]+(-pip)?$")
+CELL_ID = re.compile(
+    r"^(tf[0-9][0-9A-Za-z.]*-py3\.[0-9]{1,2}-cuda[0-9]+\.[0-9]+(-pip)?"
+    r"|torch[0-9][0-9A-Za-z.]*-py3\.[0-9]{1,2}-cu[0-9]{2,3}"
+    r"|jax[0-9][0-9A-Za-z.]*-py3\.[0-9]{1,2}-cuda[0-9]{2})$"
+)
 CELL_FIELDS = (
     "id",
     "spec",
@@ -48,6 +59,9 @@ CELL_FIELDS = (
     "base_image",
     "image_tag",
 )
+# a torch or JAX cell's too: its CUDA build (cu130, cuda13) and the index that has it
+# ("default": the configured one; "pytorch": PyTorch's own)
+BUILD_CELL_FIELDS = (*CELL_FIELDS, "build", "index")
 
 
 class CellDict(TypedDict):
@@ -62,6 +76,8 @@ class CellDict(TypedDict):
     cuda_source: str
     base_image: str
     image_tag: str
+    build: NotRequired[str]  # torch/JAX cells: "cu130", "cuda13"
+    index: NotRequired[str]  # torch/JAX cells: "default" | "pytorch"
 
 
 @dataclass(frozen=True)
@@ -76,6 +92,8 @@ class Cell:
     # command line listed them (resolve's defaults are left to resolve, so the
     # cell's lock is `envlock lock <spec> -o D` and checks as current)
     constraints: Constraints | None = None
+    build: str = ""  # torch/JAX: the CUDA build ("cu128", "cuda13"); "" for TensorFlow
+    index: str = ""  # torch/JAX: "default" or "pytorch" (PyTorch's own index)
 
     @property
     def asked(self) -> Constraints:
@@ -100,7 +118,7 @@ class Cell:
 
     def to_dict(self) -> CellDict:
         r = self.resolution
-        return {
+        out: CellDict = {
             "id": self.id,
             "spec": self.spec,
             "version": r.version,
@@ -111,6 +129,10 @@ class Cell:
             "base_image": self.base_image,
             "image_tag": self.image_tag,
         }
+        if self.build:
+            out["build"] = self.build
+            out["index"] = self.index
+        return out
 
 
 @dataclass(frozen=True)
@@ -125,6 +147,11 @@ def cell_id(resolution: Resolution) -> str:
     r = resolution
     suffix = "-pip" if r.cuda_source == "pip" else ""
     return f"tf{r.version}-py{r.python}-cuda{r.cuda}{suffix}"
+
+
+def cell_id_of_build(project: str, version: str, python: str, build: str) -> str:
+    """``torch2.11.0-py3.12-cu130``, ``jax0.11.2-py3.12-cuda13``."""
+    return f"{project}{version}-py{python}-{build}"
 
 
 def bake_target(cell_id_: str) -> str:
@@ -205,9 +232,6 @@ def releases(
     def asked(text: str) -> Constraints:
         return Constraints(spec=text, prereleases=prereleases, exclude_newer=exclude_newer)
 
-    from envlock.resolve.spec import tensorflow_only
-
-    tensorflow_only(spec, "envlock ci")
     found = [resolve(asked(spec), matrix)]
     while len(found) < 1000:
         below = _below_minor(spec, found[-1].version)
@@ -240,6 +264,22 @@ def expand(
     sources exists is still a NoResolution). ``exclude_newer``: an instant
     (envlock.instant) every cell resolves and locks with, as ``--exclude-newer``."""
     repository = check_repo(repo)
+    from envlock.resolve.spec import parse_spec
+
+    project = parse_spec(spec).project
+    if project != "tensorflow":
+        from envlock.ci.buildcells import expand_builds
+
+        return expand_builds(
+            spec,
+            releases(spec, matrix, prereleases, exclude_newer),
+            pythons,
+            sources,
+            repository,
+            matrix,
+            exclude_newer,
+            prereleases,
+        )
     cells: list[Cell] = []
     notes: list[str] = []
     impossible: list[str] = []

@@ -124,7 +124,7 @@ def workflow_context(
     from envlock.ci.install import REQUIREMENTS, RUNNER_PYTHON
     from envlock.resolve.spec import tensorflow_only
 
-    tensorflow_only(spec, "envlock ci")  # a SPEC resolve would refuse is refused here
+    tensorflow_only(spec, "envlock ci init")  # a SPEC resolve would refuse is refused here
     spec_c = checked(
         spec.strip(),
         "--spec",

@@ -219,13 +219,14 @@ def _version_or_none(text: str) -> Version | None:
 
 
 def tensorflow_only(text: str, command: str) -> Spec:
-    """The SPEC of a command that takes TensorFlow alone so far (``ci``); UsageError
+    """The SPEC of a command that takes TensorFlow alone so far (``ci init``); UsageError
     naming the command for a torch or JAX SPEC."""
     spec = parse_spec(text)
     if spec.project != FRAMEWORK:
         raise UsageError(
             f"SPEC {quoted(text)} is a requirement on {spec.project!r}; {command} takes "
-            "tensorflow SPECs (torch and jax: envlock resolve and lock, so far)",
-            hint=f"resolve it with: envlock resolve {shlex.quote(text)}",
+            "tensorflow SPECs (torch and jax: envlock resolve, lock, ci matrix and ci lock, "
+            "so far)",
+            hint=f"list its cells with: envlock ci matrix {shlex.quote(text)}",
         )
     return spec
