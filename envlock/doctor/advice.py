@@ -193,7 +193,7 @@ def driver_fix(ctx: Context, fits: Resolution) -> str:
     pins = ctx.lock.input.with_requirements if ctx.lock is not None else ()
     source = ctx.lock.resolution.cuda_source if ctx.lock is not None else None
     base = (ctx.lock_dir or "env").rstrip("/") or "env"
-    argv = ["envlock", "lock", f"{fits.framework}=={fits.version}"]
+    argv = ["envlock", "lock", *_spec_of(fits)]
     if "--driver" not in ctx.rehearsed:
         argv += ["--driver", "auto"]
     argv += ctx.rehearsed
@@ -202,6 +202,17 @@ def driver_fix(ctx: Context, fits: Resolution) -> str:
     for pin in pins:
         argv += ["--with", pin]
     return shlex.join([*argv, "-o", f"{base}-{fits.framework}{fits.version}"])
+
+
+def _spec_of(fits: Resolution) -> list[str]:
+    """The SPEC (and flag) ``envlock lock`` takes for a resolution: a JAX build by its
+    extra (``jax[cuda13]==0.11.2``), a torch build of PyTorch's own index by its CUDA
+    (``torch==2.11.0 --cuda 12.8``: a SPEC takes no local label)."""
+    if fits.framework == "jax":
+        return [f"jax[cuda{fits.cuda.split('.')[0]}]=={fits.version}"]
+    if fits.framework == "torch" and "+" in fits.version:
+        return [f"torch=={fits.version.split('+')[0]}", "--cuda", fits.cuda]
+    return [f"{fits.framework}=={fits.version}"]
 
 
 def _version(text: str | None) -> Version | None:

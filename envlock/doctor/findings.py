@@ -473,6 +473,9 @@ def judge(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     if any("changed_count" in d for d in probe.get("distributions") or []):
         findings += check_records(probe, ctx)
     findings += check_tensorflow(probe, ctx)
+    from envlock.doctor.builds import check_framework_builds
+
+    findings += check_framework_builds(probe, ctx)
     if ctx.rehearsed and ctx.host is not None and not freeze:
         gpus = ", ".join(f"{g.name} ({g.compute_capability})" for g in ctx.host.gpus) or "none"
         findings.append(

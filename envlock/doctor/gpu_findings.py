@@ -67,16 +67,16 @@ def check_driver(ctx: Context) -> list[Finding]:
         return [Finding("driver", "FAIL", cause, fix, manual=True)]
     fits = ctx.fits(host.driver) if ctx.fits else None
     cause = (
-        f"driver {host.driver} ({host.source}) is older than {needed}, which tensorflow "
+        f"driver {host.driver} ({host.source}) is older than {needed}, which {exp.framework} "
         f"{exp.version} (CUDA {exp.cuda}) needs here: {why}"
     )
     if fits is not None:
         cause += (
-            f"; tensorflow {fits.version} (CUDA {fits.cuda}, cuDNN {fits.cudnn}, driver >= "
+            f"; {fits.framework} {fits.version} (CUDA {fits.cuda}, cuDNN {fits.cudnn}, driver >= "
             f"{fits.driver_min}) runs on this driver: the other fix locks it, keeping your pins"
         )
     else:
-        cause += "; no TensorFlow release in the matrix runs on this driver"
+        cause += f"; no {exp.framework} release in the matrix runs on this driver"
     alternatives = (driver_fix(ctx, fits),) if fits is not None else ()
     return [Finding("driver", "FAIL", cause, fix, manual=True, alternatives=alternatives)]
 

@@ -96,7 +96,7 @@ def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) 
             host=host,
             host_problem=problem,
             allow_cpu=req.allow_cpu,
-            fits=_fits(lock.resolution.python if lock else None, host),
+            fits=_fits(lock.resolution.python if lock else None, host, _asked(expected)),
             floor=_floor(expected, host, dict(os.environ)),
             paths=_paths(expected, host, probe, chosen.python),
             venv=interpreter.venv_of(chosen.python),
@@ -174,9 +174,16 @@ def _expected_for(version: str) -> Any:
         return None
 
 
-def _fits(python: str | None, host: Any) -> Any:
-    """driver -> the newest release that runs on it for this host's GPUs (resolve's
-    answer, PTX JIT floors included)."""
+def _asked(expected: Any) -> str:
+    """The SPEC another release of the expected framework is resolved by: torch, any
+    JAX CUDA build, else tensorflow."""
+    framework = getattr(expected, "framework", "tensorflow")
+    return {"torch": "torch", "jax": "jax[cuda]"}.get(framework, "tensorflow")
+
+
+def _fits(python: str | None, host: Any, spec: str = "tensorflow") -> Any:
+    """driver -> the newest release of ``spec`` that runs on it for this host's GPUs
+    (resolve's answer, PTX JIT floors included)."""
 
     def fits(driver: str) -> Any:
         from envlock.resolve import Constraints, resolve
@@ -185,7 +192,7 @@ def _fits(python: str | None, host: Any) -> Any:
         gpus = host_gpus(host) if host is not None else ()
         for py in (python, None) if python else (None,):
             try:
-                r = resolve(Constraints(spec="tensorflow", driver=driver, python=py, gpus=gpus))
+                r = resolve(Constraints(spec=spec, driver=driver, python=py, gpus=gpus))
             except EnvlockError:
                 continue
             return r
