@@ -136,3 +136,16 @@ def test_a_jax_venv_is_judged_by_its_cuda_plugin() -> None:
     assert driver.alternatives == (
         "envlock lock 'jax[cuda12]==0.12.0.1' --driver auto --cuda-source pip -o env-jax0.12.0.1",
     )
+
+
+def test_torch_labelled_by_pytorchs_index_is_the_locked_build_when_its_cuda_is() -> None:
+    """The GPU machine's torch 2.11.0+cu130 (PyTorch's own index labels its builds) is
+    the lock's torch 2.11.0, the configured index's CUDA 13.0 build: no package
+    difference; the torch build finding says which build it is."""
+    probe = probe_of(TORCH, torch={"version": "2.11.0+cu130", "cuda": "13.0"})
+    by = judge(TORCH, probe, NEW, "torch")
+    assert "package torch" not in by
+    assert (by["packages"].status, by["torch build"].status) == ("PASS", "PASS")
+    assert by["torch build"].cause == (
+        "torch 2.11.0+cu130: the CUDA 13.0 build, read from torch/version.py (installed), as locked"
+    )

@@ -68,6 +68,25 @@ def _torch_cuda(ctx: Context, locked: dict[str, PackageCuda]) -> str | None:
     return fact.cuda if fact is not None else None
 
 
+def same_torch_build(ctx: Context, name: str, installed_version: str, locked: str) -> bool:
+    """Whether an installed torch ``2.11.0+cu130`` (PyTorch's own index labels its builds)
+    is the locked ``2.11.0`` whose build is the CUDA 13.0 one (the configured index's,
+    unlabelled): the same release and CUDA build, so not a package difference; the
+    ``torch build`` finding says which build it is."""
+    from packaging.version import InvalidVersion, Version
+
+    if name != "torch":
+        return False
+    try:
+        have, want = Version(installed_version), Version(locked)
+    except InvalidVersion:
+        return False
+    cuda = _torch_cuda(ctx, _locked_facts(ctx)) if ctx.lock is not None else None
+    if want.local or not have.local or have.public != want.public or not cuda:
+        return False
+    return have.local == "cu" + "".join(cuda.split(".")[:2])
+
+
 def check_framework_builds(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     """``torch build`` and ``jax plugin`` findings for the frameworks the lock holds."""
     lock = ctx.lock

@@ -193,6 +193,8 @@ def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
     """Missing, other version and extra distributions against the lock."""
     if ctx.lock is None:
         return []
+    from envlock.doctor.builds import same_torch_build
+
     have = installed(probe)
     out: list[Finding] = []
     locked = {p.name: p.version for p in ctx.lock.packages}
@@ -209,7 +211,9 @@ def check_packages(probe: ProbeDoc, ctx: Context) -> list[Finding]:
                     alternatives=tuple(x for x in (pip_fix(ctx, name, version),) if x),
                 )
             )
-        elif _version(str(dist.get("version"))) != _version(version):
+        elif _version(str(dist.get("version"))) != _version(version) and not same_torch_build(
+            ctx, name, str(dist.get("version")), version
+        ):
             out.append(
                 Finding(
                     f"package {name}",
