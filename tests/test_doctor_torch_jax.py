@@ -149,3 +149,61 @@ def test_torch_labelled_by_pytorchs_index_is_the_locked_build_when_its_cuda_is()
     assert by["torch build"].cause == (
         "torch 2.11.0+cu130: the CUDA 13.0 build, read from torch/version.py (installed), as locked"
     )
+
+
+def test_another_python_offers_the_lock_of_the_same_torch_build() -> None:
+    probe = probe_of(TORCH)
+    probe["python"] = {"version": "3.11.9"}
+    probe["markers"] = {**ENV, "python_version": "3.11", "python_full_version": "3.11.9"}
+    python = judge(TORCH, probe, NEW, "torch")["python"]
+    assert python.status == "FAIL"
+    assert "torch 2.11.0 has wheels for Python 3.10, 3.11, 3.12, 3.13, 3.14" in python.cause
+    assert python.alternatives == (
+        "envlock lock torch==2.11.0 --cuda 13.0 --python 3.11 --cuda-source pip -o env-py3.11",
+    )
+
+
+def test_doctor_reads_a_lock_without_the_toml_writer() -> None:
+    """doctor --lock on a GPU server's bare python3 (packaging alone beside the standard
+    library): reading pylock.toml imports no tomli_w, which only writing needs."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['tomli_w'] = None\n"
+        "from envlock.lock import read_lock\n"
+        f"print(read_lock({str(TORCH)!r}).resolution.framework)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parent.parent,
+    )
+    assert (out.returncode, out.stdout) == (0, "torch\n"), out.stderr
+
+
+def test_the_gpu_check_script_takes_the_lock_folder(tmp_path: Path) -> None:
+    """scripts/gpu-check-43.sh (the lead runs it on the GPU machine) refuses to run
+    without a bundle folder, before writing anything; shellcheck finds nothing."""
+    import shutil
+    import subprocess
+
+    script = Path(__file__).parent.parent / "scripts" / "gpu-check-43.sh"
+    for argv in ([], [str(tmp_path)]):
+        out = subprocess.run(
+            ["bash", str(script), *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "out")},
+        )
+        assert out.returncode == 2 and out.stderr.startswith("usage: bash scripts/gpu-check-43.sh")
+        assert not (tmp_path / "out").exists()
+    shellcheck = shutil.which("shellcheck")
+    if shellcheck:
+        checked = subprocess.run(
+            [shellcheck, "--severity=style", str(script)], capture_output=True, text=True
+        )
+        assert checked.returncode == 0, checked.stdout

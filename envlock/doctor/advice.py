@@ -175,10 +175,18 @@ def pip_fix(ctx: Context, name: str, version: str) -> str | None:
 
 
 def lock_command(ctx: Context, version: str, python: str, *, suffix: str) -> str:
-    """``envlock lock`` of ``tensorflow==version`` for ``python``, the lock's pins and
-    CUDA source kept, into a new folder beside the bundle."""
+    """``envlock lock`` of the lock's framework at ``version`` for ``python`` (torch:
+    the lock's CUDA build; JAX: its plugin's extra), the lock's pins and CUDA source
+    kept, into a new folder beside the bundle."""
     lock = ctx.lock
-    argv = ["envlock", "lock", f"tensorflow=={version}", "--python", python]
+    spec = [f"tensorflow=={version}"]
+    if lock is not None and lock.resolution.framework != "tensorflow":
+        from dataclasses import replace
+
+        spec = _spec_of(replace(lock.resolution, version=version))
+        if spec[0].startswith("torch") and "--cuda" not in spec:
+            spec += ["--cuda", lock.resolution.cuda]
+    argv = ["envlock", "lock", *spec, "--python", python]
     if lock is not None and lock.resolution.cuda_source == "pip":
         argv += ["--cuda-source", "pip"]
     for pin in lock.input.with_requirements if lock is not None else ():

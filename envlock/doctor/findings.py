@@ -89,7 +89,7 @@ def check_python(probe: ProbeDoc, ctx: Context) -> list[Finding]:
         if newer is not None:
             cause += f"; for Python {minor}, {newer.framework} {newer.version} fits"
             alternatives.append(
-                lock_command(ctx, newer.version, minor, suffix=f"tensorflow{newer.version}")
+                lock_command(ctx, newer.version, minor, suffix=f"{newer.framework}{newer.version}")
             )
         else:
             cause += f"; no release in the matrix has wheels for Python {minor}"

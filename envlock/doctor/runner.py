@@ -101,7 +101,7 @@ def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) 
             paths=_paths(expected, host, probe, chosen.python),
             venv=interpreter.venv_of(chosen.python),
             python=chosen.python,
-            python_fits=_python_fits,
+            python_fits=lambda minor: _python_fits(minor, _asked(expected)),
             rehearsed=rehearsed,
             left_out=left,
         )
@@ -333,12 +333,13 @@ def _explain_log(name: str, expected: Any, lock_dir: str | None) -> list[Any]:
     return found
 
 
-def _python_fits(minor: str) -> Any:
-    """The newest TensorFlow release with wheels for Python ``minor`` (resolve's answer)."""
+def _python_fits(minor: str, spec: str = "tensorflow") -> Any:
+    """The newest release of ``spec`` (the lock's framework) with wheels for Python
+    ``minor`` (resolve's answer)."""
     from envlock.resolve import Constraints, resolve
 
     try:
-        return resolve(Constraints(spec="tensorflow", python=minor))
+        return resolve(Constraints(spec=spec, python=minor))
     except EnvlockError:
         return None
 
