@@ -26,7 +26,7 @@ from envlock.model import OLDEST_PYTHON, Resolution
 from envlock.resolve import Constraints, resolve
 
 if TYPE_CHECKING:
-    from envlock.ci.cells import Expansion
+    from envlock.ci.cell import Expansion
     from envlock.matrix.builds import FrameworkBuild
 
 
@@ -86,7 +86,7 @@ def expand_builds(
     ``found``: resolve's answer for the newest patch of each minor (``cells.releases``);
     each build of a minor is the newest patch of it SPEC admits.
     Returns an ``envlock.ci.cells.Expansion``; NoResolution (exit 2) as ``expand``."""
-    from envlock.ci.cells import ALL, Cell, Expansion, cell_id_of_build
+    from envlock.ci.cell import ALL, Cell, Expansion, cell_id_of_build
     from envlock.matrix import builds
     from envlock.resolve.spec import parse_spec
 
