@@ -270,7 +270,8 @@ def test_existing_files_are_kept_without_force(
     ("argv", "needle"),
     [
         (["--spec", "tensorflow>=2.14\nrun: evil"], "SPEC"),
-        (["--spec", "torch>=2"], "envlock ci takes tensorflow SPECs"),
+        (["--spec", "numpy>=2"], "envlock resolves tensorflow, torch and jax"),
+        (["--spec", "jax>=0.11"], "JAX without a CUDA extra"),
         (["--spec", SPEC, "--runner-label", "gpu' }}\n"], "--runner-label"),
         (["--spec", SPEC, "--runner-label", "gpu}} || 'x"], "--runner-label"),
         (["--spec", SPEC, "--runner-label", "a b"], "--runner-label"),
@@ -466,3 +467,21 @@ def test_actions_from_a_device_or_a_fifo_is_exit_2_without_reading_it(
         assert code == 2 and f"--actions-from {path}: not a regular file" in err, err
         assert "Traceback" not in err
     assert not (project / ".github").exists()
+
+
+@pytest.mark.parametrize("spec", ["torch>=2.9,<2.12", "jax[cuda13]>=0.11"])
+def test_a_torch_or_jax_range_gets_the_same_workflow(
+    project: Path, capsys: pytest.CaptureFixture[str], spec: str
+) -> None:
+    """Issue 43: the workflow builds the committed cells whatever the framework; only
+    the SPEC it names (and checks the cells against) differs from the golden file's."""
+    code, _, err = _init(
+        capsys, "--spec", spec, "--runner-label", "gpu-h200", "--envlock-wheel", f"dist/{WHEEL}"
+    )
+    assert code == 0, err
+    path = project / ".github" / "workflows" / "envlock-images.yml"
+    got = path.read_text(encoding="utf-8")
+    golden = GOLDEN.read_text(encoding="utf-8")
+    assert got.replace(spec, SPEC) == golden
+    lint = actionlint(path)
+    assert lint.returncode == 0, lint.stdout + lint.stderr

@@ -302,3 +302,27 @@ def test_apt_mirror_build_argument_rewrites_the_ubuntu_archive(tmp_path: Path, m
     assert (etc / "sources.list.d" / "ubuntu.sources").read_text() == (
         "Types: deb\nURIs: http://mirror.invalid/ubuntu/\nSuites: noble noble-updates\n"
     )
+
+
+def test_torch_and_jax_cases_render_on_the_cuda_runtime_image_with_wheels_cuda() -> None:
+    """Issue 43: a torch and a JAX bundle, each on the base image resolve chose (the CUDA
+    runtime only: their CUDA and cuDNN come from the nvidia-* wheels of the lock)."""
+    seen = {}
+    for case in CASES:
+        res = read_lock(GOLDEN / case).resolution
+        seen[res.framework] = (case, res)
+    for framework, build in (("torch", "cu130"), ("jax", "cuda13")):
+        assert framework in seen, f"no golden case for {framework}"
+        case, res = seen[framework]
+        assert (res.cuda, res.cuda_source) == ("13.0", "pip")
+        dockerfile = (GOLDEN / case / "expected" / "Dockerfile").read_text(encoding="utf-8")
+        assert f"ARG BASE_IMAGE={res.base_image}\n" in dockerfile
+        assert res.base_image.startswith(f"nvidia/cuda:{res.cuda_image_version}-base-")
+        # the framework loads the wheels' libraries itself: no partial loader path
+        assert "LD_LIBRARY_PATH" not in dockerfile
+        expect = json.loads((GOLDEN / case / "expected" / "expect.json").read_text("utf-8"))
+        # what the harness judges the install by: torch states the CUDA it was built with
+        # (torch.version.cuda); JAX only floors of its plugin's extra, so the majors
+        cuda = res.cuda if framework == "torch" else res.cuda.split(".")[0]
+        assert (expect["framework"], expect["cuda"], expect["build"]) == (framework, cuda, build)
+        assert "frameworks" not in expect  # the framework alone: the harness tests it alone

@@ -253,6 +253,71 @@ def test_expect_json_names_the_frameworks_and_judges_only_its_own(
     check_result(result)
 
 
+class FakePluginJax(FakeJax):
+    """JAX whose build info names its CUDA plugin, as the real adapter's does."""
+
+    def build_info(self) -> dict[str, Any]:
+        info = super().build_info()
+        raw = {"plugin": self.conf.get("plugin"), "plugin_version": self.conf.get("plugin_v")}
+        return {**info, "raw": raw}
+
+
+def test_build_cuda_judges_the_locked_cuda_build_of_torch_and_jax(
+    fw: Frameworks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 43: expect.json's ``build`` (rendered from a torch or JAX lock) against the
+    install: torch's local label where it has one (torch.version.cuda decides where it
+    has none), JAX's CUDA plugin and its version."""
+    expect = {"framework": "torch", "version": "2.11.0", "cuda": "12.8", "build": "cu128"}
+    fw.conf["torch"] = {"version": "2.11.0+cu128", "cuda": "12.8"}
+    result = run(tmp_path, "--no-benchmark", "--no-training", expect=expect)
+    assert checks(result)["build_cuda"] == (
+        "PASS",
+        "built with CUDA 12.8 as locked; the cu128 build as locked (2.11.0+cu128)",
+    )
+    fw.conf["torch"] = {"version": "2.11.0+cu126", "cuda": "12.8"}  # a label that lies
+    result = run(tmp_path, "--no-benchmark", "--no-training", expect=expect)
+    assert checks(result)["build_cuda"] == (
+        "FAIL",
+        "torch 2.11.0+cu126 is the cu126 build, the lock says cu128",
+    )
+    # the default index's build has no label: torch.version.cuda is the fact
+    fw.conf["torch"] = {"version": "2.11.0", "cuda": "13.0"}
+    result = run(tmp_path, "--no-benchmark", "--no-training", expect=expect)
+    assert checks(result)["build_cuda"] == ("FAIL", "built with CUDA 13.0, the lock says 12.8")
+    result = run(
+        tmp_path,
+        "--no-benchmark",
+        "--no-training",
+        expect={**expect, "cuda": "13.0", "build": "cu130"},
+    )
+    assert checks(result)["build_cuda"] == ("PASS", "built with CUDA 13.0 as locked")
+
+    monkeypatch.setitem(h.ADAPTERS, "jax", lambda: FakePluginJax(**fw.conf["jax"]))
+    jax = {"framework": "jax", "version": "0.11.2", "cuda": "13", "build": "cuda13"}
+    for conf, verdict in (
+        (
+            {"plugin": "jax-cuda13-plugin", "plugin_v": "0.11.2"},
+            ("PASS", "built with CUDA 13 as locked; jax-cuda13-plugin 0.11.2 as locked"),
+        ),
+        (
+            {"plugin": "jax-cuda13-plugin", "plugin_v": "0.11.1"},
+            ("FAIL", "jax-cuda13-plugin 0.11.1 is installed, the lock says 0.11.2"),
+        ),
+        (
+            {"plugin": "jax-cuda12-plugin", "plugin_v": "0.11.2"},
+            ("FAIL", "jax-cuda12-plugin 0.11.2 is installed, the lock says jax-cuda13-plugin"),
+        ),
+        (
+            {"plugin": None},
+            ("FAIL", "no JAX CUDA plugin is installed, the lock says jax-cuda13-plugin 0.11.2"),
+        ),
+    ):
+        fw.conf["jax"] = {"version": "0.11.2", "cuda": "13.0", **conf}
+        result = run(tmp_path, "--no-benchmark", "--no-training", expect=jax)
+        assert checks(result)["build_cuda"] == verdict, conf
+
+
 def test_detect_frameworks_lists_every_importable_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,4 +1,4 @@
-"""A version range expanded into cells: one TensorFlow release, Python and CUDA source each.
+"""A version range expanded into cells: one release, Python and CUDA source (or build) each.
 
 ``expand`` asks ``envlock.resolve.resolve`` for everything: which releases the
 SPEC admits (the newest patch of each minor: resolve is asked for the newest
@@ -13,30 +13,42 @@ the pip CUDA source (``tf2.15.1-py3.11-cuda12.2``, ``tf2.16.2-py3.12-cuda12.3-pi
 is stable, and safe as a folder name and an image tag (letters, digits, ``.``,
 ``-``). docker buildx bake refuses dots in target names, so a bake target is
 the id with ``.`` replaced by ``_`` (``bake_target``).
+
+torch and JAX (``envlock.ci.buildcells``): a cell is one release x CUDA build x
+Python, ``torch<version>-py<python>-cu<XYZ>`` (``torch2.11.0-py3.12-cu130``) and
+``jax<version>-py<python>-cuda<NN>`` (``jax0.11.2-py3.12-cuda13``); every build
+``matrices/torch.toml`` / ``jax.toml`` holds for the release is a cell, those only
+PyTorch's own index has included, marked ``"index": "pytorch"`` (their lock fails
+with the hint naming that index unless the user configures it).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TypedDict
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from envlock.ci.cell import ALL as ALL
+from envlock.ci.cell import Cell as Cell
+from envlock.ci.cell import CellDict as CellDict
+from envlock.ci.cell import Expansion as Expansion
 from envlock.errors import NoResolution, UsageError
 from envlock.matrix import Matrix
 from envlock.model import CUDA_SOURCES, OLDEST_PYTHON, Resolution
 from envlock.resolve import Constraints, resolve
 from envlock.resolve.constraints import PYTHON_MINOR
 
-ALL = "all"
 # without --repo, cells are tagged with the local name `ci build` uses without --push:
 # never a namespace on a registry nobody here owns
 DEFAULT_REPO = "envlock-ci"
-CELL_ID = re.compile(r"^tf[0-9][0-9A-Za-z.]*-py3\.[0-9]{1,2}-cuda[0-9]+\.[0-9]+(-pip)?$")
+CELL_ID = re.compile(
+    r"^(tf[0-9][0-9A-Za-z.]*-py3\.[0-9]{1,2}-cuda[0-9]+\.[0-9]+(-pip)?"
+    r"|torch[0-9][0-9A-Za-z.]*-py3\.[0-9]{1,2}-cu[0-9]{2,3}"
+    r"|jax[0-9][0-9A-Za-z.]*-py3\.[0-9]{1,2}-cuda[0-9]{2})$"
+)
 CELL_FIELDS = (
     "id",
     "spec",
@@ -48,77 +60,9 @@ CELL_FIELDS = (
     "base_image",
     "image_tag",
 )
-
-
-class CellDict(TypedDict):
-    """One cell as JSON (a row of the GitHub matrix, of cells.json, of ``ci matrix``)."""
-
-    id: str
-    spec: str
-    version: str
-    python: str
-    cuda: str
-    cudnn: str
-    cuda_source: str
-    base_image: str
-    image_tag: str
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One release x Python x CUDA source, as ``envlock lock`` resolves it."""
-
-    id: str
-    spec: str  # "tensorflow==2.15.1"
-    resolution: Resolution
-    image_tag: str  # "REPO:<id>"
-    # what the cell asked resolve for: the Python and CUDA source only where the
-    # command line listed them (resolve's defaults are left to resolve, so the
-    # cell's lock is `envlock lock <spec> -o D` and checks as current)
-    constraints: Constraints | None = None
-
-    @property
-    def asked(self) -> Constraints:
-        return self.constraints if self.constraints is not None else Constraints(spec=self.spec)
-
-    @property
-    def version(self) -> str:
-        return self.resolution.version
-
-    @property
-    def python(self) -> str:
-        return self.resolution.python
-
-    @property
-    def cuda_source(self) -> str:
-        return self.resolution.cuda_source
-
-    @property
-    def base_image(self) -> str:
-        r = self.resolution
-        return r.base_image + (f"@{r.base_image_digest}" if r.base_image_digest else "")
-
-    def to_dict(self) -> CellDict:
-        r = self.resolution
-        return {
-            "id": self.id,
-            "spec": self.spec,
-            "version": r.version,
-            "python": r.python,
-            "cuda": r.cuda,
-            "cudnn": r.cudnn,
-            "cuda_source": r.cuda_source,
-            "base_image": self.base_image,
-            "image_tag": self.image_tag,
-        }
-
-
-@dataclass(frozen=True)
-class Expansion:
-    """The cells, and the notes on what ``--python all`` left out (and why)."""
-
-    cells: tuple[Cell, ...]
-    notes: tuple[str, ...] = ()
+# a torch or JAX cell's too: its CUDA build (cu130, cuda13) and the index that has it
+# ("default": the configured one; "pytorch": PyTorch's own)
+BUILD_CELL_FIELDS = (*CELL_FIELDS, "build", "index")
 
 
 def cell_id(resolution: Resolution) -> str:
@@ -205,9 +149,6 @@ def releases(
     def asked(text: str) -> Constraints:
         return Constraints(spec=text, prereleases=prereleases, exclude_newer=exclude_newer)
 
-    from envlock.resolve.spec import tensorflow_only
-
-    tensorflow_only(spec, "envlock ci")
     found = [resolve(asked(spec), matrix)]
     while len(found) < 1000:
         below = _below_minor(spec, found[-1].version)
@@ -240,6 +181,22 @@ def expand(
     sources exists is still a NoResolution). ``exclude_newer``: an instant
     (envlock.instant) every cell resolves and locks with, as ``--exclude-newer``."""
     repository = check_repo(repo)
+    from envlock.resolve.spec import parse_spec
+
+    project = parse_spec(spec).project
+    if project != "tensorflow":
+        from envlock.ci.buildcells import expand_builds
+
+        return expand_builds(
+            spec,
+            releases(spec, matrix, prereleases, exclude_newer),
+            pythons,
+            sources,
+            repository,
+            matrix,
+            exclude_newer,
+            prereleases,
+        )
     cells: list[Cell] = []
     notes: list[str] = []
     impossible: list[str] = []

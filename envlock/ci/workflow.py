@@ -122,14 +122,14 @@ def workflow_context(
     ``extra_words``: the options of the command line that made it (for the
     regenerate line), already checked by their own door."""
     from envlock.ci.install import REQUIREMENTS, RUNNER_PYTHON
-    from envlock.resolve.spec import tensorflow_only
+    from envlock.resolve.spec import parse_spec
 
-    tensorflow_only(spec, "envlock ci")  # a SPEC resolve would refuse is refused here
+    parse_spec(spec)  # a SPEC resolve would refuse is refused here
     spec_c = checked(
         spec.strip(),
         "--spec",
         shape=SPEC_RE,
-        what="a requirement on tensorflow of plain characters",
+        what="a requirement on tensorflow, torch or jax of plain characters",
         hint="e.g. --spec 'tensorflow>=2.14,<2.17'",
         max_len=200,
     )

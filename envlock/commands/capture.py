@@ -32,8 +32,10 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "capture",
         help="lock an existing working environment (a venv, an interpreter or a pip freeze)",
-        description="Lock what is installed: TensorFlow at its installed release and every "
-        "other distribution at its installed version (pip, setuptools and wheel too), for "
+        description="Lock what is installed: TensorFlow at its installed release (where "
+        "there is none: torch at its release and CUDA build, +cuXYZ; else JAX with its CUDA "
+        "plugin's extra, jax[cudaNN]) and every other distribution at its installed version "
+        "(pip, setuptools and wheel too), for "
         "the interpreter's Python; DIR becomes a normal bundle (pylock.toml with hashes from "
         "the index, requirements.txt, Dockerfile, bootstrap.sh) and DIR/captured.json names "
         "the interpreter and venv it came from. Left out, each with a note: nvidia CUDA "
@@ -160,11 +162,14 @@ def run(args: argparse.Namespace) -> int:
     from envlock.resolve import Constraints, resolve
 
     indexes, routes = routing.pairs(routing.parse(args.indexes, args.routes))
-    spec = f"{captured.framework}=={captured.version}"
     python = args.python or captured.python_minor
     cuda_source = args.cuda_source or captured.cuda_source
     constraints = Constraints(
-        spec=spec, python=python, cuda_source=cuda_source, only_binary=args.only_binary
+        spec=captured.spec,
+        python=python,
+        cuda=captured.cuda,
+        cuda_source=cuda_source,
+        only_binary=args.only_binary,
     )
     resolution = resolve(constraints)
     request = LockRequest(
@@ -414,10 +419,13 @@ def run_freeze(args: argparse.Namespace, out: Path) -> int:
         raise _contradicted(
             args, choice.python, against, lines, leftout.choose_python(captured.pins, found)
         )
-    spec = f"{captured.framework}=={captured.version}"
     cuda_source = args.cuda_source or captured.cuda_source
     constraints = Constraints(
-        spec=spec, python=choice.python, cuda_source=cuda_source, only_binary=args.only_binary
+        spec=captured.spec,
+        python=choice.python,
+        cuda=captured.cuda,
+        cuda_source=cuda_source,
+        only_binary=args.only_binary,
     )
     resolution = resolve(constraints)
     target = Target.for_lock(resolution.python, resolution.os)

@@ -15,7 +15,8 @@ def register(sub: Any) -> None:
         "doctor",
         help="inspect a live venv against its lock; explain the messages of a training log",
         description="Run a small probe in the venv's interpreter and compare it with the lock: "
-        "Python, every installed distribution, TensorFlow's version and build, the driver "
+        "Python, every installed distribution, TensorFlow's version and build (torch's and "
+        "JAX's CUDA build: torch/version.py, the jax-cudaNN-plugin), the driver "
         "against the lock's floor, the GPUs' compute capability, CUDA/cuDNN libraries, "
         "LD_LIBRARY_PATH and CUDA_VISIBLE_DEVICES. Without --lock, the venv is checked "
         "against itself (every Requires-Dist met). Exit 0 no failure, 1 a FAIL, "

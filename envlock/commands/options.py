@@ -285,7 +285,10 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
 
 # ---------------------------------------------------------------- ci cells (ci matrix, ci lock)
 
-CELL_SPEC_HELP = "a requirement on tensorflow: 'tensorflow>=2.14,<2.17', 'tensorflow==2.15', ..."
+CELL_SPEC_HELP = (
+    "a requirement on tensorflow, torch or jax: 'tensorflow>=2.14,<2.17', "
+    "'torch>=2.9,<2.12', 'jax[cuda]>=0.11', ..."
+)
 
 
 def add_cell_arguments(p: argparse.ArgumentParser, spec_help: str = CELL_SPEC_HELP) -> None:

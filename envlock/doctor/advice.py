@@ -268,10 +268,18 @@ def pip_fix(ctx: Context, name: str, version: str) -> str | None:
 
 
 def lock_command(ctx: Context, version: str, python: str, *, suffix: str) -> str:
-    """``envlock lock`` of ``tensorflow==version`` for ``python``, the lock's pins and
-    CUDA source kept, into a new folder beside the bundle."""
+    """``envlock lock`` of the lock's framework at ``version`` for ``python`` (torch:
+    the lock's CUDA build; JAX: its plugin's extra), the lock's pins and CUDA source
+    kept, into a new folder beside the bundle."""
     lock = ctx.lock
-    argv = ["envlock", "lock", f"tensorflow=={version}", "--python", python]
+    spec = [f"tensorflow=={version}"]
+    if lock is not None and lock.resolution.framework != "tensorflow":
+        from dataclasses import replace
+
+        spec = _spec_of(replace(lock.resolution, version=version))
+        if spec[0].startswith("torch") and "--cuda" not in spec:
+            spec += ["--cuda", lock.resolution.cuda]
+    argv = ["envlock", "lock", *spec, "--python", python]
     if lock is not None and lock.resolution.cuda_source == "pip":
         argv += ["--cuda-source", "pip"]
     argv += _pins(ctx)
@@ -297,7 +305,7 @@ def driver_fix(ctx: Context, fits: Resolution) -> str:
     kept, the same CUDA source, a new bundle folder beside the old one."""
     source = ctx.lock.resolution.cuda_source if ctx.lock is not None else None
     base = (ctx.lock_dir or "env").rstrip("/") or "env"
-    argv = ["envlock", "lock", f"{fits.framework}=={fits.version}"]
+    argv = ["envlock", "lock", *_spec_of(fits)]
     if "--driver" not in ctx.rehearsed:
         argv += ["--driver", "auto"]
     argv += ctx.rehearsed
@@ -305,6 +313,17 @@ def driver_fix(ctx: Context, fits: Resolution) -> str:
         argv += ["--cuda-source", "pip"]
     argv += _pins(ctx)
     return shlex.join([*argv, "-o", f"{base}-{fits.framework}{fits.version}"])
+
+
+def _spec_of(fits: Resolution) -> list[str]:
+    """The SPEC (and flag) ``envlock lock`` takes for a resolution: a JAX build by its
+    extra (``jax[cuda13]==0.11.2``), a torch build of PyTorch's own index by its CUDA
+    (``torch==2.11.0 --cuda 12.8``: a SPEC takes no local label)."""
+    if fits.framework == "jax":
+        return [f"jax[cuda{fits.cuda.split('.')[0]}]=={fits.version}"]
+    if fits.framework == "torch" and "+" in fits.version:
+        return [f"torch=={fits.version.split('+')[0]}", "--cuda", fits.cuda]
+    return [f"{fits.framework}=={fits.version}"]
 
 
 def _version(text: str | None) -> Version | None:

@@ -72,22 +72,22 @@ def check_driver(ctx: Context) -> list[Finding]:
         return [Finding("driver", "FAIL", cause, fix, manual=True)]
     fits = ctx.fits(host.driver) if ctx.fits else None
     cause = (
-        f"driver {host.driver} ({host.source}) is older than {needed}, which tensorflow "
+        f"driver {host.driver} ({host.source}) is older than {needed}, which {exp.framework} "
         f"{exp.version} (CUDA {exp.cuda}) needs here: {why}"
     )
     if fits is not None:
         cause += (
-            f"; tensorflow {fits.version} (CUDA {fits.cuda}, cuDNN {fits.cudnn}, driver >= "
+            f"; {fits.framework} {fits.version} (CUDA {fits.cuda}, cuDNN {fits.cudnn}, driver >= "
             f"{fits.driver_min}) runs on this driver: the other fix locks it, keeping your pins"
         )
     else:
-        cause += "; no TensorFlow release in the matrix runs on this driver"
+        cause += f"; no {exp.framework} release in the matrix runs on this driver"
     if fits is None:
         return [Finding("driver", "FAIL", cause, fix, manual=True)]
     ways = (
-        Way(f"a newer driver for tensorflow {exp.version}", (do(fix),)),
+        Way(f"a newer driver for {exp.framework} {exp.version}", (do(fix),)),
         Way(
-            f"lock tensorflow {fits.version}, which runs on this driver (a new bundle)",
+            f"lock {exp.framework} {fits.version}, which runs on this driver (a new bundle)",
             (run(driver_fix(ctx, fits)),),
         ),
     )

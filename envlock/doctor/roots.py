@@ -174,6 +174,8 @@ def fold(
     lock = ctx.lock
     if lock is None:
         return found
+    from envlock.doctor.builds import same_torch_build
+
     have = installed(probe)
     locked = {p.name: p.version for p in lock.packages}
     facts = (
@@ -185,10 +187,9 @@ def fold(
         got, want = have.get(name), locked.get(name)
         if want is None:  # not locked: an extra, or a line the capture left out
             continue
-        if (
-            got is not None
-            and want is not None
-            and _version(str(got.get("version"))) == _version(want)
+        if got is not None and (
+            _version(str(got.get("version"))) == _version(want)
+            or same_torch_build(ctx, name, str(got.get("version")), want)
         ):
             continue
         roots.append(name)

@@ -74,7 +74,9 @@ def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) 
             bare = Context(
                 lock, lock_dir, expected, None, "", allow_cpu=req.allow_cpu, venv=gone.venv
             )
-            found.append(F.interpreter_gone(bare, gone.link, gone.points_to))
+            from envlock.doctor.interpreter import interpreter_gone
+
+            found.append(interpreter_gone(bare, gone.link, gone.points_to))
             return _report(doc, found, req.notebook)
         doc["interpreter"] = chosen.to_dict()
         if progress is not None:
@@ -98,12 +100,12 @@ def diagnose(req: DoctorRequest, progress: Callable[[str], None] | None = None) 
             host_problem=problem,
             allow_cpu=req.allow_cpu,
             notebook=req.notebook,
-            fits=_fits(lock.resolution.python if lock else None, host),
+            fits=_fits(lock.resolution.python if lock else None, host, _asked(expected)),
             floor=_floor(expected, host, dict(os.environ)),
             paths=_paths(expected, host, probe, chosen.python),
             venv=interpreter.venv_of(chosen.python),
             python=chosen.python,
-            python_fits=_python_fits,
+            python_fits=lambda minor: _python_fits(minor, _asked(expected)),
             rehearsed=rehearsed,
             left_out=left,
         )
@@ -182,9 +184,16 @@ def _expected_for(version: str) -> Any:
         return None
 
 
-def _fits(python: str | None, host: Any) -> Any:
-    """driver -> the newest release that runs on it for this host's GPUs (resolve's
-    answer, PTX JIT floors included)."""
+def _asked(expected: Any) -> str:
+    """The SPEC another release of the expected framework is resolved by: torch, any
+    JAX CUDA build, else tensorflow."""
+    framework = getattr(expected, "framework", "tensorflow")
+    return {"torch": "torch", "jax": "jax[cuda]"}.get(framework, "tensorflow")
+
+
+def _fits(python: str | None, host: Any, spec: str = "tensorflow") -> Any:
+    """driver -> the newest release of ``spec`` that runs on it for this host's GPUs
+    (resolve's answer, PTX JIT floors included)."""
 
     def fits(driver: str) -> Any:
         from envlock.resolve import Constraints, resolve
@@ -193,7 +202,7 @@ def _fits(python: str | None, host: Any) -> Any:
         gpus = host_gpus(host) if host is not None else ()
         for py in (python, None) if python else (None,):
             try:
-                r = resolve(Constraints(spec="tensorflow", driver=driver, python=py, gpus=gpus))
+                r = resolve(Constraints(spec=spec, driver=driver, python=py, gpus=gpus))
             except EnvlockError:
                 continue
             return r
@@ -339,12 +348,13 @@ def _explain_log(
     return found
 
 
-def _python_fits(minor: str) -> Any:
-    """The newest TensorFlow release with wheels for Python ``minor`` (resolve's answer)."""
+def _python_fits(minor: str, spec: str = "tensorflow") -> Any:
+    """The newest release of ``spec`` (the lock's framework) with wheels for Python
+    ``minor`` (resolve's answer)."""
     from envlock.resolve import Constraints, resolve
 
     try:
-        return resolve(Constraints(spec="tensorflow", python=minor))
+        return resolve(Constraints(spec=spec, python=minor))
     except EnvlockError:
         return None
 

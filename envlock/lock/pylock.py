@@ -17,8 +17,6 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
 from envlock.door import bad_character, carries_secret, redact, shown
 from envlock.errors import DataError
 from envlock.lock.sdists import (
@@ -245,6 +243,8 @@ def pylock_text(lock: Lock) -> str:
         "the lock to write",
         hint="give the spec, --with and -r requirements without control characters",
     )
+    import tomli_w  # writing only: reading a lock (doctor on a bare python3) needs it not
+
     return "".join(comment(line) + "\n" for line in header) + tomli_w.dumps(pylock_document(lock))
 
 

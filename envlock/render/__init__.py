@@ -117,18 +117,38 @@ class ExpectDocument(TypedDict, total=False):
     cudnn: str
     compute_capabilities: list[str]
     lock_digest: str
+    build: str  # torch/JAX: the CUDA build, "cu130", "cuda13"
+
+
+def framework_build(framework: str, cuda: str) -> str:
+    """The CUDA build a torch or JAX lock names: torch's local label (CUDA 12.8 ->
+    ``cu128``), JAX's plugin extra (``cuda13``); "" for TensorFlow."""
+    digits = cuda.split(".")
+    if framework == "torch" and len(digits) >= 2:
+        return f"cu{digits[0]}{digits[1]}"
+    if framework == "jax" and digits[0]:
+        return f"cuda{digits[0]}"
+    return ""
 
 
 def expect_document(ctx: BundleContext) -> ExpectDocument:
+    cuda, cudnn = str(ctx.cuda), str(ctx.cudnn)
+    if ctx.framework == "jax":
+        # JAX states its CUDA and cuDNN as floors of the plugin's extra (jax.toml:
+        # with-cuda-minimum), not as what it was built with: the majors are the facts
+        cuda, cudnn = cuda.split(".")[0], cudnn.split(".")[0]
     doc: ExpectDocument = {
         "framework": ctx.framework,
         "version": ctx.version,
         "python": ctx.python,
-        "cuda": ctx.cuda,
-        "cudnn": ctx.cudnn,
+        "cuda": cuda,
+        "cudnn": cudnn,
         "compute_capabilities": list(ctx.compute_capabilities),
         "lock_digest": ctx.lock_digest,
     }
+    build = framework_build(ctx.framework, str(ctx.cuda))
+    if build:
+        doc["build"] = build
     if len(ctx.frameworks) > 1:
         doc["frameworks"] = list(ctx.frameworks)
     if ctx.driver_set_by:  # a lock made before #40 renders as it did

@@ -339,7 +339,12 @@ def bundle_context(
         read_ca_cert(options.ca_cert)
 
     lib_dirs, bin_dirs = _wheel_dirs(lock)
-    if res.cuda_source == "pip" and not lib_dirs:
+    if res.framework != "tensorflow" and not any(p.name == "tensorflow" for p in lock.packages):
+        # torch and JAX load the nvidia-* wheels' libraries from site-packages themselves
+        # (torch: its libraries' RPATH and preload; JAX: its CUDA plugin), CUDA 13's
+        # suffix-less wheels (nvidia/cu13/lib) included: the loader's path is left alone
+        lib_dirs, bin_dirs = (), ()
+    elif res.cuda_source == "pip" and not lib_dirs:
         warnings.append(
             "the lock uses the pip CUDA source but holds no nvidia-* wheels; TensorFlow "
             "will not find CUDA in this image"

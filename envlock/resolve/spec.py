@@ -12,7 +12,6 @@ instead.
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -216,16 +215,3 @@ def _version_or_none(text: str) -> Version | None:
         return Version(text)
     except (InvalidVersion, ValueError):  # ValueError: an integer of thousands of digits
         return None
-
-
-def tensorflow_only(text: str, command: str) -> Spec:
-    """The SPEC of a command that takes TensorFlow alone so far (``ci``); UsageError
-    naming the command for a torch or JAX SPEC."""
-    spec = parse_spec(text)
-    if spec.project != FRAMEWORK:
-        raise UsageError(
-            f"SPEC {quoted(text)} is a requirement on {spec.project!r}; {command} takes "
-            "tensorflow SPECs (torch and jax: envlock resolve and lock, so far)",
-            hint=f"resolve it with: envlock resolve {shlex.quote(text)}",
-        )
-    return spec

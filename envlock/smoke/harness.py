@@ -154,6 +154,7 @@ class Expect(TypedDict, total=False):
     gpu_peaks: list[Peak]
     driver_min: str  # the whole lock's driver floor (every CUDA-carrying package's)
     driver_set_by: str  # the packages that set it, "torch 2.15.0 (CUDA 13.2, ...)"
+    build: str  # torch/JAX: the CUDA build locked, "cu130" (torch), "cuda13" (JAX's plugin)
 
 
 # build_info's "from" is a keyword, hence the functional form (string annotations:
@@ -2278,7 +2279,7 @@ def read_peaks(ctx: Context) -> None:
 
 
 # expect.json's facts of one framework's build: compared only with the framework it names
-FRAMEWORK_FACTS = ("version", "cuda", "cudnn", "compute_capabilities")
+FRAMEWORK_FACTS = ("version", "cuda", "cudnn", "compute_capabilities", "build")
 
 
 def expect_for(expect: Expect, name: str) -> Expect:
@@ -2396,7 +2397,46 @@ def _compare_build(ctx: Context, key: str, label: str) -> Verdict:
 
 
 def check_build_cuda(ctx: Context) -> Verdict:
-    return _compare_build(ctx, "cuda", "CUDA")
+    verdict = _compare_build(ctx, "cuda", "CUDA")
+    build = ctx.expect.get("build")
+    if verdict.status == FAIL or not build:
+        return verdict
+    found = _build_found(ctx, str(build))
+    if found is None:
+        return verdict
+    status, said = found
+    if status == FAIL:
+        return Verdict(FAIL, said)
+    return Verdict(verdict.status, f"{verdict.reason}; {said}")
+
+
+def _build_found(ctx: Context, build: str) -> tuple[str, str] | None:
+    """The CUDA build the lock names (expect.json's ``build``) against the installed one:
+    torch: the local label of its version when it has one (``2.11.0+cu128``: PyTorch's
+    own index; the default index's build has none, and torch.version.cuda decides);
+    JAX: the CUDA plugin distribution and its version (``jax-cuda13-plugin`` 0.11.2)."""
+    raw = ctx.build.get("raw") or {}
+    if ctx.framework == "torch":
+        label = str(ctx.version or "").partition("+")[2]
+        if not label:
+            return None
+        if label == build:
+            return PASS, f"the {build} build as locked ({ctx.version})"
+        return FAIL, f"torch {ctx.version} is the {label} build, the lock says {build}"
+    if ctx.framework == "jax":
+        plugin, plugin_version = raw.get("plugin"), raw.get("plugin_version")
+        want = f"jax-{build}-plugin"
+        version = ctx.expect.get("version")
+        if not plugin:
+            return FAIL, "no JAX CUDA plugin is installed, the lock says {} {}".format(
+                want, version or ""
+            ).strip()
+        if plugin != want:
+            return FAIL, f"{plugin} {plugin_version} is installed, the lock says {want}"
+        if version and not same_release(version, plugin_version):
+            return FAIL, f"{plugin} {plugin_version} is installed, the lock says {version}"
+        return PASS, f"{plugin} {plugin_version} as locked"
+    return None
 
 
 def check_build_cudnn(ctx: Context) -> Verdict:

@@ -38,6 +38,7 @@ the target, each with the nearest versions it can (PEP 691 pages).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -99,6 +100,17 @@ class Captured:
     interpreter: str | None = None  # the interpreter probed, absolute, links kept; None: a freeze
     venv: str | None = None  # its venv folder; None for a system interpreter or a freeze
     probe: ProbeDoc = field(default_factory=_no_probe, repr=False, compare=False)
+    # torch: the CUDA of the installed build's +cuXYZ label ("13.0"), which picks the build
+    # the lock takes; JAX: the CUDA extra its installed plugin stands for ("cuda13")
+    cuda: str | None = None
+    extra: str = ""
+
+    @property
+    def spec(self) -> str:
+        """The SPEC the lock resolves: ``tensorflow==2.15.1``, ``torch==2.11.0``,
+        ``jax[cuda13]==0.11.2``."""
+        extra = f"[{self.extra}]" if self.extra else ""
+        return f"{self.framework}{extra}=={self.version}"
 
     @property
     def python_minor(self) -> str | None:
@@ -226,7 +238,9 @@ def captured_from(
 ) -> Captured:
     """``dists`` = Installed (or (name, version, direct kind, [url]) rows) -> Captured;
     ``interpreter``, ``venv`` and ``probe`` (its document) say where they were read."""
-    fw_names = framework_names(FRAMEWORK)
+    rows = list(map(_row, dists))
+    framework = _main_framework(rows)
+    fw_names = framework_names(framework)
     found: dict[str, str] = {}
     pins: dict[str, str] = {}
     cuda: list[str] = []
@@ -234,7 +248,7 @@ def captured_from(
     said = list(notes)
     fw_direct: list[str] = []
     first: dict[str, Installed] = {}
-    for item in map(_row, dists):
+    for item in rows:
         key = canonicalize_name(item.name) if item.name else ""
         if key in first:  # importlib.metadata lists the one that imports first
             if item.version != first[key].version:
@@ -249,8 +263,8 @@ def captured_from(
             if item.version is None:
                 raise UsageError(
                     f"{source}: {item.describe()!r} names no version of {item.name}",
-                    hint=f"write the installed release instead, {FRAMEWORK}==VERSION, with "
-                    f"VERSION from: python -c 'import {FRAMEWORK}; print({FRAMEWORK}.__version__)'",
+                    hint=f"write the installed release instead, {framework}==VERSION, with "
+                    f"VERSION from: python -c 'import {framework}; print({framework}.__version__)'",
                 )
             found[key] = str(_version(item.version, f"{source}: {item.name}"))
             if item.direct is not None:
@@ -282,28 +296,35 @@ def captured_from(
             f"{source}: more than one TensorFlow release is installed ({both})",
             hint="keep one of them in the environment, then capture again",
         )
-    fw = FRAMEWORK if FRAMEWORK in found else sorted(found)[0]
+    fw = framework if framework in found else sorted(found)[0]
     version = found[fw]
-    if fw != FRAMEWORK:
-        said.append(f"{fw} {version} is installed; the lock pins {FRAMEWORK} {version}")
+    if fw != framework:
+        said.append(f"{fw} {version} is installed; the lock pins {framework} {version}")
+    build_cuda, extra = None, ""
+    if framework != FRAMEWORK:
+        version, build_cuda, extra, more = _build_of(framework, version, pins, source)
+        said += more
     for text in fw_direct:
         said.append(
-            f"{text} is a direct install; the lock pins the index's {FRAMEWORK}=={version}, "
+            f"{text} is a direct install; the lock pins the index's {framework}=={version}, "
             "which may be another build"
         )
     if cuda:
+        whose = f"{FRAMEWORK}[and-cuda]'s" if framework == FRAMEWORK else f"{framework}'s"
         said.append(
             f"{len(cuda)} nvidia CUDA wheel(s) installed ({', '.join(sorted(cuda))}): "
-            f"locked with the pip CUDA source ({FRAMEWORK}[and-cuda]'s own pins)"
+            f"locked with the pip CUDA source ({whose} own pins)"
         )
     said += [note for _, note in sorted(left)]
     return Captured(
         source=source,
-        framework=FRAMEWORK,
+        framework=framework,
         version=version,
         python=python,
         pins=tuple(pins[k] for k in sorted(pins)),
-        cuda_source="pip" if cuda else None,
+        cuda_source="pip" if cuda or framework != FRAMEWORK else None,
+        cuda=build_cuda,
+        extra=extra,
         build_info=build or {},
         notes=tuple(said),
         left_out=tuple(sorted({name for name, _ in left})),
@@ -311,6 +332,60 @@ def captured_from(
         venv=venv,
         probe=probe or _no_probe(),
     )
+
+
+def _main_framework(rows: Sequence[Installed]) -> str:
+    """The framework a capture locks: TensorFlow where it is installed (torch or JAX
+    beside it are pins of its lock), else torch, else JAX; TensorFlow's name when
+    none is (the error then names what is missing)."""
+    names = {canonicalize_name(r.name) for r in rows if r.name}
+    if names & framework_names(FRAMEWORK):
+        return FRAMEWORK
+    for other in ("torch", "jax"):
+        if other in names:
+            return other
+    return FRAMEWORK
+
+
+_LOCAL_CUDA = re.compile(r"^cu([0-9]{2})([0-9])$")
+
+
+def _build_of(
+    framework: str, version: str, pins: dict[str, str], source: str
+) -> tuple[str, str | None, str, list[str]]:
+    """(release, CUDA of the build, JAX extra, notes) of an installed torch or JAX:
+    torch ``2.11.0+cu130`` is release 2.11.0, the CUDA 13.0 build (the one the lock
+    takes with ``--cuda 13.0``); JAX's build is the CUDA plugin installed beside it
+    (``jax-cuda13-plugin``: ``jax[cuda13]``). UsageError for a CPU-only JAX."""
+    parsed = Version(version)
+    notes: list[str] = []
+    if framework == "torch":
+        label = parsed.local or ""
+        m = _LOCAL_CUDA.match(label)
+        if label and not m:
+            raise UsageError(
+                f"{source}: torch {version} is not a CUDA build (+{label})",
+                hint="capture an environment with a CUDA build of torch (+cuXYZ, or the "
+                "index's own build without a label)",
+            )
+        cuda = f"{m.group(1).lstrip('0')}.{m.group(2)}" if m else None
+        if m:
+            notes.append(
+                f"torch {version}: the CUDA {cuda} build, labelled as PyTorch's own index "
+                f"does; the lock takes torch=={parsed.public} with CUDA {cuda} (lock's --cuda "
+                f"{cuda}), which is the configured index's build when it has that one"
+            )
+        return parsed.public, cuda, "", notes
+    plugins = sorted(
+        n for n in pins if re.fullmatch(r"jax-cuda[0-9]{2}-plugin", n) is not None
+    )
+    if not plugins:
+        raise UsageError(
+            f"{source}: jax {version} is installed without a CUDA plugin (the CPU build)",
+            hint="capture an environment with jax[cuda12] or jax[cuda13] installed",
+        )
+    extra = plugins[-1].split("-")[1]
+    return str(parsed), None, extra, notes
 
 
 def capture_interpreter(given: Path | str, *, timeout: float = 300) -> Captured:

@@ -22,7 +22,8 @@ def register(ci_sub: Any) -> None:
         "lock",
         help="lock every cell into DIR/<cell-id>, several at once",
         description="One bundle per cell, as `envlock lock <cell spec> --python X "
-        "--cuda-source Y -o DIR/<cell-id>` writes it, all-or-nothing per cell; then "
+        "--cuda-source Y -o DIR/<cell-id>` writes it (torch: `--cuda Y.Z` for the cell's "
+        "CUDA build), all-or-nothing per cell; then "
         "DIR/cells.json and DIR/docker-bake.json. A failed cell is named with its reason "
         "and the others still land; exit 1 if any cell failed.",
     )

@@ -20,11 +20,15 @@ from envlock.errors import UsageError
 def register(ci_sub: Any) -> None:
     m = ci_sub.add_parser(
         "matrix",
-        help="expand a version range into cells (release x Python x CUDA source)",
+        help="expand a version range into cells (release x Python x CUDA source or build)",
         description="The newest patch of each TensorFlow minor SPEC admits, times the Pythons "
         "and CUDA sources asked for; each cell is what `envlock lock <cell spec> --python X "
         "--cuda-source Y` resolves. Cell ids: tf<version>-py<python>-cuda<cuda>, with -pip "
-        "for the pip CUDA source. Exit 2 when SPEC admits nothing or a combination asked "
+        "for the pip CUDA source. torch and jax: each CUDA build of each minor (its newest "
+        "patch) times the Pythons, as `envlock lock 'torch==X' --cuda Y.Z` or "
+        "`envlock lock 'jax[cudaNN]==X'` resolves it; ids torch<version>-py<python>-cu<XYZ>, "
+        "jax<version>-py<python>-cuda<NN>; a build only PyTorch's own index has is a cell "
+        'marked "index": "pytorch". Exit 2 when SPEC admits nothing or a combination asked '
         "for does not exist.",
     )
     add_cell_arguments(m, CELL_SPEC_HELP + "; not with --from")
@@ -67,7 +71,7 @@ def _matrix_from(args: argparse.Namespace) -> int:
     """``ci matrix --from DIR``: the cells DIR holds, as the matrix of the workflow's jobs."""
     import json
 
-    from envlock.ci.cells import CELL_FIELDS
+    from envlock.ci.cells import BUILD_CELL_FIELDS
     from envlock.ci.lockcells import read_index
     from envlock.output import emit_json
 
@@ -84,7 +88,7 @@ def _matrix_from(args: argparse.Namespace) -> int:
     folder = Path(args.from_dir)
     _, rows = read_index(folder)
     cells = [
-        {k: row[k] for k in CELL_FIELDS if k in row}
+        {k: row[k] for k in BUILD_CELL_FIELDS if k in row}
         for row in rows
         if row.get("status") == "locked" and (folder / str(row["id"])).is_dir()
     ]
