@@ -4,7 +4,8 @@ The lock line runs in a shell with the user's index configuration (PIP_INDEX_URL
 here a fake index with a tiny 'tensorflow' 2.15.1): the bundle's Dockerfile is
 FROM the README's image and takes its Python from it. With a Docker Engine, the
 same lines on the local test image (the README's mirror is not here) build it,
-the RUN steps reaching the index on the host's network.
+the RUN steps reaching the fake index on the host's network, given to the build
+with --build-arg PIP_INDEX_URL as the section says.
 """
 
 from __future__ import annotations
@@ -91,9 +92,13 @@ def test_the_lines_build_on_a_local_image(
 ) -> None:
     lock, build = readme_lines()
     image = shlex.split(lock)[shlex.split(lock).index("--base-image") + 1]
-    env = _env(_index(make_index), tmp_path)
+    idx = _index(make_index)
+    env = _env(idx, tmp_path)
     _shell(lock.replace(image, base_image), env, tmp_path)
+    # the section's text: an index other than the default one is given to the build
+    # with --build-arg PIP_INDEX_URL (pip in the build reads no host configuration)
+    assert "`--build-arg PIP_INDEX_URL=URL`" in (ROOT / "README.md").read_text(encoding="utf-8")
     try:
-        _shell(build, env, tmp_path)
+        _shell(f"{build} --build-arg PIP_INDEX_URL={shlex.quote(idx.url)}", env, tmp_path)
     finally:
         subprocess.run(["docker", "rmi", "-f", "tf215"], capture_output=True, check=False)

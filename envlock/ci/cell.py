@@ -7,16 +7,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NotRequired, TypedDict
+from typing import TypedDict
 
 from envlock.model import Constraints, Resolution
 
 ALL = "all"
 
 
-class CellDict(TypedDict):
-    """One cell as JSON (a row of the GitHub matrix, of cells.json, of ``ci matrix``)."""
-
+class _CellFields(TypedDict):
     id: str
     spec: str
     version: str
@@ -26,8 +24,15 @@ class CellDict(TypedDict):
     cuda_source: str
     base_image: str
     image_tag: str
-    build: NotRequired[str]  # torch/JAX cells: "cu130", "cuda13"
-    index: NotRequired[str]  # torch/JAX cells: "default" | "pytorch"
+
+
+class CellDict(_CellFields, total=False):
+    """One cell as JSON (a row of the GitHub matrix, of cells.json, of ``ci matrix``);
+    ``build`` and ``index`` on torch/JAX cells only (the base class, not NotRequired:
+    the typing of Python 3.10, which envlock runs on, has none)."""
+
+    build: str  # torch/JAX cells: "cu130", "cuda13"
+    index: str  # torch/JAX cells: "default" | "pytorch"
 
 
 @dataclass(frozen=True)

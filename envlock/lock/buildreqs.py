@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import sys
 import tarfile
 import tempfile
 import zipfile
@@ -114,7 +115,10 @@ def pyproject_of(path: Path) -> bytes | None:
 
 def requires_of(pyproject: bytes | None, filename: str) -> tuple[str, ...]:
     """``[build-system] requires`` of a pyproject.toml (the fallback without one)."""
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - CPython 3.10
+        import tomli as tomllib
 
     if pyproject is None:
         return FALLBACK
@@ -319,7 +323,10 @@ def lock_build_requirements(
                 hint="pin other versions of those packages, or lock with --only-binary "
                 "to leave them out",
             ) from None
-        import tomllib
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover - CPython 3.10
+            import tomli as tomllib
 
         data = tomllib.loads(Path(out).read_text(encoding="utf-8"))
     lines = []
