@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from index_support import index_now
 
 from envlock.cli import main
 from envlock.errors import DataError, EnvironmentFailure
@@ -705,10 +706,9 @@ def test_tensorflow_with_torch_locks_with_torchs_floor_everywhere(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "tf-torch"
-    assert (
-        main(["lock", "tensorflow==2.21.0", "--with", "torch==2.15.0", "-o", str(out), "--json"])
-        == 0
-    )
+    at = index_now()  # lock and check read the index as of one instant (index_support)
+    argv = ["lock", "tensorflow==2.21.0", "--with", "torch==2.15.0", "--exclude-newer", at]
+    assert main([*argv, "-o", str(out), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     gpu = data["gpu"]
     assert (gpu["driver_min"], gpu["set_by"]) == (

@@ -22,6 +22,7 @@ import pytest
 import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from index_support import index_now
 
 from envlock.bundle.folder import LockedFolder, LockRequest, lock_input
 from envlock.ci.cells import expand
@@ -323,10 +324,12 @@ def test_a_fresh_lock_checks_as_current(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     out = tmp_path / "D"
-    code, locked = _json(capsys, "lock", *argv, "-o", str(out), "--json")
+    at = index_now()  # lock and check read the index as of one instant (index_support)
+    code, locked = _json(capsys, "lock", *argv, "--exclude-newer", at, "-o", str(out), "--json")
     assert code == 0 and locked["resolution"]["version"] == version
     code, checked = _json(capsys, "lock", "--check", str(out), "--json")
     assert code == 0 and checked["ok"] and checked["changes"] == [], checked["changes"]
+    in_line = in_line.replace(" -o", f" --exclude-newer {at} -o")
     assert in_line in checked["regenerate"] and not_in_line not in checked["regenerate"]
     lk = read_lock(out)
     if version == "2.16.2":
@@ -344,11 +347,15 @@ def test_every_fresh_ci_lock_cell_checks_as_current(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "cells"
-    code, result = _json(capsys, "ci", "lock", "tensorflow>=2.14,<2.17", "-o", str(out), "--json")
+    at = index_now()  # lock and check read the index as of one instant (index_support)
+    argv = ["ci", "lock", "tensorflow>=2.14,<2.17", "--exclude-newer", at, "-o", str(out)]
+    code, result = _json(capsys, *argv, "--json")
     assert code == 0 and len(result["cells"]) == 3
     for cell in result["cells"]:
         folder = out / cell["id"]
         code, checked = _json(capsys, "lock", "--check", str(folder), "--json")
         assert code == 0 and checked["changes"] == [], (cell["id"], checked["changes"])
-        # a default cell is `envlock lock <cell spec> -o D`
-        assert checked["regenerate"] == f"envlock lock {cell['spec']} -o {folder}"
+        # a default cell is `envlock lock <cell spec> -o D` (and the instant it was given)
+        assert checked["regenerate"] == (
+            f"envlock lock {cell['spec']} --exclude-newer {at} -o {folder}"
+        )
