@@ -95,12 +95,21 @@ def test_cuda_13_images(cm: cuda.CudaMatrix) -> None:
     """replicate/cog's list of 2026-05-05: 13.x cudnn tags on Ubuntu 22.04 and 24.04 only,
     no 13.1.0; the releases whose cuDNN no copy of NVIDIA's file gave are left out."""
     thirteen = {im.version: im for im in cm.images if im.cuda.startswith("13.")}
-    assert list(thirteen) == ["13.0.0", "13.0.1", "13.1.1"]
+    assert list(thirteen) == ["13.0.0", "13.0.1", "13.1.1", "13.2.0", "13.2.1"]
     for image in thirteen.values():
         assert image.os == ("22.04", "24.04")
         assert (image.cudnn_flavour, image.cudnn_major, image.source) == ("cudnn", 9, "cog")
         assert image.version in cm.source("cog")
     assert [v for v, im in thirteen.items() if im.cudnn is None] == []
+    # NV_CUDNN_VERSION of NVIDIA's dist/<version>/ubuntu2404 runtime/cudnn Dockerfiles
+    # (13.2.x: mirror commits 3c965d3a and f577282f; the rest: the sources they name)
+    assert {v: im.cudnn for v, im in thirteen.items()} == {
+        "13.0.0": "9.12.0.46",
+        "13.0.1": "9.13.0.50",
+        "13.1.1": "9.17.1.4",
+        "13.2.0": "9.20.0.48",
+        "13.2.1": "9.20.0.48",
+    }
 
 
 @pytest.mark.parametrize(
@@ -316,7 +325,7 @@ def test_images_require_cuda_against_their_sources_and_the_toolkit_table(
     recorded = {im.version: im for im in cm.images if im.require_cuda}
     assert set(recorded) == {
         "11.8.0", "12.0.0", "12.2.2", "12.3.2", "12.6.3", "12.8.0", "12.9.1",
-        "13.0.0", "13.0.1", "13.1.1",
+        "13.0.0", "13.0.1", "13.1.1", "13.2.0", "13.2.1",
     }  # fmt: skip
     assert recorded["12.6.3"].require_cuda == REQUIRE_12_6_3
     assert recorded["12.2.2"].require_cuda == REQUIRE_12_2_2
@@ -345,6 +354,8 @@ def test_images_require_cuda_against_their_sources_and_the_toolkit_table(
         "13.0.0": (535, 550, 565, 570, 575),
         "13.0.1": (535, 550, 565, 570, 575),
         "13.1.1": (535, 550, 570, 575, 580),
+        "13.2.0": (535, 570, 580, 590),
+        "13.2.1": (535, 570, 580, 590),
     }
     for version, numbers in excepted.items():
         alternatives = (
