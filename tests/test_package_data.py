@@ -4,6 +4,8 @@ known errors live in ``envlock/data/``, are read from there only
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from envlock import resources
+from envlock.cli import main
 from envlock.doctor import knownerrors
 from envlock.matrix import cache as matrix_cache
 
@@ -55,6 +58,23 @@ def test_the_loader_reads_envlock_data() -> None:
     # the known errors and the matrix cache's stamp read the same folder
     assert len(knownerrors.load()) >= 1
     assert matrix_cache.matrix_folder() == str(DATA / "matrices")
+
+
+def test_matrix_refresh_writes_the_package_data_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without -o, ``envlock matrix refresh`` writes the matrix the loader reads:
+    envlock/data/matrices/ in a checkout (here a copy of it, so the test leaves
+    the checkout as it is)."""
+    folder = tmp_path / "matrices"
+    shutil.copytree(DATA / "matrices", folder)
+    monkeypatch.setattr(resources, "data_dir", lambda _name: folder)
+    before = (folder / "tensorflow.toml").read_bytes()
+    assert main(["matrix", "refresh", "--notes-only", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["output"] == str(folder / "tensorflow.toml")
+    # the shipped file already carries its notes: rewritten to the same bytes
+    assert (folder / "tensorflow.toml").read_bytes() == before
 
 
 @pytest.mark.network  # pip builds in an isolated environment: hatchling from the index
