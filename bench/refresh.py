@@ -174,7 +174,9 @@ def main() -> int:
             "ratio_to_range_read": round(dl_median / read_median, 1),
         }
     if refreshes:
-        committed = hashlib.sha256((ROOT / "matrices" / "tensorflow.toml").read_bytes()).hexdigest()
+        committed = hashlib.sha256(
+            (ROOT / "envlock" / "data" / "matrices" / "tensorflow.toml").read_bytes()
+        ).hexdigest()
         result["full_refresh"] = {
             "runs": [round(r["seconds"], 2) for r in refreshes],
             "median_s": round(statistics.median(r["seconds"] for r in refreshes), 2),

@@ -220,7 +220,9 @@ def test_every_uses_is_a_row_of_the_table_in_generated_and_project_workflows(
 
 
 def test_actions_from_another_table(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    shipped = (Path(__file__).parent.parent / "matrices" / "actions.toml").read_text()
+    shipped = (
+        Path(__file__).parent.parent / "envlock" / "data" / "matrices" / "actions.toml"
+    ).read_text()
     mine = project / "mine.toml"
     mine.write_text(
         shipped.replace("3d3c42e5aac5ba805825da76410c181273ba90b1", "a" * 40).replace(

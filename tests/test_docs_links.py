@@ -74,8 +74,9 @@ EXTERNAL: dict[tuple[str, str], str] = {
 }
 
 # Top-level folders of the repo: an inline-code span starting with one of these
-# is a repo path.
-REPO_FOLDERS = ("docs/", "tests/", "envlock/", "matrices/", "templates/", "scripts/", "bench/")
+# is a repo path. The matrices and templates are envlock/data/'s (issue 44);
+# "matrices/cuda.toml" alone is a matrix's name, as messages and locks cite it.
+REPO_FOLDERS = ("docs/", "tests/", "envlock/", "scripts/", "bench/")
 
 
 # --- Markdown ------------------------------------------------------------------

@@ -189,14 +189,20 @@ def test_the_smoke_side_judges_what_the_harness_saw_on_the_h200() -> None:
 
 
 def test_paths_toml_damage_names_file_and_place() -> None:
-    doc = parse_toml((REPO / "matrices" / "paths.toml").read_text(encoding="utf-8"), "paths.toml")
+    doc = parse_toml(
+        (REPO / "envlock" / "data" / "matrices" / "paths.toml").read_text(encoding="utf-8"),
+        "paths.toml",
+    )
     doc["archs"][0]["from"] = ["nowhere"]
     with pytest.raises(DataError) as err:
         paths_mod.parse(doc, "matrices/paths.toml")
     assert err.value.message == (
         "matrices/paths.toml: archs[0].from[0]: 'nowhere' is not a key of [sources]"
     )
-    doc = parse_toml((REPO / "matrices" / "paths.toml").read_text(encoding="utf-8"), "paths.toml")
+    doc = parse_toml(
+        (REPO / "envlock" / "data" / "matrices" / "paths.toml").read_text(encoding="utf-8"),
+        "paths.toml",
+    )
     doc["failures"][0]["path"] = "cuda"
     with pytest.raises(DataError) as err:
         paths_mod.parse(doc, "matrices/paths.toml")

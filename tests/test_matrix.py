@@ -27,7 +27,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 REPO = Path(__file__).resolve().parent.parent
-COMMITTED = REPO / "matrices" / "tensorflow.toml"
+COMMITTED = REPO / "envlock" / "data" / "matrices" / "tensorflow.toml"
 NAME = "matrices/tensorflow.toml"
 
 

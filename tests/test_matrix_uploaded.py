@@ -24,7 +24,7 @@ def doc() -> dict[str, Any]:
 
     from envlock.readers import parse_toml
 
-    path = Path(__file__).parent.parent / "matrices" / "tensorflow.toml"
+    path = Path(__file__).parent.parent / "envlock" / "data" / "matrices" / "tensorflow.toml"
     return parse_toml(path.read_text(encoding="utf-8"), str(path))
 
 

@@ -81,7 +81,9 @@ def parse_actions(data: dict[str, Any], source: str) -> ActionTable:
         )
     rows = data.get("actions")
     if not isinstance(rows, list) or not rows:
-        raise DataError(f"{source}: no [[actions]] rows", hint="see matrices/actions.toml")
+        raise DataError(
+            f"{source}: no [[actions]] rows", hint="see envlock/data/matrices/actions.toml"
+        )
     out: list[PinnedAction] = []
     seen: set[str] = set()
     for i, row in enumerate(rows):
@@ -115,7 +117,7 @@ def load_actions(path: Path | None = None) -> ActionTable:
     text = read_text(  # bounded, a regular file: a FIFO or /dev/zero is exit 2
         path,
         "--actions-from",
-        hint="give a TOML file laid out as envlock's matrices/actions.toml",
+        hint="give a TOML file laid out as envlock/data/matrices/actions.toml",
     )
     try:
         data = tomllib.loads(text)

@@ -1,6 +1,6 @@
 """``envlock ci init``: the GitHub Actions workflow that builds the committed cells.
 
-Rendered from ``templates/envlock-images.yml.j2`` (Jinja2, ``StrictUndefined``)
+Rendered from ``envlock/data/templates/envlock-images.yml.j2`` (Jinja2, ``StrictUndefined``)
 from one ``WorkflowContext``. The values that reach the YAML pass the door
 first (``envlock.render.values.checked``, with a shape per kind): the SPEC
 must be one ``envlock resolve`` reads, the runner label a plain label, the

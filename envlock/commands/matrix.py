@@ -278,7 +278,7 @@ def run_check(args: argparse.Namespace) -> int:
     sys.stderr.write(
         f"envlock: check failed: {bad} unexplained disagreement(s), "
         f"{len(report.note_problems)} note problem(s)\n"
-        "  hint: explain each one in matrices/tf-notes.toml, then run "
+        "  hint: explain each one in envlock/data/matrices/tf-notes.toml, then run "
         "'envlock matrix refresh --notes-only'\n"
     )
     return EXIT_CHECK_FAILED

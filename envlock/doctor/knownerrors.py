@@ -1,11 +1,12 @@
 """Known errors as data: the messages of a training log, recognised and explained.
 
-The entries live in ``known_errors.toml`` beside this module (shipped in the
-wheel), validated by the matrices' ``Checker`` so a damaged entry names its
-path. ``match_log`` searches each line of a log for each entry's pattern and
-returns one ``LogMatch`` per entry found (with the count, the first line and
-its number); an unrelated log gives none. ``explain`` turns matches into
-findings whose fix fills in what the lock knows.
+The entries live in ``envlock/data/known_errors.toml`` (package data, beside
+the matrices and templates; read through ``envlock.resources``), validated by
+the matrices' ``Checker`` so a damaged entry names its path. ``match_log``
+searches each line of a log for each entry's pattern and returns one
+``LogMatch`` per entry found (with the count, the first line and its number);
+an unrelated log gives none. ``explain`` turns matches into findings whose fix
+fills in what the lock knows.
 
 A log is read through ``BoundedLog``: at most ``MAX_LINE_BYTES`` of one line
 are kept (the rest of a longer line is read and skipped), and reading stops
@@ -161,12 +162,11 @@ def parse(doc: Mapping[str, object], filename: str = FILENAME) -> tuple[KnownErr
 
 def load() -> tuple[KnownError, ...]:
     """The entries shipped with envlock."""
-    from importlib import resources
-
     from envlock.errors import DataError
     from envlock.readers import decode_text, parse_toml
+    from envlock.resources import data_root
 
-    raw = (resources.files("envlock.doctor") / FILENAME).read_bytes()
+    raw = (data_root() / FILENAME).read_bytes()
     text = decode_text(raw, FILENAME, error=DataError)
     return parse(parse_toml(text, FILENAME, error=DataError))
 

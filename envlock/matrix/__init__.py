@@ -1,4 +1,4 @@
-"""The version matrices: load and validate ``matrices/*.toml``.
+"""The version matrices: load and validate ``envlock/data/matrices/*.toml``.
 
 ``load()`` reads the three files that ship with envlock (cached per process):
 ``tensorflow.toml`` (parsed by ``envlock.matrix.tensorflow``), ``cuda.toml``
@@ -67,7 +67,7 @@ def decode_toml(data: bytes, filename: str) -> dict[str, Any]:
 def read_toml(name: str, path: Path | None = None) -> tuple[dict[str, Any], str, str]:
     """Read a matrix file: (document, sha256 hex of its bytes, name for messages).
 
-    ``name`` is the file name inside the packaged ``matrices/`` folder; ``path``
+    ``name`` is the file name inside the packaged ``envlock/data/matrices/``; ``path``
     reads another file instead (``envlock matrix check FILE``), through
     ``envlock.readers`` (a folder, a FIFO, an unreadable file: a DataError).
     """

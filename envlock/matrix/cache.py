@@ -90,14 +90,12 @@ def cache_dir() -> str:
 
 
 def matrix_folder() -> str | None:
-    """The matrices/ folder as a plain path (inside the installed package, or
-    beside it in a source checkout); None when it is not a plain folder (a
-    zipped install)."""
+    """The package's data/matrices/ folder as a plain path (what
+    ``envlock.resources`` reads, found without importing importlib.resources);
+    None when it is not a plain folder (a zipped install)."""
     here = os.path.dirname(os.path.abspath(envlock.__file__))
-    for folder in (os.path.join(here, "matrices"), os.path.join(os.path.dirname(here), "matrices")):
-        if os.path.isdir(folder):
-            return folder
-    return None
+    folder = os.path.join(here, "data", "matrices")
+    return folder if os.path.isdir(folder) else None
 
 
 def to_plain(obj: object) -> object:

@@ -317,7 +317,7 @@ def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TF
         if cfg is None:
             raise DataError(
                 f"{where}: {what}, and the tested-configurations table has no row for its series",
-                hint="add the series to matrices/tf-tested-configs.toml from upstream",
+                hint="add the series to envlock/data/matrices/tf-tested-configs.toml from upstream",
             )
         return cfg
 
@@ -354,7 +354,8 @@ def make_row(cand: Candidate, facts: WheelFacts, cfg: TestedConfig | None) -> TF
         if _major(table.cudnn) != raw_cudnn:
             raise DataError(
                 f"{where}: build_info says cuDNN {raw_cudnn}, the table {table.cudnn}",
-                hint="the minor cannot be completed; check matrices/tf-tested-configs.toml",
+                hint="the minor cannot be completed; "
+                "check envlock/data/matrices/tf-tested-configs.toml",
             )
         cudnn, cudnn_from = table.cudnn, "build_info+tested-configs"
     elif hdr.cudnn_version:

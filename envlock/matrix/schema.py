@@ -1,4 +1,4 @@
-"""The one validator of the matrix files (``matrices/*.toml``).
+"""The one validator of the matrix files (``envlock/data/matrices/*.toml``).
 
 Each parser (``tensorflow``, ``cuda``, ``gpus``, ``tested`` and the notes in
 ``check``) makes a ``Checker`` for its file and reads every value through it,

@@ -5,8 +5,8 @@ template; ``options`` holds the ``RenderOptions`` and the bundle's
 render.json and runtime.json; ``context`` computes the one typed
 ``BundleContext`` from the Lock and the options. Here: the Jinja2
 environment (``StrictUndefined``, the quoting filters) and ``render_bundle``.
-The text of every file lives in ``templates/``, which hold only loops and
-conditionals over that context. ``render_bundle`` is pure: no network, no
+The text of every file lives in ``envlock/data/templates/``, which hold only
+loops and conditionals over that context. ``render_bundle`` is pure: no network, no
 Docker; it reads only the packaged templates, the smoke harness and, when
 asked for, the ``--ca-cert`` file.
 """

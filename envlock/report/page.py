@@ -5,7 +5,7 @@
 lock it claims when those are known (the claims are given: ``ci build``'s
 summary.json as ``envlock.ci.summary`` reads it, or ``--image``/``--lock``);
 ``render_page`` turns the result into one self-contained HTML file from
-``templates/report_page.html.j2`` (Jinja2, autoescaping on); ``write_page``
+``envlock/data/templates/report_page.html.j2`` (Jinja2, autoescaping on); ``write_page``
 writes ``index.html`` and ``summary.json`` into a folder in one atomic step. A
 report that does not verify is never a row of the matrix: it goes to the page's
 "not verified" section.
