@@ -32,7 +32,7 @@ def test_load_gives_the_parsed_cuda_matrix(cm: cuda.CudaMatrix) -> None:
     assert isinstance(loaded, cuda.CudaMatrix)
     assert loaded == cm
     assert cm.schema_version == 1
-    assert cm.data_version == "2026-12-05"
+    assert cm.data_version == "2026-12-06"
 
 
 @pytest.mark.parametrize(
