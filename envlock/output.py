@@ -296,3 +296,32 @@ def short(text: str, width: int = REASON_WIDTH) -> str:
 def wrote(path: object, what: str) -> None:
     """Say on stderr where a command wrote a file ("envlock: wrote the report to PATH")."""
     sys.stderr.write(f"envlock: wrote {what} to {path}\n")
+
+
+def progress(message: str) -> None:
+    """A progress line on stderr, only when stderr is a terminal (lock, check)."""
+    if stderr_is_tty():
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
+
+
+def finish(result: Any, as_json: bool) -> int:
+    """Print a command's typed result and give its exit status: with ``--json`` its
+    ``to_dict()`` (``dumps``), else its ``text()``; then the failure it carries, if
+    any (``result.failure``, an ``EnvlockError``), is raised, after the printing as
+    the commands always did; else ``result.exit_code`` (0 when it has none)."""
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        sys.stdout.write(result.text())
+    failure = getattr(result, "failure", None)
+    if failure is not None:
+        raise failure
+    code: int = getattr(result, "exit_code", 0)
+    return code
+
+
+def notes(lines: Sequence[str], kind: str = "note") -> None:
+    """Each line on stderr as ``envlock: note: LINE`` (``kind``: note, warning)."""
+    for line in lines:
+        sys.stderr.write(f"envlock: {kind}: {line}\n")
