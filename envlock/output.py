@@ -7,6 +7,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 # What a terminal acts on instead of showing: C0 controls but newline and tab
@@ -314,6 +315,8 @@ def finish(result: Any, as_json: bool) -> int:
         emit_json(result.to_dict())
     else:
         sys.stdout.write(result.text())
+    if isinstance(result, Printed):
+        sys.stderr.write(result.stderr + ("" if as_json else result.text_stderr))
     failure = getattr(result, "failure", None)
     if failure is not None:
         raise failure
@@ -325,3 +328,22 @@ def notes(lines: Sequence[str], kind: str = "note") -> None:
     """Each line on stderr as ``envlock: note: LINE`` (``kind``: note, warning)."""
     for line in lines:
         sys.stderr.write(f"envlock: {kind}: {line}\n")
+
+
+@dataclass(frozen=True)
+class Printed:
+    """A result laid out by the library for ``finish``: ``doc`` for --json, ``body``
+    for text; ``stderr`` written after either, ``text_stderr`` after the text only
+    (a failed check's summary and hint), then ``exit_code``."""
+
+    doc: Any
+    body: str = ""
+    exit_code: int = 0
+    stderr: str = ""
+    text_stderr: str = ""
+
+    def to_dict(self) -> Any:
+        return self.doc
+
+    def text(self) -> str:
+        return self.body
