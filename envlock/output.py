@@ -341,6 +341,7 @@ class Printed:
     exit_code: int = 0
     stderr: str = ""
     text_stderr: str = ""
+    failure: Exception | None = None  # raised by finish after printing
 
     def to_dict(self) -> Any:
         return self.doc
