@@ -140,6 +140,7 @@ def check_cells_in(args: CiLockRequest) -> Printed:
             f"{', '.join(given)} not used",
             hint=f"envlock ci lock --check {args.check}",
         )
+    assert args.check is not None  # called for --check DIR
     folder = Path(args.check)
     recorded, rows = read_index(folder)
     expansion = expand(

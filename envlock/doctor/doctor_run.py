@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from envlock.doctor.advice import DoctorReport
 from envlock.doctor.runner import DoctorRequest
 
+__all__ = ["Diagnosed", "DoctorRequest", "describe", "run_doctor"]
+
 
 @dataclass(frozen=True)
 class Diagnosed:

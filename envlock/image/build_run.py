@@ -77,6 +77,7 @@ def build(args: BuildRequest) -> Built:
     from envlock.image.push import check_push_reference, push
 
     build_args = parse_build_args(args.build_arg)
+    tag: Any
     if args.push:
         if not args.tag:
             raise UsageError(

@@ -96,6 +96,7 @@ def write_sbom(args: SbomRequest) -> Printed:
         "distro": packages.distro,
     }
     if key is not None and pinned is not None:
+        assert args.output is not None  # --sign and -o go together (checked above)
         env = sbom.sign_sbom(doc, key, pinned)
         fsutil.atomic_write(Path(args.output), envelope_bytes(env.to_dict()))
         summary["signed"] = args.output

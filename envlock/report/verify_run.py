@@ -147,6 +147,7 @@ def _run_registry(args: VerifyRequest, public_key: Any, lock_dir: Path | None) -
     from envlock.report.sbom import FILE as SBOM_FILE
     from envlock.report.verify import attestations_of, check_attached, referrers_of
 
+    assert args.image is not None  # --from-registry needs --image (checked above)
     ref = registry.pinned(args.image)
     where = str(attestations_of(ref))
     atts = list(
@@ -312,6 +313,7 @@ def _table(args: VerifyRequest, v: Any, name: str, failure: str | None = None) -
             if entry.kind == "image":
                 rows.append(["image", f"{args.image}: {_STATUS[entry.status]}"])
                 continue
+            assert args.lock is not None  # what is checked against a lock needs --lock
             if entry.kind == "subject":
                 what = f"subject (lock digest of {Path(args.lock) / entry.name})"
             else:

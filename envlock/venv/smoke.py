@@ -199,6 +199,7 @@ def _run(request: SmokeRequest, runner: Any, extra: list[str], log: Any) -> Smok
         return result
     from envlock.smoke.container import run_in_image
 
+    assert request.image is not None  # _check: an image, or --host
     result = run_in_image(
         request.image,
         gpus=request.gpus,
@@ -226,6 +227,7 @@ def _refuse_clobber(request: SmokeRequest) -> None:
         inputs += [("the expectation", Path(request.expect) / "expect.json")]
     if request.peaks:
         inputs.append(("the peaks file --peaks", Path(request.peaks)))
+    assert request.output is not None  # called for -o FILE
     refuse_clobber(
         Path(request.output), inputs, hint="write the result to a new file, e.g. -o result.json"
     )
