@@ -7,6 +7,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 # What a terminal acts on instead of showing: C0 controls but newline and tab
@@ -296,3 +297,54 @@ def short(text: str, width: int = REASON_WIDTH) -> str:
 def wrote(path: object, what: str) -> None:
     """Say on stderr where a command wrote a file ("envlock: wrote the report to PATH")."""
     sys.stderr.write(f"envlock: wrote {what} to {path}\n")
+
+
+def progress(message: str) -> None:
+    """A progress line on stderr, only when stderr is a terminal (lock, check)."""
+    if stderr_is_tty():
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
+
+
+def finish(result: Any, as_json: bool) -> int:
+    """Print a command's typed result and give its exit status: with ``--json`` its
+    ``to_dict()`` (``dumps``), else its ``text()``; then the failure it carries, if
+    any (``result.failure``, an ``EnvlockError``), is raised, after the printing as
+    the commands always did; else ``result.exit_code`` (0 when it has none)."""
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        sys.stdout.write(result.text())
+    if isinstance(result, Printed):
+        sys.stderr.write(result.stderr + ("" if as_json else result.text_stderr))
+    failure = getattr(result, "failure", None)
+    if failure is not None:
+        raise failure
+    code: int = getattr(result, "exit_code", 0)
+    return code
+
+
+def notes(lines: Sequence[str], kind: str = "note") -> None:
+    """Each line on stderr as ``envlock: note: LINE`` (``kind``: note, warning)."""
+    for line in lines:
+        sys.stderr.write(f"envlock: {kind}: {line}\n")
+
+
+@dataclass(frozen=True)
+class Printed:
+    """A result laid out by the library for ``finish``: ``doc`` for --json, ``body``
+    for text; ``stderr`` written after either, ``text_stderr`` after the text only
+    (a failed check's summary and hint), then ``exit_code``."""
+
+    doc: Any
+    body: str = ""
+    exit_code: int = 0
+    stderr: str = ""
+    text_stderr: str = ""
+    failure: Exception | None = None  # raised by finish after printing
+
+    def to_dict(self) -> Any:
+        return self.doc
+
+    def text(self) -> str:
+        return self.body

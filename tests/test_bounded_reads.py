@@ -27,7 +27,10 @@ RAW = {"open", "read_bytes", "read_text", "load"}  # load: json.load / tomllib.l
 # module -> (calls, why they are not unbounded reads of user input)
 KNOWN: dict[str, tuple[int, str]] = {
     "bundle/origin.py": (1, "/etc/machine-id, a system file"),
-    "commands/notebook.py": (1, "envlock's own package files (the shim notebook install copies)"),
+    "venv/notebook_install.py": (
+        1,
+        "envlock's own package files (the shim notebook install copies)",
+    ),
     "doctor/knownerrors.py": (1, "envlock's own known_errors.toml (package data)"),
     "doctor/runner.py": (1, "--log, opened to be read line by line (a log is long by nature)"),
     "fsutil.py": (1, "sha256_file: streamed in chunks, nothing kept"),

@@ -283,7 +283,8 @@ def test_doctor_fix_installs_into_the_inspected_interpreter() -> None:
 
 
 def test_smoke_report_shows_the_paths_section(monkeypatch: pytest.MonkeyPatch) -> None:
-    from envlock.commands.smoke import _paths, describe
+    from envlock.smoke.text import describe
+    from envlock.smoke.text import paths_for as _paths
 
     monkeypatch.setenv("COLUMNS", "100")
     result = json.loads((REPO / "docs" / "gpu-run" / "h200-paths-jax.json").read_text("utf-8"))

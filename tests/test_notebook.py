@@ -21,8 +21,8 @@ import pytest
 
 from envlock import notebook
 from envlock.cli import main
-from envlock.commands import notebook as notebook_cmd
 from envlock.notebook import Magic, with_target
+from envlock.venv import notebook_install as notebook_cmd
 
 ROOT = Path(__file__).resolve().parent.parent
 ENVLOCK = str(Path(sys.executable).parent / "envlock")  # the test venv's console script

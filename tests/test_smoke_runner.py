@@ -216,8 +216,8 @@ def test_without_verbose_the_harness_log_goes_to_a_named_file(tmp_path: Path) ->
 
 
 def test_table_reasons_are_short_and_json_keeps_them_whole() -> None:
-    from envlock.commands.smoke import describe
     from envlock.output import REASON_WIDTH
+    from envlock.smoke.text import describe
 
     reason = "the driver is too old for this build: " + "word " * 80
     result = {"status": "FAILED", "checks": [{"name": "x", "status": "FAIL", "reason": reason}]}
@@ -407,7 +407,7 @@ def test_stderr_pump_with_nothing_to_say_writes_nothing() -> None:
 
 
 def test_describe_shows_the_training_runs_beside_the_matmul() -> None:
-    from envlock.commands.smoke import describe
+    from envlock.smoke.text import describe
 
     result = json.loads((REPO / "docs" / "gpu-run" / "h200-torch-training.json").read_text())
     text = describe(result)

@@ -77,6 +77,44 @@ class CheckResult:
             return f"envlock render {shlex.quote(str(self.folder))}"
         return self.regenerate
 
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def to_dict(self) -> dict[str, object]:
+        """``envlock check --json`` (docs/output.md)."""
+        return {
+            "dir": str(self.folder),
+            "ok": self.ok,
+            "changes": list(self.changes),
+            "files": list(self.files),
+            "notes": list(self.notes),
+            "regenerate": self.regenerate,
+            "fix": self.fix,
+        }
+
+    def text(self) -> str:
+        """The readable result: the notes, then current, or each change and the fix."""
+        out = [f"note: {note}\n" for note in self.notes]
+        if self.ok:
+            r = self.lock.resolution
+            out.append(
+                f"{self.folder}: the lock is current ({len(self.lock.packages)} packages, "
+                f"{r.framework} {r.version}); all {len(self.files)} files lock writes match\n"
+            )
+            return "".join(out)
+        out.append(f"{self.folder}: `envlock lock` would change the bundle:\n")
+        out += [f"  {line}\n" for line in self.changes]
+        out += ["\n" + row["diff"] for row in self.files if row.get("diff")]
+        if self.rendered_only:
+            out.append(
+                f"\nthe lock is current; only rendered files differ: {self.fix}\n"
+                f"(a full re-lock: {self.regenerate})\n"
+            )
+        else:
+            out.append(f"\nregenerate: {self.regenerate}\n")
+        return "".join(out)
+
 
 def diff_locks(old: Lock, new: Lock) -> list[str]:
     """What changed between two locks, one line per change, packages first."""

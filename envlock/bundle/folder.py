@@ -32,7 +32,7 @@ from envlock.lock.freeze import split_frozen
 from envlock.lock.pylock import PYLOCK, pylock_text, read_lock
 from envlock.lock.requirements import REQUIREMENTS, requirements_text
 from envlock.lock.sdists import BUILD_CONSTRAINTS, build_constraints_text
-from envlock.model import Constraints, Lock, LockInput, Resolution
+from envlock.model import Constraints, Lock, LockedPackage, LockInput, Resolution
 from envlock.readers import read_optional, read_text
 from envlock.render import (
     EXECUTABLE,
@@ -82,6 +82,69 @@ class LockedFolder:
     files: tuple[str, ...]  # every file written, sorted
     digest: str  # sha256 hex of pylock.toml
     notes: tuple[str, ...] = ()  # what was done to finish an interrupted write first
+
+    def to_dict(self) -> dict[str, Any]:
+        """``envlock lock --json`` (docs/output.md)."""
+        locked = self.lock
+        return {
+            "dir": str(self.folder),
+            "lock_digest": f"sha256:{self.digest}",
+            "resolver": locked.resolver,
+            "resolver_version": locked.resolver_version,
+            "top_requirements": list(locked.top_requirements),
+            "resolution": locked.resolution.to_dict(),
+            "input": locked.input.to_dict(),
+            "gpu": locked.gpu.to_dict() if locked.gpu else None,
+            "packages": [_package_json(p) for p in locked.packages],
+            "files": list(self.files),
+        }
+
+    def text(self) -> str:
+        """The packages table, the lock's facts, the files written, the why lines."""
+        from envlock.lock.pylock import driver_line
+        from envlock.output import table
+
+        locked, out, r = self.lock, self.folder, self.lock.resolution
+        rows = [
+            [p.name, p.version, _files_column(p), _mb(max(w.size for w in p.files))]
+            for p in locked.packages
+        ]
+        total = sum(max(w.size for w in p.files) for p in locked.packages)
+        return (
+            table(["package", "version", "wheels", "size"], rows)
+            + f"\nlocked {len(locked.packages)} packages ({_mb(total)}) for {r.framework} "
+            f"{r.version}, Python {r.python}, CUDA {r.cuda}, cuDNN {r.cudnn}, CUDA source "
+            f"{r.cuda_source}, with {locked.resolver} {locked.resolver_version}\n"
+            f"driver: {driver_line(locked).removeprefix('Needs an NVIDIA driver ')}\n"
+            f"wrote {', '.join(self.files)} to {out}\n"
+            f"install: pip install --require-hashes --no-deps -r {out / 'requirements.txt'}\n"
+            + "".join(f"why: {reason}\n" for reason in r.cap_reasons)
+        )
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:.1f} MB"
+
+
+def _files_column(p: LockedPackage) -> str:
+    """The table's wheels column: how many, or "sdist" for a package built from source."""
+    return "sdist" if p.sdist is not None else str(len(p.wheels))
+
+
+def _package_json(p: LockedPackage) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": p.name,
+        "version": p.version,
+        "wheels": [
+            {"filename": w.filename, "url": w.url, "size": w.size, "sha256": w.sha256}
+            for w in p.wheels
+        ],
+        **({"index": redact(p.index)} if p.index else {}),
+    }
+    if p.sdist is not None:
+        s = p.sdist
+        out["sdist"] = {"filename": s.filename, "url": s.url, "size": s.size, "sha256": s.sha256}
+    return out
 
 
 @dataclass(frozen=True)

@@ -2,4 +2,4 @@
 discovers them. ``options`` declares the flags several commands share;
 ``capture_freeze`` holds part of ``capture -r`` (no sub-command of its own)."""
 
-NOT_COMMANDS = frozenset({"options", "capture_freeze", "matrix_builds"})
+NOT_COMMANDS = frozenset({"options", "capture_freeze"})

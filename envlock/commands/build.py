@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import Any
+
+from envlock.output import finish
 
 
 def register(sub: Any) -> None:
@@ -53,68 +53,17 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _stderr(text: str) -> None:
-    sys.stderr.write(text)
-    sys.stderr.flush()
-
-
 def run(args: argparse.Namespace) -> int:
-    from envlock.bundle.manifest import recover_bundle
-    from envlock.errors import UsageError
-    from envlock.image.build import build_image
-    from envlock.image.dockerfile import parse_build_args
-    from envlock.image.push import Pushed, check_push_reference, push
+    from envlock.image.build_run import BuildRequest, build
 
-    build_args = parse_build_args(args.build_arg)
-    if args.push:
-        if not args.tag:
-            raise UsageError(
-                "--push needs --tag naming the registry to push to",
-                hint="--tag HOST[:PORT]/NAME:TAG, e.g. --tag 127.0.0.1:5000/envlock/tf:2.15.1",
-            )
-        tag = check_push_reference(args.tag)  # parsed once: build and push are handed it
-    else:
-        tag = args.tag
-    # an interrupted `envlock lock`/`render` into DIR is finished or undone first
-    note = recover_bundle(Path(args.dir))
-    if note:
-        sys.stderr.write(f"envlock: note: {note}\n")
-    result = build_image(
-        Path(args.dir),
-        tag=tag,
+    request = BuildRequest(
+        dir=args.dir,
+        tag=args.tag,
         base_image=args.base_image,
-        build_args=build_args,
+        build_arg=tuple(args.build_arg),
         no_cache=args.no_cache,
         network=args.network,
+        push=args.push,
         progress=args.progress,
     )
-    pushed: Pushed | None = None
-    if args.push:
-        out = None if args.progress == "quiet" else _stderr
-        pushed = push(tag, out=out)
-    if args.json:
-        from envlock.output import emit_json
-
-        doc = result.to_dict()
-        if pushed is not None:
-            doc["pushed"] = pushed.to_dict()
-        emit_json(doc)
-        return 0
-    from envlock.output import table
-
-    cacheable = result.cacheable_steps
-    lines = [
-        f"built {result.image_id}" + (f" ({', '.join(result.tags)})" if result.tags else ""),
-        f"{result.total_steps} steps, {result.cached_steps} of {cacheable} cacheable from the "
-        f"cache, {result.seconds:.1f} s"
-        + (f", {result.size_bytes / 1e6:.0f} MB" if result.size_bytes else ""),
-    ]
-    lines += [f"repo digest: {d}" for d in result.repo_digests]
-    if pushed is not None:
-        lines.append(f"pushed {pushed.pinned}")
-    interesting = {k: v for k, v in sorted(result.labels.items()) if k.startswith("io.envlock.")}
-    if interesting:
-        lines.append("")
-        lines.append(table(["label", "value"], [[k, v] for k, v in interesting.items()]).rstrip())
-    sys.stdout.write("\n".join(lines) + "\n")
-    return 0
+    return finish(build(request), args.json)

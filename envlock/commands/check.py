@@ -17,14 +17,11 @@ where it once had a hand-written guard per option and let the others pass unread
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from envlock.commands.options import add_check_arguments, render_options
-
-if TYPE_CHECKING:
-    from envlock.bundle.check import CheckResult
+from envlock.output import finish, notes, progress
 
 
 def register(sub: Any) -> None:
@@ -56,57 +53,6 @@ def check(folder: Path, args: argparse.Namespace) -> int:
         offline=args.offline,
         render=render_options(args),
     )
-    result = check_folder(request, _progress)
-    for note in result.recovered:
-        sys.stderr.write(f"envlock: note: {note}\n")
-    _print_check(args, result)
-    return 0 if result.ok else 1
-
-
-def _progress(message: str) -> None:
-    from envlock.output import stderr_is_tty
-
-    if stderr_is_tty():
-        sys.stderr.write(message + "\n")
-        sys.stderr.flush()
-
-
-def _print_check(args: argparse.Namespace, result: CheckResult) -> None:
-    from envlock.output import emit_json
-
-    folder = result.folder
-    if args.json:
-        emit_json(
-            {
-                "dir": str(folder),
-                "ok": result.ok,
-                "changes": list(result.changes),
-                "files": list(result.files),
-                "notes": list(result.notes),
-                "regenerate": result.regenerate,
-                "fix": result.fix,
-            }
-        )
-        return
-    for note in result.notes:
-        sys.stdout.write(f"note: {note}\n")
-    if result.ok:
-        r = result.lock.resolution
-        sys.stdout.write(
-            f"{folder}: the lock is current ({len(result.lock.packages)} packages, "
-            f"{r.framework} {r.version}); all {len(result.files)} files lock writes match\n"
-        )
-        return
-    sys.stdout.write(f"{folder}: `envlock lock` would change the bundle:\n")
-    for line in result.changes:
-        sys.stdout.write(f"  {line}\n")
-    for row in result.files:
-        if row.get("diff"):
-            sys.stdout.write("\n" + row["diff"])
-    if result.rendered_only:
-        sys.stdout.write(
-            f"\nthe lock is current; only rendered files differ: {result.fix}\n"
-            f"(a full re-lock: {result.regenerate})\n"
-        )
-    else:
-        sys.stdout.write(f"\nregenerate: {result.regenerate}\n")
+    result = check_folder(request, progress)
+    notes(result.recovered)
+    return finish(result, args.json)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from envlock.doctor.advice import DoctorReport
+from envlock.commands.options import add_driver_argument, add_gpu_argument, gpus_from_values
+from envlock.output import finish
 
 
 def register(sub: Any) -> None:
@@ -48,8 +47,6 @@ def register(sub: Any) -> None:
         metavar="X.Y",
         help="with --freeze: the platform's Python (a package list names none)",
     )
-    from envlock.commands.options import add_driver_argument, add_gpu_argument
-
     add_driver_argument(
         p,
         "answer as if the host had this NVIDIA driver (rehearse a driver change before the "
@@ -90,12 +87,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envlock.doctor.runner import DoctorRequest, diagnose
-
-    def progress(line: str) -> None:
-        sys.stderr.write(f"envlock doctor: {line}\n")
-
-    from envlock.commands.options import gpus_from_values
+    from envlock.doctor.doctor_run import DoctorRequest, run_doctor
 
     gpus, gpu_auto = gpus_from_values(args.gpu)
     req = DoctorRequest(
@@ -111,27 +103,4 @@ def run(args: argparse.Namespace) -> int:
         freeze=args.freeze,
         python=args.python,
     )
-    if req.freeze is not None or req.python is not None:  # a package list, no venv
-        from envlock.doctor.platform import diagnose_freeze
-
-        return _finish(args, diagnose_freeze(req))
-    return _finish(args, diagnose(req, progress))
-
-
-def _finish(args: argparse.Namespace, doc: DoctorReport) -> int:
-    if args.json:
-        from envlock.output import emit_json
-
-        emit_json(doc)
-    else:
-        sys.stdout.write(describe(doc, verbose=args.verbose))
-    return 1 if doc["status"] == "FAILED" else 0
-
-
-def describe(doc: DoctorReport, *, verbose: bool = False) -> str:
-    """The report as text fitting the output's width (``envlock.doctor.fixlist``)."""
-    from envlock.doctor.fixlist import NO_WIDTH
-    from envlock.doctor.fixlist import describe as text
-    from envlock.output import HtmlWriter, width
-
-    return text(doc, NO_WIDTH if isinstance(sys.stdout, HtmlWriter) else width(), verbose=verbose)
+    return finish(run_doctor(req, verbose=args.verbose), args.json)

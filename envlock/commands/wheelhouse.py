@@ -26,32 +26,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envlock.venv.wheelhouse import build_wheelhouse
+    from envlock.venv.wheelhouse import wheelhouse_for
 
-    def progress(line: str) -> None:
-        if not args.json:
-            sys.stderr.write(f"  downloaded {line}\n")
-
-    result = build_wheelhouse(Path(args.dir), Path(args.output), progress=progress)
-    if args.json:
-        doc = {
-            "wheelhouse": str(result.folder),
-            "downloaded": list(result.downloaded),
-            "present": list(result.present),
-            "bytes_downloaded": result.bytes_downloaded,
-        }
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-    else:
-        # restore's default venv spelled out: the hint names the venv it will act on
-        from envlock.venv.install import RestoreRequest, default_venv, restore_command
-
-        bundle = Path(args.dir)
-        venv, why = default_venv(bundle)
-        restore = restore_command(RestoreRequest(bundle, venv, wheelhouse=result.folder))
-        sys.stdout.write(
-            f"{result.folder}: {result.total} wheels ({len(result.downloaded)} downloaded, "
-            f"{result.bytes_downloaded} bytes; {len(result.present)} already there)\n"
-            f"  restore without an index (into {venv}, {why}; give --venv for another venv): "
-            f"{restore}\n"
-        )
+    done = wheelhouse_for(Path(args.dir), Path(args.output), quiet=args.json)
+    # wheelhouse's JSON has always been ASCII (json.dumps' default), unlike output.dumps
+    sys.stdout.write(json.dumps(done.to_dict(), indent=2) + "\n" if args.json else done.text())
     return 0

@@ -9,6 +9,7 @@ from envlock.errors import DataError, UsageError
 if TYPE_CHECKING:
     from envlock.image.ref import ImageRef
     from envlock.image.referrers import Attached
+    from envlock.output import Printed
     from envlock.report.dsse import Envelope
 
 
@@ -119,3 +120,28 @@ def _digest_text(digest: Any) -> str:
     if not isinstance(digest, dict):
         return "?"
     return " ".join(f"{k}:{v}" for k, v in digest.items())
+
+
+def attach_file(report: str, image_ref: str, *, insecure: bool, format: str) -> Printed:
+    """``envlock report attach`` as one call; --json: report, image, attached, layout, index."""
+    from envlock.image import registry
+    from envlock.output import Printed
+    from envlock.report.inputs import read_report
+
+    data = read_report(report)
+    image = registry.pinned(image_ref)  # a bad --image is named before a bad report
+    envelope = parse_report(data, report)
+    done = attach_evidence(
+        envelope,
+        image,
+        data=data,
+        insecure=insecure,
+        where=report,
+        format=format,
+    )
+    doc = {"report": report, "image": image_ref, "attached": done.manifest}
+    doc["layout"] = done.layout
+    if done.index:
+        doc["index"] = done.index
+    how = f" (referrers index {done.index})" if done.index else f" ({done.layout})"
+    return Printed(doc, f"attached {report} to {image_ref} as {done.manifest}{how}\n")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     import requests
 
     from envlock.model import Lock, LockedWheel
+    from envlock.output import Printed
 
 TEMP_MARK = ".envlock-part-"
 WORKERS = 8
@@ -265,4 +267,36 @@ def build_wheelhouse(
         downloaded=tuple(w.filename for w in missing),
         present=tuple(w.filename for w in present),
         bytes_downloaded=sum(sizes),
+    )
+
+
+def wheelhouse_for(bundle: Path, output: Path, *, quiet: bool = False) -> Printed:
+    """``envlock wheelhouse DIR -o WH`` as one call: the wheels downloaded (each on
+    stderr unless ``quiet``), the --json document and the text naming the restore
+    that needs no index."""
+    from envlock.output import Printed
+    from envlock.venv.install import RestoreRequest, default_venv, restore_command
+
+    def progress(line: str) -> None:
+        if not quiet:
+            sys.stderr.write(f"  downloaded {line}\n")
+
+    result = build_wheelhouse(bundle, output, progress=progress)
+    doc = {
+        "wheelhouse": str(result.folder),
+        "downloaded": list(result.downloaded),
+        "present": list(result.present),
+        "bytes_downloaded": result.bytes_downloaded,
+    }
+    if quiet:  # --json: the text (and its default-venv lookup) is not needed
+        return Printed(doc)
+    # restore's default venv spelled out: the hint names the venv it will act on
+    venv, why = default_venv(bundle)
+    restore = restore_command(RestoreRequest(bundle, venv, wheelhouse=result.folder))
+    return Printed(
+        doc,
+        f"{result.folder}: {result.total} wheels ({len(result.downloaded)} downloaded, "
+        f"{result.bytes_downloaded} bytes; {len(result.present)} already there)\n"
+        f"  restore without an index (into {venv}, {why}; give --venv for another venv): "
+        f"{restore}\n",
     )

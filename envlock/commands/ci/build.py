@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
-import threading
-import time
-from pathlib import Path
 from typing import Any
+
+from envlock.output import finish
 
 
 def register(ci_sub: Any) -> None:
@@ -71,89 +69,18 @@ def register(ci_sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from envlock.ci.build import build_cells
-    from envlock.ci.options import CiBuildOptions
-    from envlock.image.dockerfile import parse_build_args
+    from envlock.ci.build_run import CiBuildRequest, build_all
 
-    options = CiBuildOptions(
+    request = CiBuildRequest(
+        dir=args.dir,
         jobs=args.jobs,
         push=args.push,
-        sign=Path(args.sign) if args.sign else None,
+        sign=args.sign,
         base_image=args.base_image,
-        build_args=parse_build_args(args.build_arg),
+        build_arg=tuple(args.build_arg),
         allow_cpu=args.allow_cpu,
         network=args.network,
         keep=args.keep,
+        markdown=args.summary_format == "markdown",
     )
-    directory = Path(args.dir)
-    if sys.stderr.isatty():
-        summary = _run_live(directory, options)
-    else:
-        summary = build_cells(directory, options)
-    if args.json:
-        from envlock.output import emit_json
-
-        emit_json(summary.to_dict())
-    elif args.summary_format == "markdown":
-        from envlock.ci.summary import markdown_summary
-
-        sys.stdout.write(markdown_summary(summary))
-    else:
-        sys.stdout.write(describe(summary))
-    return 0 if summary.ok else 1
-
-
-def describe(summary: Any) -> str:
-    from envlock.ci.summary import SUMMARY_HEADERS, SUMMARY_NAME, summary_rows
-    from envlock.output import table
-
-    failed = len(summary.failed)
-    head = (
-        f"{len(summary.cells)} cells, {len(summary.cells) - failed} ok, {failed} failed, "
-        f"{summary.seconds:.1f} s (--jobs {summary.jobs})"
-    )
-    lines = [table(SUMMARY_HEADERS, summary_rows(summary)).rstrip(), "", head]
-    for cell in summary.cells:
-        if cell.pinned:
-            lines.append(f"pushed {cell.pinned}")
-    lines.append(f"summary: {summary.directory / SUMMARY_NAME}")
-    return "\n".join(lines) + "\n"
-
-
-def _run_live(directory: Path, options: Any) -> Any:
-    """build_cells under a rich live table on stderr, redrawn as the cells move."""
-    from rich.console import Console
-    from rich.live import Live
-    from rich.table import Table
-
-    from envlock.ci.build import build_cells
-    from envlock.ci.summary import CellOutcome
-
-    outcomes: list[CellOutcome] = []
-    lock = threading.Lock()
-
-    def render() -> Table:
-        grid = Table(title=f"envlock ci build {directory}", expand=True)
-        with lock:
-            width = max([len(o.cell) for o in outcomes] + [4])
-        grid.add_column("cell", no_wrap=True, min_width=width)
-        grid.add_column("stage", no_wrap=True, min_width=6)
-        grid.add_column("s", no_wrap=True, justify="right", min_width=4)
-        grid.add_column("latest", no_wrap=True, overflow="ellipsis", ratio=1)
-        now = time.perf_counter()
-        with lock:
-            for o in outcomes:
-                seconds = o.seconds or ((now - o.started) if o.started else 0.0)
-                style = "red" if o.stage == "failed" else "green" if o.stage == "done" else ""
-                grid.add_row(
-                    o.cell, o.stage, f"{seconds:.0f}", (o.reason or o.detail)[:90], style=style
-                )
-        return grid
-
-    class LiveProgress:
-        def update(self, outcome: CellOutcome, line: str | None = None) -> None:
-            live.update(render())
-
-    console = Console(stderr=True)
-    with Live(render(), console=console, refresh_per_second=4, transient=False) as live:
-        return build_cells(directory, options, progress=LiveProgress(), outcomes=outcomes)
+    return finish(build_all(request), args.json)

@@ -7,11 +7,10 @@ envlock's hash-pinned install requirements (``envlock.ci.install``).
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import Any
 
 from envlock.commands.options import CELL_SPEC_HELP
+from envlock.output import finish
 
 
 def register(ci_sub: Any) -> None:
@@ -102,63 +101,21 @@ def register(ci_sub: Any) -> None:
 
 
 def run_init(args: argparse.Namespace) -> int:
-    from envlock.ci.actions import load_actions
-    from envlock.ci.install import REQUIREMENTS, closure_text, envlock_wheel
-    from envlock.ci.workflow import (
-        render_workflow,
-        workflow_context,
-        write_files,
-    )
-    from envlock.render.values import checked
+    from envlock.ci.init_run import InitRequest, init_workflow
 
-    extra: list[str] = []
-    for flag in ("envlock_wheel", "public_key", "actions_from", "index_url", "exclude_newer"):
-        value = getattr(args, flag)
-        if value is not None:
-            name = "--" + flag.replace("_", "-")
-            extra += [name, str(checked(value, name, max_len=1000))]
-    table = load_actions(Path(args.actions_from)) if args.actions_from else None
-    ctx = workflow_context(
-        args.spec,
-        args.runner_label,
-        args.output,
+    request = InitRequest(
+        spec=args.spec,
+        envlock_wheel=args.envlock_wheel,
+        output=args.output,
+        runner_label=args.runner_label,
         cells=args.cells,
         install_dir=args.install_dir,
-        actions=table,
-        extra_words=tuple(extra),
-        build_args=tuple(args.build_arg),
+        public_key=args.public_key,
+        actions_from=args.actions_from,
+        build_arg=tuple(args.build_arg),
         build_network=args.build_network,
+        index_url=args.index_url,
+        exclude_newer=args.exclude_newer,
+        force=args.force,
     )
-    files: dict[Path, bytes] = {}
-    if args.public_key:
-        from envlock.report.keys import load_public
-
-        load_public(Path(args.public_key))  # a bad key is exit 2 here
-        from envlock.readers import read_bytes
-
-        files[Path(ctx.public_key)] = read_bytes(args.public_key, "--public-key")
-    wheel = envlock_wheel(args.envlock_wheel)
-    exclude_newer = None
-    if args.exclude_newer:
-        from envlock.instant import exclude_newer as instant
-
-        exclude_newer = instant(args.exclude_newer)
-    install_dir = str(ctx.requirements).rsplit("/", 1)[0]
-    requirements = closure_text(
-        wheel, install_dir, index_url=args.index_url, exclude_newer=exclude_newer
-    )
-    if wheel.url is None:
-        files[Path(install_dir) / wheel.filename] = wheel.data
-    files[Path(install_dir) / REQUIREMENTS] = requirements.encode()
-    files[Path(args.output)] = render_workflow(ctx).encode()
-    write_files(files, force=args.force)
-    for path in files:
-        sys.stdout.write(f"wrote {path}\n")
-    sys.stdout.write(
-        f"cells of {args.spec} from {ctx.cells}/, smoke on runner label {args.runner_label!r}\n"
-        "before the first run: add the repository secret ENVLOCK_SIGNING_KEY (a key made "
-        "by `envlock keygen`)"
-        + ("" if args.public_key else f" and commit its public key as {ctx.public_key}")
-        + f", and commit {ctx.cells}/ (`envlock ci lock SPEC -o {ctx.cells}`)\n"
-    )
-    return 0
+    return finish(init_workflow(request), False)  # no --json: the text names each file

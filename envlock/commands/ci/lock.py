@@ -7,12 +7,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import Any
 
-from envlock.commands.options import CELL_SPEC_HELP, add_cell_arguments, cells_from_args
-from envlock.errors import UsageError
+from envlock.commands.options import CELL_SPEC_HELP, add_cell_arguments, render_options
+from envlock.output import finish
 
 
 def register(ci_sub: Any) -> None:
@@ -54,146 +52,26 @@ def register(ci_sub: Any) -> None:
     lk.set_defaults(func=run_lock)
 
 
-def _progress(message: str) -> None:
-    sys.stderr.write(message + "\n")
-    sys.stderr.flush()
-
-
 def run_lock(args: argparse.Namespace) -> int:
-    from envlock.bundle.folder import LockRequest
-    from envlock.bundle.guard import check_output_folder
-    from envlock.ci.lockcells import lock_cells, write_index
-    from envlock.commands.options import render_options
-    from envlock.model import Constraints
-    from envlock.output import emit_json, table
+    from envlock.ci.lock_run import CiLockRequest, lock_cells_into
 
-    if args.jobs < 1:
-        raise UsageError(f"--jobs {args.jobs}: give at least 1", hint="e.g. --jobs 4")
-    if args.check is not None:
-        return run_lock_check(args)
-    if args.output is None:
-        raise UsageError("give -o DIR (or --check DIR)", hint="envlock ci lock SPEC -o cells")
-    from envlock.ci.lockcells import CellsInput
-    from envlock.instant import exclude_newer as instant
-
-    exclude_newer = instant(args.exclude_newer) if args.exclude_newer else None
-    output = Path(args.output)
-    check_output_folder(output, "-o")
-    cells = cells_from_args(args, exclude_newer).cells
-    template = LockRequest(
-        constraints=Constraints(),
-        output=output,
+    request = CiLockRequest(
+        spec=args.spec,
+        output=args.output,
+        check=args.check,
+        python=args.python,
+        cuda_source=args.cuda_source,
+        pre=args.pre,
+        repo=args.repo,
+        exclude_newer=args.exclude_newer,
+        jobs=args.jobs,
         with_requirements=tuple(args.with_requirements),
         requirement_files=tuple(args.requirement_files),
         resolver=args.resolver,
         index_url=args.index_url,
         offline=args.offline,
         render=render_options(args),
+        base_image=args.base_image,
         force=args.force,
     )
-    output.mkdir(parents=True, exist_ok=True)
-    results = lock_cells(cells, output, template, jobs=args.jobs, progress=_progress)
-    recorded = CellsInput(
-        spec=args.spec,
-        python=args.python,
-        cuda_source=args.cuda_source,
-        pre=args.pre,
-        repo=args.repo,
-        exclude_newer=exclude_newer,
-        with_requirements=tuple(args.with_requirements),
-    )
-    cells_path, bake_path = write_index(output, recorded, results, args.base_image)
-    failed = [r for r in results if not r.ok]
-    if args.json:
-        emit_json(
-            {
-                "dir": str(output),
-                "ok": not failed,
-                "cells": [r.to_dict() for r in results],
-                "cells_json": str(cells_path),
-                "bake_file": str(bake_path),
-            }
-        )
-    else:
-        rows = [
-            [r.cell.id, "locked" if r.ok else "FAILED", r.digest or (r.error or "")[:100]]
-            for r in results
-        ]
-        sys.stdout.write(table(["cell", "status", "lock digest / reason"], rows))
-        sys.stdout.write(
-            f"\n{len(results) - len(failed)} of {len(results)} cells locked into {output}; "
-            f"wrote {cells_path.name} and {bake_path.name}\n"
-        )
-    for r in failed:
-        sys.stderr.write(f"envlock: error: cell {r.cell.id} failed: {r.error}\n")
-    return 1 if failed else 0
-
-
-def run_lock_check(args: argparse.Namespace) -> int:
-    """``ci lock --check DIR``: exit 0 when every cell is current, 1 naming those that are not."""
-    from envlock.ci.cells import DEFAULT_REPO, expand, parse_pythons, parse_sources
-    from envlock.ci.lockcells import check_cells, read_index
-    from envlock.output import emit_json, table
-
-    given = [
-        flag
-        for flag, value in (
-            ("SPEC", args.spec),
-            ("-o", args.output),
-            ("--python", args.python),
-            ("--cuda-source", args.cuda_source),
-            ("--pre", args.pre),
-            ("--repo", args.repo),
-            ("--exclude-newer", args.exclude_newer),
-            ("--with", args.with_requirements),
-            ("-r", args.requirement_files),
-            ("--force", args.force),
-        )
-        if value
-    ]
-    if given:
-        raise UsageError(
-            f"--check reuses the input {args.check}/cells.json records; "
-            f"{', '.join(given)} not used",
-            hint=f"envlock ci lock --check {args.check}",
-        )
-    folder = Path(args.check)
-    recorded, rows = read_index(folder)
-    expansion = expand(
-        recorded.spec,
-        parse_pythons(recorded.python),
-        parse_sources(recorded.cuda_source),
-        recorded.repo or DEFAULT_REPO,
-        prereleases=recorded.pre,
-        exclude_newer=recorded.exclude_newer,
-    )
-    checks = check_cells(
-        folder,
-        expansion.cells,
-        rows,
-        index_url=args.index_url,
-        offline=args.offline,
-        jobs=args.jobs,
-        progress=_progress,
-    )
-    bad = [c for c in checks if not c.ok]
-    fix = recorded.command(str(folder))
-    if args.json:
-        emit_json(
-            {"dir": str(folder), "ok": not bad, "cells": [c.to_dict() for c in checks], "fix": fix}
-        )
-    else:
-        rows_out = [[c.id, c.state, c.changes[0][:100] if c.changes else ""] for c in checks]
-        sys.stdout.write(table(["cell", "state", "first change"], rows_out))
-        for c in bad:
-            for line in c.changes[1:]:
-                sys.stdout.write(f"  {c.id}: {line}\n")
-    if bad:
-        sys.stderr.write(
-            f"envlock: error: {len(bad)} of {len(checks)} cells would change: "
-            + ", ".join(f"{c.id} ({c.state})" for c in bad)
-            + f"\nhint: {fix}\n"
-        )
-        return 1
-    sys.stderr.write(f"ci lock --check: all {len(checks)} cells of {folder} are current\n")
-    return 0
+    return finish(lock_cells_into(request), args.json)  # --check DIR: check_cells_in

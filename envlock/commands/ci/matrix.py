@@ -9,12 +9,10 @@ too (``envlock.commands.options``: ``add_cell_arguments``, ``cells_from_args``).
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import Any
 
-from envlock.commands.options import CELL_SPEC_HELP, add_cell_arguments, cells_from_args
-from envlock.errors import UsageError
+from envlock.commands.options import CELL_SPEC_HELP, add_cell_arguments
+from envlock.output import finish
 
 
 def register(ci_sub: Any) -> None:
@@ -52,50 +50,15 @@ def register(ci_sub: Any) -> None:
 
 
 def run_matrix(args: argparse.Namespace) -> int:
-    from envlock.ci.formats import bake_file, cell_list, github_matrix
-    from envlock.output import emit_json
+    from envlock.ci.matrix_run import MatrixRequest, list_cells
 
-    if args.from_dir is not None:
-        return _matrix_from(args)
-    cells = cells_from_args(args).cells
-    if args.format == "github":
-        sys.stdout.write(github_matrix(cells) + "\n")
-    elif args.format == "bake":
-        emit_json(bake_file(cells))
-    else:
-        emit_json(cell_list(cells))
-    return 0
-
-
-def _matrix_from(args: argparse.Namespace) -> int:
-    """``ci matrix --from DIR``: the cells DIR holds, as the matrix of the workflow's jobs."""
-    import json
-
-    from envlock.ci.cells import BUILD_CELL_FIELDS
-    from envlock.ci.lockcells import read_index
-    from envlock.output import emit_json
-
-    if args.spec or args.python or args.cuda_source or args.pre or args.repo:
-        raise UsageError(
-            "--from DIR lists the cells DIR holds; SPEC and the cell flags are not used",
-            hint=f"envlock ci matrix --from {args.from_dir}",
-        )
-    if args.format == "bake":
-        raise UsageError(
-            "--from DIR: DIR already holds docker-bake.json",
-            hint="--format github or --format json",
-        )
-    folder = Path(args.from_dir)
-    _, rows = read_index(folder)
-    cells = [
-        {k: row[k] for k in BUILD_CELL_FIELDS if k in row}
-        for row in rows
-        if row.get("status") == "locked" and (folder / str(row["id"])).is_dir()
-    ]
-    if not cells:
-        raise UsageError(f"{folder}: no locked cells", hint="envlock ci lock SPEC -o DIR")
-    if args.format == "github":
-        sys.stdout.write(json.dumps({"include": cells}, separators=(",", ":")) + "\n")
-    else:
-        emit_json(cells)
-    return 0
+    request = MatrixRequest(
+        spec=args.spec,
+        python=args.python,
+        cuda_source=args.cuda_source,
+        pre=args.pre,
+        repo=args.repo,
+        from_dir=args.from_dir,
+        format=args.format,
+    )
+    return finish(list_cells(request), args.format != "github")

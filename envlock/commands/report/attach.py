@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from envlock import output
+from envlock.output import finish
 
 
 def register(rsub: Any) -> None:
@@ -44,28 +43,7 @@ def register(rsub: Any) -> None:
 
 
 def run_attach(args: argparse.Namespace) -> int:
-    from envlock.image import registry
-    from envlock.report.attach import attach_evidence, parse_report
-    from envlock.report.inputs import read_report
+    from envlock.report.attach import attach_file
 
-    data = read_report(args.report)
-    image = registry.pinned(args.image)  # a bad --image is named before a bad report
-    envelope = parse_report(data, args.report)
-    done = attach_evidence(
-        envelope,
-        image,
-        data=data,
-        insecure=args.insecure_registry,
-        where=args.report,
-        format=args.format,
-    )
-    if args.json:
-        doc = {"report": args.report, "image": args.image, "attached": done.manifest}
-        doc["layout"] = done.layout
-        if done.index:
-            doc["index"] = done.index
-        output.emit_json(doc)
-    else:
-        how = f" (referrers index {done.index})" if done.index else f" ({done.layout})"
-        sys.stdout.write(f"attached {args.report} to {args.image} as {done.manifest}{how}\n")
-    return 0
+    done = attach_file(args.report, args.image, insecure=args.insecure_registry, format=args.format)
+    return finish(done, args.json)

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import Any
 
-from envlock import output
+from envlock.output import finish
 
 
 def register(rsub: Any) -> None:
@@ -49,32 +47,16 @@ def register(rsub: Any) -> None:
 
 
 def run_page(args: argparse.Namespace) -> int:
-    from envlock.ci.summary import read_summary
-    from envlock.errors import CheckFailed
-    from envlock.report import page
-    from envlock.report.page_rows import load_keys
+    from envlock.ci.page_run import PageRequest, write_report_page
 
-    keys = load_keys(args.key)  # a bad key is named before a bad summary, as always
-    claims, missing = read_summary(Path(args.summary)) if args.summary is not None else ({}, [])
-    inputs = [("the report", Path(r)) for r in args.reports or [str(p) for p in claims]]
-    inputs += [("the trusted key", Path(k)) for k in args.key]
-    if args.summary is not None:
-        inputs.append(("the summary --summary", Path(args.summary)))
-    page.refuse_overwrite(Path(args.output), inputs, force=args.force)
-    made = page.page_for(
-        args.reports,
-        keys,
-        claims=claims,
-        missing=missing,
-        source=args.summary,
+    request = PageRequest(
+        reports=args.reports,
+        key=args.key,
+        output=args.output,
+        summary=args.summary,
         lock=args.lock,
         image=args.image,
+        title=args.title,
+        force=args.force,
     )
-    path = page.write_page(Path(args.output), made, title=args.title)
-    if args.json:
-        output.emit_json({"page": str(path), **made.to_dict()})
-    else:
-        sys.stdout.write(page.describe(made, path))
-    if made.unverified:
-        raise CheckFailed(f"{len(made.unverified)} report(s) did not verify (see {path})")
-    return 0
+    return finish(write_report_page(request), args.json)
