@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -901,6 +903,23 @@ def test_lock_check_refuses_every_option_that_makes_a_lock_in_one_message(
         f"  hint: envlock check {folder}\n"
     )
     assert not folder.exists()
+
+
+def test_lock_check_hint_runs_as_printed_for_a_folder_with_a_space(
+    tf_bundle: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The hint is a shell line: a folder with a space is quoted, and the line runs."""
+    bundle, _ = tf_bundle
+    folder = tmp_path / "my env"
+    shutil.copytree(bundle, folder)
+    assert main(["lock", "--check", str(folder), "--python", "3.12"]) == 2
+    err = capsys.readouterr().err
+    hint = err.splitlines()[-1].removeprefix("  hint: ")
+    assert hint == f"envlock check '{folder}'"
+    argv = shlex.split(hint)
+    assert argv[0] == "envlock"
+    assert main(argv[1:]) == 0
+    assert "the lock is current" in capsys.readouterr().out
 
 
 def test_check_takes_no_option_that_makes_a_lock(capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,6 +9,7 @@ exit 1 when any file lock writes into DIR would change.
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -157,5 +158,5 @@ def refuse_lock_options(args: argparse.Namespace, folder: str) -> None:
             f"--check DIR compares {folder} with what its recorded input locks now, so it "
             f"takes none of the options that make a lock: {what} "
             f"{'is' if len(given) == 1 else 'are'} not used",
-            hint=f"envlock check {folder}",
+            hint=f"envlock check {shlex.quote(folder)}",
         )
