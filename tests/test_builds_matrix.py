@@ -167,7 +167,14 @@ def test_a_build_only_pytorchs_index_has_says_where_it_is() -> None:
     )
     assert err.hint == (
         "torch 2.11.0+cu128 is a build on PyTorch's own index, which the configured index "
-        "does not carry: add that index to pip's or uv's configuration, or lock for a driver "
-        "that runs the configured index's build (envlock resolve torch==2.11 names its CUDA "
-        "and driver floor)"
+        "does not carry: give that index, --index pytorch=URL --route '+cu128=pytorch' "
+        "(docs/indexes.md), or lock for a driver that runs the configured index's build "
+        "(envlock resolve torch==2.11 names its CUDA and driver floor)"
     )
+    # the flags it names are lock's (and ci lock's), as written
+    from envlock.cli import build_parser
+
+    flags = ["--index", "pytorch=http://127.0.0.1:9/simple", "--route", "+cu128=pytorch"]
+    for argv in (["lock", "torch==2.11"], ["ci", "lock", "torch>=2.11,<2.12"]):
+        args = build_parser().parse_args([*argv, *flags, "-o", "D"])
+        assert (args.indexes, args.routes) == ([flags[1]], [flags[3]])

@@ -22,6 +22,7 @@ from envlock.ci.evidence import OUTPUT_NAMES as CI_BUILD_OUTPUTS
 from envlock.ci.lockcells import lock_cells
 from envlock.cli import main
 from envlock.errors import EnvironmentFailure
+from envlock.lock import read_lock
 from envlock.model import Constraints
 
 SPEC = "tensorflow>=2.14,<2.16"
@@ -372,3 +373,49 @@ def test_check_names_a_cell_whose_lock_had_failed(
     }
     assert f"its lock failed when {out} was written: " in states[BROKEN]["changes"][0]
     assert f"1 of 4 cells would change: {BROKEN} (new)" in captured.err
+
+
+def test_every_cell_takes_the_extra_indexes_and_routes_and_records_them(
+    make_index: Callable[..., FakeIndex],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    uv_cache: None,
+) -> None:
+    """`ci lock --index NAME=URL --route ...` gives each cell's lock the routing, as
+    `envlock lock` takes it (a torch range's builds from PyTorch's own index), and
+    cells.json records it (the URL without its password) so the fix line and
+    `--check` lock the same way."""
+    default = _tf_index(make_index())
+    extra = make_index()
+    routed = extra.add_dist("dep-a", "1.0", init="WHERE = 'extra'\n")  # not default's bytes
+    host = extra.url.split("//", 1)[1]
+    url = f"http://user:secret@{host}"
+    out = tmp_path / "cells"
+    argv = ["ci", "lock", SPEC, "--python", "3.11", "-o", str(out), "--index-url", default.url]
+    code = main([*argv, "--index", f"extra={url}", "--route", "dep-a=extra", "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0, report
+    assert [c["id"] for c in report["cells"]] == [
+        "tf2.14.1-py3.11-cuda11.8",
+        "tf2.15.1-py3.11-cuda12.2",
+    ]
+    lk = read_lock(out / "tf2.14.1-py3.11-cuda11.8")
+    (dep,) = [p for p in lk.packages if p.name == "dep-a"]
+    # from the routed index: its file and its bytes
+    assert [w.sha256 for w in dep.wheels] == [extra.wheels[routed].sha256]
+    assert extra.wheels[routed].sha256 != default.wheels[routed].sha256
+    assert lk.input.indexes == (("extra", f"http://{host}"),)
+    assert lk.input.routes == (("dep-a", "extra"),)
+    recorded = json.loads((out / "cells.json").read_text())["input"]
+    assert recorded["indexes"] == [f"extra=http://{host}"]
+    assert recorded["routes"] == ["dep-a=extra"]
+    assert "secret" not in (out / "cells.json").read_text()
+    # --check reads what each bundle and cells.json recorded: current, and the routing
+    # is not given again
+    assert main(["ci", "lock", "--check", str(out), "--index-url", default.url, "--json"]) == 0
+    checked = json.loads(capsys.readouterr().out)
+    assert checked["ok"] is True
+    assert f"--index extra=http://{host} --route dep-a=extra -o {out} --force" in checked["fix"]
+    code = main(["ci", "lock", "--check", str(out), "--route", "dep-a=extra"])
+    assert code == 2
+    assert "--route not used" in capsys.readouterr().err

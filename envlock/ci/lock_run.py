@@ -10,16 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envlock.errors import UsageError
-from envlock.output import Printed, table
+from envlock.output import Printed, progress, table
 from envlock.render import RenderOptions
 
 if TYPE_CHECKING:
     from envlock.ci.cells import Expansion
-
-
-def _progress(message: str) -> None:
-    sys.stderr.write(message + "\n")
-    sys.stderr.flush()
 
 
 @dataclass(frozen=True)
@@ -39,6 +34,9 @@ class CiLockRequest:
     requirement_files: tuple[str, ...] = ()
     resolver: str = "uv"
     index_url: str | None = None
+    # --index NAME=URL / --route, as `envlock lock` takes them, given to every cell
+    indexes: tuple[str, ...] = ()
+    routes: tuple[str, ...] = ()
     offline: bool = False
     render: RenderOptions = field(default_factory=RenderOptions)
     base_image: str | None = None
@@ -60,6 +58,8 @@ def lock_cells_into(args: CiLockRequest) -> Printed:
     if args.output is None:
         raise UsageError("give -o DIR (or --check DIR)", hint="envlock ci lock SPEC -o cells")
     from envlock.ci.lockcells import CellsInput
+    from envlock.door import redact
+    from envlock.index import routing
     from envlock.instant import exclude_newer as instant
 
     exclude_newer = instant(args.exclude_newer) if args.exclude_newer else None
@@ -70,6 +70,7 @@ def lock_cells_into(args: CiLockRequest) -> Printed:
     cells = expand_cells(
         args.spec, args.python, args.cuda_source, args.repo, args.pre, exclude_newer
     ).cells
+    indexes, routes = routing.pairs(routing.parse(list(args.indexes), list(args.routes)))
     template = LockRequest(
         constraints=Constraints(),
         output=output,
@@ -77,12 +78,14 @@ def lock_cells_into(args: CiLockRequest) -> Printed:
         requirement_files=tuple(args.requirement_files),
         resolver=args.resolver,
         index_url=args.index_url,
+        indexes=indexes,
+        routes=routes,
         offline=args.offline,
         render=args.render,
         force=args.force,
     )
     output.mkdir(parents=True, exist_ok=True)
-    results = lock_cells(cells, output, template, jobs=args.jobs, progress=_progress)
+    results = lock_cells(cells, output, template, jobs=args.jobs, progress=progress)
     recorded = CellsInput(
         spec=args.spec,
         python=args.python,
@@ -91,6 +94,8 @@ def lock_cells_into(args: CiLockRequest) -> Printed:
         repo=args.repo,
         exclude_newer=exclude_newer,
         with_requirements=tuple(args.with_requirements),
+        indexes=tuple(f"{name}={redact(url)}" for name, url in indexes),
+        routes=tuple(f"{match}={name}" for match, name in routes),
     )
     cells_path, bake_path = write_index(output, recorded, results, args.base_image)
     failed = [r for r in results if not r.ok]
@@ -130,15 +135,19 @@ def check_cells_in(args: CiLockRequest) -> Printed:
             ("--exclude-newer", args.exclude_newer),
             ("--with", args.with_requirements),
             ("-r", args.requirement_files),
+            ("--index", args.indexes),
+            ("--route", args.routes),
             ("--force", args.force),
         )
         if value
     ]
     if given:
+        import shlex
+
         raise UsageError(
             f"--check reuses the input {args.check}/cells.json records; "
             f"{', '.join(given)} not used",
-            hint=f"envlock ci lock --check {args.check}",
+            hint=f"envlock ci lock --check {shlex.quote(str(args.check))}",
         )
     assert args.check is not None  # called for --check DIR
     folder = Path(args.check)
@@ -158,7 +167,7 @@ def check_cells_in(args: CiLockRequest) -> Printed:
         index_url=args.index_url,
         offline=args.offline,
         jobs=args.jobs,
-        progress=_progress,
+        progress=progress,
     )
     bad = [c for c in checks if not c.ok]
     fix = recorded.command(str(folder))

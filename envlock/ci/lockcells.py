@@ -69,6 +69,8 @@ CellsInputDict = TypedDict(
         "exclude_newer": str,
         "pre": bool,
         "with": list[str],
+        "indexes": list[str],
+        "routes": list[str],
     },
     total=False,
 )
@@ -172,6 +174,10 @@ class CellsInput:
     repo: str | None = None
     exclude_newer: str | None = None  # a UTC instant (envlock.instant)
     with_requirements: tuple[str, ...] = ()  # --with lines
+    # --index NAME=URL (URL without user and password: envlock.door.redact) and --route
+    # MATCH=NAME, as given to every cell's lock
+    indexes: tuple[str, ...] = ()
+    routes: tuple[str, ...] = ()
 
     def to_dict(self) -> CellsInputDict:
         out: CellsInputDict = {"spec": self.spec}
@@ -187,6 +193,10 @@ class CellsInput:
             out["pre"] = True
         if self.with_requirements:
             out["with"] = list(self.with_requirements)
+        if self.indexes:
+            out["indexes"] = list(self.indexes)
+        if self.routes:
+            out["routes"] = list(self.routes)
         return out
 
     @classmethod
@@ -200,9 +210,22 @@ class CellsInput:
                 return value
             raise DataError(f"{where}.{key}: {value!r} is not a string", hint=_RELOCK)
 
-        extra = data.get("with", [])
-        if not isinstance(extra, list) or not all(isinstance(w, str) for w in extra):
-            raise DataError(f"{where}.with: not a list of requirement lines", hint=_RELOCK)
+        def lines(key: str, what: str) -> tuple[str, ...]:
+            value = data.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(w, str) for w in value):
+                raise DataError(f"{where}.{key}: not a list of {what}", hint=_RELOCK)
+            return tuple(value)
+
+        extra = lines("with", "requirement lines")
+        indexes = lines("indexes", "NAME=URL strings")
+        routes = lines("routes", "MATCH=NAME strings")
+        if indexes or routes:  # the same rules as --index/--route on the command line
+            from envlock.index import routing
+
+            try:
+                routing.parse(list(indexes), list(routes))
+            except EnvlockError as e:
+                raise DataError(f"{where}: {e.message}", hint=_RELOCK) from None
         spec = text("spec")
         if not spec:
             raise DataError(f"{where}.spec: missing", hint=_RELOCK)
@@ -213,7 +236,9 @@ class CellsInput:
             pre=data.get("pre") is True,
             repo=text("repo"),
             exclude_newer=text("exclude_newer"),
-            with_requirements=tuple(extra),
+            with_requirements=extra,
+            indexes=indexes,
+            routes=routes,
         )
 
     def command(self, output: str) -> str:
@@ -233,6 +258,10 @@ class CellsInput:
             words.append("--pre")
         for line in self.with_requirements:
             words += ["--with", line]
+        for index in self.indexes:
+            words += ["--index", index]
+        for route in self.routes:
+            words += ["--route", route]
         return shlex.join([*words, "-o", output, "--force"])
 
 

@@ -323,11 +323,13 @@ def explain(
         if framework == "torch" and "+cu" in framework_version:
             series = ".".join(framework_version.split(".")[:2])
             # a build envlock resolve took from PyTorch's published table (matrices/torch.toml)
+            label = "+" + framework_version.split("+", 1)[1]
             hint = (
                 f"torch {framework_version} is a build on PyTorch's own index, which the "
-                "configured index does not carry: add that index to pip's or uv's "
-                "configuration, or lock for a driver that runs the configured index's build "
-                f"(envlock resolve torch=={series} names its CUDA and driver floor)"
+                f"configured index does not carry: give that index, --index pytorch=URL "
+                f"--route '{label}=pytorch' (docs/indexes.md), or lock for a driver that runs "
+                f"the configured index's build (envlock resolve torch=={series} names its "
+                "CUDA and driver floor)"
             )
         return NoResolution(
             f"no release on the index satisfies {what} for {target}\n  {resolver} said:\n{detail}",

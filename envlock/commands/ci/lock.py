@@ -14,7 +14,12 @@ from envlock.output import finish
 
 
 def register(ci_sub: Any) -> None:
-    from envlock.commands.options import add_force_argument, add_pin_arguments, add_render_arguments
+    from envlock.commands.options import (
+        add_force_argument,
+        add_index_arguments,
+        add_pin_arguments,
+        add_render_arguments,
+    )
 
     lk = ci_sub.add_parser(
         "lock",
@@ -45,6 +50,7 @@ def register(ci_sub: Any) -> None:
     add_pin_arguments(lk, " in every cell")
     lk.add_argument("--resolver", choices=("uv", "pip"), default="uv", help="resolver engine")
     lk.add_argument("--index-url", metavar="URL", help="simple-API index (default: pip/uv's)")
+    add_index_arguments(lk)  # every cell's lock takes them (torch builds of PyTorch's index)
     lk.add_argument("--offline", action="store_true", help="use only uv's cached metadata")
     lk.add_argument("--json", action="store_true", help="print the result as JSON")
     add_render_arguments(lk)
@@ -69,6 +75,8 @@ def run_lock(args: argparse.Namespace) -> int:
         requirement_files=tuple(args.requirement_files),
         resolver=args.resolver,
         index_url=args.index_url,
+        indexes=tuple(args.indexes),
+        routes=tuple(args.routes),
         offline=args.offline,
         render=render_options(args),
         base_image=args.base_image,
