@@ -25,7 +25,7 @@ print(open(torch.__file__.replace("__init__.py", "version.py")).read())
 PY
 { time PYTHONPATH=. timeout 300 python3 -m envlock smoke --host --json > "$OUT"/both.json; echo "exit $?"; } > "$OUT"/both.txt 2>&1
 { time PYTHONPATH=. timeout 240 python3 -m envlock smoke --host; echo "exit $?"; } >> "$OUT"/both.txt 2>&1
-{ CUDA_VISIBLE_DEVICES="" PYTHONPATH=. timeout 150 python3 -m envlock smoke --host --no-benchmark; echo "exit $?"; } > "$OUT"/hidden.txt 2>&1
+{ CUDA_VISIBLE_DEVICES="" PYTHONPATH=. timeout 150 python3 -m envlock smoke --host --no-training; echo "exit $?"; } > "$OUT"/hidden.txt 2>&1
 runs=("resolve tensorflow==2.21 --gpu auto --driver auto" "resolve tensorflow==2.21 --gpu H100" "doctor" "doctor --json")
 for a in "${runs[@]}"; do
   read -r -a argv <<<"$a"

@@ -149,3 +149,36 @@ def test_the_real_2_22_0rc0_package(tmp_path: Path) -> None:
             "compute_90",
         ]
         assert sources["cuda_compute_capabilities"] == "cuda_config.h+inferred-ptx"
+
+
+def _installed_sonames(env_txt: Path) -> dict[str, set[str]]:
+    """{distribution: its .so files}, from the GPU machine's record (gpu-record-40.sh)."""
+    out: dict[str, set[str]] = {}
+    name = ""
+    for line in env_txt.read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            name = line.split()[1]
+        elif line.strip().startswith("files: [") and name:
+            files = line.split("[", 1)[1].rstrip("]").split(", ")
+            out[name] = {f.strip("'").rsplit("/", 1)[-1] for f in files if f}
+    return out
+
+
+def test_the_sonames_doctor_loads_for_cuda_13_are_those_the_wheels_install() -> None:
+    """Under CUDA 13 cuFFT, cuSOLVER and cuSPARSE keep their own major 12 (the GPU
+    machine's torch 2.11.0 closure: docs/gpu-run/issue40-43/env.txt); doctor once looked
+    for libcufft.so.11, libcusolver.so.11 and libcusparse.so.13 there and failed a
+    working environment."""
+    record = Path(__file__).resolve().parents[1] / "docs/gpu-run/issue40-43/env.txt"
+    installed = set().union(*_installed_sonames(record).values())
+    names = probe.sonames("13.0", "9.19.0")
+    assert names == [
+        "libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libcufft.so.12",
+        "libcusparse.so.12", "libcusolver.so.12", "libcurand.so.10", "libcudnn.so.9",
+    ]  # fmt: skip
+    assert [n for n in names if n not in installed] == []
+    # a CUDA major envlock has not read: the libraries named by their own majors are
+    # not guessed
+    assert probe.sonames("14.0", "10.1") == [
+        "libcudart.so.14", "libcublas.so.14", "libcublasLt.so.14", "libcudnn.so.10",
+    ]  # fmt: skip

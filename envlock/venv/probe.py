@@ -456,15 +456,25 @@ TF_NAMES = ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly", "int
 
 
 def sonames(cuda: str, cudnn: str) -> list[str]:
-    """The CUDA/cuDNN libraries a TensorFlow built with CUDA ``cuda`` opens."""
+    """The CUDA/cuDNN libraries a framework built with CUDA ``cuda`` opens.
+
+    cuFFT, cuSOLVER, cuSPARSE and cuRAND carry their own majors, not CUDA's: under
+    CUDA 13 the nvidia-cufft 12.x, -cusolver 12.x and -cusparse 12.x wheels install
+    libcufft.so.12, libcusolver.so.12 and libcusparse.so.12, nvidia-curand 10.x
+    libcurand.so.10 (read on the GPU machine, docs/gpu-run/issue40-43/env.txt). For
+    a CUDA major not listed here only the runtime and cuBLAS (named by CUDA's own
+    major) and cuDNN are named: the others are not guessed."""
     major = cuda.split(".")[0]
+    own = {
+        "12": ("libcufft.so.11", "libcusparse.so.12", "libcusolver.so.11", "libcurand.so.10"),
+        "13": ("libcufft.so.12", "libcusparse.so.12", "libcusolver.so.12", "libcurand.so.10"),
+    }
     if major == "11":
         names = ["libcudart.so.11.0", "libcublas.so.11", "libcublasLt.so.11", "libcufft.so.10"]
         names += ["libcusparse.so.11", "libcusolver.so.11", "libcurand.so.10"]
     else:
         names = ["libcudart.so." + major, "libcublas.so." + major, "libcublasLt.so." + major]
-        names += ["libcufft.so.11", "libcusparse.so." + major, "libcusolver.so.11"]
-        names += ["libcurand.so.10"]
+        names += list(own.get(major, ()))
     return names + ["libcudnn.so." + cudnn.split(".")[0]]
 
 
