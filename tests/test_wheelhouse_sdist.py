@@ -251,3 +251,23 @@ def test_a_wheelhouse_without_the_sdist_or_a_build_requirement_is_named_with_a_h
     assert (wh / gone).read_bytes() == index.wheels[gone].data
     assert installed(venv) == {"tensorflow": "2.15.1", "dep-a": "1.0", "src-only": "1.0"}
     shutil.rmtree(wh)
+
+
+def test_the_build_requirements_are_looked_up_on_the_index_the_lock_was_made_from(
+    bundle: Path, index: FakeIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recorded --index-url (without its password), with the configured index's
+    credentials where that is the same index; another configured index is not used."""
+    from dataclasses import replace
+
+    from envlock.venv.wheelhouse import lock_index
+
+    lock = read_lock(bundle)
+    assert lock.input.index_url == index.url
+    monkeypatch.setenv("UV_DEFAULT_INDEX", "http://127.0.0.1:9/other/simple")
+    assert lock_index(lock) == index.url
+    with_user = index.url.replace("http://", "http://user:secret@")
+    monkeypatch.setenv("UV_DEFAULT_INDEX", with_user)
+    assert lock_index(lock) == with_user
+    unrecorded = replace(lock, input=replace(lock.input, index_url=None))
+    assert lock_index(unrecorded) == with_user
