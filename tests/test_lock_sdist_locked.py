@@ -382,22 +382,29 @@ def test_capture_leaves_both_out_before_the_lock_with_their_reasons(
     ), stdout
 
 
-@pytest.mark.other_python  # restore finds the lock's Python before it checks the wheelhouse
-def test_restore_from_a_wheelhouse_refuses_a_lock_that_builds_from_source(
+def test_the_wheelhouse_of_a_lock_that_builds_from_source_holds_the_sdist(
     bundle: Path, index: FakeIndex, tmp_path: Path
 ) -> None:
+    """Before: restore --wheelhouse refused the lock ('a wheelhouse does not hold their
+    build requirements yet'). Its one build requirement, dep-a, is a locked package
+    here: its locked wheel serves the build, and no index page is read for it
+    (tests/test_wheelhouse_sdist.py: one the lock does not hold, and the offline
+    restore)."""
+    import json
+
+    from envlock.venv.wheelhouse import check_wheelhouse
+
     wh = tmp_path / "wh"
-    code, _, err = run_cli("wheelhouse", str(bundle), "-o", str(wh))
+    pages = index.hits["/simple/dep-a/"]
+    code, out, err = run_cli("wheelhouse", str(bundle), "-o", str(wh), "--json")
     assert code == 0, err
-    venv = tmp_path / "venv"
-    code, _, err = run_cli(
-        "restore", str(bundle), "--venv", str(venv), "--wheelhouse", str(wh), "--allow-cpu"
-    )
-    assert code == 2, err
-    first = err.splitlines()[0]
-    assert first == (
-        f"envlock: error: --wheelhouse {wh}: the lock builds src-only from source, and a "
-        "wheelhouse does not hold their build requirements yet (#41); nothing was built"
-    )
-    assert f"hint: restore through the index: envlock restore {bundle} --venv {venv}" in err
-    assert not venv.exists()
+    doc = json.loads(out)
+    assert doc["sdists"] == ["src_only-1.0.tar.gz"] and doc["build_requirements"] == []
+    assert sorted(p.name for p in wh.iterdir()) == [
+        "dep_a-1.0-py3-none-any.whl",
+        "src_only-1.0.tar.gz",
+        f"tensorflow-2.15.1-{FW_TAG}.whl",
+    ]
+    assert (wh / "src_only-1.0.tar.gz").read_bytes() == index.wheels["src_only-1.0.tar.gz"].data
+    assert index.hits["/simple/dep-a/"] == pages
+    assert check_wheelhouse(read_lock(bundle), wh) == []

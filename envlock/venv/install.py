@@ -135,7 +135,8 @@ def restore_command(
 
 
 def wheelhouse_command(bundle: Path, wheelhouse: Path) -> str:
-    """The command that fills ``wheelhouse`` with every wheel of ``bundle``'s lock."""
+    """The command that fills ``wheelhouse`` with every file of ``bundle``'s lock (its
+    wheels, its sdists and the wheels of their build requirements)."""
     return shlex.join(["envlock", "wheelhouse", str(bundle), "-o", str(wheelhouse)])
 
 

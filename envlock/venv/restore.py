@@ -278,32 +278,31 @@ def check_gpu(req: RestoreRequest) -> None:
 
 
 def check_wheelhouse_matches(req: RestoreRequest, lock: Lock) -> None:
-    """Every locked wheel is in --wheelhouse with the lock's size and sha256: else
-    a UsageError (exit 2: the folder given does not match the lock, which is bad
-    input, not a failed download) naming every missing or damaged wheel at once,
-    before anything is built."""
-    from envlock.lock.sdists import built_from_source
-    from envlock.venv.wheelhouse import check_wheelhouse
+    """Every locked file is in --wheelhouse with the lock's size and sha256 (wheels,
+    the source archives of packages locked by their sdist), and a wheel of each
+    build requirement of those with a sha256 the lock records: else a UsageError
+    (exit 2: the folder given does not match the lock, which is bad input, not a
+    failed download) naming every missing or damaged file at once, before anything
+    is built, with the command that fills it."""
+    from envlock.venv.wheelhouse import check_wheelhouse, locked_files, unheld_build_requirements
 
     if req.wheelhouse is None:
         return
-    sources = built_from_source(lock)
-    if sources:
-        raise UsageError(
-            f"--wheelhouse {req.wheelhouse}: the lock builds {', '.join(sources)} from "
-            "source, and a wheelhouse does not hold their build requirements yet (#41); "
-            "nothing was built",
-            hint="restore through the index: "
-            + restore_command(replace(req, wheelhouse=None, offline=False)),
-        )
     problems = check_wheelhouse(lock, req.wheelhouse)
     if not problems:
         return
-    total = len({w.filename for p in lock.packages for w in p.files})
-    lines = "".join(f"\n  {name}: {what}" for name, what in problems)
+    builds = unheld_build_requirements(lock)
+    total = len(locked_files(lock)) + len(builds)
+    # a lock of wheels only says wheels, as before source archives were locked
+    noun = (
+        "locked files"
+        if builds or lock.build_constraints or any(p.sdist for p in lock.packages)
+        else "locked wheels"
+    )
+    lines = "".join(f"\n  {name}: {problem}" for name, problem in problems)
     raise UsageError(
         f"--wheelhouse {req.wheelhouse} does not match the lock: {len(problems)} of "
-        f"{total} locked wheels missing or damaged; nothing was built (exit 2: the "
+        f"{total} {noun} missing or damaged; nothing was built (exit 2: the "
         f"wheelhouse given is not the lock's, a bad input){lines}",
         hint="fill it (downloads only what is missing or damaged, hash-checked): "
         f"{wheelhouse_command(req.bundle, req.wheelhouse)} && {restore_command(req)}",

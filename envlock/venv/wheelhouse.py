@@ -1,4 +1,14 @@
-"""``envlock wheelhouse DIR -o WH``: every locked wheel, downloaded and hash-checked.
+"""``envlock wheelhouse DIR -o WH``: every locked file, downloaded and hash-checked.
+
+The files: every locked wheel, the source archive of each package locked by its
+sdist (#41), and the wheels of the build requirements those sdists are built
+with (``Lock.build_constraints``: ``name==version --hash=sha256:...`` lines,
+without URLs). A build requirement the lock also holds at that version with
+that hash is its locked wheel; any other is found on the PEP 691 page of the
+index the lock was made from (``envlock.index.pep691``: the lock's recorded
+``--index-url``, else the configured index, as ``envlock lock`` chose it), as
+each file there whose sha256 is one the line records. So restore
+``--wheelhouse WH --offline`` builds the sdists with no index.
 
 Each file is written through a temp file in WH and a rename, so WH only ever
 holds whole files whose sha256 is the lock's. A file already there with the
@@ -33,8 +43,10 @@ from envlock.errors import EnvironmentFailure, UsageError
 if TYPE_CHECKING:
     import requests
 
-    from envlock.model import Lock, LockedWheel
+    from envlock.model import Lock, LockedSdist, LockedWheel
     from envlock.output import Printed
+
+    LockedFile = LockedWheel | LockedSdist
 
 TEMP_MARK = ".envlock-part-"
 WORKERS = 8
@@ -47,6 +59,10 @@ class WheelhouseResult:
     downloaded: tuple[str, ...]  # file names fetched in this run
     present: tuple[str, ...]  # file names already there with the right hash
     bytes_downloaded: int
+    sdists: tuple[str, ...] = ()  # the locked source archives among them
+    # the wheels of the build requirements among them that the lock does not hold
+    # as packages (found on the index by their recorded sha256)
+    build_wheels: tuple[str, ...] = ()
 
     @property
     def total(self) -> int:
@@ -62,10 +78,152 @@ def locked_wheels(lock: Lock) -> list[LockedWheel]:
     return list(seen.values())
 
 
+def locked_files(lock: Lock) -> list[LockedFile]:
+    """Every file of the lock, once, in the lock's order: its wheels, and the source
+    archives of the packages locked by their sdist."""
+    seen: dict[str, LockedFile] = {}
+    for pkg in lock.packages:
+        for f in pkg.files:
+            seen.setdefault(f.filename, f)
+    return list(seen.values())
+
+
+@dataclass(frozen=True)
+class BuildRequirement:
+    """One line of ``Lock.build_constraints``: ``name==version --hash=sha256:...``."""
+
+    name: str  # normalized
+    version: str
+    hashes: frozenset[str]
+
+    @property
+    def pin(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+def build_requirements(lock: Lock) -> list[BuildRequirement]:
+    """The lock's build constraints (checked by the lock's reader), in order."""
+    out = []
+    for line in lock.build_constraints:
+        pin, *hashes = line.split()
+        name, _, version = pin.partition("==")
+        found = frozenset(h.removeprefix("--hash=sha256:") for h in hashes)
+        out.append(BuildRequirement(name, version, found))
+    return out
+
+
+def _held(lock: Lock, req: BuildRequirement) -> list[LockedWheel]:
+    """The locked wheels of ``req``'s name and version with a hash it records: the
+    files already in the wheelhouse as locked files (none: found on the index)."""
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        version = Version(req.version)
+    except InvalidVersion:
+        return []
+    for pkg in lock.packages:
+        if canonicalize_name(pkg.name) != req.name:
+            continue
+        try:
+            same = Version(pkg.version) == version
+        except InvalidVersion:
+            same = False
+        if same:
+            return [w for w in pkg.wheels if w.sha256 in req.hashes]
+    return []
+
+
+def unheld_build_requirements(lock: Lock) -> list[BuildRequirement]:
+    """The build requirements the lock's own wheels do not cover."""
+    return [r for r in build_requirements(lock) if not _held(lock, r)]
+
+
+def _wheel_of(filename: str, req: BuildRequirement) -> bool:
+    """``filename`` is a wheel of ``req``'s name and version."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+    from packaging.version import InvalidVersion, Version
+
+    if not filename.endswith(".whl"):
+        return False
+    try:
+        name, version, _, _ = parse_wheel_filename(filename)
+        return name == req.name and version == Version(req.version)
+    except (InvalidWheelFilename, InvalidVersion):
+        return False
+
+
+def lock_index(lock: Lock) -> str:
+    """The index the lock was made from: its recorded ``--index-url`` (with the
+    configured index's credentials where that is the same index), else the
+    configured one, as ``envlock lock`` chose it."""
+    from envlock.door import redact
+    from envlock.index.config import index_url
+
+    recorded = lock.input.index_url
+    if recorded is None:
+        return index_url()
+    try:
+        configured = index_url()
+    except UsageError:
+        configured = ""
+    if configured and redact(configured).rstrip("/") == redact(recorded).rstrip("/"):
+        return configured
+    return index_url(recorded)
+
+
+def find_build_wheels(
+    lock: Lock,
+    sess: requests.Session,
+    todo: list[BuildRequirement] | None = None,
+    index: str | None = None,
+) -> list[LockedWheel]:
+    """The wheels of the build requirements ``todo`` (default: every one the lock
+    does not hold), as the index lists them: on each one's PEP 691 page, every
+    wheel of its name and version whose sha256 is one the lock records. A
+    requirement with none there is an EnvironmentFailure (exit 3) naming it: the
+    index no longer serves the file."""
+    from envlock.door import redact
+    from envlock.index.pep691 import project_files
+    from envlock.model import LockedWheel
+
+    if todo is None:
+        todo = unheld_build_requirements(lock)
+    if not todo:
+        return []
+    where = index or lock_index(lock)
+
+    def one(req: BuildRequirement) -> list[LockedWheel]:
+        files = project_files(sess, where, req.name) or []
+        out = []
+        for f in files:
+            if f.sha256 not in req.hashes or not _wheel_of(f.filename, req):
+                continue
+            if f.size is None:
+                raise EnvironmentFailure(
+                    f"the index at {redact(where)} gives no size for {f.filename} "
+                    f"(the build requirement {req.pin}), so its download cannot be bounded",
+                    hint="use an index that serves PEP 691 JSON with file sizes",
+                )
+            out.append(LockedWheel(f.filename, f.url, f.size, f.sha256))
+        if not out:
+            raise EnvironmentFailure(
+                f"the index at {redact(where)} serves no wheel of the build requirement "
+                f"{req.pin} with a sha256 the lock records (build-constraints.txt)",
+                hint="give the index the lock was made from (--index-url when locking, or "
+                "pip's/uv's configuration), or regenerate the lock with envlock lock",
+            )
+        return out
+
+    with ThreadPoolExecutor(max_workers=min(WORKERS, len(todo))) as pool:
+        found = list(pool.map(one, todo))
+    return [w for wheels in found for w in wheels]
+
+
 def _safe_name(filename: str) -> str:
     if not filename or "/" in filename or "\\" in filename or filename.startswith("."):
         raise UsageError(
-            f"the lock names a wheel file {filename!r} that is not a plain file name",
+            f"the lock names a file {filename!r} that is not a plain file name",
             hint="regenerate the lock with envlock lock",
         )
     return filename
@@ -78,8 +236,8 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def has_wheel(folder: Path, wheel: LockedWheel) -> bool:
-    """``folder`` holds ``wheel``'s file with the lock's sha256."""
+def has_wheel(folder: Path, wheel: LockedFile) -> bool:
+    """``folder`` holds ``wheel``'s file (a wheel or an sdist) with the lock's sha256."""
     from envlock.fsutil import sha256_file
 
     path = folder / _safe_name(wheel.filename)
@@ -90,7 +248,7 @@ def has_wheel(folder: Path, wheel: LockedWheel) -> bool:
     return sha256_file(path) == wheel.sha256
 
 
-def wheel_problem(folder: Path, wheel: LockedWheel) -> str | None:
+def wheel_problem(folder: Path, wheel: LockedFile) -> str | None:
     """What is wrong with ``wheel``'s file in ``folder`` (missing, another size,
     another sha256); None when it is there with the lock's size and sha256."""
     from envlock.fsutil import sha256_file
@@ -110,17 +268,72 @@ def wheel_problem(folder: Path, wheel: LockedWheel) -> str | None:
     return None
 
 
-def check_wheelhouse(lock: Lock, folder: Path) -> list[tuple[str, str]]:
-    """Every locked wheel that ``folder`` lacks or holds damaged, as (file name,
-    what is wrong), in the lock's order; [] when it holds them all. The files are
-    hashed in threads (hashlib lets go of the GIL), so a whole TensorFlow
-    wheelhouse takes a second or two."""
-    wheels = locked_wheels(lock)
-    if not wheels:
+def _good_build_wheel(
+    folder: Path, req: BuildRequirement, names: list[str]
+) -> tuple[str | None, list[str]]:
+    """(the file name of a wheel of ``req`` in ``folder`` with a sha256 the lock
+    records or None, the other wheels of it there); ``names``: the folder's files."""
+    from envlock.fsutil import sha256_file
+
+    seen: list[str] = []
+    for name in names:
+        if not _wheel_of(name, req):
+            continue
+        path = folder / name
+        if path.is_symlink() or not path.is_file():
+            continue
+        try:
+            digest = sha256_file(path)
+        except OSError:
+            continue
+        if digest in req.hashes:
+            return name, seen
+        seen.append(name)
+    return None, seen
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        return sorted(e.name for e in os.scandir(folder))
+    except OSError:
         return []
-    with ThreadPoolExecutor(max_workers=min(WORKERS, len(wheels))) as pool:
-        found = list(pool.map(lambda w: wheel_problem(folder, w), wheels))
-    return [(w.filename, p) for w, p in zip(wheels, found, strict=True) if p is not None]
+
+
+def build_problem(folder: Path, req: BuildRequirement, names: list[str]) -> str | None:
+    """What is wrong with the wheels of build requirement ``req`` in ``folder``
+    (``names``: its file names): None when one of them has a sha256 the lock records."""
+    good, seen = _good_build_wheel(folder, req, names)
+    if good is not None:
+        return None
+    if seen:
+        return (
+            f"{', '.join(seen)} there, with a sha256 the lock does not record "
+            "(damaged or another file)"
+        )
+    return "missing (no wheel of it with a sha256 the lock records)"
+
+
+def check_wheelhouse(lock: Lock, folder: Path) -> list[tuple[str, str]]:
+    """Every locked file (wheels, source archives) that ``folder`` lacks or holds
+    damaged, as (file name, what is wrong), in the lock's order, then every build
+    requirement of the source archives that it holds no wheel of with a recorded
+    sha256, as ("NAME==VERSION (build requirement)", what is wrong); [] when it
+    holds them all. The files are hashed in threads (hashlib lets go of the GIL),
+    so a whole TensorFlow wheelhouse takes a second or two."""
+    files = locked_files(lock)
+    builds = unheld_build_requirements(lock)
+    problems: list[tuple[str, str]] = []
+    if files:
+        with ThreadPoolExecutor(max_workers=min(WORKERS, len(files))) as pool:
+            found = list(pool.map(lambda w: wheel_problem(folder, w), files))
+        problems += [(w.filename, p) for w, p in zip(files, found, strict=True) if p is not None]
+    if builds:
+        names = _names(folder)
+        for req in builds:
+            problem = build_problem(folder, req, names)
+            if problem is not None:
+                problems.append((f"{req.pin} (build requirement)", problem))
+    return problems
 
 
 def _remove(temp: Path | None) -> None:
@@ -154,7 +367,7 @@ def _temp_file(folder: Path, mode: int) -> tuple[BinaryIO, Path]:
         raise
 
 
-def _download(sess: requests.Session, folder: Path, wheel: LockedWheel, mode: int) -> int:
+def _download(sess: requests.Session, folder: Path, wheel: LockedFile, mode: int) -> int:
     import requests as _requests
 
     from envlock.door import redact
@@ -234,7 +447,8 @@ def build_wheelhouse(
     *,
     progress: Callable[[str], None] | None = None,
 ) -> WheelhouseResult:
-    """Download every wheel of ``bundle``'s lock into ``folder``, hash-checked."""
+    """Download every file of ``bundle``'s lock into ``folder``, hash-checked: its
+    wheels, its source archives and the wheels of their build requirements."""
     from envlock.index.http import session
     from envlock.lock.pylock import read_lock
 
@@ -246,28 +460,59 @@ def build_wheelhouse(
     except OSError as e:
         raise EnvironmentFailure(f"cannot create {folder}: {e.strerror or e}") from None
     clean_temp_files(folder)
-    wheels = locked_wheels(lock)
+    wheels = locked_files(lock)
+    sdists = tuple(p.sdist.filename for p in lock.packages if p.sdist is not None)
     present = [w for w in wheels if has_wheel(folder, w)]
     missing = [w for w in wheels if w not in present]
+    # the build requirements the lock does not hold: a wheel of each with a recorded
+    # sha256 already here is kept; the others are looked up on the index's pages
+    names = _names(folder)
+    held: list[str] = []
+    todo: list[BuildRequirement] = []
+    for req in unheld_build_requirements(lock):
+        good, _ = _good_build_wheel(folder, req, names)
+        if good is None:
+            todo.append(req)
+        else:
+            held.append(good)
+    builds: list[LockedWheel] = []
     sizes: list[int] = []
-    if missing:
-        mode = _file_mode()
+    if missing or todo:  # a wheelhouse that holds everything needs no index
         sess = session()
         try:
-            with ThreadPoolExecutor(max_workers=min(WORKERS, len(missing))) as pool:
-                futures = [pool.submit(_download, sess, folder, w, mode) for w in missing]
-                for wheel, fut in zip(missing, futures, strict=True):
-                    sizes.append(fut.result())
-                    if progress:
-                        progress(f"{wheel.filename} ({wheel.size} bytes)")
+            known = {w.filename for w in wheels}
+            found = [w for w in find_build_wheels(lock, sess, todo) if w.filename not in known]
+            builds = list({w.filename: w for w in found}.values())
+            missing += builds
+            sizes = _download_all(sess, folder, missing, progress)
         finally:
             sess.close()
     return WheelhouseResult(
         folder=folder,
         downloaded=tuple(w.filename for w in missing),
-        present=tuple(w.filename for w in present),
+        present=tuple(w.filename for w in present) + tuple(held),
         bytes_downloaded=sum(sizes),
+        sdists=sdists,
+        build_wheels=tuple(held) + tuple(w.filename for w in builds),
     )
+
+
+def _download_all(
+    sess: requests.Session,
+    folder: Path,
+    missing: list[LockedFile],
+    progress: Callable[[str], None] | None,
+) -> list[int]:
+    sizes: list[int] = []
+    if missing:
+        mode = _file_mode()
+        with ThreadPoolExecutor(max_workers=min(WORKERS, len(missing))) as pool:
+            futures = [pool.submit(_download, sess, folder, w, mode) for w in missing]
+            for wheel, fut in zip(missing, futures, strict=True):
+                sizes.append(fut.result())
+                if progress:
+                    progress(f"{wheel.filename} ({wheel.size} bytes)")
+    return sizes
 
 
 def wheelhouse_for(bundle: Path, output: Path, *, quiet: bool = False) -> Printed:
@@ -287,16 +532,25 @@ def wheelhouse_for(bundle: Path, output: Path, *, quiet: bool = False) -> Printe
         "downloaded": list(result.downloaded),
         "present": list(result.present),
         "bytes_downloaded": result.bytes_downloaded,
+        "sdists": list(result.sdists),
+        "build_requirements": list(result.build_wheels),
     }
     if quiet:  # --json: the text (and its default-venv lookup) is not needed
         return Printed(doc)
     # restore's default venv spelled out: the hint names the venv it will act on
     venv, why = default_venv(bundle)
     restore = restore_command(RestoreRequest(bundle, venv, wheelhouse=result.folder))
+    extra = ""
+    if result.sdists or result.build_wheels:
+        extra = (
+            f"; {len(result.sdists)} of them source archives, "
+            f"{len(result.build_wheels)} the wheels of their build requirements"
+        )
     return Printed(
         doc,
-        f"{result.folder}: {result.total} wheels ({len(result.downloaded)} downloaded, "
-        f"{result.bytes_downloaded} bytes; {len(result.present)} already there)\n"
+        f"{result.folder}: {result.total} {'files' if extra else 'wheels'} "
+        f"({len(result.downloaded)} downloaded, "
+        f"{result.bytes_downloaded} bytes; {len(result.present)} already there{extra})\n"
         f"  restore without an index (into {venv}, {why}; give --venv for another venv): "
         f"{restore}\n",
     )
