@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,8 @@ from envlock.matrix import builds
 from envlock.model import Constraints
 from envlock.resolve import resolve
 from envlock.resolve.together import clashes, resolve_together
+
+REPO = Path(__file__).resolve().parents[1]
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -43,8 +46,18 @@ def test_torch_2_11_on_the_index_is_the_cuda_13_0_build_its_wheel_states() -> No
         "2.28.9",
     )
     assert "nvidia-cudnn-cu13==9.19.0.56" in b.requires
-    assert b.compute_capabilities == () and b.compute_capabilities_from == "unknown"
-    assert b.sources == ("read-index",)
+    # its wheel names no sm targets; the ones torch.cuda.get_arch_list() reported on the
+    # GPU machine (docs/gpu-run/issue40-43/torch-jax-facts.txt) are written in by refresh
+    assert b.compute_capabilities == ("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120")
+    assert b.compute_capabilities_from == "gpu-machine"
+    assert b.sources == ("read-index", "gpu-machine-2026-12-06")
+    facts = REPO / "docs/gpu-run/issue40-43/torch-jax-facts.txt"
+    assert f"arch_list {list(b.compute_capabilities)!r}" in facts.read_text(encoding="utf-8")
+    # every other torch build's targets stay unknown: nothing read, nothing guessed
+    others = [r for k, r in rows.items() if k != ("2.11.0", "cu130")]
+    assert {(r.compute_capabilities, r.compute_capabilities_from) for r in others} <= {
+        ((), "unknown")
+    }
     # the cu128 build of 2.11 is PyTorch's own, from its published table
     pub = rows[("2.11.0", "cu128")]
     assert (pub.index, pub.cudnn_full, pub.sources) == (
@@ -178,3 +191,60 @@ def test_a_build_only_pytorchs_index_has_says_where_it_is() -> None:
     for argv in (["lock", "torch==2.11"], ["ci", "lock", "torch>=2.11,<2.12"]):
         args = build_parser().parse_args([*argv, *flags, "-o", "D"])
         assert (args.indexes, args.routes) == ([flags[1]], [flags[3]])
+
+
+def test_refresh_writes_the_arch_lists_into_the_rows_they_name() -> None:
+    """matrix refresh applies matrices/arch-lists.toml to the rows it read from the
+    index: the shipped torch.toml is what that gives for its 2.11.0 cu130 row, and a
+    row the table does not name is left as read."""
+    from dataclasses import replace
+
+    from envlock.matrix import archlists
+
+    table = archlists.load()
+    shipped = builds.load("torch")
+    row = next(b for b in shipped.builds if (str(b.version), b.build) == ("2.11.0", "cu130"))
+    as_read = replace(
+        row,
+        compute_capabilities=(),
+        compute_capabilities_from="unknown",
+        sources=("read-index",),
+        note="compute_capabilities: unknown: the wheel's compiled sm targets are inside "
+        "libtorch_cuda.so and no text member of the wheel names them",
+    )
+    other = next(b for b in shipped.builds if (str(b.version), b.build) == ("2.10.0", "cu128"))
+    rows, used = archlists.applied([as_read, other], table)
+    assert rows == [row, other]
+    assert used == [(k, t) for k, t in shipped.sources if k == "gpu-machine-2026-12-06"]
+    archlists.check_known(table, shipped.builds)
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda d: d["arch_lists"][0].update(compute_capabilities=[]), "name at least one"),
+        (lambda d: d["arch_lists"][0].update(compute_capabilities=["90"]), "sm_XY or compute"),
+        (lambda d: d["arch_lists"][0].update(build="cuda-13"), "cuXYZ or cudaNN"),
+        (lambda d: d["arch_lists"][0].update(**{"from": "nowhere"}), "not a key of [sources]"),
+        (lambda d: d["arch_lists"].append(dict(d["arch_lists"][0])), "project+version+build"),
+    ],
+)
+def test_a_damaged_arch_list_is_one_data_error(edit: Any, said: str) -> None:
+    from envlock.matrix import archlists, read_toml
+
+    doc, _, shown = read_toml(archlists.FILE)
+    edit(doc)
+    with pytest.raises(DataError) as e:
+        archlists.parse(doc, shown)
+    assert said in e.value.message
+
+
+def test_an_arch_list_for_a_build_the_matrix_lacks_is_named() -> None:
+    from dataclasses import replace
+
+    from envlock.matrix import archlists
+
+    table = archlists.load()
+    typo = replace(table, rows=(replace(table.rows[0], build="cu131"),))
+    with pytest.raises(DataError, match="torch 2.11.0 cu131: no such build in torch.toml"):
+        archlists.check_known(typo, builds.load("torch").builds)

@@ -9,8 +9,12 @@ CUDA 13 build (driver >= 580, matrices/cuda.toml) is out and torch 2.11 falls
 back to its cu128 build, which only PyTorch's index has; 580.65.06 takes the
 default index's build of every series. The GPU does not change the build: the
 torch wheels do not say which sm targets they carry, so no GPU is ruled out on
-a guess (kernels and PTX JIT verdicts ``unknown``), and the base image is the
-one whose container runtime starts on the named GPU where there is one.
+a guess (kernels and PTX JIT verdicts ``unknown``), except the one build whose
+targets were read on a GPU machine (``gpu-machine-2026-12-06`` in
+matrices/arch-lists.toml: torch 2.11.0's CUDA 13.0 build, sm_75 ... sm_120), where
+each of these GPUs has SASS (T4 sm_75, H100 sm_90, RTX 4090 8.9 by sm_86's binary
+compatibility within major 8); and the base image is the one whose container
+runtime starts on the named GPU where there is one.
 """
 
 from __future__ import annotations
@@ -32,9 +36,9 @@ I128_0, I128_1, I130_1 = (
     "12.8.1-base-ubuntu24.04",
     "13.0.1-base-ubuntu24.04",
 )
-READ, PUB = "read-index", "pytorch-release-matrix"
+READ, PUB, GPU = "read-index", "pytorch-release-matrix", "gpu-machine-2026-12-06"
 
-# (series, gpu, driver) -> (version, cuda, driver floor, cudnn pin, base image, source)
+# (series, gpu, driver) -> (version, cuda, driver floor, cudnn pin, base image, sources)
 TABLE = {
     ("2.9", "T4", OLD): ("2.9.1", "12.8", F12, DNN_9_10, I128_0, READ),
     ("2.9", "T4", NEW): ("2.9.1", "12.8", F12, DNN_9_10, I128_1, READ),
@@ -49,17 +53,18 @@ TABLE = {
     ("2.10", "RTX 4090", OLD): ("2.10.0", "12.8", F12, DNN_9_10, I128_1, READ),
     ("2.10", "RTX 4090", NEW): ("2.10.0", "12.8", F12, DNN_9_10, I128_1, READ),
     ("2.11", "T4", OLD): ("2.11.0+cu128", "12.8", F12, DNN_9_17, I128_0, PUB),
-    ("2.11", "T4", NEW): ("2.11.0", "13.0", "580", DNN_9_19, I130_1, READ),
+    ("2.11", "T4", NEW): ("2.11.0", "13.0", "580", DNN_9_19, I130_1, READ, GPU),
     ("2.11", "H100", OLD): ("2.11.0+cu128", "12.8", F12, DNN_9_17, I128_0, PUB),
-    ("2.11", "H100", NEW): ("2.11.0", "13.0", "580", DNN_9_19, I130_1, READ),
+    ("2.11", "H100", NEW): ("2.11.0", "13.0", "580", DNN_9_19, I130_1, READ, GPU),
     ("2.11", "RTX 4090", OLD): ("2.11.0+cu128", "12.8", F12, DNN_9_17, I128_1, PUB),
-    ("2.11", "RTX 4090", NEW): ("2.11.0", "13.0", "580", DNN_9_19, I130_1, READ),
+    ("2.11", "RTX 4090", NEW): ("2.11.0", "13.0", "580", DNN_9_19, I130_1, READ, GPU),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize(("series", "gpu", "driver"), sorted(TABLE))
 def test_torch_answer(series: str, gpu: str, driver: str) -> None:
-    version, cuda, floor, cudnn, image, source = TABLE[(series, gpu, driver)]
+    version, cuda, floor, cudnn, image, *sources = TABLE[(series, gpu, driver)]
+    source = sources[0]
     constraints = Constraints(spec=f"torch=={series}", gpus=(Gpu(gpu),), driver=driver)
     res = resolve(constraints)
     assert (res.framework, res.version, res.cuda, res.driver_min) == ("torch", version, cuda, floor)
@@ -73,17 +78,23 @@ def test_torch_answer(series: str, gpu: str, driver: str) -> None:
         for b in builds.load("torch").builds
         if str(b.version) == version.split("+")[0] and b.build == build
     )
-    assert row.sources == (source,)
-    assert builds.load("torch").source_text(source)
+    assert row.sources == tuple(sources)
+    assert all(builds.load("torch").source_text(key) for key in sources)
     assert cudnn == f"nvidia-cudnn-cu{cuda.split('.')[0]}=={row.cudnn_full}"
     assert any(f"source {source}" in why for why in res.reasons)
     if row.index == "pytorch":
         assert any(
             f"torch=={version}" in why and "PyTorch's own index" in why for why in res.reasons
         )
-    # no compute-capability guess: kernels and PTX JIT unknown, cuDNN judged
+    # no compute-capability guess: kernels and PTX JIT unknown unless the build's
+    # targets were read (on a GPU machine), cuDNN judged
     (paths,) = for_resolution(res, constraints, load_matrix())
-    assert (paths.status("kernels"), paths.status("ptx-jit")) == ("unknown", "unknown")
+    if GPU in sources:
+        assert row.compute_capabilities_from == "gpu-machine"
+        assert (paths.status("kernels"), paths.status("ptx-jit")) == ("works", "unused")
+    else:
+        assert row.compute_capabilities == ()
+        assert (paths.status("kernels"), paths.status("ptx-jit")) == ("unknown", "unknown")
     assert paths.status("cudnn") == "works"
 
 

@@ -337,6 +337,14 @@ def refresh(
         used = {k for b in kept for k in b.sources}
         sources += [(k, t) for k, t in extra.sources if k in used]
         rows += kept
+    # sm targets read on a GPU machine where the wheel names none (matrices/arch-lists.toml)
+    from envlock.matrix import archlists
+
+    table = archlists.load()
+    if only is None:  # a partial refresh (--version) holds some releases only
+        archlists.check_known(table, rows)
+    rows, arch_sources = archlists.applied(rows, table)
+    sources += arch_sources
     rows.sort(key=sort_key)
     matrix = BuildMatrix(
         project=project,

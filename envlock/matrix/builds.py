@@ -56,7 +56,7 @@ CUDA_SOURCES = (
     "with-cuda-minimum",  # JAX: the lowest nvidia-cuda-runtime its with-cuda extra accepts
     "published-table",  # a row of a table the project publishes (source named in from)
 )
-CAPABILITY_SOURCES = ("unknown", "published-table")
+CAPABILITY_SOURCES = ("unknown", "published-table", "gpu-machine")  # archlists: gpu-machine
 
 _BUILD = (r"cu[0-9]{2,3}|cuda[0-9]{2}", "cuXYZ or cudaNN")
 _FULL = (r"[0-9]+(\.[0-9]+){1,3}", "X.Y[.Z[.W]]")

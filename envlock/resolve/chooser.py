@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from packaging.version import Version
+
 from envlock.errors import CheckFailed, NoResolution
 from envlock.matrix import Matrix
 from envlock.model import Constraints, Resolution
@@ -143,23 +145,55 @@ def runs_nowhere(
         f"{res.framework} {res.version} runs on no placement on {names}: neither compiled "
         f"kernels nor the PTX JIT can serve it ({where})"
     )
-    releases = sorted(matrix.tensorflow.releases, key=lambda r: r.version, reverse=True)
-    for release in releases:
-        if str(release.version) == res.version or (
-            release.prerelease and not constraints.prereleases
+    candidates, matrix_file, refresh = _other_releases(res.framework, matrix)
+    spec_of = _spec_maker(res.framework, constraints.spec)
+    for version, prerelease in candidates:
+        if str(version) == res.version.split("+")[0] or (
+            prerelease and not constraints.prereleases
         ):
             continue
-        asked = replace(constraints, spec=f"{res.framework}=={release.version}")
+        asked = replace(constraints, spec=spec_of(version))
         try:
             other = resolve(asked, matrix)
         except EnvlockError:
             continue
         if all(runs(g, unknown=False) for g in for_resolution(other, asked, matrix)):
             command = shlex.join(["envlock", "resolve", asked.spec, *gpu_args(constraints)])
-            return CheckFailed(
-                message, hint=f"{res.framework} {release.version} runs there: {command}"
-            )
+            return CheckFailed(message, hint=f"{res.framework} {version} runs there: {command}")
     return CheckFailed(
-        message + f"; no {res.framework} release in matrices/tensorflow.toml does",
-        hint="envlock matrix refresh --check says whether the index has releases the matrix lacks",
+        message + f"; no {res.framework} release in {matrix_file} does",
+        hint=f"{refresh} says whether the index has releases the matrix lacks",
     )
+
+
+def _other_releases(framework: str, matrix: Matrix) -> tuple[list[tuple[Version, bool]], str, str]:
+    """The releases to try instead, newest first, the matrix file they are in, and
+    the refresh that says what the index has beyond it."""
+    if framework == "tensorflow":
+        found = {(r.version, r.prerelease) for r in matrix.tensorflow.releases}
+        return (
+            sorted(found, reverse=True),
+            "matrices/tensorflow.toml",
+            "envlock matrix refresh --check",
+        )
+    from envlock.matrix import builds
+
+    found = {(b.version, b.version.is_prerelease) for b in builds.load(framework).builds}
+    return (
+        sorted(found, reverse=True),
+        f"matrices/{framework}.toml",
+        f"envlock matrix refresh --project {framework} --check",
+    )
+
+
+def _spec_maker(framework: str, spec: str) -> Callable[[Version], str]:
+    """``framework==V`` for another release, with the extras the user asked for
+    (``jax[cuda13]``)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        extras = sorted(Requirement(spec).extras)
+    except InvalidRequirement:
+        extras = []
+    named = f"{framework}[{','.join(extras)}]" if extras else framework
+    return lambda version: f"{named}=={version}"

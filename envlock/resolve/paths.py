@@ -377,12 +377,31 @@ def _lock_fix(tools: Tools, gpu: str) -> str:
     """``envlock lock`` with the and-cuda extra (pip CUDA: the nvidia-* wheels, which a
     lock for a named GPU caps) for the release resolved."""
     spec = tools.lock_spec
-    if "[" not in spec and "==" in spec:
+    if "[" not in spec and "==" in spec and spec.startswith("tensorflow=="):
+        # torch's CUDA wheels are its own requirements; JAX names its plugin's extra
         name, version = spec.split("==", 1)
         spec = f"{name}[and-cuda]=={version}"
     source = "" if tools.cuda_source == "pip" else " --cuda-source pip"
     named = f" --gpu {shlex.quote(gpu)}" if gpu else ""
     return f"envlock lock {shlex.quote(spec)}{source}{named} -o env"
+
+
+def _none_left(cap: LibraryCap, version: str) -> bool:
+    """Whether ``cap`` (a drop) leaves no release of ``version``'s major: the
+    complement of ">=9" admits no 9.x, so no lock can step around it."""
+    major = version.split(".")[0]
+    allowed = SpecifierSet(cap.cap)
+    return cap.kind == "dropped" and not any(
+        allowed.contains(f"{major}.{minor}", prereleases=True) for minor in range(100)
+    )
+
+
+def _lowest(spec: SpecifierSet) -> str:
+    """The lowest version a requirement admits, as far as its >= / == bound says."""
+    for s in spec:
+        if s.operator in (">=", "==", "~=") and "*" not in s.version:
+            return s.version
+    return "0"
 
 
 def _cudnn(
@@ -394,28 +413,41 @@ def _cudnn(
     table: PathsMatrix,
     libraries: LibraryMatrix | None,
 ) -> PathVerdict:
+    # the build's cuDNN wheel: nvidia-cudnn-cu12 for a CUDA 12 build, -cu13 for CUDA 13; a
+    # cap in libraries.toml is for one of them (cuDNN for CUDA 12 dropped pre-Turing)
+    cudnn_wheel = f"nvidia-cudnn-cu{build.cuda.split('.')[0]}"
     needs_from = arch.cudnn if arch is not None else None
     arch_sources = table.urls(arch.sources) if arch is not None else ()
     caps = [
         c
         for c in (libraries.caps if libraries else ())
-        if c.package == CUDNN
+        if c.package == cudnn_wheel
         and c.on_gpu(capability)
         and c.for_release(build.framework, build.version)
     ]
     if tools.cudnn:
         version = tools.cudnn
         for cap in caps:
+            if cap.affects(version) and _none_left(cap, version):
+                return PathVerdict(
+                    "cudnn",
+                    "cannot",
+                    f"cuDNN {version}: {cap.effect}; no {cudnn_wheel} {version.split('.')[0]}.x "
+                    "outside that",
+                    "",
+                    libraries.urls(cap) if libraries else (),
+                )
             if cap.affects(version):
                 fix = (
                     _lock_fix(tools, gpu_name or capability)
                     if tools.lock_spec
-                    else f"{tools.install} '{CUDNN}{_wanted(cap)}'"
+                    else f"{tools.install} '{cudnn_wheel}{_wanted(cap)}'"
                 )
                 return PathVerdict(
                     "cudnn",
                     "needs",
-                    f"cuDNN {version}: {cap.effect}; a lock for this GPU takes {CUDNN}{cap.cap}",
+                    f"cuDNN {version}: {cap.effect}; a lock for this GPU takes "
+                    f"{cudnn_wheel}{cap.cap}",
                     fix,
                     libraries.urls(cap) if libraries else (),
                 )
@@ -425,7 +457,7 @@ def _cudnn(
                 "needs",
                 f"cuDNN {version} has no device code for compute capability {capability} "
                 f"(from cuDNN {needs_from})",
-                f"{tools.install} '{CUDNN}>={needs_from},<10'",
+                f"{tools.install} '{cudnn_wheel}>={needs_from},<10'",
                 arch_sources,
             )
         return PathVerdict(
@@ -439,7 +471,16 @@ def _cudnn(
         allowed = spec
         for cap in caps:
             allowed &= SpecifierSet(cap.cap)
-        kept = ", ".join(f"{CUDNN}{c.cap}" for c in caps)
+        gone = [c for c in caps if _none_left(c, _lowest(spec))]
+        if gone:
+            return PathVerdict(
+                "cudnn",
+                "cannot",
+                f"{tools.cudnn_range}: {gone[0].effect}",
+                "",
+                tuple(u for c in gone for u in (libraries.urls(c) if libraries else ())),
+            )
+        kept = ", ".join(f"{cudnn_wheel}{c.cap}" for c in caps)
         capped = f"; a lock for this GPU adds {kept} (libraries.toml)" if caps else ""
         cap_sources = tuple(u for c in caps for u in (libraries.urls(c) if libraries else ()))
         if needs_from and not allowed.contains(f"{needs_from}.999", prereleases=True):
@@ -448,7 +489,7 @@ def _cudnn(
                 "needs",
                 f"{tools.cudnn_range} admits no cuDNN with device code for compute capability "
                 f"{capability} (from cuDNN {needs_from}){capped}",
-                f"{tools.install} '{CUDNN}>={needs_from},<10'",
+                f"{tools.install} '{cudnn_wheel}>={needs_from},<10'",
                 arch_sources + cap_sources,
             )
         return PathVerdict(
@@ -494,14 +535,15 @@ def tools_from_resolution(
 ) -> Tools:
     """What a lock of this resolution will give the build."""
     if cuda_source == "pip":
-        nvcc = _requirement_for(and_cuda, NVCC)
+        # CUDA 12's compiler wheel is nvidia-cuda-nvcc-cu12; CUDA 13's is unsuffixed
+        nvcc = _requirement_for(and_cuda, NVCC) or _requirement_for(and_cuda, NVCC[:-5])
         cudnn = _requirement_for(and_cuda, CUDNN) or _requirement_for(and_cuda, CUDNN[:-2] + "13")
         nvcc_exact, cudnn_exact = _exact(nvcc), _exact(cudnn)
         return Tools(
             cuda_source="pip",
             ptxas=nvcc_exact,
             ptxas_range=None if nvcc_exact or nvcc is None else str(nvcc),
-            ptxas_where=f"{NVCC}=={nvcc_exact}" if nvcc_exact else "",
+            ptxas_where=f"{nvcc.name}=={nvcc_exact}" if nvcc and nvcc_exact else "",
             no_ptxas=nvcc is None,
             cudnn=cudnn_exact,
             cudnn_range=None if cudnn_exact or cudnn is None else str(cudnn),
@@ -579,11 +621,16 @@ def for_resolution(res: Resolution, constraints: Constraints, matrix: Matrix) ->
 
     checked = check(constraints, matrix.cuda, gpu_matrix=matrix.gpus)
     build = Build(res.framework, res.version, res.cuda, tuple(res.compute_capabilities))
+    # the SPEC a lock fix names: JAX's with its CUDA plugin's extra, torch's version with
+    # the local label of a build from PyTorch's own index (res.version carries it)
+    spec = f"{res.framework}=={res.version}"
+    if res.framework == "jax":
+        spec = f"jax[cuda{res.cuda.split('.')[0]}]=={res.version}"
     tools = tools_from_resolution(
         res.cuda_source,
         res.and_cuda,
         res.image_cudnn,
-        f"{res.framework}=={res.version}",
+        spec,
         str(checked.driver) if checked.driver is not None else None,
     )
     table, libraries = paths_mod.load(), libraries_mod.load()
