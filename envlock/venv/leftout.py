@@ -135,9 +135,7 @@ def pages(names: Sequence[str], where: Where) -> dict[str, list[IndexFile] | Non
     sess = http.session()
     try:
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            found = list(
-                pool.map(lambda n: pep691.project_files(sess, where.url(n), n), wanted)
-            )
+            found = list(pool.map(lambda n: pep691.project_files(sess, where.url(n), n), wanted))
     finally:
         sess.close()
     return dict(zip(wanted, found, strict=True))
@@ -168,15 +166,34 @@ def _parsed(text: str) -> Version | None:
         return None
 
 
+# each page's files by the version their names state, made once per page (a freeze's
+# triage asks for one version's files of ~720 pages about 2,000 times); the page
+# itself is kept beside its index, so its id is not reused while the entry lives
+_BY_VERSION: dict[int, tuple[Sequence[IndexFile], dict[Version | None, list[IndexFile]]]] = {}
+_BY_VERSION_MAX = 8192
+
+
 def _of(files: Sequence[IndexFile], version: Version) -> list[IndexFile]:
-    return [f for f in files if _version(f.filename) == version]
+    """The files of ``files`` whose names state ``version``, in their order."""
+    entry = _BY_VERSION.get(id(files))
+    if entry is None or entry[0] is not files:
+        index: dict[Version | None, list[IndexFile]] = {}
+        for f in files:
+            index.setdefault(_version(f.filename), []).append(f)
+        if len(_BY_VERSION) >= _BY_VERSION_MAX:
+            _BY_VERSION.clear()
+        entry = _BY_VERSION[id(files)] = (files, index)
+    return list(entry[1].get(version, ()))
 
 
 def _allows(f: IndexFile, python: str) -> bool:
-    if not f.requires_python:
-        return True
+    return not f.requires_python or _spec_allows(f.requires_python, python)
+
+
+@functools.lru_cache(maxsize=4096)
+def _spec_allows(requires_python: str, python: str) -> bool:
     try:
-        return SpecifierSet(f.requires_python).contains(f"{python}.0", prereleases=True)
+        return SpecifierSet(requires_python).contains(f"{python}.0", prereleases=True)
     except InvalidSpecifier:
         return True  # an index's broken field decides nothing
 
@@ -459,8 +476,7 @@ def read_os_info(path: str) -> str:
     if len(found) != 1:
         said = "no line" if not found else f"{len(found)} lines ({', '.join(sorted(found))})"
         raise UsageError(
-            f"--os-info {path}: {said} of the form 'Python 3.X.Y' (what `python --version` "
-            "prints)",
+            f"--os-info {path}: {said} of the form 'Python 3.X.Y' (what `python --version` prints)",
             hint="give the platform's os-info file, or the Python with --python 3.X",
         )
     return found.pop()
