@@ -207,6 +207,13 @@ def add_pin_arguments(parser: argparse.ArgumentParser, where: str = "") -> None:
     )
 
 
+def add_index_arguments(parser: argparse.ArgumentParser) -> None:
+    """--index NAME=URL and --route (``envlock.index.routing``), as lock and capture take them."""
+    from envlock.index import routing
+
+    routing.add_arguments(parser)
+
+
 # ---------------------------------------------------------------- render (render, lock, ci lock)
 
 
