@@ -74,7 +74,7 @@ CANDIDATES = ("3.14", "3.13", "3.12", "3.11", "3.10", "3.9")  # newest first
 MAX_PROJECTS = 5000  # the most pages one capture reads (a freeze of 700+ lines: ~720)
 WORKERS = 16
 
-Pages = Mapping[str, "list[IndexFile] | None"]
+Pages = Mapping[str, "Sequence[IndexFile] | None"]
 
 
 @dataclass(frozen=True)
@@ -121,9 +121,10 @@ class Where:
         return f"the index {extra.name} at {redact(extra.url)} (its --route)"
 
 
-def pages(names: Sequence[str], where: Where) -> dict[str, list[IndexFile] | None]:
+def pages(names: Sequence[str], where: Where) -> dict[str, Sequence[IndexFile] | None]:
     """Every project's PEP 691 files, each from the index it comes from (None: that
-    index has no such project)."""
+    index has no such project); each page's files are made as they are asked for
+    (``pep691.LazyFiles``: one version's through ``_of``)."""
     from envlock.index import http, pep691
 
     wanted = sorted(set(names))
@@ -135,7 +136,7 @@ def pages(names: Sequence[str], where: Where) -> dict[str, list[IndexFile] | Non
     sess = http.session()
     try:
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            found = list(pool.map(lambda n: pep691.project_files(sess, where.url(n), n), wanted))
+            found = list(pool.map(lambda n: pep691.project_page(sess, where.url(n), n), wanted))
     finally:
         sess.close()
     return dict(zip(wanted, found, strict=True))
@@ -175,6 +176,10 @@ _BY_VERSION_MAX = 8192
 
 def _of(files: Sequence[IndexFile], version: Version) -> list[IndexFile]:
     """The files of ``files`` whose names state ``version``, in their order."""
+    from envlock.index.pep691 import LazyFiles
+
+    if isinstance(files, LazyFiles):
+        return files.select(_version, version)
     entry = _BY_VERSION.get(id(files))
     if entry is None or entry[0] is not files:
         index: dict[Version | None, list[IndexFile]] = {}

@@ -34,7 +34,7 @@ _WORKERS = 4
 
 
 def source_only(
-    keep: Sequence[str], found: Mapping[str, list[IndexFile] | None], target: Target
+    keep: Sequence[str], found: Mapping[str, Sequence[IndexFile] | None], target: Target
 ) -> list[tuple[str, LockedSdist]]:
     """(pin, its source archive) of each kept pin no wheel of which fits ``target``."""
     from envlock.venv.leftout import _of, _wheel_fits
@@ -85,7 +85,7 @@ def _metadata_builds(pin: str, target: Target, index: str) -> SdistDoesNotBuild 
 
 def preflight(
     keep: list[str],
-    found: Mapping[str, list[IndexFile] | None],
+    found: Mapping[str, Sequence[IndexFile] | None],
     target: Target,
     index: str,
     commands: Commands,
