@@ -52,9 +52,9 @@ def capture(request: CaptureRequest) -> CaptureResult:
 
     check_output_folder(Path(request.output), "-o")
     if request.venv:
-        from envlock.capture.interpreter import capture_venv
+        from envlock.capture.interpreter import from_interpreter
 
-        return capture_venv(request)
-    from envlock.capture.freeze import capture_freeze
+        return from_interpreter(request)
+    from envlock.capture.freeze import from_freeze
 
-    return capture_freeze(request)
+    return from_freeze(request)

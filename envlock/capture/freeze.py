@@ -51,7 +51,7 @@ def with_pins(request: CaptureRequest, rows: list[Installed]) -> list[Installed]
     return out + list(given.values())
 
 
-def capture_freeze(request: CaptureRequest) -> CapturedFreeze | Refused:
+def from_freeze(request: CaptureRequest) -> CapturedFreeze | Refused:
     """Lock what can be locked of ``request.freeze``, list the rest."""
     from packaging.utils import canonicalize_name
 

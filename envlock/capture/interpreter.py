@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from envlock.venv.capture import Captured
 
 
-def capture_venv(request: CaptureRequest) -> CapturedInterpreter:
+def from_interpreter(request: CaptureRequest) -> CapturedInterpreter:
     from envlock.bundle.folder import LockRequest, lock_folder
     from envlock.index import routing
     from envlock.resolve import Constraints, resolve
