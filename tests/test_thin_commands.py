@@ -32,13 +32,6 @@ MAX_LINES = 2_500
 FREE = ("envlock.output", "envlock.errors")
 NOT_COMMAND_MODULES = {"options.py"}  # the shared flags: they build the library's requests
 
-# Thinned on another branch (issue 44: capture and capture -r); the lead empties
-# this set once that branch is merged. Until then their lines are budgeted at
-# PENDING_BUDGET together, and the import rule skips them.
-PENDING = {"capture.py", "capture_freeze.py"}
-PENDING_BUDGET = 250
-
-
 def _lines(path: Path) -> int:
     return len(path.read_text(encoding="utf-8").splitlines())
 
@@ -96,26 +89,17 @@ def _command_modules() -> list[Path]:
 def test_commands_total_under_2500_lines() -> None:
     files = sorted(COMMANDS.rglob("*.py"))
     assert len(files) > 10
-    pending = sum(_lines(p) for p in files if p.name in PENDING)
-    rest = sum(_lines(p) for p in files if p.name not in PENDING)
-    counted = rest + (min(pending, PENDING_BUDGET) if PENDING else pending)
-    assert counted < MAX_LINES, f"envlock/commands/: {rest} lines + {pending} pending"
+    total = sum(_lines(p) for p in files)
+    assert total < MAX_LINES, f"envlock/commands/: {total} lines"
 
 
 def test_each_command_module_imports_one_library_module_at_most() -> None:
     over = {}
     for path in _command_modules():
-        if path.name in PENDING:
-            continue
         found = library_imports(path.read_text(encoding="utf-8"))
         if len(found) > 1:
             over[str(path.relative_to(COMMANDS))] = sorted(found)
     assert over == {}
-
-
-def test_pending_names_only_files_that_exist() -> None:
-    names = {p.name for p in COMMANDS.rglob("*.py")}
-    assert names >= PENDING
 
 
 def test_the_rule_counts_what_a_command_of_yesterday_imported() -> None:

@@ -1,5 +1,4 @@
 """One module (or package: ``ci/``, ``report/``) per sub-command; ``envlock.parser``
-discovers them. ``options`` declares the flags several commands share;
-``capture_freeze`` holds part of ``capture -r`` (no sub-command of its own)."""
+discovers them. ``options`` declares the flags several commands share."""
 
-NOT_COMMANDS = frozenset({"options", "capture_freeze"})
+NOT_COMMANDS = frozenset({"options"})

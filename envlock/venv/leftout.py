@@ -74,7 +74,7 @@ CANDIDATES = ("3.14", "3.13", "3.12", "3.11", "3.10", "3.9")  # newest first
 MAX_PROJECTS = 5000  # the most pages one capture reads (a freeze of 700+ lines: ~720)
 WORKERS = 16
 
-Pages = Mapping[str, "list[IndexFile] | None"]
+Pages = Mapping[str, "Sequence[IndexFile] | None"]
 
 
 @dataclass(frozen=True)
@@ -121,9 +121,10 @@ class Where:
         return f"the index {extra.name} at {redact(extra.url)} (its --route)"
 
 
-def pages(names: Sequence[str], where: Where) -> dict[str, list[IndexFile] | None]:
+def pages(names: Sequence[str], where: Where) -> dict[str, Sequence[IndexFile] | None]:
     """Every project's PEP 691 files, each from the index it comes from (None: that
-    index has no such project)."""
+    index has no such project); each page's files are made as they are asked for
+    (``pep691.LazyFiles``: one version's through ``_of``)."""
     from envlock.index import http, pep691
 
     wanted = sorted(set(names))
@@ -135,9 +136,7 @@ def pages(names: Sequence[str], where: Where) -> dict[str, list[IndexFile] | Non
     sess = http.session()
     try:
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-            found = list(
-                pool.map(lambda n: pep691.project_files(sess, where.url(n), n), wanted)
-            )
+            found = list(pool.map(lambda n: pep691.project_page(sess, where.url(n), n), wanted))
     finally:
         sess.close()
     return dict(zip(wanted, found, strict=True))
@@ -168,15 +167,38 @@ def _parsed(text: str) -> Version | None:
         return None
 
 
+# each page's files by the version their names state, made once per page (a freeze's
+# triage asks for one version's files of ~720 pages about 2,000 times); the page
+# itself is kept beside its index, so its id is not reused while the entry lives
+_BY_VERSION: dict[int, tuple[Sequence[IndexFile], dict[Version | None, list[IndexFile]]]] = {}
+_BY_VERSION_MAX = 8192
+
+
 def _of(files: Sequence[IndexFile], version: Version) -> list[IndexFile]:
-    return [f for f in files if _version(f.filename) == version]
+    """The files of ``files`` whose names state ``version``, in their order."""
+    from envlock.index.pep691 import LazyFiles
+
+    if isinstance(files, LazyFiles):
+        return files.select(_version, version)
+    entry = _BY_VERSION.get(id(files))
+    if entry is None or entry[0] is not files:
+        index: dict[Version | None, list[IndexFile]] = {}
+        for f in files:
+            index.setdefault(_version(f.filename), []).append(f)
+        if len(_BY_VERSION) >= _BY_VERSION_MAX:
+            _BY_VERSION.clear()
+        entry = _BY_VERSION[id(files)] = (files, index)
+    return list(entry[1].get(version, ()))
 
 
 def _allows(f: IndexFile, python: str) -> bool:
-    if not f.requires_python:
-        return True
+    return not f.requires_python or _spec_allows(f.requires_python, python)
+
+
+@functools.lru_cache(maxsize=4096)
+def _spec_allows(requires_python: str, python: str) -> bool:
     try:
-        return SpecifierSet(f.requires_python).contains(f"{python}.0", prereleases=True)
+        return SpecifierSet(requires_python).contains(f"{python}.0", prereleases=True)
     except InvalidSpecifier:
         return True  # an index's broken field decides nothing
 
@@ -459,8 +481,7 @@ def read_os_info(path: str) -> str:
     if len(found) != 1:
         said = "no line" if not found else f"{len(found)} lines ({', '.join(sorted(found))})"
         raise UsageError(
-            f"--os-info {path}: {said} of the form 'Python 3.X.Y' (what `python --version` "
-            "prints)",
+            f"--os-info {path}: {said} of the form 'Python 3.X.Y' (what `python --version` prints)",
             hint="give the platform's os-info file, or the Python with --python 3.X",
         )
     return found.pop()

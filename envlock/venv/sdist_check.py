@@ -24,7 +24,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from envlock.bundle.left_out import LeftOut
-from envlock.errors import SdistDoesNotBuild, UsageError
+from envlock.errors import EnvironmentFailure, SdistDoesNotBuild, UsageError
 from envlock.index.pep691 import IndexFile
 from envlock.lockplatform import Target
 from envlock.model import LockedSdist
@@ -34,7 +34,7 @@ _WORKERS = 4
 
 
 def source_only(
-    keep: Sequence[str], found: Mapping[str, list[IndexFile] | None], target: Target
+    keep: Sequence[str], found: Mapping[str, Sequence[IndexFile] | None], target: Target
 ) -> list[tuple[str, LockedSdist]]:
     """(pin, its source archive) of each kept pin no wheel of which fits ``target``."""
     from envlock.venv.leftout import _of, _wheel_fits
@@ -54,26 +54,38 @@ def source_only(
 
 def _metadata_builds(pin: str, target: Target, index: str) -> SdistDoesNotBuild | None:
     """uv's metadata of ``pin`` alone for ``target``: None when it builds (or needs
-    nothing built), the failure when its source archive does not build here."""
+    nothing built), the failure when its source archive does not build here.
+
+    uv's cache is asked first (``--offline``: milliseconds where uv built the
+    metadata before, as in every capture after the first); only a pin that
+    run does not answer (not in the cache, or its build failed: the failure may
+    be the cache's) is asked online, whose answer is the one kept."""
     from envlock.lock import uv
 
     with tempfile.TemporaryDirectory(prefix="envlock-sdist-check-") as tmp:
         Path(tmp, uv.REQUIREMENTS_IN).write_text(pin + "\n", encoding="utf-8")
-        cmd = uv.compile_command(
-            uv.REQUIREMENTS_IN, "out.txt", target, index, offline=False, only_binary=False
-        )
-        try:
-            uv._compile(cmd, uv.uv_env(), tmp, index, False)
-        except SdistDoesNotBuild as e:
-            return e
-        except (UsageError, uv.ResolverFailed):
-            return None  # the lock's own run says what is wrong with it
+        for offline in (True, False):
+            cmd = uv.compile_command(
+                uv.REQUIREMENTS_IN, "out.txt", target, index, offline=offline, only_binary=False
+            )
+            try:
+                uv._compile(cmd, uv.uv_env(), tmp, index, offline)
+                return None
+            except SdistDoesNotBuild as e:
+                if not offline:
+                    return e
+            except (UsageError, uv.ResolverFailed):
+                if not offline:
+                    return None  # the lock's own run says what is wrong with it
+            except EnvironmentFailure:
+                if not offline:
+                    raise
     return None
 
 
 def preflight(
     keep: list[str],
-    found: Mapping[str, list[IndexFile] | None],
+    found: Mapping[str, Sequence[IndexFile] | None],
     target: Target,
     index: str,
     commands: Commands,
