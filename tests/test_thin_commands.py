@@ -32,6 +32,7 @@ MAX_LINES = 2_500
 FREE = ("envlock.output", "envlock.errors")
 NOT_COMMAND_MODULES = {"options.py"}  # the shared flags: they build the library's requests
 
+
 def _lines(path: Path) -> int:
     return len(path.read_text(encoding="utf-8").splitlines())
 
