@@ -10,7 +10,7 @@ from typing import Any
 
 from envlock.capture import CaptureRequest, Refused, capture
 from envlock.commands.options import add_index_arguments
-from envlock.output import emit_json
+from envlock.output import emit_json, finish
 
 
 def register(sub: Any) -> None:
@@ -128,8 +128,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"envlock: note: {note}\n")
     for problem in result.warnings:
         sys.stderr.write(f"envlock: warning: {problem}\n")
-    from envlock.commands.lock import _print_lock  # the lock's own table and summary
-
-    _print_lock(argparse.Namespace(json=False), result.written)
+    finish(result.written, False)  # the lock's own table and summary
     sys.stdout.write(result.text())
     return result.exit_code

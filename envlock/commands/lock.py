@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from envlock.commands.options import (
     add_check_arguments,
@@ -25,9 +25,6 @@ from envlock.commands.options import (
 )
 from envlock.errors import UsageError
 from envlock.output import finish, progress
-
-if TYPE_CHECKING:
-    from envlock.bundle.folder import LockedFolder
 
 
 def register(sub: Any) -> None:
@@ -128,11 +125,6 @@ def run(args: argparse.Namespace) -> int:
         upgrade=tuple(args.upgrade_package),
     )
     return finish(lock_spec(request, progress), args.json)
-
-
-def _print_lock(args: argparse.Namespace, written: LockedFolder) -> None:
-    """Kept for capture (envlock/commands/capture.py): ``finish`` of the written folder."""
-    finish(written, args.json)
 
 
 def refuse_lock_options(args: argparse.Namespace, folder: str) -> None:
