@@ -9,20 +9,7 @@ from typing import Any
 from envlock import output
 from envlock.errors import DataError
 from envlock.output import Printed
-
-
-def _get(value: Any, key: str) -> Any:
-    return value.get(key) if isinstance(value, dict) else None
-
-
-def _items(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _digest_text(digest: Any) -> str:
-    if not isinstance(digest, dict):
-        return "?"
-    return " ".join(f"{k}:{v}" for k, v in digest.items())
+from envlock.report.attach import _digest_text, _get, _items  # one reading of an unchecked doc
 
 
 def show_report(report: str) -> Printed:
