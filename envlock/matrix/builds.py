@@ -289,7 +289,7 @@ def header(project: str) -> str:
     return (
         f"# {name} releases and CUDA builds as their Linux x86_64 wheels describe them.\n"
         "# Written by 'envlock matrix refresh' from the package index; do not edit by hand.\n"
-        f"# Regenerate: envlock matrix refresh --project {project} -o matrices/{project}.toml\n"
+        f"# Regenerate: envlock matrix refresh --project {project}\n"
         f"# Check:      envlock matrix refresh --project {project} --check\n"
     )
 
