@@ -833,3 +833,23 @@ def test_only_the_wheels_a_fact_or_a_collision_needs_are_read(
     ]
     no_toolkit = lock_of([("nvidia-cufft", "12.2.0.57", ())], ("nvidia-cufft==12.2.0.57",))
     assert [p.name for p, _f in gpufacts.to_read(no_toolkit, rules)] == ["nvidia-cufft"]
+
+
+def test_the_floor_names_the_packages_that_carry_cuda_not_those_that_reach_it() -> None:
+    """A capture pins every installed distribution as a top requirement: of the GPU
+    machine's 195 (docs/gpu-run/issue40-43/lock-43), accelerate and botorch reach
+    cuda-toolkit only through torch, and cuda-toolkit itself is torch's; the floor's
+    sources are the packages that carry CUDA themselves: torch, CuPy and the JAX plugin
+    (the lock there recorded the older reading, 'torch ...; accelerate ...; botorch ...;
+    29 more of the requirements')."""
+    from envlock.lock import read_lock
+    from envlock.lock.gpufacts import _set_by
+
+    lk = read_lock(REPO / "docs/gpu-run/issue40-43/lock-43")
+    assert lk.gpu is not None
+    at = [f for f in lk.gpu.packages if f.driver_min == lk.gpu.driver_min]
+    assert _set_by(lk, lk.gpu.packages, at) == (
+        "torch 2.11.0 (CUDA 13.0, cuda-toolkit 13.0.2); cupy-cuda13x 14.2.0 (CUDA 13); "
+        "jax-cuda13-plugin 0.11.2 (CUDA 13, jax-cuda13-pjrt 0.11.2)"
+    )
+    assert "accelerate" in lk.gpu.set_by  # what the machine's lock recorded

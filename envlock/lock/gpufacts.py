@@ -402,10 +402,22 @@ def _set_by(lock: Lock, facts: Sequence[PackageCuda], at: Iterable[PackageCuda])
     at = list(at)
     versions = {p.name: p.version for p in lock.packages}
     by_name = {f.name: f for f in facts}
+    tops = _tops(lock)
+    # the top requirements that carry CUDA themselves (torch, tensorflow, a JAX plugin)
+    # and are not in another such one's closure: a top that reaches the floor only
+    # through one of those (accelerate -> torch -> cuda-toolkit, or cuda-toolkit pinned
+    # beside torch by a capture) is not named beside it
+    carriers = {top: closure for top, closure in tops if top in by_name and by_name[top].cuda}
+    primary = {
+        top
+        for top in carriers
+        if not any(top in closure for other, closure in carriers.items() if other != top)
+    }
+    covered = set().union(*(carriers[top] for top in primary))
     parts = []
-    for top, closure in _tops(lock):
+    for top, closure in tops:
         mine = [f for f in at if f.name in closure]
-        if not mine:
+        if not mine or (top not in primary and all(f.name in covered for f in mine)):
             continue
         details = []
         own = by_name.get(top)
