@@ -253,6 +253,41 @@ def test_expect_json_names_the_frameworks_and_judges_only_its_own(
     check_result(result)
 
 
+def test_each_other_framework_is_judged_by_its_own_locked_facts(
+    fw: Frameworks, tmp_path: Path
+) -> None:
+    """expect.json's ``others`` (a bundle's lock holding torch beside jax): torch's
+    version and CUDA are judged against what the lock holds of torch itself."""
+    expect = {
+        "framework": "jax",
+        "version": "0.4.35",
+        "cuda": "12",
+        "python": "3.12",
+        "frameworks": ["jax", "torch"],
+        "others": {"torch": {"version": "2.3.1", "cuda": "12.1"}},
+    }
+    runs = by_name(run(tmp_path, "--no-benchmark", "--no-training", expect=expect))
+    assert checks(runs["torch"])["framework_version"] == (
+        "PASS",
+        "PyTorch 2.3.1+cu121 as locked",
+    )
+    assert checks(runs["torch"])["build_cuda"] == ("PASS", "built with CUDA 12.1 as locked")
+    assert runs["torch"]["status"] == "PASSED"
+
+    fw.children.clear()
+    wrong = {**expect, "others": {"torch": {"version": "2.4.0", "cuda": "12.4"}}}
+    result = run(tmp_path, "--no-benchmark", "--no-training", expect=wrong)
+    runs = by_name(result)
+    assert checks(runs["torch"])["framework_version"] == (
+        "FAIL",
+        "PyTorch 2.3.1+cu121 is installed, the lock says 2.4.0",
+    )
+    assert checks(runs["torch"])["build_cuda"][0] == "FAIL"
+    assert (runs["torch"]["status"], result["status"]) == ("FAILED", "FAILED")
+    assert checks(runs["jax"])["framework_version"][0] == "PASS"  # jax's own facts
+    check_result(result)
+
+
 class FakePluginJax(FakeJax):
     """JAX whose build info names its CUDA plugin, as the real adapter's does."""
 

@@ -118,6 +118,9 @@ class ExpectDocument(TypedDict, total=False):
     compute_capabilities: list[str]
     lock_digest: str
     build: str  # torch/JAX: the CUDA build, "cu130", "cuda13"
+    # the lock's other frameworks, each with what the harness judges it against:
+    # {"torch": {"version": "2.15.0", "cuda": "13.2"}}
+    others: dict[str, dict[str, str]]
 
 
 def framework_build(framework: str, cuda: str) -> str:
@@ -151,6 +154,11 @@ def expect_document(ctx: BundleContext) -> ExpectDocument:
         doc["build"] = build
     if len(ctx.frameworks) > 1:
         doc["frameworks"] = list(ctx.frameworks)
+    if ctx.others:
+        doc["others"] = {
+            str(name): {"version": str(v), **({"cuda": str(c)} if str(c) else {})}
+            for name, v, c in ctx.others
+        }
     if ctx.driver_set_by:  # a lock made before #40 renders as it did
         doc["driver_min"] = ctx.driver_min
         doc["driver_set_by"] = ctx.driver_set_by

@@ -61,6 +61,16 @@ FRAMEWORK_TITLES: Mapping[str, str] = {"tensorflow": "TensorFlow", "torch": "PyT
 
 # the frameworks the smoke harness has an adapter for (envlock/smoke/harness.py)
 SMOKED = ("tensorflow", "torch", "jax")
+
+
+def _cuda_of(gpu: Any, name: str) -> str:
+    """The CUDA the lock's GPU facts give ``name`` ("" when they give none)."""
+    for fact in gpu.packages if gpu is not None else ():
+        if fact.name == name and fact.cuda:
+            return str(fact.cuda)
+    return ""
+
+
 _NVIDIA_WHEEL_RE = re.compile(r"^nvidia-(.+)-cu\d+$")
 
 
@@ -89,6 +99,10 @@ class BundleContext:
     cuda_packages: tuple[tuple[Checked, Checked, Checked, Checked, Checked], ...]
     # the frameworks the lock holds, the resolved one first (the smoke harness tests each)
     frameworks: tuple[Checked, ...]
+    # each other framework of the lock (beside the resolved one): its name, its locked
+    # version and the CUDA the lock's GPU facts give it ("" when none): what the smoke
+    # harness judges that framework against (expect.json's "others")
+    others: tuple[tuple[Checked, Checked, Checked], ...]
     compute_capabilities: tuple[Checked, ...]
     lock_digest: Checked  # sha256:<hex of pylock.toml>
     requirements_digest: Checked  # sha256:<hex of requirements.txt>
@@ -389,6 +403,15 @@ def bundle_context(
             for name in dict.fromkeys(
                 [res.framework, *(p.name for p in lock.packages if p.name in SMOKED)]
             )
+        ),
+        others=tuple(
+            (
+                word(p.name, "a framework of the lock"),
+                version(p.version, "a framework's locked version"),
+                text(_cuda_of(gpu, p.name), "a framework's CUDA"),
+            )
+            for p in lock.packages
+            if p.name in SMOKED and p.name != res.framework
         ),
         cuda_packages=tuple(
             (

@@ -155,6 +155,8 @@ class Expect(TypedDict, total=False):
     driver_min: str  # the whole lock's driver floor (every CUDA-carrying package's)
     driver_set_by: str  # the packages that set it, "torch 2.15.0 (CUDA 13.2, ...)"
     build: str  # torch/JAX: the CUDA build locked, "cu130" (torch), "cuda13" (JAX's plugin)
+    # the lock's other frameworks: what each is judged against ({"version", "cuda"})
+    others: dict[str, dict[str, str]]
 
 
 # build_info's "from" is a keyword, hence the functional form (string annotations:
@@ -2285,11 +2287,18 @@ FRAMEWORK_FACTS = ("version", "cuda", "cudnn", "compute_capabilities", "build")
 def expect_for(expect: Expect, name: str) -> Expect:
     """What ``name`` is judged against: expect.json whole when it names no framework
     or this one; else without the other framework's version, CUDA, cuDNN and targets
-    (the GPU peaks, the Python and the lock digest are the environment's)."""
+    (the GPU peaks, the Python and the lock digest are the environment's), with this
+    one's own version and CUDA where expect.json's ``others`` gives them."""
     named = expect.get("framework")
     if not named or named == name:
         return expect
     kept = {k: v for k, v in expect.items() if k not in FRAMEWORK_FACTS}
+    others = expect.get("others")
+    own = others.get(name) if isinstance(others, dict) else None
+    if isinstance(own, dict):  # this framework's own facts, as the lock holds it
+        kept.update(
+            (k, v) for k, v in own.items() if k in ("version", "cuda") and isinstance(v, str)
+        )
     return cast(Expect, kept)
 
 
