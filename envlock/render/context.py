@@ -408,7 +408,9 @@ def bundle_context(
             (
                 word(p.name, "a framework of the lock"),
                 version(p.version, "a framework's locked version"),
-                text(_cuda_of(gpu, p.name), "a framework's CUDA"),
+                version(_cuda_of(gpu, p.name), "a framework's CUDA")
+                if _cuda_of(gpu, p.name)
+                else Checked(""),
             )
             for p in lock.packages
             if p.name in SMOKED and p.name != res.framework
