@@ -253,7 +253,8 @@ def _paths(expected: Any, host: Any, probe: ProbeDoc, python: str) -> tuple[Any,
     from envlock.matrix import paths as paths_mod
     from envlock.resolve import load_matrix
     from envlock.resolve.floors import host_gpus
-    from envlock.resolve.paths import CUDNN, NVCC, Build, Tools, execution_paths
+    from envlock.resolve.paths import CUDNN, NVCC, execution_paths
+    from envlock.resolve.pathtypes import Build, Tools
 
     dists = installed(probe)
     nvcc_dist, cudnn_dist = dists.get(NVCC), dists.get(CUDNN)

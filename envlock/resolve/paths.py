@@ -27,22 +27,22 @@ report), and doctor the installed versions. Each verdict is ``works``,
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from envlock.matrix import Matrix
 from envlock.matrix.cuda import CudaMatrix
-from envlock.matrix.libraries import LibraryCap, LibraryMatrix
+from envlock.matrix.libraries import LibraryMatrix
 from envlock.matrix.paths import PathsMatrix
 from envlock.model import Constraints, Gpu, Resolution
+from envlock.resolve.cudnn_path import cudnn_verdict
 from envlock.resolve.floors import _cc_number, _numbers, host_floor, toolkit_driver_for
+from envlock.resolve.pathtypes import Build, PathVerdict, PathVerdictDict, Tools, _lock_fix
 
 STATUSES = ("works", "needs", "cannot", "unused", "unknown")
 PATH_NAMES = ("kernels", "ptx-jit", "xla", "cudnn")
@@ -54,72 +54,12 @@ XLA_OFF = (
 )
 
 
-@dataclass(frozen=True)
-class Build:
-    """A framework build as the paths read it."""
-
-    framework: str  # "tensorflow", "torch", "jax"
-    version: str  # "2.21.0"
-    cuda: str  # the CUDA it was built with, "12.5"
-    compute_capabilities: tuple[str, ...]  # "sm_89", "compute_90"; () unknown
-
-
-@dataclass(frozen=True)
-class Tools:
-    """What the environment gives the build: ptxas and cuDNN, exact or as a
-    requirement the lock will meet, the driver, and how to name a fix."""
-
-    cuda_source: str  # "pip", "system", "host"
-    ptxas: str | None = None  # the exact ptxas version XLA uses, "12.5.82"
-    ptxas_range: str | None = (
-        None  # or the requirement a lock meets, "nvidia-cuda-nvcc-cu12<13,>=12.5.82"
-    )
-    ptxas_where: str = ""  # where it is, "nvidia-cuda-nvcc-cu12==12.5.82", "PATH"
-    no_ptxas: bool = False  # known to be absent (a -cudnn-runtime image, or not found)
-    cudnn: str | None = None  # the exact cuDNN, "9.3.0.75"
-    cudnn_range: str | None = None  # or the requirement, "nvidia-cudnn-cu12<10,>=9.3.0.75"
-    cudnn_caps: tuple[str, ...] = ()  # the caps a lock for this GPU adds ("nvidia-cudnn-cu12<9.11")
-    driver: str | None = None  # the host driver, when known
-    install: str = "python -m pip install"  # how a pip fix starts for this environment
-    lock_spec: str = ""  # the SPEC a lock fix names, "tensorflow==2.21.0"
-
-
-class PathVerdictDict(TypedDict):
-    path: str
-    status: str
-    why: str
-    fix: str
-    manual: bool
-    sources: list[str]
-
-
 class GpuPathsDict(TypedDict):
     """One GPU's verdicts, as --json and a smoke result carry them."""
 
     gpu: str
     compute_capability: str
     paths: list[PathVerdictDict]
-
-
-@dataclass(frozen=True)
-class PathVerdict:
-    path: str  # one of PATH_NAMES
-    status: str  # one of STATUSES
-    why: str
-    # a command to paste as it stands, or with ``manual`` the steps no command takes
-    fix: str = ""
-    sources: tuple[str, ...] = ()
-    manual: bool = False
-
-    def to_dict(self) -> PathVerdictDict:
-        return {
-            "path": self.path,
-            "status": self.status,
-            "why": self.why,
-            "fix": self.fix,
-            "manual": self.manual,
-            "sources": list(self.sources),
-        }
 
 
 @dataclass(frozen=True)
@@ -174,7 +114,7 @@ def execution_paths(
     kernels = _kernels(build, capability, have, driver, gpu_driver, cuda_matrix)
     jit = _ptx_jit(build, gpu, have, kernels, driver, gpu_driver, cuda_matrix, table)
     xla = _xla(build, capability, have, tools, arch, table)
-    cudnn = _cudnn(build, gpu.name, capability, tools, arch, table, libraries)
+    cudnn = cudnn_verdict(build, gpu.name, capability, tools, arch, table, libraries)
     return GpuPaths(label, capability, (kernels, jit, xla, cudnn))
 
 
@@ -365,145 +305,6 @@ def _xla(
             sources,
         )
     return PathVerdict("xla", "unknown", "which ptxas XLA finds is not known here", "", sources)
-
-
-def _wanted(cap: LibraryCap) -> str:
-    """What to install instead of a version ``cap`` rules out: from the version a
-    source verified to work (a broken range), else the cap itself (below a drop)."""
-    return f">={cap.works_from}" if cap.works_from else cap.cap
-
-
-def _lock_fix(tools: Tools, gpu: str) -> str:
-    """``envlock lock`` with the and-cuda extra (pip CUDA: the nvidia-* wheels, which a
-    lock for a named GPU caps) for the release resolved."""
-    spec = tools.lock_spec
-    if "[" not in spec and "==" in spec and spec.startswith("tensorflow=="):
-        # torch's CUDA wheels are its own requirements; JAX names its plugin's extra
-        name, version = spec.split("==", 1)
-        spec = f"{name}[and-cuda]=={version}"
-    source = "" if tools.cuda_source == "pip" else " --cuda-source pip"
-    named = f" --gpu {shlex.quote(gpu)}" if gpu else ""
-    return f"envlock lock {shlex.quote(spec)}{source}{named} -o env"
-
-
-def _none_left(cap: LibraryCap, version: str) -> bool:
-    """Whether ``cap`` (a drop) leaves no release of ``version``'s major: the
-    complement of ">=9" admits no 9.x, so no lock can step around it."""
-    major = version.split(".")[0]
-    allowed = SpecifierSet(cap.cap)
-    return cap.kind == "dropped" and not any(
-        allowed.contains(f"{major}.{minor}", prereleases=True) for minor in range(100)
-    )
-
-
-def _lowest(spec: SpecifierSet) -> str:
-    """The lowest version a requirement admits, as far as its >= / == bound says."""
-    for s in spec:
-        if s.operator in (">=", "==", "~=") and "*" not in s.version:
-            return s.version
-    return "0"
-
-
-def _cudnn(
-    build: Build,
-    gpu_name: str,
-    capability: str,
-    tools: Tools,
-    arch: Any,
-    table: PathsMatrix,
-    libraries: LibraryMatrix | None,
-) -> PathVerdict:
-    # the build's cuDNN wheel: nvidia-cudnn-cu12 for a CUDA 12 build, -cu13 for CUDA 13; a
-    # cap in libraries.toml is for one of them (cuDNN for CUDA 12 dropped pre-Turing)
-    cudnn_wheel = f"nvidia-cudnn-cu{build.cuda.split('.')[0]}"
-    needs_from = arch.cudnn if arch is not None else None
-    arch_sources = table.urls(arch.sources) if arch is not None else ()
-    caps = [
-        c
-        for c in (libraries.caps if libraries else ())
-        if c.package == cudnn_wheel
-        and c.on_gpu(capability)
-        and c.for_release(build.framework, build.version)
-    ]
-    if tools.cudnn:
-        version = tools.cudnn
-        for cap in caps:
-            if cap.affects(version) and _none_left(cap, version):
-                return PathVerdict(
-                    "cudnn",
-                    "cannot",
-                    f"cuDNN {version}: {cap.effect}; no {cudnn_wheel} {version.split('.')[0]}.x "
-                    "outside that",
-                    "",
-                    libraries.urls(cap) if libraries else (),
-                )
-            if cap.affects(version):
-                fix = (
-                    _lock_fix(tools, gpu_name or capability)
-                    if tools.lock_spec
-                    else f"{tools.install} '{cudnn_wheel}{_wanted(cap)}'"
-                )
-                return PathVerdict(
-                    "cudnn",
-                    "needs",
-                    f"cuDNN {version}: {cap.effect}; a lock for this GPU takes "
-                    f"{cudnn_wheel}{cap.cap}",
-                    fix,
-                    libraries.urls(cap) if libraries else (),
-                )
-        if needs_from and Version(version) < Version(needs_from):
-            return PathVerdict(
-                "cudnn",
-                "needs",
-                f"cuDNN {version} has no device code for compute capability {capability} "
-                f"(from cuDNN {needs_from})",
-                f"{tools.install} '{cudnn_wheel}>={needs_from},<10'",
-                arch_sources,
-            )
-        return PathVerdict(
-            "cudnn", "works", f"cuDNN {version} has device code for compute capability {capability}"
-        )
-    if tools.cudnn_range:
-        try:
-            spec = Requirement(tools.cudnn_range).specifier
-        except InvalidRequirement:
-            spec = SpecifierSet()
-        allowed = spec
-        for cap in caps:
-            allowed &= SpecifierSet(cap.cap)
-        gone = [c for c in caps if _none_left(c, _lowest(spec))]
-        if gone:
-            return PathVerdict(
-                "cudnn",
-                "cannot",
-                f"{tools.cudnn_range}: {gone[0].effect}",
-                "",
-                tuple(u for c in gone for u in (libraries.urls(c) if libraries else ())),
-            )
-        kept = ", ".join(f"{cudnn_wheel}{c.cap}" for c in caps)
-        capped = f"; a lock for this GPU adds {kept} (libraries.toml)" if caps else ""
-        cap_sources = tuple(u for c in caps for u in (libraries.urls(c) if libraries else ()))
-        if needs_from and not allowed.contains(f"{needs_from}.999", prereleases=True):
-            return PathVerdict(
-                "cudnn",
-                "needs",
-                f"{tools.cudnn_range} admits no cuDNN with device code for compute capability "
-                f"{capability} (from cuDNN {needs_from}){capped}",
-                f"{tools.install} '{cudnn_wheel}>={needs_from},<10'",
-                arch_sources + cap_sources,
-            )
-        return PathVerdict(
-            "cudnn",
-            "works",
-            f"{tools.cudnn_range}: a lock takes the newest that runs on compute capability "
-            f"{capability}{capped}",
-            "",
-            arch_sources + cap_sources,
-        )
-    return PathVerdict("cudnn", "unknown", "which cuDNN the environment has is not known here")
-
-
-# --------------------------------------------------------------- the callers' facts
 
 
 def _requirement_for(requirements: Sequence[str], package: str) -> Requirement | None:
