@@ -372,7 +372,11 @@ def test_capture_leaves_both_out_before_the_lock_with_their_reasons(
         "stub-only==1.0": "other-index",
         "needs-lib==1.0": "no-distribution",
     }
-    assert "stub source archive of it (wheel-stub)" in by_line["stub-only==1.0"].detail
+    assert by_line["stub-only==1.0"].detail == (
+        "the index has only a stub source archive of it (wheel-stub), whose build downloads "
+        "the wheel from NVIDIA's index; add that index and route the name to it: "
+        "--index NAME=URL --route 'stub-only=NAME'"
+    )
     assert "does not build here (OSError: pkg-config was not able to find libfoo)" in (
         by_line["needs-lib==1.0"].detail
     )

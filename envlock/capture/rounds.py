@@ -104,6 +104,7 @@ def lock_rounds(
     from envlock.bundle.folder import lock_folder
     from envlock.bundle.left_out import LeftOut
     from envlock.venv.leftout import pin_of
+    from envlock.venv.sdist_check import stub_detail
 
     for _ in range(ROUNDS):
         try:
@@ -120,9 +121,7 @@ def lock_rounds(
                         lines.get(pin_of(pin)[0], pin),
                         pin_of(pin)[0],
                         "other-index",
-                        "the index has only a stub source archive of it (wheel-stub), whose "
-                        "build downloads the wheel from NVIDIA's index; add that index with "
-                        "--index-url URL (several indexes at once: #41's next part)",
+                        stub_detail(pin_of(pin)[0]),
                         None,
                     )
                 )

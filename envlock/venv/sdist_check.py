@@ -83,6 +83,16 @@ def _metadata_builds(pin: str, target: Target, index: str) -> SdistDoesNotBuild 
     return None
 
 
+def stub_detail(name: str) -> str:
+    """Why a capture leaves out a pin whose only source archive is a stub, and the
+    options that take it in (as the lock's StubSdists hint says)."""
+    return (
+        "the index has only a stub source archive of it (wheel-stub), whose build "
+        "downloads the wheel from NVIDIA's index; add that index and route the name to "
+        f"it: --index NAME=URL --route '{name}=NAME'"
+    )
+
+
 def preflight(
     keep: list[str],
     found: Mapping[str, Sequence[IndexFile] | None],
@@ -108,9 +118,7 @@ def preflight(
                 lines.get(name, by_name[name]),
                 name,
                 "other-index",
-                "the index has only a stub source archive of it (wheel-stub), whose build "
-                "downloads the wheel from NVIDIA's index; add that index with --index-url URL "
-                "(several indexes at once: #41's next part)",
+                stub_detail(name),
                 None,
             )
         )
