@@ -1,10 +1,13 @@
 """envlock capture -r of a real Colab freeze (tests/fixtures/platforms/, from
 shared/platforms/): the platform's Python from its os-info file, everything the
-default index serves locked, every other line listed once with its reason."""
+default index serves locked, every other line listed once with its reason; and
+``envlock doctor --lock D --freeze`` of February's published list against that
+capture of April (one capture for both: ~25 CPU-s each)."""
 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -18,11 +21,22 @@ FREEZE = PLATFORMS / "colab-gpu-2026-04-24-pip-freeze.txt"
 OS_INFO = PLATFORMS / "colab-gpu-2026-04-24-os-info.txt"
 
 
-def test_the_april_colab_freeze_is_captured_for_its_own_python(tmp_path: Path) -> None:
-    out = tmp_path / "D"
+Captured = tuple[int, str, str, Path]
+
+
+@pytest.fixture(scope="module")
+def april(tmp_path_factory: pytest.TempPathFactory) -> Captured:
+    """One capture of the April freeze with its os-info (--json): exit, stdout,
+    stderr and the bundle folder, for the capture's test and doctor's."""
+    out = tmp_path_factory.mktemp("april") / "D"
     code, stdout, err = run_cli(
         "capture", "-r", str(FREEZE), "--os-info", str(OS_INFO), "-o", str(out), "--json"
     )
+    return code, stdout, err, out
+
+
+def test_the_april_colab_freeze_is_captured_for_its_own_python(april: Captured) -> None:
+    code, stdout, err, out = april
     assert code == 0, err
     data = json.loads(stdout)
     assert data["python"]["version"] == "3.12"
@@ -57,3 +71,51 @@ def test_a_python_the_pins_contradict_is_named_with_its_lines(tmp_path: Path) ->
     assert code == 2
     assert "--python 3.9 contradicts " in err and "  numpy==2.0.2: Requires-Python >=3.9" not in err
     assert "Traceback" not in err and not out.exists()
+
+
+def test_the_april_capture_against_the_february_list_names_the_framework_changes(
+    april: Captured,
+) -> None:
+    """``envlock doctor --lock D --freeze`` compares February's published list with
+    the capture of April before the notebook is opened."""
+    code, _, err, out = april
+    assert code == 0, err
+    freeze = PLATFORMS / "colab-gpu-2026-02-05-pip-freeze.txt"
+    argv = ["doctor", "--lock", str(out), "--freeze", str(freeze), "--python", "3.12"]
+    code, stdout, err = run_cli(*argv, "--json")
+    assert code == 1, err
+    doc = json.loads(stdout)
+    fails = [f["check"] for f in doc["findings"] if f["status"] == "FAIL"]
+    # the roots: TensorFlow 2.19 -> 2.20, torch 2.9 -> 2.10, Keras 3.10 -> 3.13; the other
+    # ~230 changed pins folded under one row, not one row each
+    assert fails == ["tensorflow version", "torch version", "keras version", "packages"]
+    found = {f["check"]: f for f in doc["findings"]}
+    where = f"--freeze {freeze}"
+    assert found["tensorflow version"]["cause"].startswith(
+        f"tensorflow 2.19.0 is in {where}; the lock has 2.20.0; its CUDA unchanged: "
+        "CUDA 12.5, cuDNN 9.3 (its matrix row); CUDA wheels that differ: "
+        "nvidia-cuda-nvcc-cu12 12.5.82 is listed; the lock has 12.8.93"
+    )
+    assert found["torch version"]["cause"].startswith(
+        f"torch 2.9.0+cu128 is in {where}; the lock has 2.10.0; its CUDA unchanged: CUDA 12.8"
+    )
+    assert found["keras version"]["cause"].startswith(
+        f"keras 3.10.0 is in {where}; the lock has 3.13.2"
+    )
+    folded = sum(len(f.get("folded", [])) for f in doc["findings"] if f["status"] == "FAIL")
+    changed = found["packages"]["cause"]
+    assert f"; {len(found['packages']['folded'])} package findings follow from it" in changed
+    assert folded > 200 and len(doc["findings"]) < 15
+    assert "package tensorflow" not in {
+        g["check"] for f in doc["findings"] for g in f.get("folded", [])
+    }
+    left = found["left out of the lock"]
+    recorded = json.loads((out / "left-out.json").read_text())["left_out"]
+    assert left["status"] == "INFO" and len(left["folded"]) == len(recorded)
+    assert found["restore"]["fix"] == shlex.join(["%envlock", "restore", str(out), "--in-place"])
+    # the text names the same roots, with the folded counted, not listed
+    code, text, _ = run_cli(*argv)
+    assert code == 1
+    for check in fails:
+        assert f"\nFAIL    {check} " in text
+    assert len(text.splitlines()) < 200
