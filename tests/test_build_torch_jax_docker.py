@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_support import checks, engine_client, remove_image, smoke_json
+from docker_support import checks, engine_client, remove_image
 from fixtures.index import jax_cuda13
 from fixtures.index.fakeindex import FakeIndex
 from fixtures.index.torch_cu130 import CUDA, RECORDED, STANDINS, VERSION, wheels
@@ -116,7 +116,10 @@ def test_envlock_build_makes_the_image_and_smoke_checks_it_against_the_lock(
         # the harness in the image checks the build against the lock: the version and
         # the CUDA build PASS; the stand-in torch has no torch.cuda, so the GPU and
         # benchmark checks fail (the real torch ran them on the GPU machine)
-        code, doc, _ = smoke_json(capsys, TAG, "--allow-cpu", "--gpus", "none")
+        code = main(["smoke", TAG, "--allow-cpu", "--gpus", "none", "--json"])
+        out, err = capsys.readouterr()
+        assert out.startswith("{"), err  # a document, or what stopped the run
+        doc = json.loads(out)
         got = checks(doc)
         assert code == 1 and doc["framework"] == "torch"
         assert got["framework_version"] == ("PASS", "PyTorch 2.11.0+cu130 as locked")
@@ -216,7 +219,10 @@ def test_a_jax_lock_builds_into_an_image_that_holds_it(
         assert installed == _packages(bundle)
         # the harness in the image: JAX's version and its CUDA plugin as locked; the
         # stand-in jax has no devices(), so the GPU and benchmark checks fail
-        code, doc, _ = smoke_json(capsys, JAX_TAG, "--allow-cpu", "--gpus", "none")
+        code = main(["smoke", JAX_TAG, "--allow-cpu", "--gpus", "none", "--json"])
+        out, err = capsys.readouterr()
+        assert out.startswith("{"), err  # a document, or what stopped the run
+        doc = json.loads(out)
         got = checks(doc)
         assert code == 1 and doc["framework"] == "jax"
         assert got["framework_version"] == ("PASS", "JAX 0.11.2 as locked")
