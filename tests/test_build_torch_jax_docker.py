@@ -1,6 +1,7 @@
 """torch and JAX locks built into images through the Docker Engine (#43): `envlock
 lock torch==2.11` and `envlock lock 'jax[cuda13]==0.11.2'`, `lock --check`,
-`envlock build` and `envlock smoke` of each image.
+`envlock build` and `envlock smoke` of each image; `ci lock` and `ci build` of a torch
+range.
 
 The real wheels with their nvidia-* closures are gigabytes and no registry or
 PyTorch index is reachable here, so a local index serves each framework and its
@@ -232,3 +233,39 @@ def test_a_jax_lock_builds_into_an_image_that_holds_it(
         )
     finally:
         remove_image(client, JAX_TAG)
+
+
+def test_ci_lock_and_ci_build_take_a_torch_range(
+    index: FakeIndex,
+    base_image: str,
+    client: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`ci lock 'torch>=2.11,<2.12'` makes a cell per CUDA build; only the cu130 one
+    is on the configured index (the others are PyTorch's, not given here: named, exit
+    1). `ci build` builds that cell and smoke-tests it in the image: the build is ok,
+    the stand-in torch fails the smoke test on what only a real torch has."""
+    cells = tmp_path / "cells"
+    argv = ["ci", "lock", "torch>=2.11,<2.12", "--python", "3.11", "--index-url", index.url]
+    argv += ["--base-image", base_image, "--python-from", "image", "-o", str(cells)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    for build in ("cu126", "cu128"):
+        assert f"cell torch2.11.0-py3.11-{build} failed: " in err
+        assert f"--index pytorch=URL --route '+{build}=pytorch'" in err
+    cell = "torch2.11.0-py3.11-cu130"
+    assert sorted(p.name for p in cells.iterdir() if (p / "Dockerfile").is_file()) == [cell]
+    argv = ["ci", "build", str(cells), "--network", "host", "--allow-cpu", "--json"]
+    try:
+        assert main([*argv, "--build-arg", f"PIP_INDEX_URL={index.url}"]) == 1
+        summary = json.loads(capsys.readouterr().out)
+        [done] = summary["cells"]
+        assert (done["cell"], done["build"], done["smoke"]) == (cell, "ok", "FAILED")
+        assert done["reason"] == (
+            "smoke FAILED: build_cudnn: PyTorch build info names no cuDNN, "
+            "the lock expects cuDNN 9.19"
+        )
+        assert summary["failed"] == [cell] and done["digest"] is None  # nothing pushed
+    finally:
+        remove_image(client, f"envlock-ci:{cell}")
