@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_support import checks, engine_client, remove_image
+from docker_support import checks, docker_unavailable, engine_client, remove_image
 from fixtures.index import jax_cuda13
 from fixtures.index.fakeindex import FakeIndex
 from fixtures.index.torch_cu130 import CUDA, RECORDED, STANDINS, VERSION, wheels
@@ -74,6 +74,29 @@ def _packages(bundle: Path) -> dict[str, str]:
     return {p["name"]: p["version"] for p in doc["packages"]}
 
 
+def _build_and_smoke(
+    bundle: Path, tag: str, index: FakeIndex, client: Any, capsys: pytest.CaptureFixture[str]
+) -> tuple[dict[str, str], int, dict[str, Any]]:
+    """`envlock build` of ``bundle`` as ``tag`` from ``index``, checked to hold exactly
+    the locked distributions (pip's own besides), then `envlock smoke` of the image:
+    its labels, smoke's exit and its document."""
+    argv = ["build", str(bundle), "--tag", tag, "--network", "host", "--json"]
+    code = main([*argv, "--build-arg", f"PIP_INDEX_URL={index.url}"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    labels: dict[str, str] = json.loads(out)["labels"]
+    frozen = client.containers.run(
+        tag, ["python", "-m", "pip", "freeze", "--all"], remove=True, network_mode="none"
+    ).decode()
+    installed = dict(line.split("==") for line in frozen.split())
+    installed.pop("pip")
+    assert installed == _packages(bundle)
+    code = main(["smoke", tag, "--allow-cpu", "--gpus", "none", "--json"])
+    out, err = capsys.readouterr()
+    assert out.startswith("{"), err  # a document, or what stopped the run
+    return labels, code, json.loads(out)
+
+
 def test_the_lock_holds_torch_and_its_whole_closure_and_checks_current(
     bundle: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -97,30 +120,14 @@ def test_envlock_build_makes_the_image_and_smoke_checks_it_against_the_lock(
     bundle: Path, index: FakeIndex, client: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     capsys.readouterr()
-    argv = ["build", str(bundle), "--tag", TAG, "--network", "host", "--json"]
     try:
-        code = main([*argv, "--build-arg", f"PIP_INDEX_URL={index.url}"])
-        out = capsys.readouterr().out
-        assert code == 0, out
-        result = json.loads(out)
-        labels = result["labels"]
+        labels, code, doc = _build_and_smoke(bundle, TAG, index, client, capsys)
         assert labels["io.envlock.framework"] == "torch"
         assert labels["io.envlock.framework.version"] == VERSION
         assert (labels["io.envlock.cuda"], labels["io.envlock.cuda-source"]) == (CUDA, "pip")
-        # the image holds exactly the locked distributions (pip's own besides)
-        frozen = client.containers.run(
-            TAG, ["python", "-m", "pip", "freeze", "--all"], remove=True, network_mode="none"
-        ).decode()
-        installed = dict(line.split("==") for line in frozen.split())
-        installed.pop("pip")
-        assert installed == _packages(bundle)
         # the harness in the image checks the build against the lock: the version and
         # the CUDA build PASS; the stand-in torch has no torch.cuda, so the GPU and
         # benchmark checks fail (the real torch ran them on the GPU machine)
-        code = main(["smoke", TAG, "--allow-cpu", "--gpus", "none", "--json"])
-        out, err = capsys.readouterr()
-        assert out.startswith("{"), err  # a document, or what stopped the run
-        doc = json.loads(out)
         got = checks(doc)
         assert code == 1 and doc["framework"] == "torch"
         assert got["framework_version"] == ("PASS", "PyTorch 2.11.0+cu130 as locked")
@@ -134,7 +141,7 @@ def test_envlock_build_makes_the_image_and_smoke_checks_it_against_the_lock(
 
 
 def _pyenv_312() -> Path | None:
-    """pyenv's newest CPython 3.12, if installed (tests/run.sh installs it)."""
+    """pyenv's newest CPython 3.12, if installed (as tests/pythons.sh finds its Pythons)."""
     root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
     found = sorted(root.glob("3.12.*"), key=lambda p: [int(x) for x in p.name.split(".")[1:]])
     return found[-1] if found and (found[-1] / "bin" / "python3.12").is_file() else None
@@ -148,7 +155,8 @@ def base_312(client: Any, base_image: str) -> Iterator[str]:
     packages and byte code are left out (~60 MB)."""
     prefix = _pyenv_312()
     if prefix is None:
-        pytest.skip("no CPython 3.12 from pyenv here (tests/run.sh installs it)")
+        # a prerequisite of this Docker test: fails instead under ENVLOCK_REQUIRE_DOCKER=1
+        docker_unavailable("no CPython 3.12 from pyenv here for the JAX image's base")
     skip = ("/test/", "/config-3.12-", "/site-packages/", "/__pycache__/", "/idlelib/")
 
     def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
@@ -205,25 +213,11 @@ def test_a_jax_lock_builds_into_an_image_that_holds_it(
     capsys.readouterr()
     assert main(["lock", "--check", str(bundle)]) == 0
     assert capsys.readouterr().out.startswith(f"{bundle}: the lock is current (21 packages, jax")
-    argv = ["build", str(bundle), "--tag", JAX_TAG, "--network", "host", "--json"]
     try:
-        code = main([*argv, "--build-arg", f"PIP_INDEX_URL={jax_index.url}"])
-        out = capsys.readouterr().out
-        assert code == 0, out
-        labels = json.loads(out)["labels"]
+        labels, code, doc = _build_and_smoke(bundle, JAX_TAG, jax_index, client, capsys)
         assert (labels["io.envlock.framework"], labels["io.envlock.python"]) == ("jax", "3.12")
-        frozen = client.containers.run(
-            JAX_TAG, ["python", "-m", "pip", "freeze", "--all"], remove=True, network_mode="none"
-        ).decode()
-        installed = dict(line.split("==") for line in frozen.split())
-        installed.pop("pip")
-        assert installed == _packages(bundle)
         # the harness in the image: JAX's version and its CUDA plugin as locked; the
         # stand-in jax has no devices(), so the GPU and benchmark checks fail
-        code = main(["smoke", JAX_TAG, "--allow-cpu", "--gpus", "none", "--json"])
-        out, err = capsys.readouterr()
-        assert out.startswith("{"), err  # a document, or what stopped the run
-        doc = json.loads(out)
         got = checks(doc)
         assert code == 1 and doc["framework"] == "jax"
         assert got["framework_version"] == ("PASS", "JAX 0.11.2 as locked")
