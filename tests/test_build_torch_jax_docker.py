@@ -82,8 +82,8 @@ def _build_and_smoke(
     its labels, smoke's exit and its document."""
     argv = ["build", str(bundle), "--tag", tag, "--network", "host", "--json"]
     code = main([*argv, "--build-arg", f"PIP_INDEX_URL={index.url}"])
-    out = capsys.readouterr().out
-    assert code == 0, out
+    out, err = capsys.readouterr()
+    assert code == 0, err  # what stopped the build: its step and the log's last lines
     labels: dict[str, str] = json.loads(out)["labels"]
     frozen = client.containers.run(
         tag, ["python", "-m", "pip", "freeze", "--all"], remove=True, network_mode="none"

@@ -54,7 +54,9 @@ def images(client: Any, base_image: str) -> Iterator[dict[str, str]]:
     recipes = {
         "good": copy_lock,
         "other-lock": "COPY other.toml /opt/envlock/pylock.toml\n",
-        "no-lock": "",
+        # a label of its own: FROM alone would be the base image itself (one id), whose
+        # descendants are every other Docker test's builds and runs
+        "no-lock": "LABEL io.envlock.test=sbom-no-lock\n",
         # 33 MiB of text: over the cap, and more than any pipe holds
         "huge-status": copy_lock + f"RUN yes 'Package: x' | head -c 34603008 > {STATUS}\n",
         "link-status": copy_lock + f"RUN mv {STATUS} {STATUS}.real && ln -s status.real {STATUS}\n",
@@ -107,7 +109,10 @@ def _sbom(client: Any, image: str, lock: Path) -> subprocess.CompletedProcess[st
     except subprocess.TimeoutExpired:
         pytest.fail(f"report sbom {image} did not end in {RUN_LIMIT_S} s")
     finally:
-        left = client.containers.list(all=True, filters={"ancestor": image})
+        # those made from IMAGE itself (the ancestor filter also names its descendants'),
+        # as report sbom creates them: by the name it was given
+        made = client.containers.list(all=True, filters={"ancestor": image})
+        left = [c for c in made if c.attrs["Config"]["Image"] == image]
         for c in left:
             with contextlib.suppress(Exception):  # a removal the run left in progress
                 c.remove(force=True)
