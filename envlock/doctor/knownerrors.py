@@ -209,23 +209,48 @@ class BoundedLog:
                 lines += 1
 
 
+_MEMO_LINES = 4096  # distinct lines whose matches are kept (a log repeats its lines)
+
+
 def match_log(lines: Iterable[str], known: Iterable[KnownError]) -> list[LogMatch]:
-    """One match per known error found in the log, in the order of first sight."""
+    """One match per known error found in the log, in the order of first sight.
+
+    Every line is searched with every pattern, but a line seen before (a log
+    repeats its warnings, its progress lines, "Killed" a million times) is not
+    searched again: the matches of the first ``_MEMO_LINES`` distinct lines are
+    kept. An entry with ``after`` depends on the line before, so it is searched
+    each time."""
     entries = list(known)
+    free = [(i, e.id, e.pattern.search) for i, e in enumerate(entries) if e.after is None]
+    bound = [
+        (i, e.id, e.after.search, e.pattern.search)
+        for i, e in enumerate(entries)
+        if e.after is not None
+    ]
+    seen: dict[str, list[tuple[int, str, re.Match[str]]]] = {}
     first: dict[str, tuple[int, str, dict[str, str]]] = {}
     counts: dict[str, int] = {}
     previous = ""  # the last line that was not blank
     for number, raw in enumerate(lines, 1):
         line = raw[:MAX_LINE].rstrip("\r\n")
-        for entry in entries:
-            if entry.after is not None and not entry.after.search(previous):
-                continue
-            m = entry.pattern.search(line)
-            if m:
-                counts[entry.id] = counts.get(entry.id, 0) + 1
-                if entry.id not in first:
-                    found = {k: v for k, v in m.groupdict().items() if v is not None}
-                    first[entry.id] = (number, line.strip()[:300], found)
+        hits = seen.get(line)
+        if hits is None:
+            hits = [(i, ident, m) for i, ident, search in free if (m := search(line))]
+            if len(seen) < _MEMO_LINES:
+                seen[line] = hits
+        if bound:
+            more = [
+                (i, ident, m)
+                for i, ident, after, search in bound
+                if after(previous) and (m := search(line))
+            ]
+            if more:
+                hits = sorted(hits + more, key=lambda hit: hit[0])  # the entries' order
+        for _, ident, m in hits:
+            counts[ident] = counts.get(ident, 0) + 1
+            if ident not in first:
+                found = {k: v for k, v in m.groupdict().items() if v is not None}
+                first[ident] = (number, line.strip()[:300], found)
         if line.strip():
             previous = line
     by_id = {e.id: e for e in entries}
