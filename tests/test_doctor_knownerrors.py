@@ -112,6 +112,7 @@ def test_a_repeated_line_is_searched_once_and_counted_each_time(
     )
     monkeypatch.setattr(knownerrors, "_MEMO_LINES", 16)  # its thousands, made small
     many = [f"step {i}: loss 0.{i}" for i in range(16)]
+    pool.append("Killed " + "x" * knownerrors._MEMO_WIDTH)  # too wide to keep
     # and entries of this test's own, so a line matches several: one with groups, and
     # one first in the order that counts only right after "#after" (blank lines skipped)
     then = knownerrors.KnownError(

@@ -210,6 +210,7 @@ class BoundedLog:
 
 
 _MEMO_LINES = 4096  # distinct lines whose matches are kept (a log repeats its lines)
+_MEMO_WIDTH = 1024  # characters of a line kept so (at most ~16 MiB in all)
 
 
 def match_log(lines: Iterable[str], known: Iterable[KnownError]) -> list[LogMatch]:
@@ -217,9 +218,9 @@ def match_log(lines: Iterable[str], known: Iterable[KnownError]) -> list[LogMatc
 
     Every line is searched with every pattern, but a line seen before (a log
     repeats its warnings, its progress lines, "Killed" a million times) is not
-    searched again: the matches of the first ``_MEMO_LINES`` distinct lines are
-    kept. An entry with ``after`` depends on the line before, so it is searched
-    each time."""
+    searched again: the matches of the first ``_MEMO_LINES`` distinct lines (of
+    at most ``_MEMO_WIDTH`` characters) are kept. An entry with ``after``
+    depends on the line before, so it is searched each time."""
     entries = list(known)
     free = [(i, e.id, e.pattern.search) for i, e in enumerate(entries) if e.after is None]
     bound = [
@@ -236,7 +237,7 @@ def match_log(lines: Iterable[str], known: Iterable[KnownError]) -> list[LogMatc
         hits = seen.get(line)
         if hits is None:
             hits = [(i, ident, m) for i, ident, search in free if (m := search(line))]
-            if len(seen) < _MEMO_LINES:
+            if len(seen) < _MEMO_LINES and len(line) <= _MEMO_WIDTH:
                 seen[line] = hits
         if bound:
             more = [
