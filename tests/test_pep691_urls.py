@@ -5,9 +5,11 @@ read lazily (``LazyFiles``, as a capture reads ~720 pages) holds the files
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from urllib.parse import urljoin
 
+import orjson
 import pytest
 from fuzz_support import scaled
 from hypothesis import given, settings
@@ -116,3 +118,56 @@ def test_a_lazy_page_holds_what_parse_files_makes(entries: list[object]) -> None
             assert _of(lazy, version) == want == _of(eager, version)
     assert list(lazy) == eager and len(lazy) == len(eager)
     assert lazy[:2] == eager[:2]
+
+
+# JSON as a page may hold it: integers within 64 bits (a file's size; past them both
+# read a float, below), finite floats, any text (escaped or not in the body)
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def _json_decoders(monkeypatch: pytest.MonkeyPatch) -> tuple[Callable[[bytes], object], ...]:
+    """decode_json as it picks orjson, and as it picks json where orjson is not there."""
+    import sys
+
+    from envlock.index import pep691
+
+    picked = []
+    for gone in (False, True):
+        monkeypatch.setattr(pep691, "_LOADS", None)
+        if gone:
+            monkeypatch.setitem(sys.modules, "orjson", None)  # `import orjson` fails
+        pep691.decode_json(b"{}")
+        picked.append(pep691._LOADS)
+    monkeypatch.setattr(pep691, "_LOADS", None)
+    assert picked[0] is orjson.loads
+    assert getattr(picked[1], "func", None) is json.loads  # made strict as orjson
+    return tuple(f for f in picked if f is not None)
+
+
+def test_a_page_decodes_the_same_with_orjson_and_without(monkeypatch: pytest.MonkeyPatch) -> None:
+    """decode_json takes orjson where it is installed and the standard library's json
+    otherwise: the same value from every JSON body, ValueError from a broken one."""
+    fast, plain = _json_decoders(monkeypatch)
+
+    @settings(max_examples=scaled(300), deadline=None, database=None)
+    @given(_JSON, st.booleans())
+    def same(doc: object, ascii_only: bool) -> None:
+        body = json.dumps(doc, ensure_ascii=ascii_only).encode("utf-8")
+        assert fast(body) == plain(body) == doc
+
+    same()
+    for past in (2**64, -(2**63) - 1, 10**30):  # past 64 bits: a float both ways
+        body = json.dumps({"size": past}).encode()
+        assert fast(body) == plain(body) == {"size": float(past)}
+    for broken in (b"", b"{", b'{"files": [}', b"\xff\xfe{}", b'{"a": 1} x', b"NaN"):
+        for decode in (fast, plain):
+            with pytest.raises(ValueError):
+                decode(broken)

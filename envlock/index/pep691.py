@@ -42,6 +42,45 @@ class IndexFile:
     requires_python: str = ""  # the file's Requires-Python as the index states it; "" when none
 
 
+def decode_json(body: bytes) -> Any:
+    """A PEP 691 page's JSON (UTF-8, RFC 8259), by orjson where it is installed,
+    else by the standard library's json, made to read as orjson does (no NaN; an
+    integer past 64 bits a float); a body that is not JSON is ValueError either
+    way (orjson's error is one).
+
+    A capture reads ~720 pages, ~160 MB of JSON, on the one core Python's
+    threads share: json took about a third of that reading's CPU, orjson half
+    as long (BENCHMARKS.md, #41). envlock depends on orjson; the fallback is for
+    envlock run from its source tree where orjson is not installed (the GPU
+    machines' Python), and a test checks both give the same values."""
+    global _LOADS
+    if _LOADS is None:
+        try:
+            import orjson
+
+            _LOADS = orjson.loads
+        except ImportError:
+            import functools
+            import json
+
+            _LOADS = functools.partial(json.loads, parse_constant=_not_json, parse_int=_int64)
+    return _LOADS(body)
+
+
+def _not_json(token: str) -> Any:
+    """NaN and Infinity: json reads them, JSON (and orjson) has none."""
+    raise ValueError(f"{token} is not JSON")
+
+
+def _int64(text: str) -> int | float:
+    """An integer as orjson reads one: an int within 64 bits, a float past them."""
+    value = int(text)
+    return value if -(2**63) <= value < 2**64 else float(text)
+
+
+_LOADS: Callable[[bytes], Any] | None = None
+
+
 def page_url(index: str, project: str) -> str:
     return f"{index.rstrip('/')}/{project}/"
 
@@ -77,7 +116,7 @@ def project_page(
             hint=hint,
         )
     try:
-        entries = resp.json()["files"]
+        entries = decode_json(resp.content)["files"]
         if not isinstance(entries, list):
             raise TypeError
     except (ValueError, KeyError, TypeError):
