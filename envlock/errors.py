@@ -48,9 +48,10 @@ class NoResolution(UsageError):
 
 class SdistDoesNotBuild(NoResolution):
     """A source archive the resolver had to build for its metadata (no wheel, no
-    static metadata) failed to build here: ``name``, ``version`` and uv's ``cause``."""
+    static metadata) failed to build here: ``name``, ``version`` and uv's ``cause``;
+    ``backend_ran`` when the build backend ran and returned the error."""
 
-    def __init__(self, name: str, version: str, cause: str) -> None:
+    def __init__(self, name: str, version: str, cause: str, *, backend_ran: bool = False) -> None:
         super().__init__(
             f"{name}=={version} has no wheel for the target, and its source archive does "
             f"not build here, so its dependencies cannot be read: {cause}",
@@ -60,6 +61,9 @@ class SdistDoesNotBuild(NoResolution):
         self.name = name
         self.version = version
         self.cause = cause
+        # uv said the build backend itself returned the error: its build environment
+        # was made, so the package's own build failed (not a build requirement missing)
+        self.backend_ran = backend_ran
 
 
 class StubSdists(NoResolution):

@@ -386,6 +386,41 @@ def test_capture_leaves_both_out_before_the_lock_with_their_reasons(
     ), stdout
 
 
+def test_a_build_that_failed_in_uvs_cache_is_not_asked_again_online(
+    bad_index: FakeIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The preflight asks uv's cache first (--offline). With needs-lib's page and
+    archive there from an earlier capture, that run makes the build environment and
+    the backend fails: that is the answer, uv asks the index nothing more for it.
+    With a cache that has neither, the online run answers, as before."""
+    from envlock.bundle import left_out
+
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    freeze = tmp_path / "freeze.txt"
+    freeze.write_text("tensorflow==2.15.1\ndep-a==1.0\nneeds-lib==1.0\n", encoding="utf-8")
+    page = "/simple/needs-lib/"
+    details = []
+    for run in ("first", "again"):
+        before = bad_index.client_hits["uv", page]
+        out = tmp_path / run
+        code, stdout, err = run_cli(
+            "capture", "-r", str(freeze), "--python", "3.11", "-o", str(out),
+            "--cuda-source", "system", "--index-url", bad_index.url,
+        )  # fmt: skip
+        assert code == 0, err
+        assert stdout.endswith("locked 2 of 3; 1 left out: 1 no distribution for this "
+                               "Python/platform\n"), stdout  # fmt: skip
+        recorded = left_out.read(out)
+        assert recorded is not None
+        [item] = recorded.left_out
+        assert (item.line, item.reason) == ("needs-lib==1.0", "no-distribution")
+        details.append(item.detail)
+        # the empty cache: uv asked the index online; then the cache answered alone
+        assert (bad_index.client_hits["uv", page] > before) is (run == "first")
+    assert details[0] == details[1]
+    assert "does not build here (OSError: pkg-config was not able to find libfoo)" in details[1]
+
+
 def test_the_wheelhouse_of_a_lock_that_builds_from_source_holds_the_sdist(
     bundle: Path, index: FakeIndex, tmp_path: Path
 ) -> None:

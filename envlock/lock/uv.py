@@ -298,6 +298,8 @@ REQUIREMENTS_IN = "requirements.in"
 
 
 _BUILD_FAILED = re.compile(r"Failed to (?:download and )?build `([A-Za-z0-9._-]+)==([^`\s]+)`")
+# uv's cause line when the backend's hook ran and failed (uv 0.5 through 0.13)
+_BACKEND = "The build backend returned an error"
 _ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_.]*(?:Error|Exception)|error):\s*(?P<said>\S.*)$")
 
 
@@ -339,7 +341,9 @@ def _compile(
             raise net
         built = _BUILD_FAILED.search(text)
         if built:
-            raise SdistDoesNotBuild(built.group(1), built.group(2), _build_cause(text))
+            raise SdistDoesNotBuild(
+                built.group(1), built.group(2), _build_cause(text), backend_ran=_BACKEND in text
+            )
         if "no solution found" in text.lower() or "unsatisfiable" in text.lower():
             raise ResolverFailed(text)
         if proc.returncode == 2:
