@@ -296,9 +296,20 @@ def _lock(
         resolver=resolver,
         resolver_version=version,
         top_requirements=reqs,
-        build_constraints=_build_constraints(packages, target, index, offline, cache_dir, when),
     )
-    return with_gpu_facts(locked, index, offline=offline)
+    # the build requirements' lock (a uv run) beside the wheels' file lists (range
+    # requests): neither reads the other's answer; its failure is said first, as
+    # when it ran first
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        built = pool.submit(_build_constraints, packages, target, index, offline, cache_dir, when)
+        try:
+            with_facts = with_gpu_facts(locked, index, offline=offline)
+        except BaseException:
+            built.result()
+            raise
+        return replace(with_facts, build_constraints=built.result())
 
 
 def _build_constraints(
