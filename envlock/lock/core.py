@@ -306,7 +306,7 @@ def _lock(
         built = pool.submit(_build_constraints, packages, target, index, offline, cache_dir, when)
         try:
             with_facts = with_gpu_facts(locked, index, offline=offline)
-        except BaseException:
+        except Exception:
             built.result()
             raise
         return replace(with_facts, build_constraints=built.result())

@@ -298,7 +298,8 @@ REQUIREMENTS_IN = "requirements.in"
 
 
 _BUILD_FAILED = re.compile(r"Failed to (?:download and )?build `([A-Za-z0-9._-]+)==([^`\s]+)`")
-# uv's cause line when the backend's hook ran and failed (uv 0.5 through 0.13)
+# uv's cause line when the backend's hook ran and failed (its build frontend's
+# error, as uv 0.13.9 prints it); a uv that words it otherwise is asked online
 _BACKEND = "The build backend returned an error"
 _ERROR_LINE = re.compile(r"^\s*(?:[A-Za-z_.]*(?:Error|Exception)|error):\s*(?P<said>\S.*)$")
 
