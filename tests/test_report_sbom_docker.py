@@ -89,9 +89,13 @@ def _build(client: Any, ref: str, dockerfile: str) -> None:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     buf.seek(0)
+    # no cache: the classic builder's cache lookup reads every child image of the
+    # base, and another module's teardown removing one of them mid-lookup failed the
+    # build ("failed to get digest ...: no such file or directory")
     client.images.build(
-        fileobj=buf, custom_context=True, tag=ref, rm=True, forcerm=True, network_mode="none"
-    )
+        fileobj=buf, custom_context=True, tag=ref, rm=True, forcerm=True, network_mode="none",
+        nocache=True,
+    )  # fmt: skip
 
 
 def _sbom(client: Any, image: str, lock: Path) -> subprocess.CompletedProcess[str]:
