@@ -27,6 +27,7 @@ def smoke_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dic
 
     code = main(["smoke", *argv, "--json"])
     captured = capsys.readouterr()
+    assert captured.out.startswith("{"), captured.err  # a document, or what stopped the run
     return code, json.loads(captured.out), captured.err
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_support import checks, docker_unavailable, engine_client, remove_image
+from docker_support import checks, docker_unavailable, engine_client, remove_image, smoke_json
 from fixtures.index import jax_cuda13
 from fixtures.index.fakeindex import FakeIndex
 from fixtures.index.torch_cu130 import CUDA, RECORDED, STANDINS, VERSION, wheels
@@ -91,10 +91,8 @@ def _build_and_smoke(
     installed = dict(line.split("==") for line in frozen.split())
     installed.pop("pip")
     assert installed == _packages(bundle)
-    code = main(["smoke", tag, "--allow-cpu", "--gpus", "none", "--json"])
-    out, err = capsys.readouterr()
-    assert out.startswith("{"), err  # a document, or what stopped the run
-    return labels, code, json.loads(out)
+    code, doc, _ = smoke_json(capsys, tag, "--allow-cpu", "--gpus", "none")
+    return labels, code, doc
 
 
 def test_the_lock_holds_torch_and_its_whole_closure_and_checks_current(
