@@ -20,6 +20,13 @@
 # tests/pythons.sh); no root set-up, no lint, mypy or other Pythons. It runs as
 # any user.
 set -euo pipefail
+# Python's default, bytecode caches written: where PYTHONDONTWRITEBYTECODE is set (as
+# in some sandboxed shells), each of the run's Python processes would compile again
+# what it imports (envlock, the test modules' assertion rewriting, and TensorFlow's
+# ~1,800 modules in each uv-made test venv: `import tensorflow` 7.5 s of CPU there,
+# 3.6 s with the caches; BENCHMARKS.md); the venvs are the tests' own, under their
+# temporary folders
+unset PYTHONDONTWRITEBYTECODE
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 fast=0

@@ -45,8 +45,11 @@ def test_a_february_slice_restored_onto_the_april_state_gives_february_back(
     april = PLATFORMS / "colab-slice-2026-04-24-pip-freeze.txt"
     os_info = PLATFORMS / "colab-gpu-2026-02-05-os-info.txt"
     bundle = tmp_path / "D"
-    code, _, err = run_cli("capture", "-r", str(feb), "--os-info", str(os_info), "-o", str(bundle))
+    argv = ["capture", "-r", str(feb), "--os-info", str(os_info), "-o", str(bundle)]
+    code, out, err = run_cli(*argv)
     assert code == 0, err
+    # the Python of Colab's own os-info file (its `python --version` line), not the pins'
+    assert f"Python 3.12: --os-info {os_info} says Python 3.12.12\n" in out
     venv = tmp_path / "april"
     create_venv(find_python("3.12", None), venv)
     python = str(venv / "bin" / "python")

@@ -141,6 +141,37 @@ def test_a_link_inside_is_saved_as_a_link_and_a_folder_link_cannot_lead_out(
     assert stat.S_IMODE(entry.parent.stat().st_mode) == 0o700
 
 
+def test_a_link_put_back_over_a_folder_made_before_is_not_written_through(
+    tmp_path: Path,
+) -> None:
+    """put_back checks each folder once a pass (its ``made`` set): a saved link put
+    where an earlier file's folder was made, pointing outside, makes the next
+    file under that name a folder check again, which refuses it; nothing is
+    written outside."""
+    venv = small_venv(tmp_path)
+    sp = site_packages(venv)
+    outside = tmp_path / "home"
+    outside.mkdir()
+    here = probe(str(venv / "bin" / "python"))
+    entry = tmp_path / "entry"
+    (entry / "files").mkdir(parents=True)
+    for n in (0, 1):
+        (entry / undostore.file_of(n)).write_bytes(b"saved %d\n" % n)
+
+    def saved(path: Path, kind: str, index: int, target: str = "") -> undostore.SavedFile:
+        return {"path": str(path), "kind": kind, "index": index, "sha256": "",
+                "target": target, "mode": 0o644, "mtime_ns": 0}  # fmt: skip
+
+    made: set[str] = set()
+    undostore.put_back(here, entry, saved(sp / "pkg" / "sub" / "a.py", "file", 0), made)
+    assert (sp / "pkg" / "sub" / "a.py").read_bytes() == b"saved 0\n"
+    assert str(sp / "pkg" / "sub") in made
+    undostore.put_back(here, entry, saved(sp / "pkg" / "sub", "link", -1, str(outside)), made)
+    with pytest.raises(OSError, match="leads outside the environment"):
+        undostore.put_back(here, entry, saved(sp / "pkg" / "sub" / "b.py", "file", 1), made)
+    assert list(outside.iterdir()) == []
+
+
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)
 @pytest.mark.other_python
 def test_in_place_with_a_record_naming_a_private_key_changes_and_copies_nothing(

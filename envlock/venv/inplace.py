@@ -270,8 +270,9 @@ def undo(req: RestoreRequest, python: str, uid: str | None) -> UndoResult:
     name, entry, doc = entries[-1]
     saved = {str(s["name"]): s for s in doc.get("saved", [])}
     files = [f for s in saved.values() for f in s["files"]]
+    memo: dict[str, bool] = {}
     for f in files:
-        if not here.inside(f["path"]):
+        if not here.inside(f["path"], memo):
             raise UsageError(
                 f"undo {name} names {shown(f['path'])}, outside the environment of "
                 f"{here.executable} ({here.prefix}); nothing was undone",
@@ -287,10 +288,11 @@ def undo(req: RestoreRequest, python: str, uid: str | None) -> UndoResult:
     out = sorted({n for n, _ in installed} | set(saved))
     _uninstall(python, [n for n in out if n in here.versions], offline=True)
     current = ""
+    made: set[str] = set()
     try:
         for f in files:
             current = f["path"]
-            put_back(here, entry, f)
+            put_back(here, entry, f, made)
     except OSError as e:
         raise EnvironmentFailure(
             f"undo {name}: cannot write {shown(current)} back: {e.strerror or e}",

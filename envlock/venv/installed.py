@@ -60,17 +60,27 @@ class Installed:
     # folders (and the user site where enabled), as the interpreter says
     roots: tuple[str, ...] = ()
 
-    def inside(self, path: str) -> bool:
+    def inside(self, path: str, memo: dict[str, bool] | None = None) -> bool:
         """``path`` (absolute, normalized) lies in the environment: the folder it
-        is in, resolved through links, is inside one of ``roots`` (resolved too)."""
+        is in, resolved through links, is inside one of ``roots`` (resolved too).
+        With ``memo`` (a dict kept for one pass over many paths), each folder is
+        resolved once: a RECORD names tens of thousands of files in a few
+        thousand folders (TensorFlow: 26,646 in 2,000), and resolving each file's
+        folder again took 4 s of an in-place restore and 10 s of its undo. A pass
+        that makes folders between two checks (put_back) checks without it."""
         if not os.path.isabs(path) or os.path.normpath(path) != path or "\0" in path:
             return False
-        folder = os.path.realpath(os.path.dirname(path))
-        for root in self.roots:
-            real = os.path.realpath(root)
-            if folder == real or folder.startswith(real.rstrip(os.sep) + os.sep):
-                return True
-        return False
+        parent = os.path.dirname(path)
+        if memo is not None and parent in memo:
+            return memo[parent]
+        folder = os.path.realpath(parent)
+        found = any(
+            folder == real or folder.startswith(real.rstrip(os.sep) + os.sep)
+            for real in (os.path.realpath(root) for root in self.roots)
+        )
+        if memo is not None:
+            memo[parent] = found
+        return found
 
 
 def probe(python: str, want: set[str] | frozenset[str] = frozenset()) -> Installed:

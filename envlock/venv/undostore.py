@@ -110,7 +110,9 @@ def write_json(path: Path, doc: UndoEntry) -> None:
         )
     signed: UndoEntry = {**doc, "mac": userstate.mac(key, _body(doc), _PERSON)}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(signed, indent=2) + "\n", encoding="utf-8")
+    # one line: json's C encoder (indent= takes its Python one, 2.6 s of an in-place
+    # restore of TensorFlow's 26,646 files against 0.2 s)
+    tmp.write_text(json.dumps(signed) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -118,11 +120,13 @@ def file_of(index: int) -> str:
     return f"files/{index}"
 
 
-def _classify(inst: Installed, name: str, path: str, fix: str) -> str | None:
+def _classify(
+    inst: Installed, name: str, path: str, fix: str, memo: dict[str, bool]
+) -> str | None:
     """ "file", "link" or None (gone, or a folder) for a RECORD path of ``name``;
     a UsageError (with the hint ``fix``) for a path outside the environment or a
-    special file."""
-    if not inst.inside(path):
+    special file. ``memo``: Installed.inside's, for the one pass over the paths."""
+    if not inst.inside(path, memo):
         raise UsageError(
             f"{name} in {inst.executable}: its RECORD names {shown(path)}, outside the "
             f"environment ({inst.prefix}), so its files are not saved for --undo; nothing "
@@ -184,8 +188,10 @@ def save(
     environment, a regular file or a link): a bad one is a UsageError and
     nothing is saved. A failed copy (a full disk) is an EnvironmentFailure."""
     todo: list[tuple[str, str, list[tuple[str, str]]]] = []
+    memo: dict[str, bool] = {}
     for name, version in names:
-        kinds = [(path, _classify(inst, name, path, fix)) for path in inst.files.get(name) or []]
+        recorded = inst.files.get(name) or []
+        kinds = [(path, _classify(inst, name, path, fix, memo)) for path in recorded]
         todo.append((name, version, [(p, k) for p, k in kinds if k is not None]))
     top = private_store(inst.prefix)
     uid = _new_id()
@@ -281,20 +287,31 @@ def read_entries(prefix: str) -> tuple[list[tuple[str, Path, UndoEntry]], list[P
     return out, bad
 
 
-def put_back(here: Installed, entry: Path, f: SavedFile) -> None:
-    """Write one saved file (or link) back at its path, never through a link."""
+def put_back(here: Installed, entry: Path, f: SavedFile, made: set[str] | None = None) -> None:
+    """Write one saved file (or link) back at its path, never through a link.
+    ``made``: the folders this pass has already checked and made (one set for
+    the pass): each folder is checked before it is made and after, once."""
     path = f["path"]
     parent = os.path.dirname(path)
-    for _ in range(2):  # before the folders are made (through no link leading out), and after
-        if not here.inside(path):
-            raise OSError(f"{parent} leads outside the environment")
-        os.makedirs(parent, exist_ok=True)
+    if made is None or parent not in made:
+        for _ in range(2):  # before the folders are made (through no link leading out), and after
+            if not here.inside(path):
+                raise OSError(f"{parent} leads outside the environment")
+            os.makedirs(parent, exist_ok=True)
+        if made is not None:
+            made.add(parent)
     if os.path.lexists(path):
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)
+            if made is not None:
+                made.clear()  # folders checked before may be gone
         else:
             os.unlink(path)
     if f["kind"] == "link":
+        if made is not None:
+            # what lies under a link is checked again, through it (the folder
+            # it replaces was cleared above; this also covers one removed since)
+            made.clear()
         os.symlink(f["target"], path)
         return
     src = os.open(entry / file_of(f["index"]), os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
