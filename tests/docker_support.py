@@ -2,7 +2,9 @@
 (ENVLOCK_REQUIRE_DOCKER=1, set by tests/run.sh when CI=true), where it is a failure.
 conftest.py applies it to the `docker` marker; tests that need more (their own
 dockerd, a registry) call it themselves. And the two readers of `envlock smoke
---json` that test_smoke_docker and test_render_docker share."""
+--json` that test_smoke_docker and test_render_docker share. And the tests' own
+builds through the SDK, built again where the engine's cache lookup raced with
+another test's teardown (build_test_image)."""
 
 from __future__ import annotations
 
@@ -92,3 +94,25 @@ def remove_image(client: Any, ref: str) -> None:
     """Untag or remove ``ref``; gone already is fine."""
     with contextlib.suppress(Exception):
         client.images.remove(ref, force=True)
+
+
+def build_test_image(client: Any, **kwargs: Any) -> Any:
+    """``client.images.build(**kwargs)``, built again (CACHE_RACE_TRIES times in all,
+    a ``fileobj`` read from its start each time) where the engine's error is the
+    classic builder's cache-lookup race (envlock.image.build.cache_lookup_race):
+    another test's teardown removed a child of the base image while this build's
+    cache lookup read the children (CI met it in stop 49, in envlock's own build)."""
+    from docker.errors import BuildError
+
+    from envlock.image.build import CACHE_RACE_TRIES, cache_lookup_race
+
+    fileobj = kwargs.get("fileobj")
+    for attempt in range(1, CACHE_RACE_TRIES + 1):
+        if fileobj is not None:
+            fileobj.seek(0)
+        try:
+            return client.images.build(**kwargs)
+        except BuildError as e:
+            if attempt == CACHE_RACE_TRIES or not cache_lookup_race(str(e.msg)):
+                raise
+    raise AssertionError("unreachable")

@@ -20,7 +20,7 @@ import pytest
 from envlock.cli import main
 from envlock.errors import EnvironmentFailure, UsageError
 from envlock.image import ref as imageref
-from envlock.image.build import TrackedStep, build_image, step_line
+from envlock.image.build import TrackedStep, build_image, cache_lookup_race, step_line
 from envlock.image.dockerfile import declared_args, parse_build_args
 from envlock.image.labels import created_label
 from envlock.image.push import _push_failure, push, push_image
@@ -111,6 +111,20 @@ def test_created_label_from_source_date_epoch(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
     with pytest.raises(UsageError, match="SOURCE_DATE_EPOCH='yesterday'"):
         created_label()
+
+
+def test_what_counts_as_the_cache_lookup_race() -> None:
+    digest = "sha256:" + "0123abcd" * 8
+    store = f"/var/lib/docker/image/overlay2/imagedb/content/sha256/{digest[7:]}"
+    assert cache_lookup_race(f'unable to find image "{digest}"')
+    assert cache_lookup_race(
+        f"failed to get digest {digest}: open {store}: no such file or directory"
+    )
+    # a reference the Dockerfile names, a short id, a store error of another kind: not the race
+    assert not cache_lookup_race('unable to find image "envlock-test/gone:1"')
+    assert not cache_lookup_race(f'unable to find image "{digest[:19]}"')
+    assert not cache_lookup_race(f"failed to get digest {digest}: open {store}: permission denied")
+    assert not cache_lookup_race("No such image: envlock-test/gone:1")
 
 
 def test_step_line() -> None:
@@ -223,6 +237,89 @@ def test_build_args_reach_the_build(
     result = build_image(folder, tag=tag, build_args=args, network="none", progress="quiet")
     out = docker_client.containers.run(result.image_id, ["cat", "/args.txt"], remove=True)
     assert out.decode() == "index=http://127.0.0.1:9/simple\n"
+
+
+RACE = 'unable to find image "sha256:' + "45830ad6" * 8 + '"'
+
+
+class _LookupRace:
+    """The real engine's client, except that its first ``fail`` builds stop after the
+    engine's own ``Step 4/8`` line with ``error``. With RACE, that is what CI met (stop
+    49): moby's cache lookup (GetCachedImage) lists the children of a step's parent
+    image and then reads each, and another test's teardown removed one in between.
+    The race itself cannot be made to happen on demand: the removal has to land
+    between two reads inside the engine."""
+
+    def __init__(self, client: Any, fail: int, error: str) -> None:
+        self._client = client
+        self._fail = fail
+        self._error = error
+        self.builds = 0
+        self.api = self
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def build(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        self.builds += 1
+        stream = self._client.api.build(**kwargs)
+        if self.builds > self._fail:
+            yield from stream
+            return
+        for chunk in stream:
+            yield chunk
+            if str(chunk.get("stream", "")).startswith("Step 4/8 "):
+                break
+        stream.close()
+        yield {"errorDetail": {"message": self._error}, "error": self._error}
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    ("fail", "error", "builds"),
+    [(1, RACE, 2), (3, RACE, 3), (1, "No such image: envlock-test/gone:1", 1)],
+    ids=["race-once", "race-every-time", "other-error"],
+)
+def test_the_cache_lookup_race_is_built_again_and_nothing_else_is(
+    tmp_path: Path,
+    base_image: str,
+    docker_client: Any,
+    cleanup: list[str],
+    fail: int,
+    error: str,
+    builds: int,
+) -> None:
+    folder = bundle(tmp_path / "b", base_image=base_image)
+    tag = "envlock-test/push-race:1"
+    cleanup.append(tag)
+    client = _LookupRace(docker_client, fail, error)
+    lines: list[str] = []
+    again = (
+        "the engine lost an image during its build-cache lookup at step 4/8 "
+        f"({RACE}: another client removed it); building again, try {{}} of 3\n"
+    )
+    if builds == 2:
+        result = build_image(
+            folder, tag=tag, network="none", progress="steps", client=client, out=lines.append
+        )
+        out = docker_client.containers.run(result.image_id, ["cat", "/args.txt"], remove=True)
+        assert out.decode() == "index=\n"
+        assert tag in result.tags
+        # the first try's steps, the retry's line, then the second try's steps whole
+        assert lines[3:5] == ["step 4/8 ARG PIP_INDEX_URL\n", again.format(2)]
+        assert [line.split(" ", 2)[1] for line in lines[5:]] == [f"{n}/8" for n in range(1, 9)]
+    else:
+        with pytest.raises(EnvironmentFailure) as caught:
+            build_image(
+                folder, tag=tag, network="none", progress="steps", client=client, out=lines.append
+            )
+        assert caught.value.exit_code == 3
+        assert str(caught.value).startswith(
+            f"the build failed at step 4/8 (ARG PIP_INDEX_URL): {error}\n"
+        )
+        retries = [line for line in lines if not line.startswith("step ")]
+        assert retries == ([again.format(2), again.format(3)] if error == RACE else [])
+    assert client.builds == builds
 
 
 @pytest.mark.docker

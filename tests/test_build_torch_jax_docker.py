@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_support import checks, docker_unavailable, engine_client, remove_image, smoke_json
+from docker_support import (
+    build_test_image,
+    checks,
+    docker_unavailable,
+    engine_client,
+    remove_image,
+    smoke_json,
+)
 from fixtures.index import jax_cuda13
 from fixtures.index.fakeindex import FakeIndex
 from fixtures.index.torch_cu130 import CUDA, RECORDED, STANDINS, VERSION, wheels
@@ -173,7 +180,7 @@ def base_312(client: Any, base_image: str) -> Iterator[str]:
         info.size = len(dockerfile)
         tar.addfile(info, io.BytesIO(dockerfile))
     raw.seek(0)
-    client.images.build(fileobj=raw, custom_context=True, tag=PY312_BASE, rm=True)
+    build_test_image(client, fileobj=raw, custom_context=True, tag=PY312_BASE, rm=True)
     try:
         yield PY312_BASE
     finally:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from docker_support import build_test_image
 
 from envlock.ci.cells import bake_target, expand
 from envlock.ci.formats import bake_file
@@ -114,7 +115,8 @@ def test_one_target_builds_through_the_engine_as_bake_reads_it(
     client = docker.from_env(timeout=300)
     tag = f"{target['tags'][0]}-{time.time_ns()}"
     try:
-        image, _ = client.images.build(
+        image, _ = build_test_image(
+            client,
             path=str(context),
             dockerfile=target["dockerfile"],
             buildargs=target["args"],

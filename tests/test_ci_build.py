@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_support import remove_repository
+from docker_support import build_test_image, remove_repository
 from report_support import make_keys
 
 from envlock.ci.build import (
@@ -534,7 +534,8 @@ def test_a_rerun_with_nothing_changed_keeps_digests_and_attaches_nothing(
 
         # another image than the base (a test must not add references to the shared
         # base image: the cleanup below removes what the repository lists)
-        other, _ = docker_client.images.build(
+        other, _ = build_test_image(
+            docker_client,
             fileobj=io.BytesIO(f"FROM {base_image}\nLABEL io.envlock.test=moved\n".encode()),
             rm=True,
             network_mode="none",

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_support import checks, engine_client, remove_image, smoke_json
+from docker_support import build_test_image, checks, engine_client, remove_image, smoke_json
 
 from envlock.cli import main
 from envlock.image.build import build_image
@@ -73,7 +73,8 @@ def own_base(client: Any, base_image: str) -> Iterator[str]:
     and a rebuild followed the other build's one and missed its cache (seen once,
     when the module started beside other builds)."""
     tag = "envlock-test/tf-image-base:1"
-    client.images.build(
+    build_test_image(
+        client,
         fileobj=io.BytesIO(f"FROM {base_image}\nLABEL io.envlock.test.base=tf-image\n".encode()),
         tag=tag,
         rm=True,
@@ -93,7 +94,8 @@ def built(client: Any, own_base: str, tmp_path_factory: pytest.TempPathFactory) 
         argv += ["--ca-cert", str(SYSTEM_CA)]
     assert main(argv) == 0
     start = time.monotonic()
-    image, logs = client.images.build(
+    image, logs = build_test_image(
+        client,
         path=str(bundle),
         tag=TAG,
         network_mode="host",
@@ -213,7 +215,8 @@ def test_base_image_as_a_build_argument(
     assert main(argv) == 0
     dockerfile = (tmp_path / "Dockerfile").read_text()
     assert "ARG BASE_IMAGE=nvidia/cuda:12.2.2-cudnn8-runtime-ubuntu22.04\n" in dockerfile
-    image, _ = built["client"].images.build(
+    image, _ = build_test_image(
+        built["client"],
         path=str(tmp_path),
         tag="envlock-test/render-tf2.15-buildarg:latest",
         network_mode="host",

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from docker_support import build_test_image
 from report_support import cli, decode, make_keys, smoke_result
 
 
@@ -18,7 +19,8 @@ def other_image(base_image: str) -> Iterator[str]:
 
     client = docker.from_env()
     dockerfile = f"FROM {base_image}\nLABEL io.envlock.test=report-drift\n".encode()
-    image, _ = client.images.build(
+    image, _ = build_test_image(
+        client,
         fileobj=io.BytesIO(dockerfile),
         tag="envlock-test/report-other:1",
         rm=True,

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_support import docker_unavailable, remove_repository
+from docker_support import build_test_image, docker_unavailable, remove_repository
 from report_support import cli, make_keys
 
 from envlock.lock.pylock import read_lock
@@ -111,7 +111,9 @@ def _push(client: Any, base_image: str) -> str:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     context.seek(0)
-    client.images.build(fileobj=context, custom_context=True, tag=tag, rm=True, network_mode="none")
+    build_test_image(
+        client, fileobj=context, custom_context=True, tag=tag, rm=True, network_mode="none"
+    )
     repo, _, name = tag.rpartition(":")
     digest = None
     for line in client.api.push(repo, tag=name, stream=True, decode=True):

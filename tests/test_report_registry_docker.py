@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docker_support import docker_unavailable
+from docker_support import build_test_image, docker_unavailable
 from report_support import cli, decode, make_keys
 
 from envlock.image import attestations
@@ -62,8 +62,8 @@ def pushed(client: Any, base_image: str, registry_up: str) -> Iterator[str]:
     """REPO@sha256:<manifest digest> of a fresh image (a unique label: a new digest)."""
     tag = f"{REPO}:{uuid.uuid4().hex[:12]}"
     dockerfile = f"FROM {base_image}\nLABEL io.envlock.test.digest-helper={tag}\n"
-    image, _ = client.images.build(
-        fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True, network_mode="none"
+    image, _ = build_test_image(
+        client, fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True, network_mode="none"
     )
     repo, _, name = tag.rpartition(":")
     digest = None

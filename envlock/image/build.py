@@ -258,19 +258,29 @@ def build_image(
     try:
         with engine.session("during the build", timeout=3600, client=client) as docker_client:
             labels |= base_labels(docker_client, final_base(text, in_force))
-            tracker, elapsed = _stream_build(
-                docker_client,
-                directory,
-                tag,
-                no_cache,
-                network,
-                buildargs,
-                labels,
-                progress,
-                write,
-                in_force,
-                on_log,
-            )
+            started = time.perf_counter()
+            for attempt in range(1, CACHE_RACE_TRIES + 1):
+                try:
+                    tracker = _stream_build(
+                        docker_client,
+                        directory,
+                        tag,
+                        no_cache,
+                        network,
+                        buildargs,
+                        labels,
+                        progress,
+                        write,
+                        in_force,
+                        on_log,
+                    )
+                    break
+                except BuildFailed as e:
+                    if attempt == CACHE_RACE_TRIES or not cache_lookup_race(e.reason):
+                        raise
+                    if progress != "quiet":
+                        write(_race_line(e, attempt + 1))
+            elapsed = time.perf_counter() - started
             image_id = tracker.image_id or ""
             if not image_id.startswith("sha256:"):
                 image_id = str(docker_client.images.get(image_id).id)
@@ -298,6 +308,34 @@ def build_image(
     )
 
 
+# The classic builder's cache lookup (moby's GetCachedImage) lists the children of a
+# step's parent image, then reads each: a child that another client removes between
+# the two reads fails the build with `unable to find image "sha256:<id>"` (the
+# image store's own error, "failed to get digest sha256:<id>: ... no such file or
+# directory", in some engines). Nothing in the build is at fault, and the steps it
+# finished are in the cache: build_image builds again, CACHE_RACE_TRIES times in all.
+_CACHE_RACE = re.compile(
+    r'^unable to find image "sha256:[0-9a-f]{64}"$'
+    r"|failed to get digest sha256:[0-9a-f]{64}: .*no such file or directory"
+)
+CACHE_RACE_TRIES = 3
+
+
+def cache_lookup_race(reason: str) -> bool:
+    """Whether the engine's error ``reason`` is the classic builder's cache-lookup
+    race (an image removed by another client while the lookup read it), which a
+    second build meets only if another removal lands in its own lookup."""
+    return _CACHE_RACE.search(reason.strip()) is not None
+
+
+def _race_line(failed: BuildFailed, attempt: int) -> str:
+    return (
+        f"the engine lost an image during its build-cache lookup at step {failed.step} "
+        f"({failed.reason}: another client removed it); building again, "
+        f"try {attempt} of {CACHE_RACE_TRIES}\n"
+    )
+
+
 def _stream_build(
     client: Any,
     directory: Path,
@@ -310,7 +348,7 @@ def _stream_build(
     write: Callable[[str], Any],
     in_force: Mapping[str, str],
     on_log: Callable[[str], None] | None = None,
-) -> tuple[_StepTracker, float]:
+) -> _StepTracker:
     from docker.errors import APIError
 
     from envlock.image.engine import engine_errors
@@ -319,7 +357,6 @@ def _stream_build(
     show = progress == "plain"
     on_step = (lambda step: write(step_line(step) + "\n")) if progress == "steps" else None
     tracker = _StepTracker(on_step=on_step, args=in_force)
-    started = time.perf_counter()
     try:
         stream = client.api.build(
             path=str(directory),
@@ -363,7 +400,7 @@ def _stream_build(
         raise _engine_lost(tracker, e) from e
     if not tracker.image_id:
         raise _step_failure(tracker, "the engine reported no image id")
-    return tracker, time.perf_counter() - started
+    return tracker
 
 
 def _tail(lines: list[str], n: int = LOG_TAIL) -> str:
