@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -170,6 +172,77 @@ def test_a_link_put_back_over_a_folder_made_before_is_not_written_through(
     with pytest.raises(OSError, match="leads outside the environment"):
         undostore.put_back(here, entry, saved(sp / "pkg" / "sub" / "b.py", "file", 1), made)
     assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("disk", ["same", "other"])
+def test_a_saved_file_is_a_hard_link_on_the_same_disk_and_a_copy_on_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, disk: str
+) -> None:
+    """The save links a file into the store where both share a file system, and the
+    undo links it back; across file systems (the kernel's EXDEV: the store on a
+    tmpfs) both copy. Either way the sync's replacement (a path removed, a new file
+    written) leaves the saved bytes as they were, and the undo puts them back with
+    their mode."""
+    venv = small_venv(tmp_path)
+    sp = evil_dist(venv, [])
+    live = sp / "evil.py"
+    live.chmod(0o640)
+    if disk == "other":
+        state = Path(tempfile.mkdtemp(prefix="envlock-test-state-", dir="/dev/shm"))
+        other_state = state
+        monkeypatch.setenv("ENVLOCK_STATE_DIR", str(state))
+        assert state.stat().st_dev != tmp_path.stat().st_dev, "/dev/shm is no other disk here"
+    else:
+        other_state = None
+        assert Path(os.environ["ENVLOCK_STATE_DIR"]).stat().st_dev == tmp_path.stat().st_dev
+    try:
+        inst = probe(str(venv / "bin" / "python"), {"evil"})
+        _, entry = undostore.save(inst, [("evil", "1.0")], doc_for(venv), "the fix")
+        (saved,) = json.loads((entry / "manifest.json").read_text())["saved"]
+        f = next(f for f in saved["files"] if f["path"] == str(live))
+        copy = entry / undostore.file_of(f["index"])
+        assert (copy.stat().st_ino == live.stat().st_ino) == (disk == "same")
+        assert stat.S_IMODE(copy.stat().st_mode) == (0o640 if disk == "same" else 0o600)
+        assert f["mode"] == 0o640
+        live.unlink()  # what uv and pip do to a file they replace
+        live.write_text("x = 2\n")
+        assert copy.read_text() == "x = 1\n"
+        undostore.put_back(probe(str(venv / "bin" / "python")), entry, f)
+        assert live.read_text() == "x = 1\n"
+        assert stat.S_IMODE(live.stat().st_mode) == 0o640
+        assert (copy.stat().st_ino == live.stat().st_ino) == (disk == "same")
+    finally:
+        if other_state is not None:
+            shutil.rmtree(other_state, ignore_errors=True)
+
+
+def test_a_write_into_a_linked_file_before_the_sync_replaced_it_is_caught_by_the_undo(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A link shares the file: bytes written into the installed file itself (no tool
+    that installs does this; an editor writing in place might) reach the saved one.
+    The undo checks every saved file's sha256 first and refuses, writing nothing."""
+    venv = small_venv(tmp_path)
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    sp = evil_dist(venv, [])
+    inst = probe(str(venv / "bin" / "python"), {"evil"})
+    doc: undostore.UndoEntry = {
+        **doc_for(venv),
+        "executable": inst.executable,
+        "prefix": inst.prefix,
+        "bundle": str(folder.absolute()),
+    }
+    undostore.save(inst, [("evil", "1.0")], doc, "the fix")
+    with open(sp / "evil.py", "r+") as into:  # in place: the same inode
+        into.write("x = 9")
+    before = everything_under(sp)
+    assert main(["restore", str(folder), "--venv", str(venv), "--undo"]) == 3
+    err = capsys.readouterr().err
+    assert (
+        f"the saved copy of {sp / 'evil.py'} does not match its sha256; nothing was undone" in err
+    )
+    assert everything_under(sp) == before
 
 
 @pytest.mark.main_python  # a restore (see tests/pythons.sh)

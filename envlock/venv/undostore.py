@@ -180,6 +180,38 @@ def _copy_out(path: str, dest: Path) -> tuple[str, int, int]:
     return h.hexdigest(), stat.S_IMODE(st.st_mode), st.st_mtime_ns
 
 
+def _save_out(path: str, dest: Path) -> tuple[str, int, int]:
+    """Save the regular file ``path`` (not through a link) as the new file ``dest``;
+    its (sha256, mode bits, mtime_ns).
+
+    A hard link where the store and the environment share a file system, else a
+    copy (another file system, one without hard links, a link the kernel refuses:
+    fs.protected_hardlinks). A link keeps the old bytes because nothing writes into
+    an installed file: the sync replaces a distribution by removing its files and
+    writing new ones (uv and pip unlink a path before they write it, as put_back
+    does), so the saved inode is left to the store. TensorFlow's 26,646 files
+    (1.8 GB) are then saved without 1.8 GB of writes (BENCHMARKS.md). The sha256 is
+    of what ``dest`` holds, read through ``dest``: a write into the shared file
+    before the sync replaced it is caught by undo's check of every copy."""
+    try:
+        os.link(path, dest, follow_symlinks=False)
+    except OSError:
+        return _copy_out(path, dest)
+    # a link to a link, a FIFO or a device (the path changed since it was classified)
+    # fails here: O_NOFOLLOW refuses a link, fstat names the rest
+    fd = os.open(dest, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{path} is no longer a regular file")
+        h = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+    finally:
+        os.close(fd)
+    return h.hexdigest(), stat.S_IMODE(st.st_mode), st.st_mtime_ns
+
+
 def save(
     inst: Installed, names: list[tuple[str, str]], doc: UndoEntry, fix: str
 ) -> tuple[str, Path]:
@@ -211,7 +243,7 @@ def save(
                 if kind == "link":
                     f["target"] = os.readlink(path)
                 else:
-                    digest, mode, mtime = _copy_out(path, tmp / file_of(n))
+                    digest, mode, mtime = _save_out(path, tmp / file_of(n))
                     f["index"], f["sha256"], f["mode"], f["mtime_ns"] = n, digest, mode, mtime
                     n += 1
                 kept.append(f)
@@ -314,7 +346,24 @@ def put_back(here: Installed, entry: Path, f: SavedFile, made: set[str] | None =
             made.clear()
         os.symlink(f["target"], path)
         return
-    src = os.open(entry / file_of(f["index"]), os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+    saved = entry / file_of(f["index"])
+    try:
+        # the entry is spent once undone (undo takes only saved or applied ones):
+        # its file becomes the live one, as a hard link where both share a file system
+        os.link(saved, path, follow_symlinks=False)
+    except OSError:
+        _copy_back(saved, path, f["mode"])
+    else:
+        out = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+        try:
+            os.fchmod(out, f["mode"] & 0o777)
+        finally:
+            os.close(out)
+    os.utime(path, ns=(f["mtime_ns"], f["mtime_ns"]), follow_symlinks=False)
+
+
+def _copy_back(saved: Path, path: str, mode: int) -> None:
+    src = os.open(saved, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
     try:
         out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
         try:
@@ -322,12 +371,11 @@ def put_back(here: Installed, entry: Path, f: SavedFile, made: set[str] | None =
                 view = memoryview(chunk)
                 while view:
                     view = view[os.write(out, view) :]
-            os.fchmod(out, f["mode"] & 0o777)
+            os.fchmod(out, mode & 0o777)
         finally:
             os.close(out)
     finally:
         os.close(src)
-    os.utime(path, ns=(f["mtime_ns"], f["mtime_ns"]), follow_symlinks=False)
 
 
 def read_entry(entry: Path) -> UndoEntry:
