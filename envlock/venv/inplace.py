@@ -13,11 +13,12 @@ distributions the lock does not name ("extras") are kept and listed, or, with
 never removed as extras (pip-sync keeps them too; doctor does not count them).
 
 Before anything is replaced or removed, every file of the affected
-distributions' RECORDs is copied into the undo store. The store is the user's
+distributions' RECORDs is saved into the undo store (a hard link on the same
+file system, else a copy: ``envlock.venv.undostore``). The store is the user's
 own (``envlock.userstate``: ``~/.local/state/envlock/undo/<environment>/<id>/``,
 mode 0700), never the bundle folder: a bundle is input (a colleague's, a pull
 request's) and often shared, so it must neither say what gets written back
-nor receive copies of an environment's files. ``files/`` holds the copies
+nor receive copies of an environment's files. ``files/`` holds the saved files
 (numbered), ``manifest.json`` says what was saved (path, kind, sha256, mode)
 and what the sync installs, under a MAC keyed by the user's secret. The entry
 is filled under a temp name (``.tmp-<id>``) and renamed into place when

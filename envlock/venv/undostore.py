@@ -2,7 +2,8 @@
 
 Before an in-place sync replaces or removes anything, every file of the affected
 distributions' RECORDs is saved here: ``~/.local/state/envlock/undo/<environment>/<id>/``
-(``envlock.userstate``; mode 0700). ``files/`` holds the copies (numbered),
+(``envlock.userstate``; mode 0700). ``files/`` holds them (numbered: a hard link
+where the store and the environment share a file system, else a copy; _save_out),
 ``manifest.json`` says what was saved (path, kind, sha256, mode) and what the
 sync installs, under a MAC keyed by the user's secret. An entry is filled under
 a temp name (``.tmp-<id>``) and renamed into place when complete.
