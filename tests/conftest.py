@@ -371,6 +371,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         import json
 
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        Path(prefix).parent.mkdir(parents=True, exist_ok=True)  # the first writer makes it
         Path(f"{prefix}.{worker}.json").write_text(json.dumps(_cpu_by_test), encoding="utf-8")
         Path(f"{prefix}.wall.{worker}.json").write_text(json.dumps(_wall_by_test), encoding="utf-8")
 

@@ -196,7 +196,7 @@ def _save_out(path: str, dest: Path) -> tuple[str, int, int]:
     before the sync replaced it is caught by undo's check of every copy."""
     try:
         os.link(path, dest, follow_symlinks=False)
-    except OSError:
+    except (OSError, NotImplementedError):  # the latter: no linkat on this platform
         return _copy_out(path, dest)
     # a link to a link, a FIFO or a device (the path changed since it was classified)
     # fails here: O_NOFOLLOW refuses a link, fstat names the rest
@@ -352,7 +352,7 @@ def put_back(here: Installed, entry: Path, f: SavedFile, made: set[str] | None =
         # the entry is spent once undone (undo takes only saved or applied ones):
         # its file becomes the live one, as a hard link where both share a file system
         os.link(saved, path, follow_symlinks=False)
-    except OSError:
+    except (OSError, NotImplementedError):
         _copy_back(saved, path, f["mode"])
     else:
         out = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
