@@ -158,29 +158,6 @@ def _classify(
     )
 
 
-def _copy_out(path: str, dest: Path) -> tuple[str, int, int]:
-    """Copy the regular file ``path`` (not through a link) to the new file ``dest``;
-    its (sha256, mode bits, mtime_ns)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(f"{path} is no longer a regular file")
-        h = hashlib.sha256()
-        out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
-        try:
-            while chunk := os.read(fd, 1 << 20):
-                h.update(chunk)
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(out, view) :]
-        finally:
-            os.close(out)
-    finally:
-        os.close(fd)
-    return h.hexdigest(), stat.S_IMODE(st.st_mode), st.st_mtime_ns
-
-
 def _save_out(path: str, dest: Path) -> tuple[str, int, int]:
     """Save the regular file ``path`` (not through a link) as the new file ``dest``;
     its (sha256, mode bits, mtime_ns).
@@ -192,22 +169,33 @@ def _save_out(path: str, dest: Path) -> tuple[str, int, int]:
     writing new ones (uv and pip unlink a path before they write it, as put_back
     does), so the saved inode is left to the store. TensorFlow's 26,646 files
     (1.8 GB) are then saved without 1.8 GB of writes (BENCHMARKS.md). The sha256 is
-    of what ``dest`` holds, read through ``dest``: a write into the shared file
-    before the sync replaced it is caught by undo's check of every copy."""
+    of what ``dest`` holds, read through ``dest`` where it is a link: a write into
+    the shared file before the sync replaced it is caught by undo's check of every
+    saved file."""
     try:
         os.link(path, dest, follow_symlinks=False)
+        linked = True
     except (OSError, NotImplementedError):  # the latter: no linkat on this platform
-        return _copy_out(path, dest)
-    # a link to a link, a FIFO or a device (the path changed since it was classified)
-    # fails here: O_NOFOLLOW refuses a link, fstat names the rest
-    fd = os.open(dest, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
+        linked = False
+    # a link, a FIFO or a device (the path changed since it was classified) fails
+    # here: O_NOFOLLOW refuses a link, fstat names the rest
+    fd = os.open(dest if linked else path, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(f"{path} is no longer a regular file")
         h = hashlib.sha256()
-        while chunk := os.read(fd, 1 << 20):
-            h.update(chunk)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+        out = -1 if linked else os.open(dest, flags, 0o600)
+        try:
+            while chunk := os.read(fd, 1 << 20):
+                h.update(chunk)
+                view = memoryview(chunk)
+                while out >= 0 and view:
+                    view = view[os.write(out, view) :]
+        finally:
+            if out >= 0:
+                os.close(out)
     finally:
         os.close(fd)
     return h.hexdigest(), stat.S_IMODE(st.st_mode), st.st_mtime_ns
