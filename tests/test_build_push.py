@@ -20,7 +20,14 @@ import pytest
 from envlock.cli import main
 from envlock.errors import EnvironmentFailure, UsageError
 from envlock.image import ref as imageref
-from envlock.image.build import TrackedStep, build_image, cache_lookup_race, step_line
+from envlock.image.build import (
+    BuildFailed,
+    TrackedStep,
+    _race_line,
+    build_image,
+    cache_lookup_race,
+    step_line,
+)
 from envlock.image.dockerfile import declared_args, parse_build_args
 from envlock.image.labels import created_label
 from envlock.image.push import _push_failure, push, push_image
@@ -125,6 +132,16 @@ def test_what_counts_as_the_cache_lookup_race() -> None:
     assert not cache_lookup_race(f'unable to find image "{digest[:19]}"')
     assert not cache_lookup_race(f"failed to get digest {digest}: open {store}: permission denied")
     assert not cache_lookup_race("No such image: envlock-test/gone:1")
+
+
+def test_the_retry_line_names_the_step_or_that_none_had_started() -> None:
+    reason = 'unable to find image "sha256:' + "0123abcd" * 8 + '"'
+    at = BuildFailed("m", step="4/8", reason=reason)
+    assert _race_line(at, 2) == (
+        f"the engine lost an image during its build-cache lookup at step 4/8 ({reason}: "
+        "another client removed it); building again, try 2 of 3\n"
+    )
+    assert "lookup before its first step (" in _race_line(BuildFailed("m", reason=reason), 3)
 
 
 def test_step_line() -> None:

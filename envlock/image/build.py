@@ -329,8 +329,9 @@ def cache_lookup_race(reason: str) -> bool:
 
 
 def _race_line(failed: BuildFailed, attempt: int) -> str:
+    where = f"at step {failed.step}" if failed.step else "before its first step"
     return (
-        f"the engine lost an image during its build-cache lookup at step {failed.step} "
+        f"the engine lost an image during its build-cache lookup {where} "
         f"({failed.reason}: another client removed it); building again, "
         f"try {attempt} of {CACHE_RACE_TRIES}\n"
     )
