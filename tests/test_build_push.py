@@ -259,27 +259,26 @@ def test_build_args_reach_the_build(
 RACE = 'unable to find image "sha256:' + "45830ad6" * 8 + '"'
 
 
-class _LookupRace:
-    """The real engine's client, except that its first ``fail`` builds stop after the
-    engine's own ``Step 4/8`` line with ``error``. With RACE, that is what CI met (stop
-    49): moby's cache lookup (GetCachedImage) lists the children of a step's parent
-    image and then reads each, and another test's teardown removed one in between.
-    The race itself cannot be made to happen on demand: the removal has to land
-    between two reads inside the engine."""
+class _RacingApi:
+    """The real engine's low-level API client, except that its first ``fail`` builds
+    stop after the engine's own ``Step 4/8`` line with ``error``. With RACE, that is
+    what CI met (stop 49): moby's cache lookup (GetCachedImage) lists the children
+    of a step's parent image and then reads each, and another test's teardown
+    removed one in between. The race itself cannot be made to happen on demand: the
+    removal has to land between two reads inside the engine."""
 
-    def __init__(self, client: Any, fail: int, error: str) -> None:
-        self._client = client
+    def __init__(self, api: Any, fail: int, error: str) -> None:
+        self._api = api
         self._fail = fail
         self._error = error
         self.builds = 0
-        self.api = self
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
+        return getattr(self._api, name)
 
     def build(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
         self.builds += 1
-        stream = self._client.api.build(**kwargs)
+        stream = self._api.build(**kwargs)
         if self.builds > self._fail:
             yield from stream
             return
@@ -289,6 +288,18 @@ class _LookupRace:
                 break
         stream.close()
         yield {"errorDetail": {"message": self._error}, "error": self._error}
+
+
+class _LookupRace:
+    """The real engine's client with a _RacingApi as its ``api``; the rest is the
+    client's own."""
+
+    def __init__(self, client: Any, fail: int, error: str) -> None:
+        self._client = client
+        self.api = _RacingApi(client.api, fail, error)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
 
 
 @pytest.mark.docker
@@ -336,7 +347,7 @@ def test_the_cache_lookup_race_is_built_again_and_nothing_else_is(
         )
         retries = [line for line in lines if not line.startswith("step ")]
         assert retries == ([again.format(2), again.format(3)] if error == RACE else [])
-    assert client.builds == builds
+    assert client.api.builds == builds
 
 
 @pytest.mark.docker
